@@ -1,0 +1,43 @@
+# Every target that runs code depends on `setup`, which is idempotent and incremental:
+# the venv is rebuilt only when pyproject.toml changes, the gRPC code only when a proto does.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PROTOS := $(shell find protos -name '*.proto')
+PYTEST_ARGS ?=
+
+.PHONY: setup up test bench lint protos clean
+
+setup: $(VENV)/.installed bg/.generated
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
+	@touch $@
+
+bg/.generated: $(PROTOS) infra/protogen.py $(VENV)/.installed
+	$(BIN)/python -m infra.protogen
+
+protos: $(VENV)/.installed
+	$(BIN)/python -m infra.protogen
+
+up: setup
+	$(BIN)/bgcluster up $(ARGS)
+
+test: setup
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: setup
+	$(BIN)/python -m benchmarks
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) bg .data .pytest_cache .mypy_cache .ruff_cache

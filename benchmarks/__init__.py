@@ -1,0 +1,1 @@
+"""Benchmarks run by `make bench`: figures and ratios measured side by side in one run."""

@@ -1,0 +1,1 @@
+"""Local infrastructure: the cluster runner, embedded Valkey/Tansu, code generation."""

@@ -1,0 +1,102 @@
+"""The `bgcluster` command: `up` runs the local cluster, `status` reports its health."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+
+from infra.runner import Cluster, ClusterConfig, StartupError
+from infra.status import NoCluster, collect, render
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--data-dir", type=Path, default=Path(".data"), help="cluster state and SQLite files"
+    )
+    p = argparse.ArgumentParser(prog="bgcluster", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    up = sub.add_parser(
+        "up", parents=[common], help="run the whole cluster in the foreground (Ctrl-C stops it)"
+    )
+    up.add_argument(
+        "--base-port",
+        type=int,
+        default=50050,
+        help="gateway at N+1, matchmaking N+2, wallet N+3, leaderboard N+4, "
+        "tables N+10.., metrics +1000; Valkey N-40, Kafka N-41; 0 = free ports",
+    )
+    up.add_argument("--table-replicas", type=int, default=2)
+    up.add_argument("--redis-url", help="use this Redis/Valkey instead of the embedded Valkey")
+    up.add_argument("--kafka-bootstrap", help="use this Kafka instead of the embedded Tansu")
+    up.add_argument(
+        "--database-url",
+        help="SQLAlchemy async URL for wallet and leaderboard "
+        "(default: SQLite files in the data directory)",
+    )
+    up.add_argument("--startup-timeout", type=float, default=60.0)
+    st = sub.add_parser(
+        "status", parents=[common], help="health of every service of the running cluster"
+    )
+    st.add_argument("--json", action="store_true", help="a JSON list: name, address, status, ...")
+    return p
+
+
+async def _up(args: argparse.Namespace) -> int:
+    if args.table_replicas < 1:
+        print("bgcluster: --table-replicas must be at least 1", file=sys.stderr)
+        return 2
+    cluster = Cluster(ClusterConfig(
+        data_dir=args.data_dir, base_port=args.base_port, table_replicas=args.table_replicas,
+        redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
+        database_url=args.database_url, startup_timeout_s=args.startup_timeout,
+    ))  # fmt: skip
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    starting = asyncio.create_task(cluster.start())
+    stopper = asyncio.create_task(stop.wait())
+    await asyncio.wait({starting, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        starting.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        await cluster.stop()
+        cluster.say("bgcluster: start interrupted; everything stopped")
+        return 130
+    try:
+        starting.result()
+    except StartupError as exc:
+        cluster.say(f"\nbgcluster: START FAILED: {exc}\nbgcluster: everything stopped")
+        return 1
+    cluster.say("\nbgcluster: all services SERVING\n" + cluster.address_table())
+    cluster.say("bgcluster: Ctrl-C (or SIGTERM) stops everything\n")
+    await stopper
+    cluster.say("bgcluster: stopping services, then infrastructure")
+    await cluster.stop()
+    cluster.say("bgcluster: stopped")
+    return 1 if cluster.failures else 0
+
+
+async def _status(args: argparse.Namespace) -> int:
+    try:
+        rows = await collect(args.data_dir)
+    except NoCluster as exc:
+        print(f"bgcluster: {exc}", file=sys.stderr)
+        return 3
+    print(json.dumps(rows, indent=2) if args.json else render(rows))
+    return 0 if all(r["status"] == "SERVING" for r in rows) else 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    handler = _up if args.command == "up" else _status
+    raise SystemExit(asyncio.run(handler(args)))
+
+
+if __name__ == "__main__":
+    main()

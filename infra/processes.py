@@ -1,0 +1,121 @@
+"""Child processes of the cluster runner: spawned, log-prefixed, supervised, stopped.
+
+Children run in their own session so a terminal's Ctrl-C reaches only the runner, which then
+stops them in order (services, then infrastructure). Each child also gets PR_SET_PDEATHSIG, so
+even a runner killed with SIGKILL leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass
+class ProcSpec:
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+class ManagedProcess:
+    """One child: its output goes to `out`, each line prefixed with the child's name."""
+
+    def __init__(self, spec: ProcSpec, out: TextIO, width: int = 12) -> None:
+        self.spec = spec
+        self.out = out
+        self.width = width
+        self.proc: asyncio.subprocess.Process | None = None
+        self.tail: collections.deque[str] = collections.deque(maxlen=20)
+        self._pump: asyncio.Task[None] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode if self.proc else None
+
+    async def start(self) -> None:
+        env = {**os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1"}
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.spec.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=env,
+            cwd=self.spec.cwd,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        self._pump = asyncio.create_task(self._pump_lines(), name=f"log-{self.name}")
+
+    async def _pump_lines(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        prefix = f"{self.name:>{self.width}} | "
+        while True:
+            line = await self.proc.stdout.readline()
+            if not line:
+                return
+            text = line.decode(errors="replace").rstrip()
+            self.tail.append(text)
+            self.out.write(prefix + text + "\n")
+            self.out.flush()
+
+    async def wait(self) -> int:
+        assert self.proc is not None
+        code = await self.proc.wait()
+        if self._pump is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._pump, 2.0)
+        return code
+
+    async def stop(self, timeout: float) -> int | None:
+        """SIGTERM, then SIGKILL after `timeout` seconds. Returns the exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.proc.wait(), timeout)
+            except TimeoutError:
+                self.out.write(f"{self.name:>{self.width}} | did not stop in {timeout}s: killed\n")
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
+                await self.proc.wait()
+        return await self.wait()
+
+
+def watch_exit(
+    process: ManagedProcess, on_exit: Callable[[ManagedProcess, int], None]
+) -> asyncio.Task[None]:
+    """Call `on_exit(process, code)` when the child ends, whatever the reason."""
+
+    async def watcher() -> None:
+        code = await process.wait()
+        on_exit(process, code)
+
+    return asyncio.create_task(watcher(), name=f"watch-{process.name}")

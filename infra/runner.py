@@ -1,0 +1,277 @@
+"""`bgcluster up`: Valkey and Tansu, the topics, then every service as its own OS process.
+
+Start order: infrastructure (embedded unless external URLs are given), topics, then all services
+in parallel, each awaited until it reports SERVING on the standard gRPC health service. Stop
+order: services first (SIGTERM: each drains gracefully), then infrastructure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from infra import embedded
+from infra.processes import ManagedProcess, ProcSpec, watch_exit
+
+SERVICES = ("gateway", "matchmaking", "table", "wallet", "leaderboard")
+# Port offsets from --base-port: gateway N+1 ... table replicas N+10+i; metrics at +1000.
+PORT_OFFSETS = {"gateway": 1, "matchmaking": 2, "wallet": 3, "leaderboard": 4, "table": 10}
+METRICS_OFFSET = 1000
+STATE_FILE = "cluster.json"
+
+
+class StartupError(RuntimeError):
+    """The cluster could not start; names the part that failed and why."""
+
+
+@dataclass
+class ClusterConfig:
+    data_dir: Path = Path(".data")
+    base_port: int = 50050  # 0: every port free-picked (tests)
+    table_replicas: int = 2
+    redis_url: str | None = None  # external Redis/Valkey instead of the embedded one
+    kafka_bootstrap: str | None = None  # external Kafka instead of the embedded Tansu
+    database_url: str | None = None  # external SQL for wallet and leaderboard
+    startup_timeout_s: float = 60.0
+    service_stop_timeout_s: float = 10.0
+    infra_stop_timeout_s: float = 3.0
+    service_env: dict[str, dict[str, str]] = field(default_factory=dict)  # per instance name
+    python: str = sys.executable
+
+
+@dataclass
+class Instance:
+    """One service process as the runner knows it."""
+
+    name: str  # instance name: "gateway", "table-1"
+    service: str  # service name: "gateway", "table"
+    grpc_port: int
+    metrics_port: int
+    process: ManagedProcess | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+
+class Cluster:
+    def __init__(self, config: ClusterConfig, out: TextIO | None = None) -> None:
+        self.config = config
+        self.out = out or sys.stdout
+        self.data_dir = config.data_dir.resolve()
+        self.infra: list[ManagedProcess] = []
+        self.instances: list[Instance] = []
+        self.redis_url = config.redis_url or ""
+        self.kafka_bootstrap = config.kafka_bootstrap or ""
+        self.stopping = False
+        self.failures: list[str] = []
+        self._watchers: list[asyncio.Task[None]] = []
+
+    # -- ports and environment ---------------------------------------------------------------
+
+    def _port(self, offset: int) -> int:
+        return (
+            embedded.free_port() if self.config.base_port == 0 else self.config.base_port + offset
+        )
+
+    def _plan(self) -> list[Instance]:
+        plan = []
+        for service in SERVICES:
+            count = self.config.table_replicas if service == "table" else 1
+            for i in range(count):
+                name = f"{service}-{i + 1}" if service == "table" else service
+                offset = PORT_OFFSETS[service] + i
+                plan.append(
+                    Instance(name, service, self._port(offset), self._port(offset + METRICS_OFFSET))
+                )
+        return plan
+
+    def _service_env(self, inst: Instance) -> dict[str, str]:
+        by = {i.service: i for i in self.instances}
+        db = self.config.database_url or f"sqlite+aiosqlite:///{self.data_dir / inst.service}.db"
+        env = {
+            "BG_HOST": "127.0.0.1",
+            "BG_GRPC_PORT": str(inst.grpc_port),
+            "BG_METRICS_PORT": str(inst.metrics_port),
+            "BG_REPLICA": inst.name,
+            "BG_REDIS_URL": self.redis_url,
+            "BG_KAFKA_BOOTSTRAP": self.kafka_bootstrap,
+            "BG_DATABASE_URL": db,
+            "BG_DATA_DIR": str(self.data_dir),
+            "BG_TABLE_ADDRS": ",".join(i.address for i in self.instances if i.service == "table"),
+            "BG_WALLET_ADDR": by["wallet"].address,
+            "BG_MATCHMAKING_ADDR": by["matchmaking"].address,
+            "BG_LEADERBOARD_ADDR": by["leaderboard"].address,
+        }
+        env.setdefault("BG_LOG_FORMAT", os.environ.get("BG_LOG_FORMAT", "text"))
+        env.update(self.config.service_env.get(inst.name, {}))
+        return env
+
+    # -- start ---------------------------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    async def start(self) -> None:
+        """Start everything; on any failure stop what started and raise StartupError."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            await asyncio.wait_for(self._start(), self.config.startup_timeout_s)
+        except TimeoutError:
+            await self.stop()
+            raise StartupError(
+                f"cluster not SERVING within {self.config.startup_timeout_s:.0f}s; "
+                + self._not_serving_summary()
+            ) from None
+        except BaseException:
+            await self.stop()
+            raise
+        self._write_state()
+
+    async def _start(self) -> None:
+        await self._start_infra()
+        self.instances = self._plan()
+        for inst in self.instances:
+            spec = ProcSpec(
+                inst.name,
+                [self.config.python, "-m", f"services.{inst.service}"],
+                self._service_env(inst),
+            )
+            inst.process = ManagedProcess(spec, self.out)
+            await inst.process.start()
+            self._watchers.append(watch_exit(inst.process, self._on_exit))
+        await asyncio.gather(*(self._await_serving(inst) for inst in self.instances))
+
+    async def _start_infra(self) -> None:
+        waits = []
+        if not self.redis_url:
+            port = self._port(-40)  # 50010 by default
+            self.redis_url = f"redis://127.0.0.1:{port}/0"
+            await self._spawn_infra("valkey", embedded.valkey_argv(port, self.data_dir / "valkey"))
+        waits.append(self._guard("valkey", embedded.wait_redis(self.redis_url)))
+        if not self.kafka_bootstrap:
+            port = self._port(-41)  # 50009 by default
+            self.kafka_bootstrap = f"127.0.0.1:{port}"
+            await self._spawn_infra("kafka", embedded.tansu_argv(port))
+        waits.append(self._guard("kafka", self._kafka_ready()))
+        await asyncio.gather(*waits)
+
+    async def _kafka_ready(self) -> None:
+        await embedded.wait_kafka(self.kafka_bootstrap)
+        await embedded.create_topics(self.kafka_bootstrap)
+
+    async def _guard(self, name: str, ready: Any) -> None:
+        try:
+            await ready
+        except Exception as exc:
+            raise StartupError(f"{name} failed to start: {exc}") from exc
+
+    async def _spawn_infra(self, name: str, argv: list[str]) -> None:
+        proc = ManagedProcess(ProcSpec(name, argv), self.out)
+        await proc.start()
+        self.infra.append(proc)
+        self._watchers.append(watch_exit(proc, self._on_exit))
+
+    async def _await_serving(self, inst: Instance) -> None:
+        assert inst.process is not None
+        async with grpc.aio.insecure_channel(inst.address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while True:
+                code = inst.process.returncode
+                if code is not None:
+                    tail = "\n    ".join(inst.process.tail)
+                    raise StartupError(
+                        f"{inst.name} failed to start: exited with code {code}\n    {tail}"
+                    )
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
+                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                        return
+                await asyncio.sleep(0.1)
+
+    def _not_serving_summary(self) -> str:
+        waiting = [i.name for i in self.instances if i.process and i.process.returncode is None]
+        return "still waiting for: " + (", ".join(waiting) or "infrastructure")
+
+    # -- supervision ---------------------------------------------------------------------------
+
+    def _on_exit(self, process: ManagedProcess, code: int) -> None:
+        if self.stopping:
+            return
+        banner = "!" * 72
+        message = f"{process.name} DIED unexpectedly (exit code {code})"
+        self.failures.append(message)
+        self.say(f"\n{banner}\n!!! {message}\n!!! last lines:")
+        for line in process.tail:
+            self.say(f"!!!   {line}")
+        self.say(banner + "\n")
+        with contextlib.suppress(OSError):
+            self._write_state()
+
+    # -- state for `bgcluster status` ------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "runner_pid": os.getpid(),
+            "started_at": time.time(),
+            "redis_url": self.redis_url,
+            "kafka_bootstrap": self.kafka_bootstrap,
+            "services": [
+                {
+                    "name": i.service,
+                    "instance": i.name,
+                    "address": i.address,
+                    "metrics": f"http://127.0.0.1:{i.metrics_port}/metrics",
+                    "pid": i.process.pid if i.process else None,
+                    "exited": i.process.returncode if i.process else None,
+                }
+                for i in self.instances
+            ],
+            "infra": [{"name": p.name, "pid": p.pid} for p in self.infra],
+        }
+
+    def _write_state(self) -> None:
+        path = self.data_dir / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state(), indent=2))
+        tmp.replace(path)
+
+    def address_table(self) -> str:
+        rows = [("SERVICE", "gRPC", "METRICS")]
+        rows += [
+            (i.name, i.address, f"http://127.0.0.1:{i.metrics_port}/metrics")
+            for i in self.instances
+        ]
+        rows += [("valkey", self.redis_url, ""), ("kafka", self.kafka_bootstrap, "")]
+        widths = [max(len(r[c]) for r in rows) for c in range(3)]
+        return "\n".join(
+            "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows
+        )
+
+    def pids(self) -> list[int]:
+        procs = [i.process for i in self.instances if i.process] + self.infra
+        return [p.pid for p in procs if p.pid is not None]
+
+    # -- stop ------------------------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        """Services first (each drains), then infrastructure. Idempotent."""
+        self.stopping = True
+        services = [i.process for i in self.instances if i.process is not None]
+        await asyncio.gather(*(p.stop(self.config.service_stop_timeout_s) for p in services))
+        await asyncio.gather(*(p.stop(self.config.infra_stop_timeout_s) for p in self.infra))
+        for task in self._watchers:
+            task.cancel()
+        with contextlib.suppress(FileNotFoundError):
+            (self.data_dir / STATE_FILE).unlink()

@@ -1,0 +1,1 @@
+"""Bootstrap shared by every service: settings, logs, metrics, tracing, health, shutdown."""

@@ -1,0 +1,95 @@
+"""Structured logs: one JSON object a line (or plain text locally), secrets masked.
+
+Redaction happens in the formatter, so no call site can leak a token, seed or password by
+passing it as an `extra` field or embedding a URL with credentials in a message.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import time
+from typing import Any
+
+SECRET_KEYS = re.compile(r"token|secret|seed|password|passwd|authorization|api_key", re.I)
+_URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^@/\s]+@", re.I)
+_KV_SECRET = re.compile(
+    r"(?P<key>\b\w*(?:token|secret|seed|password|passwd|api_key)\w*\b\s*[=:]\s*)(?P<val>[^\s,;]+)",
+    re.I,
+)
+
+_STANDARD_ATTRS = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
+    "message",
+    "asctime",
+    "taskName",
+}
+
+
+def redact_text(text: str) -> str:
+    """Mask URL passwords and `secret=value` pairs in free text."""
+    text = _URL_PASSWORD.sub(r"\g<scheme>\g<user>:***@", text)
+    return _KV_SECRET.sub(r"\g<key>***", text)
+
+
+def _redact_value(key: str, value: Any) -> Any:
+    if SECRET_KEYS.search(key):
+        return "***"
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: _redact_value(str(k), v) for k, v in value.items()}
+    return value
+
+
+class JsonFormatter(logging.Formatter):
+    def __init__(self, service: str, replica: str) -> None:
+        super().__init__()
+        self.service = service
+        self.replica = replica
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "service": self.service,
+            "logger": record.name,
+            "msg": redact_text(record.getMessage()),
+        }
+        if self.replica:
+            doc["replica"] = self.replica
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD_ATTRS and not key.startswith("_"):
+                doc[key] = _redact_value(key, value)
+        if record.exc_info:
+            doc["exc"] = redact_text(self.formatException(record.exc_info))
+        return json.dumps(doc, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        extras = {
+            k: _redact_value(k, v)
+            for k, v in record.__dict__.items()
+            if k not in _STANDARD_ATTRS and not k.startswith("_")
+        }
+        line = f"{record.levelname:<7} {record.name}: {redact_text(record.getMessage())}"
+        if extras:
+            line += " " + " ".join(f"{k}={v}" for k, v in extras.items())
+        if record.exc_info:
+            line += "\n" + redact_text(self.formatException(record.exc_info))
+        return line
+
+
+def configure(service: str, level: str, fmt: str, replica: str = "") -> None:
+    """Send the root logger to stderr in the chosen format. Called once by a service's main."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter(service, replica) if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # Third-party chatter at INFO drowns the service's own lines.
+    for noisy in ("aiokafka", "kafka", "asyncio"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))

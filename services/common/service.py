@@ -1,0 +1,49 @@
+"""What a service provides to the shared host: its servicers, checks and lifecycle hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import grpc
+from opentelemetry.sdk.trace import TracerProvider
+
+from services.common.metrics import ServiceMetrics
+from services.common.settings import ServiceSettings
+
+
+@dataclass(frozen=True)
+class ReadinessCheck:
+    """A dependency probe: raises (or times out) when the dependency cannot serve."""
+
+    name: str
+    probe: Callable[[], Awaitable[object]]
+
+
+@dataclass
+class ServiceApp:
+    """A service as the host sees it. Built by each service's `app.build_app` (composition root).
+
+    `register` adds the domain servicers to the server and returns their full names (for health
+    and reflection); `start` opens clients and background tasks once the port is bound; `stop`
+    closes them after the server has drained.
+    """
+
+    name: str
+    settings: ServiceSettings
+    metrics: ServiceMetrics
+    register: Callable[[grpc.aio.Server], list[str]] = lambda server: []
+    checks: list[ReadinessCheck] = field(default_factory=list)
+    on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    tracer_provider: TracerProvider | None = None
+
+
+def base_app(name: str, settings: ServiceSettings) -> ServiceApp:
+    """A ServiceApp with this service's metrics registry and tracer (if tracing is on)."""
+    from services.common.tracing import make_provider
+
+    provider = make_provider(name, settings.otel_exporter, settings.otel_endpoint, settings.replica)
+    return ServiceApp(
+        name=name, settings=settings, metrics=ServiceMetrics(name), tracer_provider=provider
+    )

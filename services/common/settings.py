@@ -1,0 +1,194 @@
+"""Typed settings read from the environment, with errors that name the variable.
+
+Each service declares a frozen dataclass whose fields are made with `setting(...)`; `load()` reads
+them from a mapping (the process environment by default). A bad value never falls back silently
+to a default: it raises `SettingsError` naming the variable, the value and what was expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+T = TypeVar("T")
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+class SettingsError(ValueError):
+    """A setting from the environment is missing or malformed."""
+
+    def __init__(self, env: str, value: str, expected: str) -> None:
+        super().__init__(f"{env}={value!r}: expected {expected}")
+        self.env = env
+        self.value = value
+        self.expected = expected
+
+
+def setting(
+    env: str,
+    default: Any,
+    help: str,
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    secret: bool = False,
+) -> Any:
+    """Declare a settings field read from environment variable `env`."""
+    meta = {"env": env, "help": help, "min": min, "max": max, "secret": secret}
+    if isinstance(default, list | dict | set):
+        raise TypeError("use a tuple for sequence defaults")
+    return field(default=default, metadata=meta)
+
+
+def _parse(env: str, raw: str, hint: Any) -> Any:
+    origin = get_origin(hint)
+    if origin is Literal:
+        choices = get_args(hint)
+        if raw not in choices:
+            raise SettingsError(env, raw, "one of " + ", ".join(map(str, choices)))
+        return raw
+    if origin in (types.UnionType, typing.Union):
+        inner = [a for a in get_args(hint) if a is not type(None)]
+        if raw == "":
+            return None
+        return _parse(env, raw, inner[0])
+    if origin is tuple:
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
+    if hint is bool:
+        low = raw.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise SettingsError(env, raw, "a boolean (true/false, 1/0, yes/no, on/off)")
+    if hint is int:
+        try:
+            return int(raw.strip())
+        except ValueError:
+            raise SettingsError(env, raw, "an integer") from None
+    if hint is float:
+        try:
+            return float(raw.strip())
+        except ValueError:
+            raise SettingsError(env, raw, "a number") from None
+    if hint is Path:
+        return Path(raw)
+    if hint is str:
+        return raw
+    raise TypeError(f"unsupported settings type {hint!r} for {env}")
+
+
+def load(cls: type[T], environ: Mapping[str, str] | None = None) -> T:
+    """Build settings `cls` from `environ` (default: the process environment)."""
+    env_map = os.environ if environ is None else environ
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        name = f.metadata.get("env")
+        if name is None or name not in env_map:
+            continue
+        raw = env_map[name]
+        value = _parse(name, raw, hints[f.name])
+        lo, hi = f.metadata.get("min"), f.metadata.get("max")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if lo is not None and value < lo:
+                raise SettingsError(name, raw, f"a value >= {lo}")
+            if hi is not None and value > hi:
+                raise SettingsError(name, raw, f"a value <= {hi}")
+        values[f.name] = value
+    return cls(**values)
+
+
+def describe(cls: type[Any]) -> list[tuple[str, str, str]]:
+    """(env var, default, help) for every setting of `cls`, for the README and `--help`."""
+    rows = []
+    for f in dataclasses.fields(cls):
+        if "env" in f.metadata:
+            rows.append((f.metadata["env"], repr(f.default), f.metadata["help"]))
+    return rows
+
+
+def redacted(settings: Any) -> dict[str, Any]:
+    """The settings as a dict with secret values (and URL passwords) masked, safe to log."""
+    from services.common.logs import redact_text
+
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        if f.metadata.get("secret"):
+            out[f.name] = "***" if value else ""
+        elif isinstance(value, str):
+            out[f.name] = redact_text(value)
+        else:
+            out[f.name] = value if not isinstance(value, Path) else str(value)
+    return out
+
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+LogFormat = Literal["json", "text"]
+OtelExporter = Literal["none", "console", "otlp"]
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """Settings every service has. Each service subclasses this and overrides the ports."""
+
+    host: str = setting("BG_HOST", "127.0.0.1", "Interface the gRPC and metrics servers bind.")
+    grpc_port: int = setting("BG_GRPC_PORT", 0, "gRPC port (0 = any free port).", min=0, max=65535)
+    metrics_port: int = setting(
+        "BG_METRICS_PORT", 0, "Prometheus metrics HTTP port (0 = any free port).", min=0, max=65535
+    )
+    replica: str = setting("BG_REPLICA", "", "Replica name, e.g. table-2, for logs and metrics.")
+    log_level: LogLevel = setting("BG_LOG_LEVEL", "INFO", "Log level.")
+    log_format: LogFormat = setting("BG_LOG_FORMAT", "json", "json (one object a line) or text.")
+    otel_exporter: OtelExporter = setting(
+        "BG_OTEL_EXPORTER", "none", "Trace exporter: none (off), console or otlp."
+    )
+    otel_endpoint: str = setting(
+        "BG_OTEL_ENDPOINT", "http://127.0.0.1:4317", "OTLP/gRPC collector for otlp traces."
+    )
+    shutdown_grace_s: float = setting(
+        "BG_SHUTDOWN_GRACE_S", 5.0, "Seconds in-flight calls get to finish on shutdown.", min=0
+    )
+    shutdown_delay_s: float = setting(
+        "BG_SHUTDOWN_DELAY_S",
+        0.0,
+        "Seconds between NOT_SERVING and closing the port (lets load balancers notice).",
+        min=0,
+    )
+    readiness_timeout_s: float = setting(
+        "BG_READINESS_TIMEOUT_S", 2.0, "Seconds a dependency check may take.", min=0.01
+    )
+    readiness_interval_s: float = setting(
+        "BG_READINESS_INTERVAL_S", 2.0, "Seconds between dependency checks.", min=0.05
+    )
+
+
+def redis_url_setting() -> Any:
+    return setting("BG_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis/Valkey URL.", secret=False)
+
+
+def kafka_bootstrap_setting() -> Any:
+    return setting(
+        "BG_KAFKA_BOOTSTRAP", "127.0.0.1:9092", "Kafka bootstrap servers (host:port,...)."
+    )
+
+
+def kafka_idempotence_setting() -> Any:
+    return setting(
+        "BG_KAFKA_IDEMPOTENCE",
+        False,
+        "Idempotent Kafka producer (on in production; Tansu refuses it, so off locally).",
+    )
+
+
+def database_url_setting(default: str) -> Any:
+    return setting("BG_DATABASE_URL", default, "SQLAlchemy async database URL.")

@@ -1,0 +1,74 @@
+"""OpenTelemetry tracing, chosen by settings and off by default.
+
+When on, gRPC server and client calls carry W3C trace context, so one player's command can be
+followed from the gateway through the table service to the wallet. Kafka producers put the same
+context in message headers (see `inject_headers`/`extract_context`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry import propagate, trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+
+
+def make_provider(
+    service: str, exporter: str, endpoint: str, replica: str = ""
+) -> TracerProvider | None:
+    """A tracer provider for `exporter` ("none" returns None: tracing off)."""
+    if exporter == "none":
+        return None
+    span_exporter: SpanExporter
+    if exporter == "console":
+        span_exporter = ConsoleSpanExporter()
+    elif exporter == "otlp":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        span_exporter = OTLPSpanExporter(endpoint=endpoint, insecure=endpoint.startswith("http://"))
+    else:
+        raise ValueError(f"unknown trace exporter {exporter!r}")
+    attrs = {"service.name": f"bg-{service}"}
+    if replica:
+        attrs["service.instance.id"] = replica
+    provider = TracerProvider(resource=Resource.create(attrs))
+    provider.add_span_processor(BatchSpanProcessor(span_exporter))
+    return provider
+
+
+def server_interceptors(provider: TracerProvider | None) -> list[Any]:
+    if provider is None:
+        return []
+    from opentelemetry.instrumentation.grpc import aio_server_interceptor
+
+    return [aio_server_interceptor(tracer_provider=provider)]  # type: ignore[no-untyped-call]
+
+
+def client_interceptors(provider: TracerProvider | None) -> Sequence[Any]:
+    if provider is None:
+        return []
+    from opentelemetry.instrumentation.grpc import aio_client_interceptors
+
+    return list(aio_client_interceptors(tracer_provider=provider))  # type: ignore[no-untyped-call]
+
+
+def tracer(provider: TracerProvider | None, name: str) -> trace.Tracer:
+    if provider is None:
+        return trace.NoOpTracer()
+    return provider.get_tracer(name)
+
+
+def inject_headers() -> list[tuple[str, bytes]]:
+    """The current trace context as Kafka headers."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return [(k, v.encode()) for k, v in carrier.items()]
+
+
+def extract_context(headers: Sequence[tuple[str, bytes]] | None) -> Any:
+    """A trace context from Kafka headers, to parent a consumer's span."""
+    carrier = {k: v.decode(errors="replace") for k, v in headers or ()}
+    return propagate.extract(carrier)

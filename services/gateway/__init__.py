@@ -1,0 +1,1 @@
+"""Gateway: authenticates players and streams table events to them (gRPC and WebSocket)."""

@@ -1,0 +1,1 @@
+"""Leaderboard: trophies, leagues, scored points and ratings from the event stream."""

@@ -1,0 +1,26 @@
+"""Settings of the leaderboard service (environment variables, see README)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from services.common.settings import (
+    ServiceSettings,
+    database_url_setting,
+    load,
+    redis_url_setting,
+    setting,
+)
+
+
+@dataclass(frozen=True)
+class LeaderboardSettings(ServiceSettings):
+    grpc_port: int = setting("BG_GRPC_PORT", 50054, "gRPC port.", min=0, max=65535)
+    metrics_port: int = setting("BG_METRICS_PORT", 9104, "Metrics HTTP port.", min=0, max=65535)
+    redis_url: str = redis_url_setting()
+    database_url: str = database_url_setting("sqlite+aiosqlite:///.data/leaderboard.db")
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> LeaderboardSettings:
+    return load(LeaderboardSettings, environ)

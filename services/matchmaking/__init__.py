@@ -1,0 +1,1 @@
+"""Matchmaking: tables, party codes, quick match and the deal."""

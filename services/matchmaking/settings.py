@@ -1,0 +1,19 @@
+"""Settings of the matchmaking service (environment variables, see README)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from services.common.settings import ServiceSettings, load, redis_url_setting, setting
+
+
+@dataclass(frozen=True)
+class MatchmakingSettings(ServiceSettings):
+    grpc_port: int = setting("BG_GRPC_PORT", 50052, "gRPC port.", min=0, max=65535)
+    metrics_port: int = setting("BG_METRICS_PORT", 9102, "Metrics HTTP port.", min=0, max=65535)
+    redis_url: str = redis_url_setting()
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> MatchmakingSettings:
+    return load(MatchmakingSettings, environ)

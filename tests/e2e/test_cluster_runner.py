@@ -1,0 +1,153 @@
+"""The cluster runner: every service as a process to SERVING, clean stop, loud failures."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from infra.runner import Cluster, ClusterConfig, StartupError
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purpose: it only waits to be reaped.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _status_json(data_dir: Path) -> tuple[int, list[dict[str, str]] | None]:
+    done = subprocess.run(
+        [BIN / "bgcluster", "status", "--data-dir", str(data_dir), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip() else None
+
+
+def test_make_up_serves_everything_and_sigterm_leaves_no_process(tmp_path: Path) -> None:
+    """Issue 2 'done when': make up -> status --json all SERVING; SIGTERM -> no process left."""
+    data = tmp_path / "data"
+    log = (tmp_path / "up.log").open("w")
+    make = subprocess.Popen(
+        ["make", "-s", "up", f"ARGS=--base-port 0 --data-dir {data}"],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        rows = None
+        for _ in range(600):  # bounded: at most ~60 s of polling plus call time
+            code, rows = _status_json(data) if (data / "cluster.json").exists() else (3, None)
+            if code == 0:
+                break
+            assert make.poll() is None, (tmp_path / "up.log").read_text()
+            time.sleep(0.1)
+        assert rows is not None and code == 0, (tmp_path / "up.log").read_text()
+        assert sorted({r["name"] for r in rows}) == [
+            "gateway", "leaderboard", "matchmaking", "table", "wallet",
+        ]  # fmt: skip
+        assert sum(r["name"] == "table" for r in rows) == 2
+        assert all(r["status"] == "SERVING" and r["address"] for r in rows)
+        state = json.loads((data / "cluster.json").read_text())
+        pids = [s["pid"] for s in state["services"]] + [p["pid"] for p in state["infra"]]
+        pids.append(state["runner_pid"])
+        assert len(pids) == 9
+
+        make.send_signal(signal.SIGTERM)  # to make itself, not its process group
+        make.wait(timeout=20)
+        deadline = time.monotonic() + 15
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [p for p in pids if _alive(p)] == []
+        output = (tmp_path / "up.log").read_text()
+        assert "all services SERVING" in output and "bgcluster: stopped" in output
+        assert not (data / "cluster.json").exists()
+        assert _status_json(data)[0] == 3  # status knows no cluster runs
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+        log.close()
+
+
+async def test_service_that_fails_to_start_stops_everything(
+    tmp_path: Path, valkey_url: str, kafka_bootstrap: str
+) -> None:
+    """A bad setting in one replica: start fails naming it and why; nothing is left running."""
+    out = io.StringIO()
+    cluster = Cluster(
+        ClusterConfig(
+            data_dir=tmp_path,
+            base_port=0,
+            redis_url=valkey_url,
+            kafka_bootstrap=kafka_bootstrap,
+            service_env={"table-2": {"BG_SHUTDOWN_GRACE_S": "soon"}},
+        ),
+        out,
+    )
+    with pytest.raises(StartupError) as err:
+        await cluster.start()
+    message = str(err.value)
+    assert "table-2 failed to start: exited with code 2" in message
+    assert "BG_SHUTDOWN_GRACE_S='soon': expected a number" in message
+    assert cluster.pids() and not any(_alive(p) for p in cluster.pids())
+    assert cluster.infra == []  # external Redis and Kafka were used, not started
+    assert not (tmp_path / "cluster.json").exists()
+
+
+async def test_runner_reports_a_dead_service_loudly(
+    tmp_path: Path, valkey_url: str, kafka_bootstrap: str
+) -> None:
+    out = io.StringIO()
+    cluster = Cluster(
+        ClusterConfig(
+            data_dir=tmp_path, base_port=0, table_replicas=1,
+            redis_url=valkey_url, kafka_bootstrap=kafka_bootstrap,
+        ),
+        out,
+    )  # fmt: skip
+    await cluster.start()
+    try:
+        state = json.loads((tmp_path / "cluster.json").read_text())
+        assert [s["instance"] for s in state["services"]] == [
+            "gateway", "matchmaking", "table-1", "wallet", "leaderboard",
+        ]  # fmt: skip
+        victim = next(i for i in cluster.instances if i.name == "wallet")
+        assert victim.process is not None and victim.process.pid is not None
+        os.kill(victim.process.pid, signal.SIGKILL)
+        await victim.process.wait()
+        for _ in range(50):
+            if cluster.failures:
+                break
+            await __import__("asyncio").sleep(0.05)
+        assert cluster.failures == ["wallet DIED unexpectedly (exit code -9)"]
+        assert "!!! wallet DIED unexpectedly (exit code -9)" in out.getvalue()
+        rows = {r["instance"]: r["status"] for r in await _collect(tmp_path)}
+        assert rows["wallet"] == "UNREACHABLE" and rows["gateway"] == "SERVING"
+    finally:
+        await cluster.stop()
+    assert not any(_alive(p) for p in cluster.pids())
+
+
+async def _collect(data_dir: Path) -> list[dict[str, str]]:
+    from infra.status import collect
+
+    return await collect(data_dir)

@@ -1,0 +1,36 @@
+"""Structured logs never carry secrets: tokens, seeds, passwords are masked."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from services.common.logs import JsonFormatter, TextFormatter, redact_text
+
+
+def _record(msg: str, **extra: object) -> logging.LogRecord:
+    record = logging.LogRecord("bg.test", logging.INFO, __file__, 1, msg, (), None)
+    record.__dict__.update(extra)
+    return record
+
+
+def test_json_line_has_fields_and_masks_secret_extras() -> None:
+    line = JsonFormatter("table", "table-2").format(
+        _record("command applied", table_id="t1", token="abc.def", dice_seed="00ff", seq=4)
+    )
+    doc = json.loads(line)
+    assert doc["service"] == "table" and doc["replica"] == "table-2" and doc["level"] == "INFO"
+    assert doc["table_id"] == "t1" and doc["seq"] == 4
+    assert doc["token"] == "***" and doc["dice_seed"] == "***"
+    assert "abc.def" not in line and "00ff" not in line
+
+
+def test_secrets_in_free_text_are_masked() -> None:
+    text = redact_text("connect postgresql://bg:s3cret@db/bg with token=eyJhbGc seed: 1234abcd")
+    assert "s3cret" not in text and "eyJhbGc" not in text and "1234abcd" not in text
+    assert "postgresql://bg:***@db/bg" in text
+
+
+def test_text_format_masks_too() -> None:
+    line = TextFormatter().format(_record("login", password="pw", player="p1"))
+    assert "pw" not in line.replace("password", "") and "player=p1" in line

@@ -1,0 +1,32 @@
+"""The README documents every setting a service reads, and opens with the two commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from services.common.settings import describe
+from services.gateway.settings import GatewaySettings
+from services.leaderboard.settings import LeaderboardSettings
+from services.matchmaking.settings import MatchmakingSettings
+from services.table.settings import TableSettings
+from services.wallet.settings import WalletSettings
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def test_readme_opens_with_the_two_commands() -> None:
+    block = README.split("```sh\n", 1)[1].split("```", 1)[0]
+    assert [line.split("#")[0].strip() for line in block.splitlines()] == ["make up", "make test"]
+
+
+def test_every_setting_is_documented() -> None:
+    classes = (
+        GatewaySettings,
+        MatchmakingSettings,
+        TableSettings,
+        WalletSettings,
+        LeaderboardSettings,
+    )
+    envs = {env for cls in classes for env, _, _ in describe(cls)}
+    missing = sorted(env for env in envs if f"`{env}`" not in README)
+    assert missing == []
