@@ -7,6 +7,7 @@ context in message headers (see `inject_headers`/`extract_context`).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ def make_provider(
         return None
     span_exporter: SpanExporter
     if exporter == "console":
-        span_exporter = ConsoleSpanExporter()
+        span_exporter = ConsoleSpanExporter(out=sys.stdout)  # the stdout of now, not of import
     elif exporter == "otlp":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 

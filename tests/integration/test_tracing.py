@@ -27,7 +27,7 @@ def test_unknown_exporter_is_an_error() -> None:
 
 
 async def test_console_exporter_records_server_spans(
-    valkey_url: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    valkey_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     app = build_app(
         {
@@ -46,6 +46,6 @@ async def test_console_exporter_records_server_spans(
             await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2)
     finally:
         await host.stop()  # flushes the batch processor
-    out = capfd.readouterr().out
+    out = capsys.readouterr().out
     assert '"name": "/grpc.health.v1.Health/Check"' in out
     assert '"service.instance.id": "table-9"' in out
