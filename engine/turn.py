@@ -1,0 +1,205 @@
+"""Step-by-step play of one turn, for clients and for validating submitted plays (I-30).
+
+A `Turn` holds the position at the roll, the dice, and the single-die steps played so far. A
+step is allowed when it is legal by itself and the legal plays can still be reached from where
+it leads; the turn is complete when the position is the result of a legal play and nothing more
+can be played. Lit points are the single-die destinations and, for one checker, the totals of
+several dice, except a total that would hit on an intermediate point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from engine.movegen import Play, legal_plays
+from engine.position import Position
+from engine.steps import Step, apply_step, is_hit, step_die
+
+
+class TurnError(ValueError):
+    """A step, undo or play that the rules refuse. `code` is stable for clients."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@lru_cache(maxsize=4096)
+def _plays(start: Position, dice: tuple[int, int]) -> tuple[Play, ...]:
+    return tuple(legal_plays(start, dice))
+
+
+@lru_cache(maxsize=4096)
+def _results(start: Position, dice: tuple[int, int]) -> frozenset[Position]:
+    return frozenset(p.result for p in _plays(start, dice))
+
+
+def dice_values(dice: tuple[int, int]) -> tuple[int, ...]:
+    return (dice[0],) * 4 if dice[0] == dice[1] else dice
+
+
+@lru_cache(maxsize=65536)
+def _reaches(
+    start: Position, dice: tuple[int, int], current: Position, remaining: tuple[int, ...]
+) -> bool:
+    """Can the legal results be reached from `current` with the dice `remaining` (sorted)?"""
+    if current in _results(start, dice):
+        return True
+    for die in set(remaining):
+        rest = list(remaining)
+        rest.remove(die)
+        for step in _single_steps(current, die):
+            if _reaches(start, dice, apply_step(current, step), tuple(rest)):
+                return True
+    return False
+
+
+def _single_steps(position: Position, die: int) -> list[Step]:
+    me = position.mover
+    sources = [25] if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]
+    out = []
+    for frm in sources:
+        to = max(frm - die, 0)
+        if step_die(position, (frm, to), (die,)) == die:
+            out.append((frm, to))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    start: Position
+    dice: tuple[int, int]
+    steps: tuple[Step, ...] = ()
+    groups: tuple[int, ...] = ()  # how many single steps each client action made (for undo)
+    used: tuple[int, ...] = ()  # the die each single step used
+
+    @property
+    def current(self) -> Position:
+        pos = self.start
+        for step in self.steps:
+            pos = apply_step(pos, step)
+        return pos
+
+    @property
+    def remaining(self) -> tuple[int, ...]:
+        rest = list(dice_values(self.dice))
+        for die in self.used:
+            rest.remove(die)
+        return tuple(sorted(rest, reverse=True))
+
+    @property
+    def plays(self) -> tuple[Play, ...]:
+        return _plays(self.start, self.dice)
+
+    @property
+    def results(self) -> frozenset[Position]:
+        return _results(self.start, self.dice)
+
+    def _die_for(self, current: Position, step: Step, remaining: tuple[int, ...]) -> int | None:
+        """The die that plays `step` and keeps a legal result reachable (exact die first)."""
+        frm, to = step
+        candidates = sorted(set(remaining), key=lambda d: (d != frm - to, d))
+        for die in candidates:
+            if step_die(current, step, (die,)) != die:
+                continue
+            rest = list(remaining)
+            rest.remove(die)
+            if _reaches(
+                self.start, self.dice, apply_step(current, step), tuple(sorted(rest, reverse=True))
+            ):
+                return die
+        return None
+
+    def is_complete(self) -> bool:
+        """The position is a legal play's result and no further step is allowed."""
+        current = self.current
+        if current not in self.results:
+            return False
+        remaining = self.remaining
+        return not any(
+            self._die_for(current, s, remaining) is not None
+            for die in set(remaining)
+            for s in _single_steps(current, die)
+        )
+
+    def _paths(self, frm: int) -> dict[int, list[tuple[Step, ...]]]:
+        """Destinations of one checker from `frm`: lit point -> single-step paths reaching it."""
+        out: dict[int, list[tuple[Step, ...]]] = {}
+
+        def walk(
+            pos: Position, at: int, remaining: tuple[int, ...], path: tuple[Step, ...]
+        ) -> None:
+            for die in sorted(set(remaining), reverse=True):
+                to = max(at - die, 0)
+                step = (at, to)
+                if step_die(pos, step, (die,)) != die:
+                    continue
+                rest = list(remaining)
+                rest.remove(die)
+                rest_t = tuple(sorted(rest, reverse=True))
+                nxt = apply_step(pos, step)
+                new_path = (*path, step)
+                if _reaches(self.start, self.dice, nxt, rest_t):
+                    out.setdefault(to, []).append(new_path)
+                # Totals go on only through an empty or own point: never hit on the way.
+                if to > 0 and rest_t and not is_hit(pos, step) and nxt.mover[24] == 0:
+                    walk(nxt, to, rest_t, new_path)
+
+        walk(self.current, frm, self.remaining, ())
+        return out
+
+    def lit(self) -> dict[int, list[int]]:
+        """Movable checkers (source points) and, for each, its lit destination points."""
+        me = self.current.mover
+        sources = [25] if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]
+        out = {}
+        for frm in sources:
+            dests = sorted(self._paths(frm), reverse=True)
+            if dests:
+                out[frm] = dests
+        return out
+
+    def play(self, frm: int, to: int) -> Turn:
+        """Move one checker from `frm` to `to` (one die, or a lit total of several dice)."""
+        if not self.remaining:
+            raise TurnError("NO_DICE_LEFT", "every die is already used")
+        paths = self._paths(frm).get(to)
+        if not paths:
+            raise TurnError("ILLEGAL_STEP", f"{frm}/{to} is not allowed here")
+        path = paths[0]
+        turn = self
+        used = list(self.used)
+        current = self.current
+        remaining = self.remaining
+        for step in path:
+            die = self._die_for(current, step, remaining)
+            assert die is not None  # _paths only returns reachable paths
+            used.append(die)
+            rest = list(remaining)
+            rest.remove(die)
+            remaining = tuple(sorted(rest, reverse=True))
+            current = apply_step(current, step)
+        return Turn(
+            turn.start,
+            turn.dice,
+            (*turn.steps, *path),
+            (*turn.groups, len(path)),
+            tuple(used),
+        )
+
+    def undo(self) -> Turn:
+        if not self.groups:
+            raise TurnError("NOTHING_TO_UNDO", "no step to undo this turn")
+        n = self.groups[-1]
+        return Turn(self.start, self.dice, self.steps[:-n], self.groups[:-1], self.used[:-n])
+
+
+def validate_play(start: Position, dice: tuple[int, int], steps: tuple[Step, ...]) -> Turn:
+    """I-30: each step legal in turn and the final position a legal play's result."""
+    turn = Turn(start, dice)
+    for frm, to in steps:
+        turn = turn.play(frm, to)
+    if turn.current not in turn.results:
+        raise TurnError("INCOMPLETE_PLAY", "the play does not use the dice the rules require")
+    return turn

@@ -1,0 +1,94 @@
+"""What one player may see of a table: board, dice, cube, clocks and, on their turn, the
+movable checkers and lit points. Built from `MatchState` only, never from the secret part."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.machine import may_double, next_deadline
+from engine.state import MatchState, Phase
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerView:
+    seat: int
+    phase: str
+    turn: int
+    decider: int
+    game_no: int
+    match_length: int
+    score: tuple[int, int]  # by seat
+    crawford: bool
+    position_id: str  # gnubg position ID with this seat as the player on roll
+    own: tuple[int, ...]  # this seat's checkers, points 1..24 then the bar, from its side
+    opponent: tuple[int, ...]
+    pips: tuple[int, int]  # (own, opponent)
+    dice: tuple[int, int] | None
+    steps: tuple[tuple[int, int], ...]  # single steps played so far this turn
+    cube: int
+    cube_owner: int
+    can_double: bool
+    can_confirm: bool
+    deadline_ms: int | None
+    deadline_kind: str | None
+    movable: tuple[int, ...]
+    lit: dict[int, tuple[int, ...]]
+    boosts_left: int
+    auto_roll: bool
+    away: tuple[bool, bool]
+    fingerprint: str
+    winner: int | None
+    end_reason: str | None
+
+
+def player_view(m: MatchState, seat: int) -> PlayerView:
+    pos = m.position(seat)
+    due = next_deadline(m)
+    lit: dict[int, tuple[int, ...]] = {}
+    steps: tuple[tuple[int, int], ...] = ()
+    can_confirm = False
+    if m.play is not None and m.turn == seat:
+        steps = m.play.steps
+        if m.phase is Phase.MOVING:
+            lit = {k: tuple(v) for k, v in m.play.lit().items()}
+        can_confirm = m.phase is Phase.CONFIRMING or m.play.current in m.play.results
+    if m.phase is Phase.NO_MOVE and m.turn == seat:
+        can_confirm = True
+    if m.play is not None and m.turn == seat:
+        shown = m.play.current
+        own, opponent = shown.mover, shown.opponent
+    else:
+        own, opponent = pos.mover, pos.opponent
+    return PlayerView(
+        seat=seat,
+        phase=m.phase.value,
+        turn=m.turn,
+        decider=m.decider,
+        game_no=m.game_no,
+        match_length=m.options.match_length,
+        score=m.score,
+        crawford=m.crawford_game,
+        position_id=pos.gnubg_id(),
+        own=own,
+        opponent=opponent,
+        pips=(
+            sum((i + 1) * n for i, n in enumerate(own)),
+            sum((i + 1) * n for i, n in enumerate(opponent)),
+        ),
+        dice=m.dice,
+        steps=steps,
+        cube=m.cube,
+        cube_owner=m.cube_owner,
+        can_double=may_double(m, seat),
+        can_confirm=can_confirm,
+        deadline_ms=due.at_ms if due else None,
+        deadline_kind=due.kind if due else None,
+        movable=tuple(lit),
+        lit=lit,
+        boosts_left=m.options.boosts_per_game - m.boosts_used[seat],
+        auto_roll=m.auto_roll[seat],
+        away=(m.away_since_ms[0] is not None, m.away_since_ms[1] is not None),
+        fingerprint=m.fingerprint,
+        winner=m.winner,
+        end_reason=m.end_reason,
+    )
