@@ -129,6 +129,6 @@ def race_winning_chance(pos: Position) -> float:
 
 
 def cube_advice(pos: Position) -> CubeAdvice:
-    """Double at about 70% and take at 25% or better, both from the mover's estimate."""
+    """From the doubler's side (on roll): double at about 70%; the opponent takes with 25%."""
     p = race_winning_chance(pos)
     return CubeAdvice(double=p >= 0.70, take=(1 - p) >= 0.25)

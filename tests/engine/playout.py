@@ -64,8 +64,8 @@ def play_match(
             else:
                 step(run, c.Roll(seat))
         elif m.phase is Phase.DOUBLE_OFFERED:
-            pos = m.position(seat)
-            step(run, c.Take(seat) if bots.cube_advice(pos).take else c.Drop(seat))
+            doubler_view = m.position(1 - seat)
+            step(run, c.Take(seat) if bots.cube_advice(doubler_view).take else c.Drop(seat))
         elif m.phase is Phase.MOVING:
             assert m.play is not None and m.dice is not None
             play = choose(m.play.start, m.dice, rng)

@@ -1,0 +1,81 @@
+"""Whole matches through the state machine: invariants, rejections change nothing, codec,
+views never carry the seed."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import codec, profiles
+from engine import commands as c
+from engine.machine import Rejection, apply
+from engine.profiles import RulesOptions
+from engine.view import player_view
+from tests.engine.playout import play_match
+
+OPTIONS = [
+    profiles.wagered(1, 100),
+    profiles.wagered(3, 200),
+    profiles.scored(3),
+    profiles.scored(1, test=True),
+    profiles.casual(3, cube=True),
+    profiles.casual(1, async_mode=True),
+]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(OPTIONS), st.integers(0, 2**31), st.sampled_from([0.0, 0.05]))
+def test_matches_finish_with_fifteen_checkers_a_side(
+    options: RulesOptions, seed: int, idle: float
+) -> None:
+    rng = random.Random(seed)
+    run = play_match(options, rng.randbytes(16), rng, idle_chance=idle)
+    m = run.state.match
+    assert m.finished
+    for s in m.sides:
+        assert sum(s) <= 15 and min(s) >= 0
+    # rolls recorded publicly are exactly the stream's draws (I-27)
+    from engine import dice
+
+    assert dice.verify(run.state.secret.seed, m.fingerprint, m.rolls)[0]
+    assert codec.loads(codec.dumps(run.state)) == run.state
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(OPTIONS), st.integers(0, 2**31), st.integers(5, 60))
+def test_rejected_commands_leave_the_state_as_it_was(
+    options: RulesOptions, seed: int, n: int
+) -> None:
+    rng = random.Random(seed)
+    run = play_match(options, rng.randbytes(16), rng, max_commands=n)
+    state = run.state
+    junk: list[c.Command] = [
+        c.Move(0, 26, 3), c.Move(1, 1, 0), c.Roll(0), c.Roll(1), c.Take(0), c.Drop(1), c.Confirm(0),
+        c.Undo(1), c.Boost(0), c.Boost(1), c.TakeBack(0), c.AcceptRematch(0), c.Move(5, 1, 1),
+    ]  # fmt: skip
+    for cmd in junk:
+        out = apply(state, cmd, run.now + 1)
+        if isinstance(out, Rejection):
+            assert out.code and out.message
+        # apply is pure: the input state is never modified, whatever the outcome
+        assert state == run.state
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(OPTIONS), st.integers(0, 2**31), st.integers(1, 200))
+def test_views_never_carry_the_seed(options: RulesOptions, seed: int, n: int) -> None:
+    rng = random.Random(seed)
+    run = play_match(options, rng.randbytes(16), rng, max_commands=n)
+    secret = run.state.secret.seed.hex()
+    for seat in (0, 1):
+        view = player_view(run.state.match, seat)
+        assert secret not in json.dumps(
+            view, default=lambda o: o.__dict__ if hasattr(o, "__dict__") else str(o)
+        )
+        assert view.fingerprint == run.state.match.fingerprint
+    if not run.state.match.finished:
+        for event in run.events:
+            assert secret not in json.dumps(event.to_dict(), default=str)

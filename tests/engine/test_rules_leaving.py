@@ -1,0 +1,149 @@
+"""Resign, leaving, disconnects, async expiry and rematches (RULES.md 'resign', 'leaving',
+'disconnect' rows; I-5, I-6, I-9, I-18, I-25, I-32)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import commands as c
+from engine import events as e
+from engine import profiles
+from engine.machine import next_deadline
+from engine.position import Position
+from engine.state import GameRecord, Phase
+from tests.engine.scenario import clock, ok, refused, spot, types
+
+START = (Position.start().mover, Position.start().mover)
+W1 = profiles.wagered(1, 100)
+W3 = profiles.wagered(3, 100)
+
+
+def _ended(events: tuple[e.Event, ...]) -> e.MatchEnded:
+    return next(ev for ev in events if isinstance(ev, e.MatchEnded))
+
+
+def test_i5_resign_gives_a_single_times_the_cube() -> None:
+    out = ok(spot(W1, START, cube=4, cube_owner=1), c.Resign(0), 10)
+    game = next(ev for ev in out.events if isinstance(ev, e.GameEnded))
+    assert (game.winner, game.result, game.points) == (1, "resign", 4)
+    assert out.state.match.phase is Phase.MATCH_OVER
+
+
+def test_i5_in_a_longer_match_the_next_game_follows() -> None:
+    out = ok(spot(W3, START), c.Resign(1), 10)
+    assert out.state.match.score == (1, 0) and out.state.match.phase is Phase.BETWEEN_GAMES
+    refused(spot(profiles.scored(3), START), c.Resign(0), 10, "NOT_AVAILABLE")
+
+
+def test_i6_leaving_a_wagered_match_forfeits_it() -> None:
+    out = ok(spot(W3, START, score=(2, 0)), c.Leave(0), 10)
+    assert (_ended(out.events).winner, _ended(out.events).reason) == (1, "left")
+    refused(out.state, c.Roll(1), 20, "MATCH_OVER")
+
+
+@pytest.mark.parametrize(
+    ("games", "score", "leaver", "points"),
+    [
+        ((), (0, 0), 0, (-1, 1)),  # first game: a loss
+        ((GameRecord(1, 0, "single", 1, 1),), (1, 0), 0, (0, 0)),  # leader leaves: nothing
+        ((GameRecord(1, 1, "single", 1, 1),), (0, 1), 0, (-1, 1)),  # behind: a loss
+        ((GameRecord(1, 0, "single", 1, 1),), (1, 1), 1, (1, -1)),  # level: a loss
+    ],
+)
+def test_i18_scored_leaving(
+    games: tuple[GameRecord, ...], score: tuple[int, int], leaver: int, points: tuple[int, int]
+) -> None:
+    st = spot(profiles.scored(5), START, games=games, score=score)
+    ended = _ended(ok(st, c.Leave(leaver), 10).events)
+    assert (ended.winner, ended.scored_points) == (1 - leaver, points)
+
+
+def test_i18_one_game_match_leave_is_a_loss() -> None:
+    st = spot(profiles.scored(1), START)
+    assert _ended(ok(st, c.Leave(1), 10).events).scored_points == (1, -1)
+
+
+def test_casual_leaving_abandons_the_party() -> None:
+    out = ok(spot(profiles.casual(), START), c.Leave(0), 10)
+    assert types(out.events) == ["table_closed"]
+    assert out.events[0].reason == "abandoned"  # type: ignore[attr-defined]
+
+
+def test_i9_away_60_s_forfeits_while_the_opponent_is_here() -> None:
+    st = ok(spot(W3, START, clock_deadline_ms=None), c.Disconnect(1), 1000).state
+    due = next_deadline(st.match)
+    assert due is not None and (due.kind, due.seat, due.at_ms) == ("away", 1, 61_000)
+    back = ok(st, c.Reconnect(1), 30_000)  # back in time: nothing happens
+    assert back.events == (e.PlayerBack(1),)
+    out = clock(st)
+    assert (_ended(out.events).winner, _ended(out.events).reason) == (0, "away")
+
+
+def test_i9_the_clock_keeps_playing_while_away() -> None:
+    st = ok(spot(W3, START), c.Disconnect(0), 0).state
+    due = next_deadline(st.match)
+    assert due is not None and due.kind == "turn"  # 46.5 s comes before the 60 s
+    assert clock(st).state.match.turn == 1
+
+
+def test_i9_both_away_opponent_returns_in_time_first_forfeits() -> None:
+    st = ok(spot(W3, START, clock_deadline_ms=None), c.Disconnect(0), 0).state
+    st = ok(st, c.Disconnect(1), 20_000).state
+    waiting = clock(st)  # seat 0's 60 s end while seat 1 is away
+    assert waiting.events == (e.AwayExpired(0, 80_000),)
+    out = ok(waiting.state, c.Reconnect(1), 70_000)
+    assert (_ended(out.events).winner, _ended(out.events).reason) == (1, "away")
+
+
+def test_i9_both_away_nobody_returns_the_table_closes() -> None:
+    st = ok(spot(W3, START, clock_deadline_ms=None), c.Disconnect(0), 0).state
+    st = ok(st, c.Disconnect(1), 20_000).state
+    out = clock(clock(st).state)
+    assert types(out.events) == ["table_closed"]
+    assert out.events[0].reason == "both_away"  # type: ignore[attr-defined]
+    assert out.state.match.phase is Phase.CLOSED
+
+
+def test_scored_away_three_minutes_is_leaving() -> None:
+    st = ok(spot(profiles.scored(3, test=True), START), c.Disconnect(0), 0).state
+    due = next_deadline(st.match)
+    assert due is not None and (due.kind, due.at_ms) == ("away", 180_000)
+    assert _ended(clock(st).events).reason == "away"
+
+
+def test_presence_commands_are_checked() -> None:
+    st = spot(W3, START)
+    refused(st, c.Reconnect(0), 10, "NOT_AWAY")
+    away = ok(st, c.Disconnect(0), 10).state
+    refused(away, c.Disconnect(0), 20, "ALREADY_AWAY")
+
+
+def test_i25_async_casual_closes_after_45_idle_days() -> None:
+    opts = profiles.casual(async_mode=True)
+    st = spot(opts, START, last_activity_ms=0)
+    due = next_deadline(st.match)
+    assert due is not None and (due.kind, due.at_ms) == ("async_expiry", 45 * 86_400_000)
+    out = clock(st)
+    assert out.events[0].reason == "async_expired"  # type: ignore[attr-defined]
+    moved = ok(st, c.Roll(0), 10 * 86_400_000).state
+    due2 = next_deadline(moved.match)
+    assert due2 is not None and due2.at_ms == 55 * 86_400_000  # a move restarts the 45 days
+
+
+def test_i25_async_turns_notify_the_player() -> None:
+    opts = profiles.casual(async_mode=True)
+    st = spot(opts, START, dice=(3, 1), phase=Phase.MOVING)
+    out = ok(ok(st, c.Move(0, 8, 5), 10).state, c.Move(0, 6, 5), 20)
+    assert e.TurnStarted(1, None, your_turn_notice=True) in out.events
+
+
+def test_i32_rematch_within_30_s() -> None:
+    over = ok(spot(W3, START), c.Leave(0), 10).state
+    offered = ok(over, c.OfferRematch(1), 20)
+    assert offered.events == (e.RematchOffered(1, 30_020),)
+    refused(offered.state, c.AcceptRematch(1), 30, "NOT_OFFERED")
+    agreed = ok(offered.state, c.AcceptRematch(0), 1000)
+    assert agreed.events == (e.RematchAgreed(),)
+    expired = clock(offered.state)
+    assert expired.events == (e.RematchExpired(),)
+    refused(expired.state, c.AcceptRematch(0), 40_000, "NOT_OFFERED")
