@@ -6,16 +6,18 @@ all fifteen home, and a die higher than the highest occupied point bears off fro
 Plays are distinct by their resulting position.
 
 Canonical order (I-7, "the first legal moves it finds"): a depth-first search tries the higher
-die first (for different dice, the order higher-then-lower before lower-then-higher), and at each
-step tries source points from the bar (25) down to the 1-point; for doubles, each move starts on
-the same point as the previous one or a lower one. A play's `steps` are the first sequence that
-reached its result, and plays are listed in the order their results were first reached. The first
-play is therefore the one the clock plays on a timeout.
+die first (for different dice, every higher-then-lower play before the lower-then-higher ones),
+and at each step tries source points from the bar (25) down to the 1-point; for doubles, each
+move starts on the same point as the previous one or a lower one. A play's `steps` are the first
+sequence that reached its result, and plays are listed in the order their results were first
+reached. The first play is therefore the one the clock plays on a timeout. (The order is pinned
+by a snapshot test; changing the search changes timeouts.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from engine.position import Position
 
@@ -95,84 +97,147 @@ def legal_plays(position: Position, dice: tuple[int, int]) -> list[Play]:
     d1, d2 = check_dice(dice)
     hi, lo = (d1, d2) if d1 >= d2 else (d2, d1)
     me = list(position.mover)
-    opp = list(position.opponent)
+    opp = position.opponent
+    # The opponent's points never change during a play except blots being hit, so what blocks
+    # and what can be hit is computed once (indexed by the mover's 0-based point).
+    blocked = [opp[23 - t] >= 2 for t in range(24)]
+    blot = [opp[23 - t] == 1 for t in range(24)]
+    doubles = hi == lo
+    seq = (hi, hi, hi, hi) if doubles else (hi, lo)
     # result key -> [dice used, steps, used the higher die (for one-die plays)]
-    found: dict[bytes, list[object]] = {}
-    order: list[bytes] = []
+    found: dict[object, list[Any]] = {}
     path: list[Step] = []
 
-    def record(used: int, higher: bool) -> None:
-        key = bytes(me) + bytes(opp)
+    def record(used: int, hits: int, higher: bool) -> None:
+        mine = bytes(me)
+        key = mine if not hits else (mine, hits)
         entry = found.get(key)
-        if entry is None:
-            found[key] = [used, tuple(path), higher]
-            order.append(key)
-        elif used > entry[0]:  # type: ignore[operator]
-            found[key] = [used, tuple(path), higher]
+        if entry is None or used > entry[0]:
+            found[key] = [used, tuple(path), higher, hits, mine]
 
-    def search(seq: tuple[int, ...], depth: int, top: int) -> None:
+    def search(depth: int, top: int, outside: int, hits: int) -> None:
         die = seq[depth]
+        last = depth + 1 == len(seq)
         moved = False
-        sources = (24,) if me[24] else range(top, -1, -1)
+        if me[24]:
+            sources: Any = (24,)
+        else:
+            sources = [s for s in range(top, -1, -1) if me[s]]
         for s in sources:
-            if not me[s]:
-                continue
             t = s - die
             if t >= 0:
-                o = 23 - t
-                blockers = opp[o]
-                if blockers >= 2:
+                if blocked[t]:
                     continue
+                hit = blot[t] and not (hits >> t) & 1
                 me[s] -= 1
                 me[t] += 1
-                if blockers:
-                    opp[o] = 0
-                    opp[24] += 1
+                new_outside = outside - 1 if s >= 6 > t else outside
+                new_hits = hits | (1 << t) if hit else hits
                 path.append((s + 1, t + 1))
-                if depth + 1 < len(seq):
-                    search(seq, depth + 1, s if seq[0] == seq[-1] else 24)
+                if last:
+                    record(depth + 1, new_hits, die == hi)
                 else:
-                    record(depth + 1, die == hi)
+                    search(depth + 1, s if doubles else 24, new_outside, new_hits)
                 path.pop()
-                if blockers:
-                    opp[o] = 1
-                    opp[24] -= 1
                 me[t] -= 1
                 me[s] += 1
                 moved = True
-            else:
-                # Bearing off: everything home, and an overshoot only from the highest point.
-                if s >= 6 or any(me[6:25]):
-                    continue
-                if t < -1 and any(me[s + 1 : 6]):
-                    continue
+            elif not outside and (t == -1 or not any(me[s + 1 : 6])):
                 me[s] -= 1
                 path.append((s + 1, 0))
-                if depth + 1 < len(seq):
-                    search(seq, depth + 1, s if seq[0] == seq[-1] else 24)
+                if last:
+                    record(depth + 1, hits, die == hi)
                 else:
-                    record(depth + 1, die == hi)
+                    search(depth + 1, s if doubles else 24, outside, hits)
                 path.pop()
                 me[s] += 1
                 moved = True
         if not moved and depth > 0:
-            record(depth, seq[0] == hi)
+            record(depth, hits, seq[0] == hi)
 
-    if hi == lo:
-        search((hi, hi, hi, hi), 0, 24)
+    def pair(a: int, b: int, outside: int, same_checker_only: bool) -> bool:
+        """Plays of die `a` then die `b`; True if some play used both."""
+        both = False
+        sources = (24,) if me[24] else [s for s in range(24, -1, -1) if me[s]]
+        for s in sources:
+            t = s - a
+            if t >= 0:
+                if blocked[t]:
+                    continue
+                hits = (1 << t) if blot[t] else 0
+                me[s] -= 1
+                me[t] += 1
+                out1 = outside - 1 if s >= 6 > t else outside
+                first = (s + 1, t + 1)
+            elif not outside and (t == -1 or not any(me[s + 1 : 6])):
+                hits = 0
+                me[s] -= 1
+                out1 = outside
+                first = (s + 1, 0)
+            else:
+                continue
+            moved = False
+            if same_checker_only:
+                second: Any = (t,) if t >= 0 else ()
+            elif me[24]:
+                second = (24,)
+            else:
+                second = [x for x in range(24, -1, -1) if me[x]]
+            for s2 in second:
+                t2 = s2 - b
+                if t2 >= 0:
+                    if blocked[t2]:
+                        continue
+                    hits2 = hits | (1 << t2) if blot[t2] else hits
+                    me[s2] -= 1
+                    me[t2] += 1
+                    path[:] = [first, (s2 + 1, t2 + 1)]
+                    record(2, hits2, True)
+                    me[t2] -= 1
+                    me[s2] += 1
+                    moved = True
+                elif not out1 and (t2 == -1 or not any(me[s2 + 1 : 6])):
+                    me[s2] -= 1
+                    path[:] = [first, (s2 + 1, 0)]
+                    record(2, hits, True)
+                    me[s2] += 1
+                    moved = True
+            if not moved and not same_checker_only:
+                path[:] = [first]
+                record(1, hits, a == hi)
+            both = both or moved
+            if t >= 0:
+                me[t] -= 1
+            me[s] += 1
+        path.clear()
+        return both
+
+    outside = sum(me[6:25])
+    if doubles:
+        search(0, 24, outside, 0)
     else:
-        search((hi, lo), 0, 24)
-        search((lo, hi), 0, 24)
+        # Two different dice. Without a checker on the bar and with two or more checkers
+        # outside home (so no bear-off either way), playing lo then hi with two different
+        # checkers reaches what hi then lo already reached: only one checker moving lo then
+        # hi adds results. Elsewhere (bar, bear-off) both orders are searched in full.
+        simple = not me[24] and outside >= 2
+        two = pair(hi, lo, outside, False)
+        pair(lo, hi, outside, simple and two)
     if not found:
         return []
-    most = max(e[0] for e in found.values())  # type: ignore[type-var]
-    keep = [k for k in order if found[k][0] == most]
-    if most == 1 and hi != lo and any(found[k][2] for k in keep):
-        keep = [k for k in keep if found[k][2]]
-    plays = []
-    for key in keep:
-        raw = key
-        plays.append(
-            Play(found[key][1], Position(tuple(raw[:25]), tuple(raw[25:])))  # type: ignore[arg-type]
-        )
-    return plays
+    most = max(entry[0] for entry in found.values())
+    keep = [entry for entry in found.values() if entry[0] == most]
+    if most == 1 and not doubles and any(entry[2] for entry in keep):
+        keep = [entry for entry in keep if entry[2]]
+    return [Play(entry[1], _result(position, entry[4], entry[3])) for entry in keep]
+
+
+def _result(position: Position, mine: bytes, hits: int) -> Position:
+    if not hits:
+        return Position(tuple(mine), position.opponent)
+    opp = list(position.opponent)
+    for t in range(24):
+        if (hits >> t) & 1:
+            opp[23 - t] = 0
+            opp[24] += 1
+    return Position(tuple(mine), tuple(opp))
