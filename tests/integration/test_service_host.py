@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from services.leaderboard.app import build_app as leaderboard
 from services.matchmaking.app import build_app as matchmaking
 from services.table.app import build_app as table
 from services.wallet.app import build_app as wallet
+from tests.helpers import scrape_metrics
 
 pytestmark = pytest.mark.integration
 
@@ -69,13 +69,7 @@ async def test_service_serves_health_reflection_metrics(
             )
             names = [s.name async for r in replies for s in r.list_services_response.service]
         assert "grpc.health.v1.Health" in names
-        body = await asyncio.to_thread(
-            lambda: (
-                urllib.request.urlopen(f"http://127.0.0.1:{host.metrics_port}/metrics", timeout=5)
-                .read()
-                .decode()
-            )
-        )
+        body = await scrape_metrics(host.metrics_port)
         method = "/grpc.health.v1.Health/Check"
         check_line = (
             f'bg_grpc_server_handled_total{{code="OK",method="{method}",service="{name}"}} 1.0'

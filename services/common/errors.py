@@ -1,0 +1,97 @@
+"""Typed service errors: a stable code, the gRPC status, and what the error is about.
+
+A servicer raises `ServiceError`; `grpc_errors` turns it into the gRPC status plus a
+`bg.common.v1.Error` in the trailing metadata key `bg-error-bin`. Clients read it back with
+`error_from`. A refused call has changed nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from bg.common.v1 import errors_pb2
+
+ERROR_KEY = "bg-error-bin"
+T = TypeVar("T")
+
+
+class ServiceError(Exception):
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        field: str = "",
+        status: grpc.StatusCode | None = None,
+        **metadata: str,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+        self.metadata = metadata
+        if status is not None:
+            self.status = status
+
+    def to_proto(self) -> errors_pb2.Error:
+        return errors_pb2.Error(
+            code=self.code, message=self.message, field=self.field, metadata=self.metadata
+        )
+
+
+class InvalidArgument(ServiceError):
+    status = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(ServiceError):
+    status = grpc.StatusCode.NOT_FOUND
+
+
+class Conflict(ServiceError):
+    status = grpc.StatusCode.ALREADY_EXISTS
+
+
+class PermissionDenied(ServiceError):
+    status = grpc.StatusCode.PERMISSION_DENIED
+
+
+class Unauthenticated(ServiceError):
+    status = grpc.StatusCode.UNAUTHENTICATED
+
+
+async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ServiceError) -> None:
+    context.set_trailing_metadata(((ERROR_KEY, err.to_proto().SerializeToString()),))
+    await context.abort(err.status, f"{err.code}: {err.message}")
+
+
+def grpc_errors(
+    method: Callable[..., Awaitable[T]],
+) -> Callable[..., Awaitable[T]]:
+    """Decorate a servicer method: ServiceError -> status code + typed details."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> T:
+        try:
+            return await method(self, request, context)
+        except ServiceError as err:
+            await abort(context, err)
+            raise AssertionError("unreachable: abort raises") from None
+
+    return wrapper
+
+
+def error_from(exc: grpc.aio.AioRpcError) -> errors_pb2.Error | None:
+    """The typed error a failed call carried, if any."""
+    metadata: Any = exc.trailing_metadata() or ()
+    for key, value in metadata:
+        if key == ERROR_KEY and isinstance(value, bytes):
+            err = errors_pb2.Error()
+            err.ParseFromString(value)
+            return err
+    return None

@@ -1,0 +1,124 @@
+"""The gRPC servicer of bg.wallet.v1.WalletService: proto <-> ledger, typed errors -> status."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable
+from typing import Any
+
+import grpc
+
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.errors import PermissionDenied, ServiceError, grpc_errors
+from services.wallet.ledger import Ledger, Outcome
+from services.wallet.metrics import WalletMetrics
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+def _response(outcome: Outcome) -> wallet_pb2.OperationResponse:
+    return wallet_pb2.OperationResponse(
+        operation_id=outcome.operation_id,
+        kind=outcome.kind,
+        changes=[
+            wallet_pb2.BalanceChange(account=acct, delta=delta, balance=balance)
+            for acct, (delta, balance) in sorted(outcome.changes.items())
+        ],
+        payout=outcome.payout,
+        fees=outcome.fees,
+        net_gain=outcome.net_gain,
+        stake=outcome.stake,
+        replayed=outcome.replayed,
+    )
+
+
+class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
+    def __init__(self, ledger: Ledger, metrics: WalletMetrics, operator_token: str) -> None:
+        self.ledger = ledger
+        self.metrics = metrics
+        self.operator_token = operator_token
+
+    async def _op(self, kind: str, call: Awaitable[Outcome]) -> wallet_pb2.OperationResponse:
+        try:
+            outcome = await call
+        except ServiceError as err:
+            self.metrics.operations.labels(kind, err.code.lower()).inc()
+            raise
+        self.metrics.operations.labels(kind, "replayed" if outcome.replayed else "ok").inc()
+        return _response(outcome)
+
+    @grpc_errors
+    async def GetBalance(
+        self, request: wallet_pb2.GetBalanceRequest, context: Context
+    ) -> wallet_pb2.GetBalanceResponse:
+        balance = await self.ledger.balance(request.player_id)
+        return wallet_pb2.GetBalanceResponse(player_id=request.player_id, balance=balance)
+
+    @grpc_errors
+    async def GetHistory(
+        self, request: wallet_pb2.GetHistoryRequest, context: Context
+    ) -> wallet_pb2.GetHistoryResponse:
+        rows = await self.ledger.history(request.player_id, request.limit, request.before_id)
+        return wallet_pb2.GetHistoryResponse(
+            entries=[wallet_pb2.HistoryEntry(**row) for row in rows]
+        )
+
+    @grpc_errors
+    async def Deposit(
+        self, request: wallet_pb2.DepositRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        token = dict(context.invocation_metadata() or ()).get("x-operator-token", "")
+        if not self.operator_token or not hmac.compare_digest(str(token), self.operator_token):
+            self.metrics.operations.labels("deposit", "permission_denied").inc()
+            raise PermissionDenied("OPERATOR_ONLY", "deposits need a valid operator token")
+        call = self.ledger.deposit(
+            request.idempotency_key, request.player_id, request.amount, request.reason
+        )
+        return await self._op("deposit", call)
+
+    @grpc_errors
+    async def Escrow(
+        self, request: wallet_pb2.EscrowRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        call = self.ledger.escrow(
+            request.idempotency_key, request.match_id, list(request.player_ids), request.stake
+        )
+        return await self._op("escrow", call)
+
+    @grpc_errors
+    async def RaiseEscrow(
+        self, request: wallet_pb2.RaiseEscrowRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        return await self._op(
+            "raise", self.ledger.raise_escrow(request.idempotency_key, request.match_id)
+        )
+
+    @grpc_errors
+    async def Spend(
+        self, request: wallet_pb2.SpendRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        call = self.ledger.spend(
+            request.idempotency_key,
+            request.player_id,
+            request.amount,
+            request.reason,
+            request.match_id,
+        )
+        return await self._op("spend", call)
+
+    @grpc_errors
+    async def Settle(
+        self, request: wallet_pb2.SettleRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        return await self._op(
+            "settle",
+            self.ledger.settle(request.idempotency_key, request.match_id, request.winner_id),
+        )
+
+    @grpc_errors
+    async def Refund(
+        self, request: wallet_pb2.RefundRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        return await self._op(
+            "refund", self.ledger.refund(request.idempotency_key, request.match_id)
+        )

@@ -1,0 +1,79 @@
+"""Settles or refunds wagered matches from `table-events`, idempotently.
+
+The idempotency keys are per match (`settle:<match>`, `refund:<match>`), so duplicate and
+reordered deliveries, and a replay of the whole topic, settle each match exactly once; whichever
+of settle or refund comes first wins, the other is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from bg.events.v1 import events_pb2
+from services.common.errors import ServiceError
+from services.wallet.ledger import Ledger
+from services.wallet.metrics import WalletMetrics
+
+log = logging.getLogger("bg.wallet.consumer")
+
+
+class TableEventsHandler:
+    def __init__(self, ledger: Ledger, metrics: WalletMetrics | None = None) -> None:
+        self.ledger = ledger
+        self.metrics = metrics
+
+    async def handle(self, raw: bytes) -> str:
+        """Apply one table event; returns what happened (for metrics and tests)."""
+        event = events_pb2.TableEvent()
+        try:
+            event.ParseFromString(raw)
+        except Exception:
+            # Not retryable: the bytes will never decode. Loud, counted, and skipped.
+            log.error("undecodable table event skipped", extra={"size": len(raw)})
+            return self._count("undecodable", "undecodable")
+        kind = event.WhichOneof("body")
+        if kind == "match_ended":
+            ended = event.match_ended
+            if ended.info.profile != "wagered":
+                return self._count(kind, "not_wagered")
+            winner = ended.info.player_ids[ended.winner_seat]
+            return await self._apply(
+                kind, self.ledger.settle(f"settle:{event.match_id}", event.match_id, winner)
+            )
+        if kind == "match_closed":
+            if event.match_closed.info.profile != "wagered":
+                return self._count(kind, "not_wagered")
+            return await self._apply(
+                kind, self.ledger.refund(f"refund:{event.match_id}", event.match_id)
+            )
+        return self._count(event.type or "other", "ignored")
+
+    async def _apply(self, kind: str, operation: Any) -> str:
+        try:
+            outcome = await operation
+        except ServiceError as err:  # no escrow, or already closed the other way: nothing to do
+            log.info("table event skipped", extra={"event": kind, "code": err.code})
+            return self._count(kind, err.code.lower())
+        return self._count(kind, "replayed" if outcome.replayed else "applied")
+
+    def _count(self, kind: str, result: str) -> str:
+        if self.metrics:
+            self.metrics.consumed.labels(kind, result).inc()
+        return result
+
+
+async def consume(handler: TableEventsHandler, consumer: Any, stop: asyncio.Event) -> None:
+    """Consume until `stop`: process a batch, then commit its offsets (at least once)."""
+    await consumer.start()
+    try:
+        while not stop.is_set():
+            batches = await consumer.getmany(timeout_ms=500, max_records=200)
+            for records in batches.values():
+                for record in records:
+                    await handler.handle(record.value)
+            if batches:
+                await consumer.commit()
+    finally:
+        await consumer.stop()

@@ -1,0 +1,110 @@
+"""Relays the wallet's outbox table to Kafka, at least once.
+
+A row is marked published only after Kafka acknowledged it, so a crash between commit and publish
+(or between publish and marking) only delays or repeats an event; consumers dedupe on event_id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from services.wallet.metrics import WalletMetrics
+from services.wallet.schema import outbox
+
+log = logging.getLogger("bg.wallet.outbox")
+BATCH = 500
+
+
+class Publisher(Protocol):
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    async def send_and_wait(self, topic: str, value: bytes, key: bytes) -> object: ...
+
+
+class OutboxRelay:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        make_publisher: Callable[[], Publisher],
+        metrics: WalletMetrics | None,
+        interval_s: float,
+    ) -> None:
+        self.engine = engine
+        self.make_publisher = make_publisher  # built inside the running loop, on first use
+        self.publisher: Publisher | None = None
+        self.metrics = metrics
+        self.interval_s = interval_s
+
+    async def publish_once(self) -> int:
+        """Publish every pending row (in id order); returns how many were published."""
+        async with self.engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    select(outbox.c.id, outbox.c.topic, outbox.c.key, outbox.c.payload)
+                    .where(outbox.c.published_ms.is_(None))
+                    .order_by(outbox.c.id)
+                    .limit(BATCH)
+                )
+            ).all()
+        if not rows:
+            await self._gauge()
+            return 0
+        if self.publisher is None:
+            publisher = self.make_publisher()
+            await publisher.start()
+            self.publisher = publisher
+        for row in rows:  # in order: per-key order on Kafka follows the ledger's order
+            await self.publisher.send_and_wait(row.topic, row.payload, row.key.encode())
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                update(outbox)
+                .where(outbox.c.id.in_([r.id for r in rows]))
+                .values(published_ms=int(time.time() * 1000))
+            )
+        if self.metrics:
+            self.metrics.published.inc(len(rows))
+        await self._gauge()
+        return len(rows)
+
+    async def _gauge(self) -> None:
+        if self.metrics is None:
+            return
+        async with self.engine.connect() as conn:
+            count, oldest = (
+                await conn.execute(
+                    select(func.count(), func.min(outbox.c.created_ms)).where(
+                        outbox.c.published_ms.is_(None)
+                    )
+                )
+            ).one()
+        self.metrics.outbox_backlog.set(count)
+        self.metrics.outbox_oldest_age.set(
+            0 if oldest is None else max(0.0, time.time() - oldest / 1000)
+        )
+
+    async def run(self, stop: asyncio.Event) -> None:
+        backoff = self.interval_s
+        while not stop.is_set():
+            try:
+                published = await self.publish_once()
+                backoff = self.interval_s
+                if published:
+                    continue
+            except Exception as exc:  # Kafka or the database is down: keep the rows, retry later
+                log.warning("outbox relay failed; will retry", extra={"error": repr(exc)})
+                backoff = min(backoff * 2, 5.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), backoff)
+
+    async def close(self) -> None:
+        if self.publisher is not None:
+            await self.publisher.stop()
+            self.publisher = None

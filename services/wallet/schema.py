@@ -1,0 +1,87 @@
+"""The ledger's tables (SQLAlchemy Core). Alembic migrations create them; see migrations/."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+# Account ids: "player:<id>", "escrow:<match>", "house", "external" (the outside world: the only
+# account that may go negative; it is minus the total ever deposited).
+accounts = Table(
+    "accounts",
+    metadata,
+    Column("id", String(200), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("balance", BigInteger, nullable=False, server_default="0"),
+    Column("created_ms", BigInteger, nullable=False),
+    CheckConstraint("kind = 'external' OR balance >= 0", name="ck_accounts_no_overdraft"),
+)
+
+# One row per idempotency key: what was asked (hash) and what was answered.
+operations = Table(
+    "operations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("idem_key", String(200), nullable=False, unique=True),
+    Column("kind", String(16), nullable=False),
+    Column("request_hash", String(64), nullable=False),
+    Column("response", Text, nullable=False),
+    Column("match_id", String(200), nullable=True),
+    Column("created_ms", BigInteger, nullable=False),
+)
+
+# Immutable double-entry lines: `amount` leaves `debit` and arrives in `credit`.
+transfers = Table(
+    "transfers",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("operation_id", Integer, ForeignKey("operations.id"), nullable=False),
+    Column("debit", String(200), ForeignKey("accounts.id"), nullable=False),
+    Column("credit", String(200), ForeignKey("accounts.id"), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    CheckConstraint("amount > 0", name="ck_transfers_positive"),
+    Index("ix_transfers_debit", "debit", "id"),
+    Index("ix_transfers_credit", "credit", "id"),
+)
+
+# One escrow per match; closed (settled or refunded) at most once.
+escrows = Table(
+    "escrows",
+    metadata,
+    Column("match_id", String(200), primary_key=True),
+    Column("player_a", String(200), nullable=False),
+    Column("player_b", String(200), nullable=False),
+    Column("stake_a", BigInteger, nullable=False),
+    Column("stake_b", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("closed_operation_id", Integer, ForeignKey("operations.id"), nullable=True, unique=True),
+    Column("created_ms", BigInteger, nullable=False),
+    CheckConstraint("status IN ('open', 'settled', 'refunded')", name="ck_escrows_status"),
+)
+
+# Events written in the same transaction as the operation, relayed to Kafka afterwards.
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("topic", String(100), nullable=False),
+    Column("key", String(200), nullable=False),
+    Column("payload", LargeBinary, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("published_ms", BigInteger, nullable=True),
+    Index("ix_outbox_unpublished", "published_ms", "id"),
+)

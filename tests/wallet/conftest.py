@@ -1,0 +1,46 @@
+"""Wallet fixtures: a migrated ledger on SQLite and on PostgreSQL; books checked after each test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from services.common.deps import sql_engine
+from services.wallet.ledger import Ledger, check_invariants
+from services.wallet.migrate import migrate
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path}/wallet.db"
+    else:
+        base: str = request.getfixturevalue("postgres_url")
+        name = f"wallet_{uuid.uuid4().hex[:12]}"
+        conn = await asyncpg.connect(base.replace("+asyncpg", ""))
+        await conn.execute(f'CREATE DATABASE "{name}"')
+        await conn.close()
+        url = base.rsplit("/", 1)[0] + f"/{name}"
+    eng = sql_engine(url)
+    await migrate(eng)
+    try:
+        yield eng
+        # Invariant check after every test: the books balance whatever the test did.
+        assert await check_invariants(eng) == []
+    finally:
+        await eng.dispose()
+
+
+@pytest.fixture
+def ledger(engine: AsyncEngine) -> Ledger:
+    return Ledger(engine, fee_bps=800)
+
+
+async def fund(ledger: Ledger, **balances: int) -> None:
+    for player, amount in balances.items():
+        await ledger.deposit(f"fund:{player}:{amount}", player, amount)

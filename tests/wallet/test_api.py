@@ -1,0 +1,136 @@
+"""The wallet over gRPC: operator-only deposits, typed error details, replays, metrics; and the
+migrations produce exactly the schema the code declares."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.errors import error_from
+from services.common.host import ServiceHost
+from services.wallet.app import build_app
+from services.wallet.schema import metadata
+from tests.helpers import scrape_metrics
+
+pytestmark = pytest.mark.integration
+TOKEN = [("x-operator-token", "s3cret-op")]
+
+
+@pytest.fixture
+async def wallet(
+    tmp_path: Path, kafka_bootstrap: str
+) -> AsyncIterator[tuple[wallet_pb2_grpc.WalletServiceStub, ServiceHost]]:
+    app = build_app(
+        {
+            "BG_GRPC_PORT": "0",
+            "BG_METRICS_PORT": "0",
+            "BG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/w.db",
+            "BG_KAFKA_BOOTSTRAP": kafka_bootstrap,
+            "BG_WALLET_OPERATOR_TOKEN": "s3cret-op",
+            "BG_WALLET_CONSUME": "false",
+        }
+    )
+    host = ServiceHost(app)
+    await host.start()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel:
+        yield wallet_pb2_grpc.WalletServiceStub(channel), host
+    await host.stop()
+
+
+async def test_deposits_need_the_operator_token(wallet) -> None:  # type: ignore[no-untyped-def]
+    stub, _ = wallet
+    request = wallet_pb2.DepositRequest(idempotency_key="d1", player_id="alice", amount=500)
+    for metadata_ in (None, [("x-operator-token", "guess")]):
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.Deposit(request, metadata=metadata_)
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        detail = error_from(err.value)
+        assert detail is not None and detail.code == "OPERATOR_ONLY"
+    assert (await stub.GetBalance(wallet_pb2.GetBalanceRequest(player_id="alice"))).balance == 0
+    ok = await stub.Deposit(request, metadata=TOKEN)
+    assert ok.kind == "deposit" and not ok.replayed
+    again = await stub.Deposit(request, metadata=TOKEN)
+    assert again.replayed and again.operation_id == ok.operation_id
+    assert (await stub.GetBalance(wallet_pb2.GetBalanceRequest(player_id="alice"))).balance == 500
+
+
+async def test_errors_are_typed_and_change_nothing(wallet) -> None:  # type: ignore[no-untyped-def]
+    stub, host = wallet
+    await stub.Deposit(
+        wallet_pb2.DepositRequest(idempotency_key="a", player_id="alice", amount=1000),
+        metadata=TOKEN,
+    )
+    await stub.Deposit(
+        wallet_pb2.DepositRequest(idempotency_key="b", player_id="bob", amount=40), metadata=TOKEN
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Escrow(
+            wallet_pb2.EscrowRequest(
+                idempotency_key="e", match_id="m", player_ids=["alice", "bob"], stake=100
+            )
+        )
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    detail = error_from(err.value)
+    assert (
+        detail is not None
+        and detail.code == "INSUFFICIENT_FUNDS"
+        and detail.metadata["players"] == "bob"
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as bad:
+        await stub.Spend(
+            wallet_pb2.SpendRequest(
+                idempotency_key="s", player_id="alice", amount=-3, reason="boost"
+            )
+        )
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_from(bad.value).field == "amount"  # type: ignore[union-attr]
+    assert (await stub.GetBalance(wallet_pb2.GetBalanceRequest(player_id="alice"))).balance == 1000
+    history = await stub.GetHistory(wallet_pb2.GetHistoryRequest(player_id="alice"))
+    assert [(h.kind, h.amount) for h in history.entries] == [("deposit", 1000)]
+    body = await scrape_metrics(host.metrics_port)
+    assert 'bg_wallet_operations_total{kind="escrow",outcome="insufficient_funds"} 1.0' in body
+    assert 'bg_wallet_operations_total{kind="deposit",outcome="ok"} 2.0' in body
+    assert "bg_wallet_outbox_backlog" in body
+
+
+async def test_full_match_through_the_api(wallet) -> None:  # type: ignore[no-untyped-def]
+    stub, _ = wallet
+    for p in ("alice", "bob"):
+        await stub.Deposit(
+            wallet_pb2.DepositRequest(idempotency_key=p, player_id=p, amount=2000), metadata=TOKEN
+        )
+    await stub.Escrow(
+        wallet_pb2.EscrowRequest(
+            idempotency_key="e", match_id="m", player_ids=["alice", "bob"], stake=500
+        )
+    )
+    raised = await stub.RaiseEscrow(
+        wallet_pb2.RaiseEscrowRequest(idempotency_key="r", match_id="m")
+    )
+    assert raised.stake == 1000
+    await stub.Spend(
+        wallet_pb2.SpendRequest(
+            idempotency_key="b", player_id="bob", amount=10, reason="boost", match_id="m"
+        )
+    )
+    settled = await stub.Settle(
+        wallet_pb2.SettleRequest(idempotency_key="s", match_id="m", winner_id="alice")
+    )
+    assert (settled.payout, settled.fees, settled.net_gain) == (1840, 160, 840)
+    changes = {c.account: (c.delta, c.balance) for c in settled.changes}
+    assert changes["player:alice"] == (1840, 2840) and changes["house"] == (160, 170)
+
+
+async def test_migrations_match_the_declared_schema(engine: AsyncEngine) -> None:
+    def diff(sync_conn):  # type: ignore[no-untyped-def]
+        return compare_metadata(MigrationContext.configure(sync_conn), metadata)
+
+    async with engine.connect() as conn:
+        assert await conn.run_sync(diff) == []

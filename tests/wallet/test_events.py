@@ -1,0 +1,186 @@
+"""table-events in, wallet-events out: exactly one settlement per match; the outbox survives a
+crash between commit and publish (real Tansu broker)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bg.events.v1 import events_pb2
+from services.common import kafka
+from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
+from services.wallet.consumer import TableEventsHandler, consume
+from services.wallet.ledger import Ledger
+from services.wallet.outbox import OutboxRelay
+from services.wallet.schema import operations, outbox
+from tests.wallet.conftest import fund
+
+pytestmark = pytest.mark.integration
+
+
+def table_event(
+    match_id: str, seq: int, kind: str, winner_seat: int = 0, profile: str = "wagered"
+) -> bytes:
+    info = events_pb2.MatchInfo(
+        profile=profile, player_ids=["alice", "bob"], match_length=1, bet=100
+    )
+    event = events_pb2.TableEvent(
+        event_id=f"t-{match_id}:{seq}",
+        table_id=f"t-{match_id}",
+        seq=seq,
+        match_id=match_id,
+        type=kind,
+    )
+    if kind == "match_ended":
+        event.match_ended.CopyFrom(
+            events_pb2.MatchEnded(info=info, winner_seat=winner_seat, reason="points")
+        )
+    elif kind == "match_closed":
+        event.match_closed.CopyFrom(events_pb2.MatchClosed(info=info, reason="both_away"))
+    return event.SerializeToString()
+
+
+async def _closings(engine: AsyncEngine, match_id: str) -> int:
+    async with engine.connect() as conn:
+        return int(
+            await conn.scalar(
+                select(func.count()).where(
+                    operations.c.match_id == match_id, operations.c.kind.in_(("settle", "refund"))
+                )
+            )
+            or 0
+        )
+
+
+async def test_duplicate_and_reordered_deliveries_settle_once(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    await fund(ledger, alice=1000, bob=1000)
+    await ledger.escrow("e", "m1", ["alice", "bob"], 100)
+    handler = TableEventsHandler(ledger)
+    ended = table_event("m1", 9, "match_ended", winner_seat=1)
+    closed = table_event("m1", 10, "match_closed")
+    results = [await handler.handle(raw) for raw in (ended, ended, closed, ended, closed)]
+    assert results == ["applied", "replayed", "escrow_closed", "replayed", "escrow_closed"]
+    assert await _closings(engine, "m1") == 1
+    assert await ledger.balance("bob") == 900 + 184
+    # Reordered: the close arrives first, then the end: the refund wins, nothing is paid twice.
+    await ledger.escrow("e2", "m2", ["alice", "bob"], 100)
+    assert [
+        await handler.handle(r)
+        for r in (table_event("m2", 5, "match_closed"), table_event("m2", 4, "match_ended"))
+    ] == [
+        "applied",
+        "escrow_closed",
+    ]
+    assert await _closings(engine, "m2") == 1
+
+
+async def test_other_events_and_other_profiles_are_ignored(ledger: Ledger) -> None:
+    handler = TableEventsHandler(ledger)
+    assert await handler.handle(table_event("m", 1, "dice_rolled")) == "ignored"
+    assert (
+        await handler.handle(table_event("m", 2, "match_ended", profile="casual")) == "not_wagered"
+    )
+    assert await handler.handle(table_event("nomatch", 3, "match_ended")) == "unknown_match"
+    assert await handler.handle(b"\xff\xff not protobuf") == "undecodable"
+
+
+class _CrashingPublisher:
+    """A publisher whose process dies before the broker acknowledges."""
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def send_and_wait(self, topic: str, value: bytes, key: bytes) -> object:
+        raise ConnectionError("killed before the broker answered")
+
+
+async def _unpublished(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        return int(
+            await conn.scalar(select(func.count()).where(outbox.c.published_ms.is_(None))) or 0
+        )
+
+
+async def test_crash_between_commit_and_publish_then_restart_publishes(
+    ledger: Ledger, engine: AsyncEngine, kafka_bootstrap: str
+) -> None:
+    await fund(ledger, alice=1000, bob=1000)
+    await ledger.escrow("e", "mx", ["alice", "bob"], 100)
+    crashed = OutboxRelay(engine, _CrashingPublisher, None, 0.05)
+    with pytest.raises(ConnectionError):
+        await crashed.publish_once()
+    assert await _unpublished(engine) == 3  # committed in the ledger, not yet on Kafka
+    relay = OutboxRelay(
+        engine, lambda: kafka.producer(kafka_bootstrap, False, "test-relay"), None, 0.05
+    )
+    try:
+        assert await relay.publish_once() == 3
+        assert await relay.publish_once() == 0
+    finally:
+        await relay.close()
+    assert await _unpublished(engine) == 0
+    # The events are on the topic.
+    group = f"check-{uuid.uuid4().hex[:8]}"
+    consumer = AIOKafkaConsumer(
+        WALLET_EVENTS,
+        bootstrap_servers=kafka_bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    seen: set[str] = set()
+    try:
+        for _ in range(40):
+            batch = await consumer.getmany(timeout_ms=500)
+            for records in batch.values():
+                for record in records:
+                    event = events_pb2.WalletEvent()
+                    event.ParseFromString(record.value)
+                    seen.add(event.kind + ":" + event.match_id)
+            if "escrow:mx" in seen:
+                break
+    finally:
+        await consumer.stop()
+    assert "escrow:mx" in seen
+
+
+async def test_consumer_settles_from_the_real_topic(
+    ledger: Ledger, engine: AsyncEngine, kafka_bootstrap: str
+) -> None:
+    match_id = f"km{uuid.uuid4().hex[:6]}"
+    await fund(ledger, alice=1000, bob=1000)
+    await ledger.escrow("e", match_id, ["alice", "bob"], 500)
+    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, enable_idempotence=False)
+    await producer.start()
+    try:
+        raw = table_event(match_id, 7, "match_ended", winner_seat=0)
+        for _ in range(3):  # at-least-once delivery: duplicates on the topic
+            await producer.send_and_wait(TABLE_EVENTS, raw, key=f"t-{match_id}".encode())
+    finally:
+        await producer.stop()
+    stop = asyncio.Event()
+    handler = TableEventsHandler(ledger)
+    group = f"wallet-{uuid.uuid4().hex[:8]}"
+    task = asyncio.create_task(
+        consume(handler, kafka.consumer(kafka_bootstrap, group, TABLE_EVENTS, client_id="t"), stop)
+    )
+    try:
+        for _ in range(200):
+            if await _closings(engine, match_id):
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+    assert await _closings(engine, match_id) == 1
+    assert await ledger.balance("alice") == 500 + 920

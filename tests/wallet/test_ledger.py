@@ -1,0 +1,208 @@
+"""The ledger's rules on SQLite and PostgreSQL (I-4, I-10, I-11); bad input changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from services.common.errors import ServiceError
+from services.wallet.ledger import HOUSE, InsufficientFunds, Ledger, fee
+from services.wallet.schema import accounts, escrows, operations, outbox, transfers
+from tests.wallet.conftest import fund
+
+pytestmark = pytest.mark.integration
+
+
+async def _rows(engine: AsyncEngine) -> tuple[int, ...]:
+    async with engine.connect() as conn:
+        counts = []
+        for table in (accounts, operations, transfers, escrows, outbox):
+            counts.append(int(await conn.scalar(select(func.count()).select_from(table)) or 0))
+        total = await conn.scalar(select(func.sum(accounts.c.balance)))
+    return (*counts, int(total or 0))
+
+
+async def _house(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        return int(await conn.scalar(select(accounts.c.balance).where(accounts.c.id == HOUSE)) or 0)
+
+
+async def test_i11_settle_pays_the_pot_less_8_percent_of_each_side(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    """The seed's example: stakes 1,000 each -> pot 2,000, 80 fee each, 1,840 to the winner."""
+    await fund(ledger, alice=1500, bob=1000)
+    out = await ledger.escrow("e1", "m1", ["alice", "bob"], 1000)
+    assert (
+        out.stake == 1000
+        and await ledger.balance("alice") == 500
+        and await ledger.balance("bob") == 0
+    )
+    settled = await ledger.settle("s1", "m1", "bob")
+    assert (settled.payout, settled.fees, settled.net_gain) == (1840, 160, 840)  # I-13: net 840
+    assert await ledger.balance("bob") == 1840 and await ledger.balance("alice") == 500
+    assert await _house(engine) == 160
+    assert fee(1000, 800) == 80
+
+
+async def test_i4_raise_doubles_both_stakes_and_fees_follow_the_final_stake(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    await fund(ledger, alice=1000, bob=1000)
+    await ledger.escrow("e", "m", ["alice", "bob"], 200)
+    raised = await ledger.raise_escrow("r", "m")
+    assert raised.stake == 400 and await ledger.balance("alice") == 600
+    out = await ledger.settle("s", "m", "alice")
+    assert (out.payout, out.fees, out.net_gain) == (800 - 64, 64, 800 - 64 - 400)
+
+
+async def test_i10_refund_returns_every_stake_with_raises_and_no_fee(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    await fund(ledger, alice=1000, bob=1000)
+    await ledger.escrow("e", "m", ["alice", "bob"], 300)
+    await ledger.raise_escrow("r", "m")
+    await ledger.spend("b1", "alice", 10, "boost", "m")
+    out = await ledger.refund("x", "m")
+    assert out.kind == "refund"
+    assert (
+        await ledger.balance("alice") == 990 and await ledger.balance("bob") == 1000
+    )  # boost kept
+    assert await _house(engine) == 10
+
+
+async def test_escrow_is_all_or_nothing_and_says_who_is_short(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    await fund(ledger, alice=1000, bob=50)
+    before = await _rows(engine)
+    with pytest.raises(InsufficientFunds) as err:
+        await ledger.escrow("e", "m", ["alice", "bob"], 100)
+    assert err.value.players == ["bob"] and err.value.code == "INSUFFICIENT_FUNDS"
+    with pytest.raises(InsufficientFunds) as err2:
+        await ledger.escrow("e2", "m", ["carol", "bob"], 100)  # carol has no account at all
+    assert err2.value.players == ["carol", "bob"]
+    assert await _rows(engine) == before
+    assert await ledger.balance("alice") == 1000
+
+
+async def test_raise_is_all_or_nothing(ledger: Ledger, engine: AsyncEngine) -> None:
+    await fund(ledger, alice=1000, bob=150)
+    await ledger.escrow("e", "m", ["alice", "bob"], 100)
+    before = await _rows(engine)
+    with pytest.raises(InsufficientFunds) as err:
+        await ledger.raise_escrow("r", "m")
+    assert err.value.players == ["bob"]
+    assert await _rows(engine) == before
+
+
+async def test_idempotency_replays_and_conflicts(ledger: Ledger, engine: AsyncEngine) -> None:
+    first = await ledger.deposit("k", "alice", 500)
+    again = await ledger.deposit("k", "alice", 500)
+    assert (
+        again.replayed
+        and again.operation_id == first.operation_id
+        and again.changes == first.changes
+    )
+    assert await ledger.balance("alice") == 500
+    with pytest.raises(ServiceError) as err:
+        await ledger.deposit("k", "alice", 600)
+    assert err.value.code == "IDEMPOTENCY_CONFLICT"
+    assert await ledger.balance("alice") == 500
+
+
+async def test_settle_and_refund_happen_at_most_once_in_total(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    await fund(ledger, alice=500, bob=500)
+    await ledger.escrow("e", "m", ["alice", "bob"], 100)
+    await ledger.settle("s", "m", "alice")
+    for call in (
+        ledger.settle("s2", "m", "alice"),
+        ledger.refund("r", "m"),
+        ledger.settle("s3", "m", "bob"),
+    ):
+        with pytest.raises(ServiceError) as err:
+            await call
+        assert err.value.code == "ESCROW_CLOSED"
+    assert (await ledger.settle("s", "m", "alice")).replayed  # the original key still answers
+    await fund(ledger, carol=500, dave=500)
+    await ledger.escrow("e2", "m2", ["carol", "dave"], 100)
+    await ledger.refund("r2", "m2")
+    with pytest.raises(ServiceError, match="already refunded"):
+        await ledger.settle("s4", "m2", "carol")
+
+
+@pytest.mark.parametrize(
+    ("call", "code"),
+    [
+        (lambda lg: lg.deposit("k1", "alice", 0), "INVALID_AMOUNT"),
+        (lambda lg: lg.deposit("k2", "alice", -5), "INVALID_AMOUNT"),
+        (lambda lg: lg.deposit("", "alice", 5), "INVALID_IDEMPOTENCY_KEY"),
+        (lambda lg: lg.deposit("k3", "bad id", 5), "INVALID_ID"),
+        (lambda lg: lg.spend("k4", "alice", 0, "boost"), "INVALID_AMOUNT"),
+        (lambda lg: lg.spend("k5", "nobody", 10, "boost"), "UNKNOWN_PLAYER"),
+        (lambda lg: lg.spend("k6", "alice", 10_000, "boost"), "INSUFFICIENT_FUNDS"),
+        (lambda lg: lg.escrow("k7", "m9", ["alice", "alice"], 100), "INVALID_PLAYERS"),
+        (lambda lg: lg.escrow("k8", "m9", ["alice"], 100), "INVALID_PLAYERS"),
+        (lambda lg: lg.escrow("k9", "m9", ["alice", "bob"], 0), "INVALID_AMOUNT"),
+        (lambda lg: lg.escrow("k10", "m", ["alice", "bob"], 100), "ESCROW_EXISTS"),
+        (lambda lg: lg.settle("k11", "nomatch", "alice"), "UNKNOWN_MATCH"),
+        (lambda lg: lg.settle("k12", "m", "mallory"), "NOT_SEATED"),
+        (lambda lg: lg.refund("k13", "nomatch"), "UNKNOWN_MATCH"),
+        (lambda lg: lg.raise_escrow("k14", "nomatch"), "UNKNOWN_MATCH"),
+        (lambda lg: lg.history("alice", limit=500), "INVALID_LIMIT"),
+    ],
+)
+async def test_bad_input_gets_a_typed_error_and_writes_nothing(
+    ledger: Ledger, engine: AsyncEngine, call, code: str
+) -> None:  # type: ignore[no-untyped-def]
+    await fund(ledger, alice=1000, bob=1000)
+    await ledger.escrow("e", "m", ["alice", "bob"], 100)
+    before = await _rows(engine)
+    with pytest.raises(ServiceError) as err:
+        await call(ledger)
+    assert err.value.code == code
+    assert await _rows(engine) == before
+
+
+async def test_history_lists_signed_movements_newest_first(ledger: Ledger) -> None:
+    await fund(ledger, alice=1000, bob=1000)
+    await ledger.escrow("e", "m", ["alice", "bob"], 100)
+    await ledger.spend("b", "alice", 10, "boost", "m")
+    rows = await ledger.history("alice")
+    assert [(r["kind"], r["amount"], r["counterparty"]) for r in rows] == [
+        ("spend", -10, "house"),
+        ("escrow", -100, "escrow:m"),
+        ("deposit", 1000, "external"),
+    ]
+    assert rows[0]["match_id"] == "m"
+    older = await ledger.history("alice", limit=1, before_id=rows[0]["id"])
+    assert [r["id"] for r in older] == [rows[1]["id"]]
+
+
+async def test_every_operation_writes_its_event_to_the_outbox(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    from bg.events.v1 import events_pb2
+
+    await fund(ledger, alice=1000, bob=1000)
+    await ledger.escrow("e", "m", ["alice", "bob"], 1000)
+    await ledger.settle("s", "m", "alice")
+    async with engine.connect() as conn:
+        rows = (await conn.execute(select(outbox).order_by(outbox.c.id))).all()
+    kinds = []
+    for row in rows:
+        event = events_pb2.WalletEvent()
+        event.ParseFromString(row.payload)
+        kinds.append(event.kind)
+        if event.kind == "settle":
+            assert (event.winner_id, event.net_gain, event.fees, row.key) == (
+                "alice",
+                840,
+                160,
+                "escrow:m",
+            )
+            assert dict(event.player_deltas) == {"alice": 1840}
+    assert kinds == ["deposit", "deposit", "escrow", "settle"]
