@@ -1,18 +1,92 @@
-"""Composition root of the table service: wires real adapters into the host."""
+"""Composition root of the table service: store, core, gRPC API, clock worker, Kafka relay."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Mapping
 
+import grpc
+
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from services.common import kafka, tracing
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
+from services.table.api import TableServicer
+from services.table.clock import ClockWorker
+from services.table.metrics import TableMetrics
+from services.table.relay import EventRelay
 from services.table.settings import load_settings
+from services.table.store import TableStore
+from services.table.tables import TableCore
+from services.table.wallet_port import GrpcWallet
+
+SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
 
 
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("table", settings)
+    metrics = TableMetrics(app.metrics)
     redis = redis_client(settings.redis_url)
+    store = TableStore(redis)
+    stop = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+    parts: dict[str, object] = {}
+
+    def core() -> TableCore:
+        return parts["core"]  # type: ignore[return-value]
+
+    def register(server: grpc.aio.Server) -> list[str]:
+        # Runs inside the event loop (grpc.aio channels need it), before start().
+        channel = grpc.aio.insecure_channel(
+            settings.wallet_addr, interceptors=tracing.client_interceptors(app.tracer_provider)
+        )
+        parts["channel"] = channel
+        parts["core"] = TableCore(store, GrpcWallet(channel), metrics, settings.clock_scale)
+        table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(core()), server)
+        return [SERVICE_NAME]
+
+    async def start() -> None:
+        if settings.clock_workers:
+            worker = ClockWorker(store, core())
+            tasks.append(asyncio.create_task(worker.run(stop), name="clock"))
+        if settings.relay:
+            replica = settings.replica or "table"
+            relay = EventRelay(
+                store,
+                lambda: kafka.producer(
+                    settings.kafka_bootstrap, settings.kafka_idempotence, f"{replica}-relay"
+                ),
+                metrics,
+            )
+            parts["relay"] = relay
+            tasks.append(asyncio.create_task(relay.run(stop), name="relay"))
+        tasks.append(asyncio.create_task(_gauge(store, metrics, stop), name="gauges"))
+
+    async def close() -> None:
+        stop.set()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 5)
+        relay = parts.get("relay")
+        if isinstance(relay, EventRelay):
+            await relay.close()
+        channel = parts.get("channel")
+        if isinstance(channel, grpc.aio.Channel):
+            await channel.close(None)
+        await redis.aclose()
+
+    app.register = register
     app.checks.append(redis_check(redis))
-    app.on_stop.append(redis.aclose)
+    app.on_start.append(start)
+    app.on_stop.append(close)
     return app
+
+
+async def _gauge(store: TableStore, metrics: TableMetrics, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        with contextlib.suppress(Exception):
+            metrics.live_tables.set(await store.live_tables())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 2.0)

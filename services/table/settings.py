@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.common.settings import ServiceSettings, load, redis_url_setting, setting
+from services.common.settings import (
+    ServiceSettings,
+    kafka_bootstrap_setting,
+    kafka_idempotence_setting,
+    load,
+    redis_url_setting,
+    setting,
+)
 
 
 @dataclass(frozen=True)
@@ -13,6 +20,14 @@ class TableSettings(ServiceSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50061, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9111, "Metrics HTTP port.", min=0, max=65535)
     redis_url: str = redis_url_setting()
+    kafka_bootstrap: str = kafka_bootstrap_setting()
+    kafka_idempotence: bool = kafka_idempotence_setting()
+    wallet_addr: str = setting("BG_WALLET_ADDR", "127.0.0.1:50053", "Wallet service address.")
+    clock_scale: float = setting(
+        "BG_CLOCK_SCALE", 1.0, "Multiplies every rules duration (tests and load tests).", min=0.0001
+    )
+    clock_workers: bool = setting("BG_TABLE_CLOCKS", True, "Run the clock worker in this replica.")
+    relay: bool = setting("BG_TABLE_RELAY", True, "Run the Kafka relay in this replica.")
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> TableSettings:

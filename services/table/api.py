@@ -1,0 +1,114 @@
+"""The gRPC servicer of bg.table.v1.TableService: proto <-> table core."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from bg.events.v1 import events_pb2
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from services.common.errors import ServiceError, abort, grpc_errors
+from services.table import convert
+from services.table.tables import TableCore
+
+Context = grpc.aio.ServicerContext[Any, Any]
+STREAM_BLOCK_MS = 1000
+
+
+class TableServicer(table_pb2_grpc.TableServiceServicer):
+    def __init__(self, core: TableCore) -> None:
+        self.core = core
+
+    @grpc_errors
+    async def CreateMatch(
+        self, request: table_pb2.CreateMatchRequest, context: Context
+    ) -> table_pb2.CreateMatchResponse:
+        fingerprint, seq, existed = await self.core.create_match(
+            request.table_id, request.match_id, list(request.player_ids), request.options
+        )
+        return table_pb2.CreateMatchResponse(
+            table_id=request.table_id,
+            match_id=request.match_id,
+            fingerprint=fingerprint,
+            seq=seq,
+            existed=existed,
+        )
+
+    @grpc_errors
+    async def SubmitCommand(
+        self, request: table_pb2.SubmitCommandRequest, context: Context
+    ) -> table_pb2.SubmitCommandResponse:
+        cmd = convert.engine_command(request.command, request.seat)
+        result = await self.core.submit(
+            request.table_id,
+            request.player_id,
+            request.seat,
+            request.command_id,
+            request.expected_seq,
+            cmd,
+        )
+        return table_pb2.SubmitCommandResponse(
+            seq=result.seq, events=result.events, duplicate=result.duplicate
+        )
+
+    @grpc_errors
+    async def GetView(
+        self, request: table_pb2.GetViewRequest, context: Context
+    ) -> table_pb2.TableView:
+        loaded, view = await self.core.view(request.table_id, request.player_id)
+        return convert.view_proto(view, loaded.meta, loaded.seq, loaded.state.match.options)
+
+    async def StreamEvents(
+        self, request: table_pb2.StreamEventsRequest, context: Context
+    ) -> AsyncIterator[events_pb2.TableEvent]:
+        try:
+            loaded, _ = await self.core.view(request.table_id, request.player_id)
+        except ServiceError as err:
+            await abort(context, err)
+            return
+        after = request.from_seq
+        store = self.core.store
+        while True:
+            batch = await store.wait_events(request.table_id, after, STREAM_BLOCK_MS)
+            for seq, data in batch:
+                event = events_pb2.TableEvent()
+                event.ParseFromString(data)
+                yield event
+                after = seq
+            if not batch:
+                await asyncio.sleep(0)  # let cancellation in between blocking reads
+        del loaded
+
+    @grpc_errors
+    async def SetPresence(
+        self, request: table_pb2.SetPresenceRequest, context: Context
+    ) -> table_pb2.SetPresenceResponse:
+        seq = await self.core.presence(request.table_id, request.player_id, request.connected)
+        return table_pb2.SetPresenceResponse(seq=seq)
+
+    @grpc_errors
+    async def SetPreferences(
+        self, request: table_pb2.SetPreferencesRequest, context: Context
+    ) -> table_pb2.SetPreferencesResponse:
+        await self.core.set_auto_roll(request.player_id, request.auto_roll)
+        return table_pb2.SetPreferencesResponse()
+
+    @grpc_errors
+    async def GetMatchRecord(
+        self, request: table_pb2.GetMatchRecordRequest, context: Context
+    ) -> table_pb2.MatchRecord:
+        record = await self.core.record(request.table_id, request.match_id)
+        return table_pb2.MatchRecord(
+            table_id=record["table_id"],
+            match_id=record["match_id"],
+            player_ids=record["player_ids"],
+            seed_hex=record["seed_hex"],
+            fingerprint=record["fingerprint"],
+            rolls=[table_pb2.Roll(a=a, b=b) for a, b in record["rolls"]],
+            winner=record["winner"],
+            end_reason=record["end_reason"],
+            score=record["score"],
+        )

@@ -1,0 +1,239 @@
+"""Table state in Redis: one hash per table, its event stream, and the clocks sorted set.
+
+Every change goes through one Lua script that checks the table's `seq`, writes the new state,
+appends the events to the table's stream (stream ids are the event seqs), sets or clears the
+table's deadline in the clocks sorted set, remembers the command id, and marks the table for the
+Kafka relay, atomically. A stale `seq` means another replica won: the caller re-reads and retries.
+
+Keys (hash tags keep a table's keys together): `t:{id}` (seq, state, meta, relayed),
+`t:{id}:ev` (stream), `t:{id}:cmd` (command id -> "seq:count"), `clocks` (table id -> deadline
+ms), `relay:pending` (table id -> ms of its oldest unrelayed event), `prefs:<player>`,
+`rec:<match>` (finished match records).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as redis_asyncio
+
+from engine import codec
+from engine.state import TableState
+
+CLOCKS = "clocks"
+RELAY_PENDING = "relay:pending"
+WAKE_CHANNEL = "clocks:wake"
+RECORD_TTL_S = 30 * 86_400
+
+_COMMIT = """
+local cur = redis.call('HGET', KEYS[1], 'seq')
+if ARGV[1] == '-1' then
+  if cur then return {'EXISTS', cur} end
+  cur = '0'
+elseif not cur then
+  return {'NO_TABLE', '0'}
+end
+if ARGV[5] ~= '' then
+  local prev = redis.call('HGET', KEYS[4], ARGV[5])
+  if prev then return {'DUP', prev} end
+end
+if ARGV[1] ~= '-1' and cur ~= ARGV[1] then return {'CONFLICT', cur} end
+local seq = tonumber(cur)
+local n = #ARGV - 7
+for i = 1, n do
+  redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[7 + i])
+end
+local new = seq + n
+redis.call('HSET', KEYS[1], 'seq', new, 'state', ARGV[2])
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'meta', ARGV[7]) end
+if ARGV[3] == '' then
+  redis.call('ZREM', KEYS[3], ARGV[4])
+else
+  redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0)
+  if first[1] == ARGV[4] then redis.call('PUBLISH', KEYS[6], ARGV[3]) end
+end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[4], ARGV[5], new .. ':' .. n) end
+if n > 0 then redis.call('ZADD', KEYS[5], 'NX', ARGV[6], ARGV[4]) end
+return {'OK', tostring(new)}
+"""
+
+# Put the clocks entry back in line with the state (a replica saw a stale deadline).
+_RESCHEDULE = """
+if redis.call('HGET', KEYS[1], 'seq') ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('ZREM', KEYS[2], ARGV[3])
+else redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3]) end
+return 1
+"""
+
+# After the relay published up to ARGV[1]: move the pointer forward, unmark when caught up.
+_RELAY_ACK = """
+local relayed = tonumber(redis.call('HGET', KEYS[1], 'relayed') or '0')
+local upto = tonumber(ARGV[1])
+if upto > relayed then redis.call('HSET', KEYS[1], 'relayed', upto); relayed = upto end
+local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
+if relayed >= seq then redis.call('ZREM', KEYS[2], ARGV[2]) end
+return relayed
+"""
+
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def table_key(table_id: str) -> str:
+    return "t:{" + table_id + "}"
+
+
+def stream_key(table_id: str) -> str:
+    return table_key(table_id) + ":ev"
+
+
+def commands_key(table_id: str) -> str:
+    return table_key(table_id) + ":cmd"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    seq: int
+    state: TableState
+    meta: dict[str, Any]
+    relayed: int
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    status: str  # OK, CONFLICT, DUP, NO_TABLE, EXISTS
+    seq: int
+    count: int = 0  # DUP: how many events the original command produced
+
+
+def encode_state(state: TableState) -> bytes:
+    return zlib.compress(codec.dumps(state), 1)
+
+
+def decode_state(data: bytes) -> TableState:
+    return codec.loads(zlib.decompress(data))
+
+
+class TableStore:
+    def __init__(self, client: redis_asyncio.Redis) -> None:
+        # redis-py's reply types depend on decode_responses; this store always reads bytes.
+        self.redis: Any = client
+        self._commit = client.register_script(_COMMIT)
+        self._reschedule = client.register_script(_RESCHEDULE)
+        self._relay_ack = client.register_script(_RELAY_ACK)
+        self._unlock = client.register_script(_UNLOCK)
+
+    async def load(self, table_id: str) -> Loaded | None:
+        seq, state, meta, relayed = await self.redis.hmget(
+            table_key(table_id), ["seq", "state", "meta", "relayed"]
+        )
+        if seq is None or state is None:
+            return None
+        return Loaded(int(seq), decode_state(state), json.loads(meta), int(relayed or 0))
+
+    async def commit(
+        self,
+        table_id: str,
+        expected_seq: int | None,
+        state: TableState,
+        deadline_ms: int | None,
+        command_id: str,
+        events: list[bytes],
+        now_ms: int,
+        meta: dict[str, Any] | None = None,
+    ) -> CommitResult:
+        """Atomically apply a transition. `expected_seq=None` creates the table."""
+        args: list[Any] = [
+            "-1" if expected_seq is None else str(expected_seq),
+            encode_state(state),
+            "" if deadline_ms is None else str(deadline_ms),
+            table_id,
+            command_id,
+            str(now_ms),
+            "" if meta is None else json.dumps(meta),
+            *events,
+        ]
+        keys = [
+            table_key(table_id), stream_key(table_id), CLOCKS, commands_key(table_id),
+            RELAY_PENDING, WAKE_CHANNEL,
+        ]  # fmt: skip
+        status, value = await self._commit(keys=keys, args=args)
+        status = status.decode() if isinstance(status, bytes) else status
+        value = value.decode() if isinstance(value, bytes) else str(value)
+        if status == "DUP":
+            seq, count = value.split(":")
+            return CommitResult(status, int(seq), int(count))
+        return CommitResult(status, int(value))
+
+    async def reschedule(self, table_id: str, seq: int, deadline_ms: int | None) -> bool:
+        done = await self._reschedule(
+            keys=[table_key(table_id), CLOCKS],
+            args=[str(seq), "" if deadline_ms is None else str(deadline_ms), table_id],
+        )
+        return bool(done)
+
+    async def events(
+        self, table_id: str, after_seq: int, count: int = 500
+    ) -> list[tuple[int, bytes]]:
+        entries = await self.redis.xrange(stream_key(table_id), min=f"({after_seq}-0", count=count)
+        return [(int(eid.split(b"-")[0]), fields[b"e"]) for eid, fields in entries]
+
+    async def wait_events(
+        self, table_id: str, after_seq: int, block_ms: int
+    ) -> list[tuple[int, bytes]]:
+        """Events after `after_seq`, waiting up to `block_ms` for new ones."""
+        reply = await self.redis.xread(
+            {stream_key(table_id): f"{after_seq}-0"}, count=500, block=block_ms
+        )
+        out: list[tuple[int, bytes]] = []
+        for _stream, entries in reply or []:
+            out += [(int(eid.split(b"-")[0]), fields[b"e"]) for eid, fields in entries]
+        return out
+
+    async def due(self, now_ms: int, limit: int) -> list[str]:
+        items = await self.redis.zrangebyscore(CLOCKS, "-inf", now_ms, start=0, num=limit)
+        return [i.decode() for i in items]
+
+    async def earliest(self) -> int | None:
+        first = await self.redis.zrange(CLOCKS, 0, 0, withscores=True)
+        return int(first[0][1]) if first else None
+
+    async def pending_tables(self, limit: int) -> list[tuple[str, int]]:
+        items = await self.redis.zrange(RELAY_PENDING, 0, limit - 1, withscores=True)
+        return [(i.decode(), int(score)) for i, score in items]
+
+    async def relay_ack(self, table_id: str, upto_seq: int) -> int:
+        return int(
+            await self._relay_ack(
+                keys=[table_key(table_id), RELAY_PENDING], args=[upto_seq, table_id]
+            )
+        )
+
+    async def lock(self, name: str, token: str, ttl_ms: int) -> bool:
+        return bool(await self.redis.set(name, token, nx=True, px=ttl_ms))
+
+    async def unlock(self, name: str, token: str) -> None:
+        await self._unlock(keys=[name], args=[token])
+
+    async def get_prefs(self, player_id: str) -> dict[str, str]:
+        raw = await self.redis.hgetall(f"prefs:{player_id}")
+        return {k.decode(): v.decode() for k, v in raw.items()}
+
+    async def set_prefs(self, player_id: str, **prefs: str) -> None:
+        await self.redis.hset(f"prefs:{player_id}", mapping=prefs)
+
+    async def save_record(self, match_id: str, record: dict[str, Any]) -> None:
+        await self.redis.set(f"rec:{match_id}", json.dumps(record), ex=RECORD_TTL_S)
+
+    async def get_record(self, match_id: str) -> dict[str, Any] | None:
+        raw = await self.redis.get(f"rec:{match_id}")
+        return None if raw is None else dict(json.loads(raw))
+
+    async def live_tables(self) -> int:
+        return int(await self.redis.zcard(CLOCKS))

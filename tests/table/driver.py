@@ -1,0 +1,58 @@
+"""Bots playing whole matches through the table core (as clients would, by player and seat)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from bg.table.v1 import table_pb2
+from engine import bots
+from engine import commands as c
+from engine.position import Position
+from services.table.tables import Rejected, TableCore
+
+
+async def play(
+    core: TableCore, table_id: str, players: list[str], rng: random.Random, budget: int = 4000
+) -> str:
+    """Play until the match is over (waiting for the clock between games); returns the phase."""
+    for _ in range(budget):
+        loaded, view = await core.view(table_id, players[0])
+        m = loaded.state.match
+        if m.finished:
+            return m.phase.value
+        seat = view.decider
+        player = players[seat]
+        _, v = await core.view(table_id, player)
+        cmd: c.Command | None = None
+        if v.phase == "await_roll":
+            pos = Position(v.own, v.opponent)
+            cmd = (
+                c.OfferDouble(seat)
+                if v.can_double and bots.cube_advice(pos).double
+                else c.Roll(seat)
+            )
+        elif v.phase == "double_offered":
+            doubler = Position(v.opponent, v.own)
+            cmd = c.Take(seat) if bots.cube_advice(doubler).take else c.Drop(seat)
+        elif v.phase == "moving" and v.dice:
+            start = m.play.start if m.play else Position(v.own, v.opponent)
+            choice = bots.normal_bot(start, (v.dice[0], v.dice[1]), rng)
+            cmd = c.SubmitPlay(seat, choice.steps) if choice else c.Confirm(seat)
+        elif v.phase in ("confirming", "no_move"):
+            cmd = c.Confirm(seat)
+        if cmd is None:
+            await asyncio.sleep(0.01)  # between games: the clock deals the next one
+            continue
+        try:
+            await core.submit(table_id, player, seat, "", loaded.seq, cmd)
+        except Rejected:
+            pass  # the clock moved first (stale seq or a timeout): look again
+        except Exception as err:  # STALE_SEQ is a ServiceError: look again
+            if getattr(err, "code", "") != "STALE_SEQ":
+                raise
+    raise AssertionError("match did not finish")
+
+
+def options(profile: str, **kw: object) -> table_pb2.TableOptions:
+    return table_pb2.TableOptions(profile=profile, **kw)  # type: ignore[arg-type]

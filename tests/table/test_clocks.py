@@ -1,0 +1,157 @@
+"""Every kind of timeout fires through the clock worker, once, with scaled clocks (real Valkey)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as redis_asyncio
+
+from bg.events.v1 import events_pb2
+from engine import commands as c
+from services.table.clock import ClockWorker
+from services.table.store import TableStore
+from services.table.tables import TableCore
+from tests.table.driver import options
+from tests.table.fakes import FakeWallet
+
+pytestmark = pytest.mark.integration
+P = ["alice", "bob"]
+
+
+async def _events(core: TableCore, table_id: str) -> list[events_pb2.TableEvent]:
+    out = []
+    for _, data in await core.store.events(table_id, 0, 100_000):
+        ev = events_pb2.TableEvent()
+        ev.ParseFromString(data)
+        out.append(ev)
+    return out
+
+
+async def _until(
+    core: TableCore, table_id: str, pred, timeout_s: float = 30.0
+) -> list[events_pb2.TableEvent]:  # type: ignore[no-untyped-def]
+    for _ in range(int(timeout_s / 0.02)):
+        events = await _events(core, table_id)
+        if pred(events):
+            return events
+        await asyncio.sleep(0.02)
+    raise AssertionError(
+        f"not reached; last events: {[e.type for e in (await _events(core, table_id))[-8:]]}"
+    )
+
+
+@pytest.fixture
+async def clocked(redis: redis_asyncio.Redis) -> AsyncIterator[TableCore]:
+    core = TableCore(TableStore(redis), FakeWallet(alice=10_000, bob=10_000), clock_scale=0.001)
+    stop = asyncio.Event()
+    task = asyncio.create_task(ClockWorker(core.store, core).run(stop))
+    yield core
+    stop.set()
+    await task
+
+
+def _types(events: list[events_pb2.TableEvent]) -> list[str]:
+    return [e.type for e in events]
+
+
+def _assert_one_timeout_per_turn(events: list[events_pb2.TableEvent]) -> None:
+    """Between two turn starts, at most one turn timeout: none missed, none doubled."""
+    since_start = 0
+    for ev in events:
+        if ev.type == "turn_started":
+            since_start = 0
+        elif ev.type == "timed_out" and json.loads(ev.json)["clock"] == "turn":
+            since_start += 1
+            assert since_start == 1
+
+
+async def test_idle_wagered_match_is_played_by_the_clock_to_the_end(clocked: TableCore) -> None:
+    """I-7 turn timeouts and the 3 s next-game deal, with nobody touching the table."""
+    await clocked.create_match("t1", "m1", P, options("wagered", match_length=3, bet=100))
+    events = await _until(clocked, "t1", lambda evs: "match_ended" in _types(evs), timeout_s=60)
+    types = _types(events)
+    assert types.count("game_started") >= 2  # next games dealt by the clock
+    assert types.count("timed_out") > 20
+    _assert_one_timeout_per_turn(events)
+
+
+async def test_unanswered_double_is_dropped(clocked: TableCore) -> None:
+    await clocked.create_match("t1", "m1", P, options("wagered", match_length=1, bet=100))
+    loaded = await clocked.store.load("t1")
+    assert loaded is not None
+    m = loaded.state.match
+    await clocked.submit(
+        "t1", P[m.turn], m.turn, "", 0, c.SubmitPlay(m.turn, m.play.plays[0].steps)
+    )  # type: ignore[union-attr]
+    seat = 1 - m.turn
+    await clocked.submit("t1", P[seat], seat, "", 0, c.OfferDouble(seat))
+    events = await _until(clocked, "t1", lambda evs: "double_dropped" in _types(evs))
+    dropped = next(e for e in events if e.type == "double_dropped")
+    assert json.loads(dropped.json)["reason"] == "timeout"
+
+
+async def test_scored_warning_then_move_time_is_leaving(clocked: TableCore) -> None:
+    await clocked.create_match("t1", "m1", P, options("scored", match_length=3, move_time_s=60))
+    events = await _until(clocked, "t1", lambda evs: "match_ended" in _types(evs))
+    types = _types(events)
+    assert types.index("move_time_warning") < types.index("timed_out") < types.index("match_ended")
+    assert next(e for e in events if e.type == "match_ended").match_ended.reason == "move_time"
+
+
+async def test_scored_confirm_window_passes_the_turn(clocked: TableCore) -> None:
+    await clocked.create_match("t1", "m1", P, options("scored", match_length=1, test_game=True))
+    loaded = await clocked.store.load("t1")
+    assert loaded is not None
+    seat = loaded.state.match.turn
+    rolled = await clocked.submit("t1", P[seat], seat, "", 0, c.Roll(seat))
+    state = (await clocked.store.load("t1")).state.match  # type: ignore[union-attr]
+    if state.phase.value == "moving":
+        for frm, to in state.play.plays[0].steps:  # type: ignore[union-attr]
+            await clocked.submit("t1", P[seat], seat, "", 0, c.Move(seat, frm, to))
+        kinds = ("awaiting_confirm", "turn_ended")
+    else:
+        kinds = ("turn_passed",)  # no legal move: the 3 s "Got it" window
+    del rolled
+    events = await _until(clocked, "t1", lambda evs: all(k in _types(evs) for k in kinds))
+    assert events[-1].type == "turn_started" and json.loads(events[-1].json)["seat"] == 1 - seat
+
+
+async def test_casual_auto_roll_after_25_s(clocked: TableCore) -> None:
+    await clocked.create_match("t1", "m1", P, options("casual", match_length=1))
+    loaded = await clocked.store.load("t1")
+    assert loaded is not None
+    m = loaded.state.match
+    await clocked.submit(
+        "t1", P[m.turn], m.turn, "", 0, c.SubmitPlay(m.turn, m.play.plays[0].steps)
+    )  # type: ignore[union-attr]
+    events = await _until(
+        clocked,
+        "t1",
+        lambda evs: any(e.type == "dice_rolled" and json.loads(e.json)["auto"] for e in evs),
+    )
+    assert events[-1].type in ("dice_rolled", "checkers_moved", "turn_passed", "turn_started")
+
+
+async def test_presence_window_forfeits_after_60_s(clocked: TableCore) -> None:
+    await clocked.create_match("t1", "m1", P, options("wagered", match_length=3, bet=100))
+    await clocked.presence("t1", "bob", connected=False)
+    await clocked.presence("t1", "bob", connected=False)  # idempotent
+    events = await _until(clocked, "t1", lambda evs: "match_ended" in _types(evs))
+    ended = next(e for e in events if e.type == "match_ended").match_ended
+    assert (ended.winner_seat, ended.reason) == (0, "away")
+
+
+async def test_async_table_expires_after_45_idle_days(redis: redis_asyncio.Redis) -> None:
+    core = TableCore(TableStore(redis), FakeWallet(), clock_scale=1e-7)  # 45 days -> 0.39 s
+    stop = asyncio.Event()
+    task = asyncio.create_task(ClockWorker(core.store, core).run(stop))
+    try:
+        await core.create_match("t1", "m1", P, options("casual", async_mode=True))
+        events = await _until(core, "t1", lambda evs: "table_closed" in _types(evs))
+        assert events[-1].match_closed.reason == "async_expired"
+    finally:
+        stop.set()
+        await task

@@ -1,0 +1,176 @@
+"""The table core on real Valkey: whole matches, typed refusals, duplicates, stale seqs, wallet."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from engine import commands as c
+from services.common.errors import ServiceError
+from services.table.clock import ClockWorker
+from services.table.store import CLOCKS, stream_key
+from services.table.tables import TableCore
+from tests.table.driver import options, play
+from tests.table.fakes import FakeWallet
+
+pytestmark = pytest.mark.integration
+P = ["alice", "bob"]
+
+
+async def _with_clock(core: TableCore, work):  # type: ignore[no-untyped-def]
+    stop = asyncio.Event()
+    worker = asyncio.create_task(ClockWorker(core.store, core).run(stop))
+    try:
+        return await work
+    finally:
+        stop.set()
+        await worker
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        options("wagered", match_length=1, bet=100),
+        options("wagered", match_length=3, bet=200),
+        options("scored", match_length=3),
+        options("casual", match_length=3, cube=True),
+        options("casual", match_length=1, async_mode=True),
+    ],
+    ids=["wagered1", "wagered3", "scored3", "casual3-cube", "casual-async"],
+)
+async def test_whole_matches_of_every_profile(core: TableCore, opts) -> None:  # type: ignore[no-untyped-def]
+    fingerprint, seq, existed = await core.create_match("t1", "m1", P, opts)
+    assert len(fingerprint) == 64 and seq > 0 and not existed
+    phase = await _with_clock(core, play(core, "t1", P, random.Random(1)))
+    assert phase == "match_over"
+    loaded = await core.store.load("t1")
+    assert loaded is not None
+    events = await core.store.events("t1", 0, 100_000)
+    assert [s for s, _ in events] == list(range(1, loaded.seq + 1))  # contiguous seqs
+    record = await core.record("t1", "m1")
+    assert record["fingerprint"] == fingerprint and len(record["seed_hex"]) == 32
+    assert await core.store.redis.zscore(CLOCKS, "t1") is None  # no deadline left
+
+
+async def test_refusals_are_typed_and_change_nothing(core: TableCore) -> None:
+    await core.create_match("t1", "m1", P, options("casual"))
+    loaded = await core.store.load("t1")
+    assert loaded is not None
+    seat = loaded.state.match.turn
+    other = 1 - seat
+    before = (
+        loaded.seq,
+        await core.store.redis.xlen(stream_key("t1")),
+        await core.store.redis.zscore(CLOCKS, "t1"),
+    )
+    cases = [
+        (P[other], other, c.Move(other, 8, 5), "NOT_YOUR_TURN"),
+        (P[seat], other, c.Roll(other), "NOT_YOUR_SEAT"),
+        (P[seat], seat, c.Move(seat, 13, 12), "ILLEGAL_STEP"),
+        (P[seat], seat, c.OfferDouble(seat), "WRONG_PHASE"),
+        (P[seat], seat, c.Boost(seat), "NOT_AVAILABLE"),
+        (P[seat], 7, c.Roll(7), "BAD_SEAT"),
+    ]
+    for player, s, cmd, code in cases:
+        with pytest.raises(ServiceError) as err:
+            await core.submit("t1", player, s, "", 0, cmd)
+        assert err.value.code == code, (cmd, err.value)
+    with pytest.raises(ServiceError) as stale:
+        await core.submit("t1", P[seat], seat, "", loaded.seq - 1, c.Undo(seat))
+    assert stale.value.code == "STALE_SEQ"
+    with pytest.raises(ServiceError) as unknown:
+        await core.submit("nope", P[seat], seat, "", 0, c.Roll(seat))
+    assert unknown.value.code == "UNKNOWN_TABLE"
+    after = await core.store.load("t1")
+    assert after is not None and after.state == loaded.state
+    assert (
+        after.seq,
+        await core.store.redis.xlen(stream_key("t1")),
+        await core.store.redis.zscore(CLOCKS, "t1"),
+    ) == before
+
+
+async def test_duplicate_command_ids_return_the_original_result(core: TableCore) -> None:
+    await core.create_match("t1", "m1", P, options("scored", match_length=1))
+    loaded = await core.store.load("t1")
+    assert loaded is not None
+    seat = loaded.state.match.turn
+    first = await core.submit("t1", P[seat], seat, "cmd-1", loaded.seq, c.Roll(seat))
+    again = await core.submit("t1", P[seat], seat, "cmd-1", loaded.seq, c.Roll(seat))
+    assert again.duplicate and again.seq == first.seq
+    assert [e.event_id for e in again.events] == [e.event_id for e in first.events]
+    assert (await core.store.load("t1")).seq == first.seq  # type: ignore[union-attr]
+
+
+async def test_creating_twice_is_idempotent_and_a_busy_table_refuses_another_match(
+    core: TableCore,
+) -> None:
+    f1, _, _ = await core.create_match("t1", "m1", P, options("casual"))
+    f2, _, existed = await core.create_match("t1", "m1", P, options("casual"))
+    assert existed and f1 == f2
+    with pytest.raises(ServiceError) as err:
+        await core.create_match("t1", "m2", P, options("casual"))
+    assert err.value.code == "TABLE_BUSY"
+    for bad, field in (
+        (options("wagered", bet=150), "bet"),
+        (options("chess"), "profile"),
+        (options("scored", move_time_s=5), "move_time_s"),
+    ):
+        with pytest.raises(ServiceError) as invalid:
+            await core.create_match("t2", "m9", P, bad)
+        assert invalid.value.code == "INVALID_OPTION" and invalid.value.field == field
+    with pytest.raises(ServiceError):
+        await core.create_match("t3", "m3", ["alice", "alice"], options("casual"))
+
+
+async def test_preferences_apply_to_later_matches(core: TableCore) -> None:
+    await core.set_auto_roll("bob", True)
+    await core.create_match("t1", "m1", P, options("wagered", match_length=3, bet=100))
+    loaded = await core.store.load("t1")
+    assert loaded is not None and loaded.state.match.auto_roll == (False, True)
+
+
+async def test_boost_spends_before_it_extends_the_clock(
+    core: TableCore, wallet: FakeWallet
+) -> None:
+    await core.create_match("t1", "m1", P, options("wagered", match_length=3, bet=100))
+    loaded = await core.store.load("t1")
+    assert loaded is not None
+    seat = loaded.state.match.turn
+    deadline = loaded.state.match.clock_deadline_ms
+    out = await core.submit("t1", P[seat], seat, "", 0, c.Boost(seat))
+    assert out.events[0].type == "boost_applied"
+    assert wallet.balances[P[seat]] == 10_000 - 10
+    after = await core.store.load("t1")
+    assert after.state.match.clock_deadline_ms == deadline + 100  # type: ignore[union-attr, operator]
+    wallet.balances[P[seat]] = 5  # cannot pay: no spend, no boost
+    with pytest.raises(ServiceError) as err:
+        await core.submit("t1", P[seat], seat, "", 0, c.Boost(seat))
+    assert err.value.code == "INSUFFICIENT_FUNDS"
+    assert (await core.store.load("t1")).state.match.boosts_used[seat] == 1  # type: ignore[union-attr]
+
+
+async def test_i4_double_needs_cover_and_a_take_raises_the_escrow(
+    core: TableCore, wallet: FakeWallet
+) -> None:
+    await core.create_match("t1", "m1", P, options("wagered", match_length=1, bet=500))
+    wallet.escrow["m1"] = 500
+    # Get to a turn start where doubling is possible: play the opening move.
+    loaded = await core.store.load("t1")
+    assert loaded is not None
+    m = loaded.state.match
+    play = m.play.plays[0]  # type: ignore[union-attr]
+    await core.submit("t1", P[m.turn], m.turn, "", 0, c.SubmitPlay(m.turn, play.steps))
+    loaded = await core.store.load("t1")
+    seat = loaded.state.match.turn  # type: ignore[union-attr]
+    wallet.balances[P[1 - seat]] = 100  # the opponent cannot cover another 500
+    with pytest.raises(ServiceError) as err:
+        await core.submit("t1", P[seat], seat, "", 0, c.OfferDouble(seat))
+    assert err.value.code == "CANNOT_COVER"
+    wallet.balances[P[1 - seat]] = 10_000
+    await core.submit("t1", P[seat], seat, "", 0, c.OfferDouble(seat))
+    taken = await core.submit("t1", P[1 - seat], 1 - seat, "", 0, c.Take(1 - seat))
+    assert taken.events[0].type == "double_taken"
+    assert wallet.escrow["m1"] == 1000 and any(k.startswith("raise:m1:") for k in wallet.calls)
