@@ -1,7 +1,9 @@
 """Table state <-> compact JSON bytes, for storage (one Redis key per table).
 
-A generic encoder for the engine's frozen dataclasses: tuples become lists, enums their values,
-bytes hex; decoding follows the type hints, so adding a field needs no codec change.
+A generic codec for the engine's frozen dataclasses: tuples become lists, enums their values,
+bytes hex; decoding follows the type hints, so adding a field needs no codec change. The
+encoder and decoder for each type are built once and cached: reading state is on every
+command's path.
 """
 
 from __future__ import annotations
@@ -10,57 +12,81 @@ import dataclasses
 import json
 import types
 import typing
+from collections.abc import Callable
 from enum import Enum
 from functools import cache
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 from engine.state import TableState
 
-T = TypeVar("T")
+Fn = Callable[[Any], Any]
 
 
-def _encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, tuple | list):
-        return [_encode(v) for v in value]
-    if isinstance(value, dict):
-        return [[_encode(k), _encode(v)] for k, v in value.items()]
+def _identity(value: Any) -> Any:
     return value
 
 
 @cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+def _encoder(cls: type) -> Fn:
+    names = [f.name for f in dataclasses.fields(cls)]
+
+    def encode(value: Any) -> dict[str, Any]:
+        return {name: _encode(getattr(value, name)) for name in names}
+
+    return encode
 
 
-def _decode(hint: Any, raw: Any) -> Any:
+def _encode(value: Any) -> Any:
+    if value is None or isinstance(value, int | str | float):
+        return value.value if isinstance(value, Enum) else value
+    if isinstance(value, tuple | list):
+        if value and type(value[0]) is int:
+            return list(value)
+        return [_encode(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _encoder(type(value))(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return [[_encode(k), _encode(v)] for k, v in value.items()]
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+@cache
+def _decoder(hint: Any) -> Fn:
     origin = get_origin(hint)
     if origin in (types.UnionType, typing.Union):
-        if raw is None:
-            return None
-        inner = [a for a in get_args(hint) if a is not type(None)]
-        return _decode(inner[0], raw)
+        inner = _decoder(next(a for a in get_args(hint) if a is not type(None)))
+        return lambda raw: None if raw is None else inner(raw)
     if origin is tuple:
         args = get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_decode(args[0], v) for v in raw)
-        return tuple(_decode(a, v) for a, v in zip(args, raw, strict=True))
-    if origin is typing.Literal or hint is Any:
-        return raw
+            item = _decoder(args[0])
+            if item is _identity:
+                return tuple
+            return lambda raw: tuple(item(v) for v in raw)
+        items = [_decoder(a) for a in args]
+        if all(d is _identity for d in items):
+            return tuple
+        return lambda raw: tuple(d(v) for d, v in zip(items, raw, strict=True))
+    if origin is typing.Literal or hint is Any or hint in (int, str, float, bool):
+        return _identity
     if isinstance(hint, type):
         if dataclasses.is_dataclass(hint):
-            hints = _hints(hint)
-            return hint(**{k: _decode(hints[k], v) for k, v in raw.items()})
+            hints = typing.get_type_hints(hint)
+            fields = [(f.name, _decoder(hints[f.name])) for f in dataclasses.fields(hint)]
+
+            def build(raw: dict[str, Any]) -> Any:
+                return hint(**{name: dec(raw[name]) for name, dec in fields if name in raw})
+
+            return build
         if issubclass(hint, Enum):
-            return hint(raw)
+            return hint
         if hint is bytes:
-            return bytes.fromhex(raw)
-    return raw
+            return bytes.fromhex
+    return _identity
 
 
 def dumps(state: TableState) -> bytes:
@@ -68,5 +94,5 @@ def dumps(state: TableState) -> bytes:
 
 
 def loads(data: bytes) -> TableState:
-    result: TableState = _decode(TableState, json.loads(data))
+    result: TableState = _decoder(TableState)(json.loads(data))
     return result

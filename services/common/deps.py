@@ -17,9 +17,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from services.common.service import ReadinessCheck
 
 
-def redis_client(url: str) -> redis_asyncio.Redis:
-    """A pooled client; connects lazily, so building it does no I/O."""
-    return redis_asyncio.Redis.from_url(url, socket_connect_timeout=2.0, health_check_interval=10)
+def redis_client(url: str, max_connections: int = 200) -> redis_asyncio.Redis:
+    """A pooled client; connects lazily, so building it does no I/O. At `max_connections`
+    a caller waits (up to 5 s) for a free connection instead of failing at once."""
+    pool = redis_asyncio.BlockingConnectionPool.from_url(
+        url, max_connections=max_connections, timeout=5, socket_connect_timeout=2.0,
+        health_check_interval=10,
+    )  # fmt: skip
+    return redis_asyncio.Redis(connection_pool=pool)
 
 
 def redis_check(client: redis_asyncio.Redis) -> ReadinessCheck:

@@ -1,0 +1,164 @@
+"""The table service over gRPC: create, commands, views without the seed, resumable streams,
+presence, preferences, records only after the end, typed errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+import redis.asyncio as redis_asyncio
+
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from services.common.errors import error_from
+from services.common.host import ServiceHost
+from services.table.app import build_app
+
+pytestmark = pytest.mark.integration
+P = ["alice", "bob"]
+
+
+@pytest.fixture
+async def stub(
+    valkey_url: str, redis: redis_asyncio.Redis
+) -> AsyncIterator[table_pb2_grpc.TableServiceStub]:
+    host = ServiceHost(
+        build_app(
+            {
+                "BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", "BG_REDIS_URL": valkey_url,
+                "BG_TABLE_RELAY": "false", "BG_CLOCK_SCALE": "0.01",
+            }
+        )
+    )  # fmt: skip
+    await host.start()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel:
+        yield table_pb2_grpc.TableServiceStub(channel)
+    await host.stop()
+
+
+def _cmd(**kind: object) -> table_pb2.Command:
+    return table_pb2.Command(**kind)  # type: ignore[arg-type]
+
+
+async def test_a_match_over_grpc(stub: table_pb2_grpc.TableServiceStub) -> None:
+    created = await stub.CreateMatch(
+        table_pb2.CreateMatchRequest(
+            table_id="g1",
+            match_id="gm1",
+            player_ids=P,
+            options=table_pb2.TableOptions(profile="casual"),
+        )
+    )
+    assert len(created.fingerprint) == 64 and not created.existed
+    view = await stub.GetView(table_pb2.GetViewRequest(table_id="g1", player_id="alice"))
+    assert (
+        view.fingerprint == created.fingerprint
+        and view.phase == "moving"
+        and view.seq == created.seq
+    )
+    on_turn = P[view.turn]
+    mine = await stub.GetView(table_pb2.GetViewRequest(table_id="g1", player_id=on_turn))
+    assert mine.lit and mine.dice  # movable checkers and lit points on your turn
+    assert "seed" not in str(view).lower()
+    stream = stub.StreamEvents(
+        table_pb2.StreamEventsRequest(table_id="g1", player_id="bob", from_seq=1)
+    )
+    first = await asyncio.wait_for(stream.read(), 5)
+    assert first.seq == 2  # resumes after the seq the client saw
+    lit = mine.lit[0]
+    move = table_pb2.Step(to=lit.to[0])
+    setattr(move, "from", getattr(lit, "from"))
+    seat = mine.seat
+    done = await stub.SubmitCommand(
+        table_pb2.SubmitCommandRequest(
+            table_id="g1",
+            player_id=on_turn,
+            seat=seat,
+            command_id="c1",
+            expected_seq=mine.seq,
+            command=_cmd(move=move),
+        )
+    )
+    assert done.seq > mine.seq and done.events[0].type == "checkers_moved"
+    streamed = [first]
+    while streamed[-1].seq < done.seq:
+        streamed.append(await asyncio.wait_for(stream.read(), 5))
+    assert [e.seq for e in streamed] == list(range(2, done.seq + 1))
+    stream.cancel()
+    with pytest.raises(grpc.aio.AioRpcError) as early:
+        await stub.GetMatchRecord(table_pb2.GetMatchRecordRequest(table_id="g1", match_id="gm1"))
+    assert error_from(early.value).code == "MATCH_NOT_OVER"  # type: ignore[union-attr]
+    await stub.SubmitCommand(
+        table_pb2.SubmitCommandRequest(
+            table_id="g1", player_id="bob", seat=1, command=_cmd(leave=table_pb2.Empty())
+        )
+    )
+    record = await stub.GetMatchRecord(
+        table_pb2.GetMatchRecordRequest(table_id="g1", match_id="gm1")
+    )
+    import hashlib
+
+    assert hashlib.sha256(bytes.fromhex(record.seed_hex)).hexdigest() == created.fingerprint
+    assert record.rolls and record.end_reason == "abandoned"
+
+
+def _submit(
+    table_id: str, player: str, seq: int = 0, **kind: object
+) -> table_pb2.SubmitCommandRequest:
+    command = _cmd(**kind) if kind else None
+    return table_pb2.SubmitCommandRequest(
+        table_id=table_id, player_id=player, seat=0, expected_seq=seq, command=command
+    )
+
+
+ROLL = table_pb2.Empty()
+
+
+@pytest.mark.parametrize(
+    ("request_", "status", "code"),
+    [
+        (_submit("nope", "alice", roll=ROLL), grpc.StatusCode.NOT_FOUND, "UNKNOWN_TABLE"),
+        (_submit("g2", "mallory", roll=ROLL), grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT"),
+        (_submit("g2", "alice"), grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED"),
+        (_submit("g2", "alice", 999, roll=ROLL), grpc.StatusCode.FAILED_PRECONDITION, "STALE_SEQ"),
+    ],
+)
+async def test_typed_errors(stub: table_pb2_grpc.TableServiceStub, request_, status, code) -> None:  # type: ignore[no-untyped-def]
+    await stub.CreateMatch(
+        table_pb2.CreateMatchRequest(
+            table_id="g2",
+            match_id="gm2",
+            player_ids=P,
+            options=table_pb2.TableOptions(profile="scored"),
+        )
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.SubmitCommand(request_)
+    assert err.value.code() == status
+    assert error_from(err.value).code == code  # type: ignore[union-attr]
+
+
+async def test_presence_and_preferences(stub: table_pb2_grpc.TableServiceStub) -> None:
+    await stub.SetPreferences(table_pb2.SetPreferencesRequest(player_id="alice", auto_roll=True))
+    await stub.CreateMatch(
+        table_pb2.CreateMatchRequest(
+            table_id="g3",
+            match_id="gm3",
+            player_ids=P,
+            options=table_pb2.TableOptions(profile="wagered", bet=100, match_length=3),
+        )
+    )
+    view = await stub.GetView(table_pb2.GetViewRequest(table_id="g3", player_id="alice"))
+    assert view.auto_roll
+    away = await stub.SetPresence(
+        table_pb2.SetPresenceRequest(table_id="g3", player_id="bob", connected=False)
+    )
+    view = await stub.GetView(table_pb2.GetViewRequest(table_id="g3", player_id="alice"))
+    assert list(view.away) == [False, True] and view.seq == away.seq
+    await stub.SetPresence(
+        table_pb2.SetPresenceRequest(table_id="g3", player_id="bob", connected=True)
+    )
+    assert list(
+        (await stub.GetView(table_pb2.GetViewRequest(table_id="g3", player_id="bob"))).away
+    ) == [False, False]
