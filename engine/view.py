@@ -39,6 +39,8 @@ class PlayerView:
     fingerprint: str
     winner: int | None
     end_reason: str | None
+    rematch_offered_by: int | None
+    rematch_agreed: bool
 
 
 def player_view(m: MatchState, seat: int) -> PlayerView:
@@ -91,4 +93,6 @@ def player_view(m: MatchState, seat: int) -> PlayerView:
         fingerprint=m.fingerprint,
         winner=m.winner,
         end_reason=m.end_reason,
+        rematch_offered_by=m.rematch_offered_by,
+        rematch_agreed=m.rematch_agreed,
     )

@@ -43,6 +43,10 @@ def _parser() -> argparse.ArgumentParser:
         "status", parents=[common], help="health of every service of the running cluster"
     )
     st.add_argument("--json", action="store_true", help="a JSON list: name, address, status, ...")
+    demo = sub.add_parser(
+        "demo", parents=[common], help="two scripted guests play a wagered match to 3 (bet 500)"
+    )
+    demo.add_argument("--json", action="store_true", help="one JSON object with the result")
     return p
 
 
@@ -92,9 +96,28 @@ async def _status(args: argparse.Namespace) -> int:
     return 0 if all(r["status"] == "SERVING" for r in rows) else 1
 
 
+async def _demo(args: argparse.Namespace) -> int:
+    from infra.demo import run_demo
+
+    try:
+        result = await run_demo(args.data_dir)
+    except NoCluster as exc:
+        print(f"bgcluster: {exc}", file=sys.stderr)
+        return 3
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"winner {result['winner']} ({result['end_reason']}), score {result['score']}")
+        print(f"seed {result['seed']}  fingerprint {result['fingerprint']}")
+        print(f"dice ({len(result['dice'])}): {' '.join(map(str, result['dice']))}")
+        print(f"balances before {result['balances_before']}")
+        print(f"balances after  {result['balances_after']}  house fees {result['house_fees']}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    handler = _up if args.command == "up" else _status
+    handler = {"up": _up, "status": _status, "demo": _demo}[args.command]
     raise SystemExit(asyncio.run(handler(args)))
 
 

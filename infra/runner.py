@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import sys
 import time
 from dataclasses import dataclass, field
@@ -76,6 +77,12 @@ class Cluster:
         self.stopping = False
         self.failures: list[str] = []
         self._watchers: list[asyncio.Task[None]] = []
+        # Shared secrets of this local cluster: every gateway signs with the same key; operators
+        # (and `bgcluster demo`) deposit with the operator token kept in cluster.json (0600).
+        self.token_secret = os.environ.get("BG_TOKEN_SECRET") or secrets.token_urlsafe(32)
+        self.operator_token = os.environ.get("BG_WALLET_OPERATOR_TOKEN") or secrets.token_urlsafe(
+            24
+        )
 
     # -- ports and environment ---------------------------------------------------------------
 
@@ -112,6 +119,8 @@ class Cluster:
             "BG_WALLET_ADDR": by["wallet"].address,
             "BG_MATCHMAKING_ADDR": by["matchmaking"].address,
             "BG_LEADERBOARD_ADDR": by["leaderboard"].address,
+            "BG_TOKEN_SECRET": self.token_secret,
+            "BG_WALLET_OPERATOR_TOKEN": self.operator_token,
         }
         env.setdefault("BG_LOG_FORMAT", os.environ.get("BG_LOG_FORMAT", "text"))
         env.update(self.config.service_env.get(inst.name, {}))
@@ -239,11 +248,14 @@ class Cluster:
                 for i in self.instances
             ],
             "infra": [{"name": p.name, "pid": p.pid} for p in self.infra],
+            "operator_token": self.operator_token,
         }
 
     def _write_state(self) -> None:
         path = self.data_dir / STATE_FILE
         tmp = path.with_suffix(".tmp")
+        tmp.touch(mode=0o600)
+        tmp.chmod(0o600)  # it holds the operator token
         tmp.write_text(json.dumps(self.state(), indent=2))
         tmp.replace(path)
 

@@ -1,18 +1,58 @@
-"""Composition root of the gateway service: wires real adapters into the host."""
+"""Composition root of the gateway: token signer, identities, clients of the services."""
 
 from __future__ import annotations
 
+import logging
+import secrets
 from collections.abc import Mapping
 
+import grpc
+
+from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common import tracing
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
+from services.gateway.api import GatewayServicer, Presence
+from services.gateway.auth import GuestIdentities, TokenSigner
 from services.gateway.settings import load_settings
+
+SERVICE_NAME = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
+log = logging.getLogger("bg.gateway")
 
 
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("gateway", settings)
     redis = redis_client(settings.redis_url)
+    secret = settings.token_secret
+    if not secret:
+        # One replica alone can sign with a random secret; replicas must share BG_TOKEN_SECRET.
+        secret = secrets.token_urlsafe(32)
+    signer = TokenSigner(secret, settings.token_ttl_s)
+    channels: list[grpc.aio.Channel] = []
+
+    def register(server: grpc.aio.Server) -> list[str]:
+        if not settings.token_secret:
+            log.warning("BG_TOKEN_SECRET is unset: tokens are valid on this replica only")
+        interceptors = tracing.client_interceptors(app.tracer_provider)
+        mm = grpc.aio.insecure_channel(settings.matchmaking_addr, interceptors=interceptors)
+        wallet = grpc.aio.insecure_channel(settings.wallet_addr, interceptors=interceptors)
+        tables = [
+            grpc.aio.insecure_channel(a, interceptors=interceptors) for a in settings.table_addrs
+        ]
+        channels.extend([mm, wallet, *tables])
+        servicer = GatewayServicer(
+            signer, GuestIdentities(), mm, wallet, tables, Presence(redis), settings.rate_per_s
+        )
+        gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
+        return [SERVICE_NAME]
+
+    async def close() -> None:
+        for channel in channels:
+            await channel.close(None)
+        await redis.aclose()
+
+    app.register = register
     app.checks.append(redis_check(redis))
-    app.on_stop.append(redis.aclose)
+    app.on_stop.append(close)
     return app

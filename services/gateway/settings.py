@@ -1,4 +1,4 @@
-"""Settings of the gateway service (environment variables, see README)."""
+"""Settings of the gateway (environment variables, see README)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,28 @@ class GatewaySettings(ServiceSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50051, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9101, "Metrics HTTP port.", min=0, max=65535)
     redis_url: str = redis_url_setting()
+    token_secret: str = setting(
+        "BG_TOKEN_SECRET",
+        "",
+        "HMAC secret that signs player tokens (shared by gateway replicas).",
+        secret=True,
+    )
+    token_ttl_s: int = setting(
+        "BG_TOKEN_TTL_S", 86_400, "Seconds a login token stays valid.", min=60
+    )
+    matchmaking_addr: str = setting(
+        "BG_MATCHMAKING_ADDR", "127.0.0.1:50052", "Matchmaking address."
+    )
+    wallet_addr: str = setting("BG_WALLET_ADDR", "127.0.0.1:50053", "Wallet service address.")
+    table_addrs: tuple[str, ...] = setting(
+        "BG_TABLE_ADDRS", ("127.0.0.1:50061",), "Table service replicas (comma-separated)."
+    )
+    rate_per_s: float = setting(
+        "BG_RATE_PER_S",
+        20.0,
+        "Commands per second allowed per connection (burst: twice that).",
+        min=0.1,
+    )
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> GatewaySettings:

@@ -13,6 +13,14 @@ class MatchmakingSettings(ServiceSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50052, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9102, "Metrics HTTP port.", min=0, max=65535)
     redis_url: str = redis_url_setting()
+    wallet_addr: str = setting("BG_WALLET_ADDR", "127.0.0.1:50053", "Wallet service address.")
+    table_addrs: tuple[str, ...] = setting(
+        "BG_TABLE_ADDRS", ("127.0.0.1:50061",), "Table service replicas (comma-separated)."
+    )
+    code_ttl_s: int = setting("BG_CODE_TTL_S", 3600, "Seconds a party code stays valid.", min=60)
+    invite_base: str = setting(
+        "BG_INVITE_BASE", "https://play.example/join/", "Invite link prefix (the code is appended)."
+    )
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> MatchmakingSettings:

@@ -184,6 +184,8 @@ def view_proto(
         winner=-1 if v.winner is None else v.winner,
         end_reason=v.end_reason or "",
         options=options_to_proto(options),
+        rematch_offered_by=-1 if v.rematch_offered_by is None else v.rematch_offered_by,
+        rematch_agreed=v.rematch_agreed,
     )
 
 

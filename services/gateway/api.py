@@ -1,0 +1,311 @@
+"""The gRPC servicer of bg.gateway.v1.GatewayService: authenticate, then call the services.
+
+Every call but Login carries `authorization: Bearer <token>`; the player id always comes from
+the verified token, never from the request, so a player can act only for themselves (and the
+table service checks the seat belongs to them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.errors import (
+    InvalidArgument,
+    PermissionDenied,
+    ServiceError,
+    Unauthenticated,
+    abort,
+    grpc_errors,
+)
+from services.gateway.auth import IdentityProvider, TokenSigner
+from services.matchmaking.adapters import call
+
+log = logging.getLogger("bg.gateway")
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class RateLimiter:
+    """A token bucket per connection: `rate` per second, bursts of twice that."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.capacity = rate * 2
+        self.tokens = self.capacity
+        self.at = time.monotonic()
+
+    def allow(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+
+class Presence:
+    """Counts a player's open streams to a table across gateway replicas (in Redis): the first
+    open reports a (re)connect, the last close a disconnect."""
+
+    def __init__(self, redis: Any) -> None:
+        self.redis = redis
+
+    async def opened(self, table_id: str, player_id: str) -> bool:
+        key = f"presence:{table_id}:{player_id}"
+        count = await self.redis.incr(key)
+        await self.redis.expire(key, 86_400)
+        return int(count) == 1
+
+    async def closed(self, table_id: str, player_id: str) -> bool:
+        count = await self.redis.decr(f"presence:{table_id}:{player_id}")
+        return int(count) <= 0
+
+
+class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
+    def __init__(
+        self,
+        signer: TokenSigner,
+        identities: IdentityProvider,
+        matchmaking: grpc.aio.Channel,
+        wallet: grpc.aio.Channel,
+        tables: list[grpc.aio.Channel],
+        presence: Presence,
+        rate_per_s: float,
+    ) -> None:
+        self.signer = signer
+        self.identities = identities
+        self.lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(matchmaking)
+        self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
+        self.table_stubs = [table_pb2_grpc.TableServiceStub(ch) for ch in tables]
+        self._rotation = itertools.cycle(range(len(self.table_stubs)))
+        self.presence = presence
+        self.rate_per_s = rate_per_s
+
+    def tables(self) -> table_pb2_grpc.TableServiceStub:
+        return self.table_stubs[next(self._rotation)]
+
+    def player(self, context: Context) -> str:
+        metadata = dict(context.invocation_metadata() or ())
+        header = str(metadata.get("authorization", ""))
+        if not header.startswith("Bearer "):
+            raise Unauthenticated("NO_TOKEN", "send authorization: Bearer <token>")
+        return self.signer.verify(header.removeprefix("Bearer ")).player_id
+
+    # -- session and lobby -------------------------------------------------------------------
+
+    @grpc_errors
+    async def Login(
+        self, request: gateway_pb2.LoginRequest, context: Context
+    ) -> gateway_pb2.LoginResponse:
+        identity = await self.identities.guest(request.guest_name)
+        token, expires = self.signer.issue(identity)
+        return gateway_pb2.LoginResponse(
+            token=token, player_id=identity.player_id, expires_ms=expires
+        )
+
+    @grpc_errors
+    async def CreateTable(
+        self, request: matchmaking_pb2.CreateTableRequest, context: Context
+    ) -> Any:
+        request.player_id = self.player(context)
+        return await call(self.lobby.CreateTable(request, timeout=10))
+
+    @grpc_errors
+    async def ListTables(self, request: matchmaking_pb2.ListTablesRequest, context: Context) -> Any:
+        self.player(context)
+        return await call(self.lobby.ListTables(request, timeout=10))
+
+    @grpc_errors
+    async def JoinByCode(self, request: matchmaking_pb2.JoinByCodeRequest, context: Context) -> Any:
+        request.player_id = self.player(context)
+        return await call(self.lobby.JoinByCode(request, timeout=10))
+
+    @grpc_errors
+    async def QuickMatch(self, request: matchmaking_pb2.QuickMatchRequest, context: Context) -> Any:
+        request.player_id = self.player(context)
+        return await call(self.lobby.QuickMatch(request, timeout=10))
+
+    @grpc_errors
+    async def StartTable(self, request: matchmaking_pb2.TableRequest, context: Context) -> Any:
+        request.player_id = self.player(context)
+        return await call(self.lobby.StartTable(request, timeout=10))
+
+    @grpc_errors
+    async def LeaveTable(self, request: matchmaking_pb2.TableRequest, context: Context) -> Any:
+        request.player_id = self.player(context)
+        return await call(self.lobby.LeaveTable(request, timeout=10))
+
+    @grpc_errors
+    async def GetTable(self, request: matchmaking_pb2.TableRequest, context: Context) -> Any:
+        request.player_id = self.player(context)
+        return await call(self.lobby.GetTable(request, timeout=10))
+
+    @grpc_errors
+    async def GetView(self, request: gateway_pb2.ViewRequest, context: Context) -> Any:
+        player = self.player(context)
+        view = table_pb2.GetViewRequest(table_id=request.table_id, player_id=player)
+        return await call(self.tables().GetView(view, timeout=10))
+
+    @grpc_errors
+    async def GetMatchRecord(
+        self, request: table_pb2.GetMatchRecordRequest, context: Context
+    ) -> Any:
+        player = self.player(context)
+        record: Any = await call(self.tables().GetMatchRecord(request, timeout=10))
+        if player not in record.player_ids:
+            raise PermissionDenied("NOT_SEATED", "only the match's players get its record")
+        return record
+
+    @grpc_errors
+    async def GetBalance(
+        self, request: gateway_pb2.BalanceRequest, context: Context
+    ) -> gateway_pb2.BalanceResponse:
+        player = self.player(context)
+        reply: Any = await call(
+            self.wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=player), timeout=10)
+        )
+        return gateway_pb2.BalanceResponse(balance=reply.balance)
+
+    @grpc_errors
+    async def SetPreferences(
+        self, request: gateway_pb2.PreferencesRequest, context: Context
+    ) -> gateway_pb2.PreferencesResponse:
+        player = self.player(context)
+        prefs = table_pb2.SetPreferencesRequest(player_id=player, auto_roll=request.auto_roll)
+        await call(self.tables().SetPreferences(prefs, timeout=10))
+        return gateway_pb2.PreferencesResponse()
+
+    # -- the play stream ---------------------------------------------------------------------
+
+    async def Play(
+        self, request_iterator: AsyncIterator[gateway_pb2.PlayRequest], context: Context
+    ) -> AsyncIterator[gateway_pb2.PlayUpdate]:
+        try:
+            player = self.player(context)
+            first = await anext(request_iterator)
+            if first.WhichOneof("kind") != "join":
+                raise InvalidArgument(
+                    "JOIN_FIRST", "the first message names the table", field="join"
+                )
+            table_id = first.join.table_id
+            view: Any = await call(
+                self.tables().GetView(
+                    table_pb2.GetViewRequest(table_id=table_id, player_id=player), timeout=10
+                )
+            )
+        except ServiceError as err:
+            await abort(context, err)
+            return
+        except StopAsyncIteration:
+            return
+        seat = view.seat
+        if await self.presence.opened(table_id, player):
+            await self._report(table_id, player, True)
+        queue: asyncio.Queue[gateway_pb2.PlayUpdate | None] = asyncio.Queue(maxsize=1000)
+        commands = asyncio.create_task(
+            self._commands(request_iterator, table_id, player, seat, queue)
+        )
+        events = asyncio.create_task(self._events(table_id, player, first.join.from_seq, queue))
+        try:
+            while True:
+                update = await queue.get()
+                if update is None:
+                    return
+                yield update
+        finally:
+            for task in (commands, events):
+                task.cancel()
+            for task in (commands, events):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            if await self.presence.closed(table_id, player):
+                await self._report(table_id, player, False)
+
+    async def _report(self, table_id: str, player: str, connected: bool) -> None:
+        with contextlib.suppress(ServiceError):
+            request = table_pb2.SetPresenceRequest(
+                table_id=table_id, player_id=player, connected=connected
+            )
+            await call(self.tables().SetPresence(request, timeout=5))
+
+    async def _commands(
+        self,
+        requests: AsyncIterator[gateway_pb2.PlayRequest],
+        table_id: str,
+        player: str,
+        seat: int,
+        queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
+    ) -> None:
+        limiter = RateLimiter(self.rate_per_s)
+        try:
+            async for message in requests:
+                if message.WhichOneof("kind") != "command":
+                    bad = InvalidArgument("MALFORMED", "after join, send commands", field="command")
+                    await queue.put(
+                        gateway_pb2.PlayUpdate(error=gateway_pb2.CommandError(error=bad.to_proto()))
+                    )
+                    continue
+                cmd = message.command
+                if not limiter.allow():
+                    limited = ServiceError(
+                        "RATE_LIMITED", f"at most {self.rate_per_s:g} commands per second"
+                    )
+                    await queue.put(
+                        gateway_pb2.PlayUpdate(
+                            error=gateway_pb2.CommandError(
+                                command_id=cmd.command_id, error=limited.to_proto()
+                            )
+                        )
+                    )
+                    continue
+                request = table_pb2.SubmitCommandRequest(
+                    table_id=table_id, player_id=player, seat=seat, command_id=cmd.command_id,
+                    expected_seq=cmd.expected_seq, command=cmd.command,
+                )  # fmt: skip
+                try:
+                    reply: Any = await call(self.tables().SubmitCommand(request, timeout=10))
+                    result = gateway_pb2.CommandResult(
+                        command_id=cmd.command_id, seq=reply.seq, duplicate=reply.duplicate
+                    )
+                    await queue.put(gateway_pb2.PlayUpdate(result=result))
+                except ServiceError as err:
+                    failed = gateway_pb2.CommandError(
+                        command_id=cmd.command_id, error=err.to_proto()
+                    )
+                    await queue.put(gateway_pb2.PlayUpdate(error=failed))
+        finally:
+            await queue.put(None)  # the client closed its side: end the stream
+
+    async def _events(
+        self,
+        table_id: str,
+        player: str,
+        from_seq: int,
+        queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
+    ) -> None:
+        request = table_pb2.StreamEventsRequest(
+            table_id=table_id, player_id=player, from_seq=from_seq
+        )
+        while True:
+            try:
+                async for event in self.tables().StreamEvents(request):
+                    await queue.put(gateway_pb2.PlayUpdate(event=event))
+                    request.from_seq = event.seq
+            except grpc.aio.AioRpcError as exc:
+                log.warning(
+                    "event stream broke; resuming",
+                    extra={"table_id": table_id, "code": exc.code().name},
+                )
+                await asyncio.sleep(0.2)  # another table replica picks it up from the last seq

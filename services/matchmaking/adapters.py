@@ -1,0 +1,74 @@
+"""gRPC adapters of matchmaking's ports: the wallet and the table service."""
+
+from __future__ import annotations
+
+import itertools
+
+import grpc
+
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.errors import ServiceError, error_from
+
+
+async def call(awaitable: object) -> object:
+    """Await a gRPC call, turning a typed remote error back into a ServiceError."""
+    try:
+        return await awaitable  # type: ignore[misc]
+    except grpc.aio.AioRpcError as exc:
+        detail = error_from(exc)
+        if detail is None:
+            raise ServiceError(
+                "UPSTREAM_UNAVAILABLE", f"{exc.code().name}: {exc.details()}", status=exc.code()
+            ) from None
+        err = ServiceError(detail.code, detail.message, field=detail.field, status=exc.code())
+        err.metadata = dict(detail.metadata)
+        raise err from None
+
+
+class GrpcWallet:
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.stub = wallet_pb2_grpc.WalletServiceStub(channel)
+
+    async def escrow(self, key: str, match_id: str, players: list[str], stake: int) -> None:
+        request = wallet_pb2.EscrowRequest(
+            idempotency_key=key, match_id=match_id, player_ids=players, stake=stake
+        )
+        await call(self.stub.Escrow(request, timeout=5))
+
+
+class GrpcTables:
+    """Any table replica serves any table: calls rotate over the replicas."""
+
+    def __init__(self, channels: list[grpc.aio.Channel]) -> None:
+        self.stubs = [table_pb2_grpc.TableServiceStub(ch) for ch in channels]
+        self._next = itertools.cycle(range(len(self.stubs)))
+
+    def stub(self) -> table_pb2_grpc.TableServiceStub:
+        return self.stubs[next(self._next)]
+
+    async def create_match(
+        self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
+    ) -> str:
+        request = table_pb2.CreateMatchRequest(
+            table_id=table_id, match_id=match_id, player_ids=players, options=options
+        )
+        reply = await call(self.stub().CreateMatch(request, timeout=5))
+        return str(reply.fingerprint)  # type: ignore[attr-defined]
+
+    async def leave(self, table_id: str, player_id: str, seat: int) -> None:
+        request = table_pb2.SubmitCommandRequest(
+            table_id=table_id,
+            player_id=player_id,
+            seat=seat,
+            command=table_pb2.Command(leave=table_pb2.Empty()),
+        )
+        await call(self.stub().SubmitCommand(request, timeout=5))
+
+    async def rematch_agreed(self, table_id: str, player_id: str) -> bool:
+        reply = await call(
+            self.stub().GetView(
+                table_pb2.GetViewRequest(table_id=table_id, player_id=player_id), timeout=5
+            )
+        )
+        return bool(reply.rematch_agreed)  # type: ignore[attr-defined]

@@ -1,0 +1,95 @@
+"""The gRPC servicer of bg.matchmaking.v1.MatchmakingService."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from services.common.errors import grpc_errors
+from services.matchmaking.lobby import Lobby, Table
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+def to_proto(t: Table, invite_base: str) -> matchmaking_pb2.LobbyTable:
+    return matchmaking_pb2.LobbyTable(
+        table_id=t.table_id,
+        code=t.code,
+        invite_link=invite_base + t.code,
+        host_id=t.host_id,
+        options=t.proto_options(),
+        public=t.public,
+        player_ids=t.player_ids,
+        status=t.status,
+        match_id=t.match_id,
+        fingerprint=t.fingerprint,
+        close_reason=t.close_reason,
+        code_expires_ms=t.code_expires_ms,
+    )
+
+
+class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
+    def __init__(self, lobby: Lobby, invite_base: str) -> None:
+        self.lobby = lobby
+        self.invite_base = invite_base
+
+    def _out(self, t: Table) -> matchmaking_pb2.LobbyTable:
+        return to_proto(t, self.invite_base)
+
+    @grpc_errors
+    async def CreateTable(
+        self, request: matchmaking_pb2.CreateTableRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
+        return self._out(
+            await self.lobby.create(request.player_id, request.options, request.public)
+        )
+
+    @grpc_errors
+    async def ListTables(
+        self, request: matchmaking_pb2.ListTablesRequest, context: Context
+    ) -> matchmaking_pb2.ListTablesResponse:
+        tables = await self.lobby.list_open(
+            request.profile, request.match_length, request.min_bet, request.max_bet, request.limit
+        )
+        return matchmaking_pb2.ListTablesResponse(tables=[self._out(t) for t in tables])
+
+    @grpc_errors
+    async def JoinByCode(
+        self, request: matchmaking_pb2.JoinByCodeRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
+        return self._out(await self.lobby.join_by_code(request.player_id, request.code))
+
+    @grpc_errors
+    async def QuickMatch(
+        self, request: matchmaking_pb2.QuickMatchRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
+        return self._out(await self.lobby.quick_match(request.player_id, request.options))
+
+    @grpc_errors
+    async def StartTable(
+        self, request: matchmaking_pb2.TableRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
+        return self._out(await self.lobby.start(request.player_id, request.table_id))
+
+    @grpc_errors
+    async def LeaveTable(
+        self, request: matchmaking_pb2.TableRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
+        return self._out(await self.lobby.leave(request.player_id, request.table_id))
+
+    @grpc_errors
+    async def GetTable(
+        self, request: matchmaking_pb2.TableRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
+        table = await self.lobby.get(request.table_id)
+        if table.status == "dealing":
+            table = await self.lobby.deal(table.table_id)  # finish a deal a crash interrupted
+        return self._out(table)
+
+    @grpc_errors
+    async def Rematch(
+        self, request: matchmaking_pb2.TableRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
+        return self._out(await self.lobby.rematch(request.player_id, request.table_id))

@@ -1,0 +1,362 @@
+"""The lobby: tables, party codes, quick match and the deal, on Redis (stateless replicas).
+
+A table's lobby document is one JSON value at `lobby:t:<id>`, changed with optimistic
+transactions (WATCH/MULTI): two players racing for the last seat cannot both get it. The deal
+(escrow for wagered tables, then the match on the table service) uses idempotent keys derived
+from the match id, so a retried or repeated deal never escrows twice or creates two matches.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from redis.exceptions import WatchError
+
+from bg.table.v1 import table_pb2
+from services.common.errors import (
+    Conflict,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ServiceError,
+)
+from services.table.convert import rules_from_proto
+
+CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: readable aloud
+CODE_LENGTH = 6
+CPU_PREFIX = "cpu-"
+OPEN, DEALING, DEALT, CLOSED = "open", "dealing", "dealt", "closed"
+
+
+class WalletPort(Protocol):
+    async def escrow(self, key: str, match_id: str, players: list[str], stake: int) -> None: ...
+
+
+class TablePort(Protocol):
+    async def create_match(
+        self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
+    ) -> str: ...
+    async def leave(self, table_id: str, player_id: str, seat: int) -> None: ...
+    async def rematch_agreed(self, table_id: str, player_id: str) -> bool: ...
+
+
+@dataclass
+class Table:
+    table_id: str
+    code: str
+    host_id: str
+    options: dict[str, Any]  # TableOptions as JSON (protobuf field names)
+    public: bool
+    player_ids: list[str]
+    status: str = OPEN
+    match_id: str = ""
+    fingerprint: str = ""
+    close_reason: str = ""
+    code_expires_ms: int = 0
+    matches: int = 0
+    created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    def proto_options(self) -> table_pb2.TableOptions:
+        from google.protobuf import json_format
+
+        return json_format.ParseDict(self.options, table_pb2.TableOptions())
+
+    @property
+    def vs_cpu(self) -> bool:
+        return any(p.startswith(CPU_PREFIX) for p in self.player_ids)
+
+
+def options_key(opts: table_pb2.TableOptions) -> str:
+    """Canonical text of the options: quick match pairs only identical keys."""
+    return opts.SerializeToString(deterministic=True).hex()
+
+
+def _options_json(opts: table_pb2.TableOptions) -> dict[str, Any]:
+    from google.protobuf import json_format
+
+    return dict(json_format.MessageToDict(opts, preserving_proto_field_name=True))
+
+
+def normalize_code(text: str) -> str:
+    code = text.strip().rstrip("/").rsplit("/", 1)[-1].upper()
+    if len(code) != CODE_LENGTH or any(ch not in CODE_ALPHABET for ch in code):
+        raise InvalidArgument("INVALID_CODE", "a party code is 6 letters/digits", field="code")
+    return code
+
+
+class Lobby:
+    def __init__(
+        self, redis: Any, wallet: WalletPort, tables: TablePort, code_ttl_s: int = 3600
+    ) -> None:
+        self.redis = redis
+        self.wallet = wallet
+        self.tables = tables
+        self.code_ttl_s = code_ttl_s
+
+    # -- storage -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _key(table_id: str) -> str:
+        return f"lobby:t:{table_id}"
+
+    async def get(self, table_id: str) -> Table:
+        raw = await self.redis.get(self._key(table_id))
+        if raw is None:
+            raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
+        return Table(**json.loads(raw))
+
+    async def _update(
+        self, table_id: str, change: Callable[[Table], Awaitable[None] | None]
+    ) -> Table:
+        """Read-modify-write under WATCH; `change` raises to refuse, mutates to accept."""
+        key = self._key(table_id)
+        for _ in range(50):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(key)
+                    raw = await pipe.get(key)
+                    if raw is None:
+                        raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
+                    table = Table(**json.loads(raw))
+                    result = change(table)
+                    if result is not None:
+                        await result
+                    pipe.multi()
+                    pipe.set(key, json.dumps(asdict(table)))
+                    if table.public and table.status == OPEN and "" in table.player_ids:
+                        pipe.zadd("lobby:open", {table_id: table.created_ms})
+                    else:
+                        pipe.zrem("lobby:open", table_id)
+                    await pipe.execute()
+                    return table
+                except WatchError:
+                    continue
+        raise ServiceError("BUSY", "the table is busy; try again")
+
+    async def _new_code(self, table_id: str) -> str:
+        for _ in range(20):
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            if await self.redis.set(f"lobby:code:{code}", table_id, nx=True, ex=self.code_ttl_s):
+                return code
+        raise ServiceError("BUSY", "could not allocate a party code")
+
+    # -- lobby operations --------------------------------------------------------------------
+
+    async def create(self, player_id: str, opts: table_pb2.TableOptions, public: bool) -> Table:
+        _check_player(player_id)
+        rules_from_proto(opts)  # validates every option, naming the bad field
+        table_id = "t" + secrets.token_hex(8)
+        code = await self._new_code(table_id)
+        seats = [player_id, ""]
+        vs_cpu = opts.level in ("easy", "normal")
+        if vs_cpu:
+            seats[1] = f"{CPU_PREFIX}{opts.level}-{table_id}"
+        table = Table(
+            table_id=table_id, code=code, host_id=player_id, options=_options_json(opts),
+            public=public and not vs_cpu, player_ids=seats,
+            code_expires_ms=int(time.time() * 1000) + self.code_ttl_s * 1000,
+        )  # fmt: skip
+        await self.redis.set(self._key(table_id), json.dumps(asdict(table)))
+        if table.public:
+            await self.redis.zadd("lobby:open", {table_id: table.created_ms})
+        await self._leave_other_scored(player_id, table)
+        if vs_cpu:
+            await self.redis.sadd("bots:tables", table_id)
+            return await self.deal(table_id)
+        return table
+
+    async def list_open(
+        self,
+        profile: str = "",
+        match_length: int = 0,
+        min_bet: int = 0,
+        max_bet: int = 0,
+        limit: int = 50,
+    ) -> list[Table]:
+        limit = 50 if limit <= 0 else min(limit, 200)
+        ids = await self.redis.zrevrange("lobby:open", 0, 499)
+        out = []
+        for raw_id in ids:
+            try:
+                table = await self.get(raw_id.decode())
+            except NotFound:
+                await self.redis.zrem("lobby:open", raw_id)
+                continue
+            o = table.options
+            if profile and o.get("profile") != profile:
+                continue
+            if match_length and int(o.get("match_length", 1)) != match_length:
+                continue
+            bet = int(o.get("bet", 0))
+            if (min_bet and bet < min_bet) or (max_bet and bet > max_bet):
+                continue
+            out.append(table)
+            if len(out) >= limit:
+                break
+        return out
+
+    async def join_by_code(self, player_id: str, code_text: str) -> Table:
+        _check_player(player_id)
+        code = normalize_code(code_text)
+        table_id = await self.redis.get(f"lobby:code:{code}")
+        if table_id is None:
+            raise NotFound("UNKNOWN_CODE", "no table has this code (or it expired)", field="code")
+        return await self.join(player_id, table_id.decode())
+
+    async def join(self, player_id: str, table_id: str) -> Table:
+        def sit(table: Table) -> None:
+            if player_id in table.player_ids:
+                return  # already seated: joining again is harmless
+            if table.status != OPEN:
+                raise ServiceError(
+                    "TABLE_NOT_OPEN", f"the table is {table.status}", field="table_id"
+                )
+            if "" not in table.player_ids:
+                raise Conflict("TABLE_FULL", "both seats are taken", field="table_id")
+            table.player_ids[table.player_ids.index("")] = player_id
+
+        table = await self._update(table_id, sit)
+        await self._leave_other_scored(player_id, table)
+        if "" not in table.player_ids and table.options.get("profile") != "casual":
+            return await self.deal(table_id)
+        return table
+
+    async def quick_match(self, player_id: str, opts: table_pb2.TableOptions) -> Table:
+        _check_player(player_id)
+        rules_from_proto(opts)
+        if opts.level in ("easy", "normal"):
+            raise InvalidArgument(
+                "INVALID_OPTION", "quick match pairs people; use CreateTable vs CPU", field="level"
+            )
+        queue = f"lobby:quick:{options_key(opts)}"
+        while True:
+            waiting = await self.redis.lpop(queue)
+            if waiting is None:
+                break
+            try:
+                table = await self.get(waiting.decode())
+                if table.host_id == player_id or table.status != OPEN:
+                    if table.host_id == player_id:
+                        await self.redis.rpush(queue, waiting)
+                        return table
+                    continue
+                return await self.join(player_id, table.table_id)
+            except (NotFound, Conflict):
+                continue
+        table = await self.create(player_id, opts, public=False)
+        await self.redis.rpush(queue, table.table_id)
+        return table
+
+    async def start(self, player_id: str, table_id: str) -> Table:
+        table = await self.get(table_id)
+        if table.host_id != player_id:
+            raise PermissionDenied("NOT_HOST", "only the host starts the table")
+        if table.options.get("profile") != "casual":
+            raise ServiceError(
+                "NOT_CASUAL", "only casual tables wait for Start; others deal when full"
+            )
+        if "" in table.player_ids:
+            raise ServiceError("NOT_FULL", "two players are needed")
+        return await self.deal(table_id)
+
+    async def leave(self, player_id: str, table_id: str) -> Table:
+        table = await self.get(table_id)
+        if player_id not in table.player_ids:
+            raise PermissionDenied("NOT_SEATED", "you do not sit at this table")
+        if table.status == DEALT:
+            await self.tables.leave(table_id, player_id, table.player_ids.index(player_id))
+            return table
+
+        def stand(t: Table) -> None:
+            if t.status not in (OPEN, CLOSED):
+                raise ServiceError("DEALING", "the match is being dealt")
+            if player_id == t.host_id:
+                t.status, t.close_reason = CLOSED, "host_left"  # leaving before the deal is free
+            else:
+                t.player_ids[t.player_ids.index(player_id)] = ""
+
+        return await self._update(table_id, stand)
+
+    async def rematch(self, player_id: str, table_id: str) -> Table:
+        table = await self.get(table_id)
+        if player_id not in table.player_ids:
+            raise PermissionDenied("NOT_SEATED", "you do not sit at this table")
+        if not await self.tables.rematch_agreed(table_id, player_id):
+            raise ServiceError("NO_REMATCH", "no rematch was agreed (I-32)")
+
+        def reopen(t: Table) -> None:
+            if t.status != DEALT or t.match_id != table.match_id:
+                return  # already re-dealt by the other player's call
+            t.status = OPEN
+
+        await self._update(table_id, reopen)
+        return await self.deal(table_id)
+
+    # -- the deal ----------------------------------------------------------------------------
+
+    async def deal(self, table_id: str) -> Table:
+        """Escrow (wagered) then create the match; idempotent per match id."""
+
+        def claim(t: Table) -> None:
+            if t.status == OPEN:
+                t.matches += 1
+                t.status = DEALING
+                t.match_id = f"{t.table_id}-{t.matches}"
+
+        table = await self._update(table_id, claim)
+        if table.status != DEALING:
+            return table
+        opts = table.proto_options()
+        if opts.profile == "wagered":
+            try:
+                await self.wallet.escrow(
+                    f"escrow:{table.match_id}", table.match_id, table.player_ids, opts.bet
+                )
+            except ServiceError as err:
+                if err.code != "INSUFFICIENT_FUNDS":
+                    raise
+                reason = "cannot_cover:" + err.metadata.get("players", "")
+
+                def close(t: Table) -> None:
+                    t.status, t.close_reason = CLOSED, reason
+
+                return await self._update(table_id, close)  # I-10: nothing taken
+        fingerprint = await self.tables.create_match(
+            table_id, table.match_id, table.player_ids, opts
+        )
+
+        def dealt(t: Table) -> None:
+            t.status, t.fingerprint = DEALT, fingerprint
+
+        table = await self._update(table_id, dealt)
+        if opts.profile == "scored":
+            for p in table.player_ids:
+                await self.redis.set(f"lobby:scored:{p}", table_id, ex=86_400)
+        return table
+
+    async def _leave_other_scored(self, player_id: str, table: Table) -> None:
+        """I-18: starting another scored game leaves the first."""
+        if table.options.get("profile") != "scored":
+            return
+        other = await self.redis.get(f"lobby:scored:{player_id}")
+        if other is None or other.decode() == table.table_id:
+            return
+        try:
+            previous = await self.get(other.decode())
+            if previous.status == DEALT and player_id in previous.player_ids:
+                await self.tables.leave(
+                    previous.table_id, player_id, previous.player_ids.index(player_id)
+                )
+        except ServiceError:
+            pass  # already over or gone
+        await self.redis.delete(f"lobby:scored:{player_id}")
+
+
+def _check_player(player_id: str) -> None:
+    if not player_id or len(player_id) > 64 or player_id.startswith(CPU_PREFIX):
+        raise PermissionDenied("BAD_PLAYER", "unknown player")
