@@ -146,6 +146,8 @@ class Player:
                         ):
                             if kind == "error":
                                 self.errors.append(update.error.error.code)
+                                if update.error.error.code == "RATE_LIMITED":
+                                    await asyncio.sleep(0.2)  # back off, as a polite client does
                             break
                 else:
                     # Not our move: wait for the table to change (an event), then look again.

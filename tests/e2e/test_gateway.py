@@ -1,0 +1,304 @@
+"""End to end through the gateway of a running cluster (two table replicas, real Valkey, Tansu,
+SQLite), clocks scaled by 0.05: each profile's full match, disconnects, leaving, doubles,
+a player who cannot cover, bad tokens and other players' tables."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from bg.gateway.v1 import gateway_pb2
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from infra.client import Player
+from services.common.errors import error_from
+from services.gateway.auth import Identity, TokenSigner
+
+pytestmark = pytest.mark.e2e
+SECRET = "e2e-token-secret-0123456789"
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, valkey_url: str, kafka_bootstrap: str
+) -> Iterator[dict[str, Any]]:
+    data = tmp_path_factory.mktemp("gw-cluster")
+    env = {
+        **os.environ,
+        "BG_CLOCK_SCALE": "0.05",
+        "BG_TOKEN_SECRET": SECRET,
+        "BG_RATE_PER_S": "500",
+    }
+    log = (data / "up.log").open("w")
+    proc = subprocess.Popen(
+        [BIN / "bgcluster", "up", "--base-port", "0", "--data-dir", str(data),
+         "--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    state_file = data / "cluster.json"
+    try:
+        for _ in range(600):
+            if state_file.exists() and "all services SERVING" in (data / "up.log").read_text():
+                break
+            assert proc.poll() is None, (data / "up.log").read_text()
+            time.sleep(0.1)
+        state = json.loads(state_file.read_text())
+        yield {s["instance"]: s["address"] for s in state["services"]} | {
+            "operator": state["operator_token"]
+        }
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        log.close()
+
+
+async def _players(
+    cluster: dict[str, Any], channel: grpc.aio.Channel, *names: str, grant: int = 5000
+) -> list[Player]:
+    players = [Player(channel, n, seed=i) for i, n in enumerate(names)]
+    async with grpc.aio.insecure_channel(cluster["wallet"]) as wc:
+        wallet = wallet_pb2_grpc.WalletServiceStub(wc)
+        for p in players:
+            await p.login()
+            if grant:
+                await wallet.Deposit(
+                    wallet_pb2.DepositRequest(
+                        idempotency_key=f"g:{p.player_id}", player_id=p.player_id, amount=grant
+                    ),
+                    metadata=[("x-operator-token", cluster["operator"])],
+                )
+    return players
+
+
+async def _balances_settle(players: list[Player], expected: dict[str, int]) -> dict[str, int]:
+    got: dict[str, int] = {}
+    for _ in range(300):
+        got = {p.player_id: await p.balance() for p in players}
+        if got == expected:
+            break
+        await asyncio.sleep(0.1)
+    return got
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        table_pb2.TableOptions(profile="scored", match_length=3),
+        table_pb2.TableOptions(profile="casual", match_length=1, cube=True),
+    ],
+    ids=["scored", "casual"],
+)
+async def test_full_match_of_each_profile(
+    cluster: dict[str, Any], options: table_pb2.TableOptions
+) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob = await _players(cluster, ch, "ann", "bob", grant=0)
+        table = await ann.create_table(options)
+        joined = await bob.join(table.code)
+        if options.profile == "casual":
+            assert joined.status == "open"
+            await ann.stub.StartTable(
+                matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=ann.auth
+            )
+        views = await asyncio.gather(ann.play(table.table_id, 240), bob.play(table.table_id, 240))
+        assert views[0].phase == "match_over" and views[0].winner in (0, 1)
+        assert not ann.errors or set(ann.errors) <= {"STALE_SEQ", "NOT_YOUR_TURN", "WRONG_PHASE"}
+
+
+async def test_bad_tokens_and_other_players_tables(cluster: dict[str, Any]) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob, eve = await _players(cluster, ch, "ann", "bob", "eve", grant=0)
+        cases = [
+            ([], "NO_TOKEN"),
+            ([("authorization", "Bearer " + ann.token[:-2] + "xx")], "BAD_TOKEN"),
+            ([("authorization", "Bearer garbage")], "BAD_TOKEN"),
+        ]
+        expired, _ = TokenSigner(SECRET, 60).issue(
+            Identity(ann.player_id, "ann"), now=time.time() - 3600
+        )
+        cases.append(([("authorization", f"Bearer {expired}")], "TOKEN_EXPIRED"))
+        for metadata, code in cases:
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await ann.stub.GetBalance(gateway_pb2.BalanceRequest(), metadata=metadata)
+            assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert error_from(err.value).code == code  # type: ignore[union-attr]
+        table = await ann.create_table(table_pb2.TableOptions(profile="scored"))
+        await bob.join(table.code)
+        with pytest.raises(grpc.aio.AioRpcError) as foreign:
+            await eve.view(table.table_id)
+        assert error_from(foreign.value).code == "NOT_SEATED"  # type: ignore[union-attr]
+        with pytest.raises(grpc.aio.AioRpcError) as unknown:
+            await eve.view("no-such-table")
+        assert error_from(unknown.value).code == "UNKNOWN_TABLE"  # type: ignore[union-attr]
+        # eve's Play stream on ann's table is refused, and changes nothing.
+        before = await ann.view(table.table_id)
+
+        async def join_only() -> Any:
+            yield gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table.table_id))
+
+        call = eve.stub.Play(join_only(), metadata=eve.auth)
+        with pytest.raises(grpc.aio.AioRpcError) as play_err:
+            async for _ in call:
+                pass
+        assert play_err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert (await ann.view(table.table_id)).seq == before.seq
+
+
+async def test_player_who_cannot_cover_the_bet(cluster: dict[str, Any]) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        (ann,) = await _players(cluster, ch, "ann")
+        (poor,) = await _players(cluster, ch, "poor", grant=100)
+        table = await ann.create_table(
+            table_pb2.TableOptions(profile="wagered", match_length=1, bet=500)
+        )
+        closed = await poor.join(table.code)
+        assert closed.status == "closed" and closed.close_reason == f"cannot_cover:{poor.player_id}"
+        assert (await ann.balance(), await poor.balance()) == (5000, 100)  # nothing taken
+
+
+async def test_leaving_a_wagered_match_pays_the_opponent(cluster: dict[str, Any]) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob = await _players(cluster, ch, "ann", "bob")
+        table = await ann.create_table(
+            table_pb2.TableOptions(profile="wagered", match_length=3, bet=1000)
+        )
+        await bob.join(table.code)
+        await bob.stub.LeaveTable(
+            matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=bob.auth
+        )
+        view = await ann.view(table.table_id)
+        assert (view.phase, view.end_reason, view.winner) == ("match_over", "left", 0)
+        got = await _balances_settle([ann, bob], {ann.player_id: 5840, bob.player_id: 4000})
+        assert got == {ann.player_id: 5840, bob.player_id: 4000}  # I-6, I-11
+
+
+async def _open_stream(
+    player: Player, table_id: str, from_seq: int = 0
+) -> tuple[Any, asyncio.Queue[Any]]:
+    requests: asyncio.Queue[Any] = asyncio.Queue()
+    await requests.put(
+        gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id, from_seq=from_seq))
+    )
+
+    async def outgoing() -> Any:
+        while (item := await requests.get()) is not None:
+            yield item
+
+    return player.stub.Play(outgoing(), metadata=player.auth), requests
+
+
+async def _until(pred, timeout_s: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(int(timeout_s / 0.05)):
+        if await pred():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+async def test_disconnect_and_resume_within_the_window_then_past_it(
+    cluster: dict[str, Any],
+) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob = await _players(cluster, ch, "ann", "bob")
+        table = await ann.create_table(
+            table_pb2.TableOptions(profile="wagered", match_length=3, bet=100)
+        )
+        await bob.join(table.code)
+        call, requests = await _open_stream(bob, table.table_id)
+        first = await call.read()
+        assert first.event.seq == 1
+        call.cancel()  # bob's only stream drops: the gateway reports the disconnect
+
+        async def away() -> bool:
+            return list((await ann.view(table.table_id)).away) == [False, True]
+
+        await _until(away)
+        seen = (await ann.view(table.table_id)).seq
+        call2, requests2 = await _open_stream(bob, table.table_id, from_seq=seen - 1)
+        resumed = await call2.read()
+        assert resumed.event.seq == seen  # resumes after the seq the client names
+
+        async def back() -> bool:
+            return list((await ann.view(table.table_id)).away) == [False, False]
+
+        await _until(back)
+        call2.cancel()  # gone again, and this time for good: 60 s x 0.05 = 3 s
+
+        async def over() -> bool:
+            return (await ann.view(table.table_id)).phase == "match_over"
+
+        try:
+            await _until(over, 30)
+        except AssertionError:
+            v = await ann.view(table.table_id)
+            raise AssertionError(
+                f"phase={v.phase} away={list(v.away)} deadline={v.deadline_kind} reason={v.end_reason}"
+            ) from None
+        view = await ann.view(table.table_id)
+        assert (view.end_reason, view.winner) == ("away", 0)
+        await requests.put(None)
+        await requests2.put(None)
+
+
+class Doubler(Player):
+    """Offers a double whenever allowed; the first double of the match is taken, the next
+    dropped (the count is shared by both players)."""
+
+    def __init__(self, *args: Any, answers: list[int], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.answers = answers
+
+    def decide(self, v: Any) -> table_pb2.Command | None:
+        if v.decider == v.seat and v.phase == "await_roll" and v.can_double:
+            return table_pb2.Command(offer_double=table_pb2.Empty())
+        if v.decider == v.seat and v.phase == "double_offered":
+            if v.seq not in self.answers:  # a retried decision on the same view counts once
+                self.answers.append(v.seq)
+            if self.answers[0] == v.seq:
+                return table_pb2.Command(take=table_pb2.Empty())
+            return table_pb2.Command(drop=table_pb2.Empty())
+        return super().decide(v)
+
+
+async def test_wagered_double_taken_then_redouble_dropped(cluster: dict[str, Any]) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        answers: list[int] = []
+        players = [
+            Doubler(ch, "ann", seed=1, answers=answers),
+            Doubler(ch, "bob", seed=2, answers=answers),
+        ]
+        async with grpc.aio.insecure_channel(cluster["wallet"]) as wc:
+            wallet = wallet_pb2_grpc.WalletServiceStub(wc)
+            for p in players:
+                await p.login()
+                await wallet.Deposit(
+                    wallet_pb2.DepositRequest(
+                        idempotency_key=f"g:{p.player_id}", player_id=p.player_id, amount=5000
+                    ),
+                    metadata=[("x-operator-token", cluster["operator"])],
+                )
+        ann, bob = players
+        table = await ann.create_table(
+            table_pb2.TableOptions(profile="wagered", match_length=1, bet=500)
+        )
+        await bob.join(table.code)
+        views = await asyncio.gather(ann.play(table.table_id, 120), bob.play(table.table_id, 120))
+        final = views[0]
+        assert final.phase == "match_over" and final.cube == 2  # taken once, the redouble dropped
+        winner, loser = (ann, bob) if final.winner == final.seat else (bob, ann)
+        # Final stakes 1,000 each: pot 2,000, fees 80 + 80, winner +840 net (I-4, I-11).
+        got = await _balances_settle(players, {winner.player_id: 5840, loser.player_id: 4000})
+        assert got == {winner.player_id: 5840, loser.player_id: 4000}

@@ -1,0 +1,181 @@
+"""The lobby on real Valkey, with fakes behind its wallet and table ports."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as redis_asyncio
+
+from bg.table.v1 import table_pb2
+from services.common.errors import ServiceError
+from services.matchmaking.lobby import CODE_ALPHABET, Lobby, normalize_code
+
+pytestmark = pytest.mark.integration
+
+
+class FakeWallet:
+    def __init__(self, short: set[str] | None = None) -> None:
+        self.short = short or set()
+        self.escrows: dict[str, tuple[list[str], int]] = {}
+
+    async def escrow(self, key: str, match_id: str, players: list[str], stake: int) -> None:
+        short = [p for p in players if p in self.short]
+        if short:
+            err = ServiceError("INSUFFICIENT_FUNDS", "short")
+            err.metadata = {"players": ",".join(short)}
+            raise err
+        self.escrows.setdefault(match_id, (players, stake))
+
+
+class FakeTables:
+    def __init__(self) -> None:
+        self.created: list[str] = []
+        self.left: list[tuple[str, str]] = []
+        self.agreed = False
+
+    async def create_match(
+        self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
+    ) -> str:
+        if match_id not in self.created:
+            self.created.append(match_id)
+        return "f" * 64
+
+    async def leave(self, table_id: str, player_id: str, seat: int) -> None:
+        self.left.append((table_id, player_id))
+
+    async def rematch_agreed(self, table_id: str, player_id: str) -> bool:
+        return self.agreed
+
+
+@pytest.fixture
+async def lobby(valkey_url: str) -> AsyncIterator[tuple[Lobby, FakeWallet, FakeTables]]:
+    client = redis_asyncio.Redis.from_url(valkey_url)
+    await client.flushdb()
+    wallet, tables = FakeWallet({"poor"}), FakeTables()
+    yield Lobby(client, wallet, tables), wallet, tables
+    await client.aclose()
+
+
+WAGERED = table_pb2.TableOptions(profile="wagered", match_length=3, bet=500)
+
+
+async def test_party_code_join_deals_a_wagered_table(lobby) -> None:  # type: ignore[no-untyped-def]
+    lb, wallet, tables = lobby
+    table = await lb.create("ann", WAGERED, public=True)
+    assert len(table.code) == 6 and set(table.code) <= set(CODE_ALPHABET)
+    assert [t.table_id for t in await lb.list_open(profile="wagered")] == [table.table_id]
+    dealt = await lb.join_by_code("bob", f"https://play.example/join/{table.code.lower()}")
+    assert dealt.status == "dealt" and dealt.player_ids == ["ann", "bob"]
+    assert wallet.escrows[dealt.match_id] == (["ann", "bob"], 500)
+    assert tables.created == [dealt.match_id]
+    assert await lb.list_open() == []  # no longer open
+    with pytest.raises(ServiceError) as full:
+        await lb.join("carol", table.table_id)
+    assert full.value.code == "TABLE_NOT_OPEN"
+
+
+async def test_a_player_who_cannot_cover_closes_the_table_and_nothing_is_taken(lobby) -> None:  # type: ignore[no-untyped-def]
+    lb, wallet, tables = lobby
+    table = await lb.create("ann", WAGERED, public=False)
+    closed = await lb.join("poor", table.table_id)
+    assert closed.status == "closed" and closed.close_reason == "cannot_cover:poor"
+    assert wallet.escrows == {} and tables.created == []
+
+
+async def test_out_of_range_options_name_the_field(lobby) -> None:  # type: ignore[no-untyped-def]
+    lb, _, _ = lobby
+    for opts, field in (
+        (table_pb2.TableOptions(profile="wagered", bet=2100), "bet"),
+        (table_pb2.TableOptions(profile="wagered", match_length=4, bet=100), "match_length"),
+        (table_pb2.TableOptions(profile="scored", move_time_s=601), "move_time_s"),
+        (table_pb2.TableOptions(profile="casual", level="hard"), "level"),
+    ):
+        with pytest.raises(ServiceError) as err:
+            await lb.create("ann", opts, public=True)
+        assert err.value.field == field
+
+
+async def test_quick_match_pairs_identical_requests_only(lobby) -> None:  # type: ignore[no-untyped-def]
+    lb, _, tables = lobby
+    scored3 = table_pb2.TableOptions(profile="scored", match_length=3)
+    waiting = await lb.quick_match("ann", scored3)
+    assert waiting.status == "open"
+    other = await lb.quick_match("carl", table_pb2.TableOptions(profile="scored", match_length=5))
+    assert other.table_id != waiting.table_id
+    paired = await lb.quick_match("bob", scored3)
+    assert paired.table_id == waiting.table_id and paired.status == "dealt"
+    assert tables.created == [paired.match_id]
+
+
+async def test_casual_waits_for_the_host_to_start(lobby) -> None:  # type: ignore[no-untyped-def]
+    lb, _, tables = lobby
+    table = await lb.create("ann", table_pb2.TableOptions(profile="casual"), public=False)
+    seated = await lb.join("bob", table.table_id)
+    assert seated.status == "open" and tables.created == []
+    with pytest.raises(ServiceError) as err:
+        await lb.start("bob", table.table_id)
+    assert err.value.code == "NOT_HOST"
+    assert (await lb.start("ann", table.table_id)).status == "dealt"
+
+
+async def test_leaving_before_the_deal_is_free_and_after_it_leaves_the_match(lobby) -> None:  # type: ignore[no-untyped-def]
+    lb, _, tables = lobby
+    table = await lb.create("ann", table_pb2.TableOptions(profile="casual"), public=True)
+    await lb.join("bob", table.table_id)
+    left = await lb.leave("bob", table.table_id)
+    assert left.player_ids == ["ann", ""] and left.status == "open"
+    dealt_table = await lb.create("cat", WAGERED, public=False)
+    await lb.join("dan", dealt_table.table_id)
+    await lb.leave("dan", dealt_table.table_id)
+    assert tables.left == [(dealt_table.table_id, "dan")]
+
+
+async def test_i18_starting_a_second_scored_game_leaves_the_first(lobby) -> None:  # type: ignore[no-untyped-def]
+    lb, _, tables = lobby
+    first = await lb.create("ann", table_pb2.TableOptions(profile="scored"), public=False)
+    await lb.join("bob", first.table_id)
+    await lb.create("ann", table_pb2.TableOptions(profile="scored"), public=False)
+    assert tables.left == [(first.table_id, "ann")]
+
+
+async def test_two_players_racing_for_the_last_seat(lobby) -> None:  # type: ignore[no-untyped-def]
+    lb, _, _ = lobby
+    table = await lb.create("ann", table_pb2.TableOptions(profile="casual"), public=False)
+    results = await asyncio.gather(
+        *(lb.join(p, table.table_id) for p in ("b1", "b2", "b3")), return_exceptions=True
+    )
+    winners = [r for r in results if not isinstance(r, BaseException)]
+    assert len(winners) == 1
+    assert all(
+        isinstance(r, ServiceError) and r.code == "TABLE_FULL" for r in results if r not in winners
+    )
+
+
+async def test_vs_cpu_is_dealt_at_once_with_a_computer_seat(lobby) -> None:  # type: ignore[no-untyped-def]
+    lb, _, _ = lobby
+    table = await lb.create(
+        "ann", table_pb2.TableOptions(profile="casual", level="normal"), public=True
+    )
+    assert table.status == "dealt" and table.player_ids[1].startswith("cpu-normal-")
+    assert not table.public
+
+
+async def test_rematch_needs_agreement(lobby) -> None:  # type: ignore[no-untyped-def]
+    lb, wallet, tables = lobby
+    table = await lb.create("ann", WAGERED, public=False)
+    first = await lb.join("bob", table.table_id)
+    with pytest.raises(ServiceError) as err:
+        await lb.rematch("ann", table.table_id)
+    assert err.value.code == "NO_REMATCH"
+    tables.agreed = True
+    again = await lb.rematch("bob", table.table_id)
+    assert again.match_id != first.match_id and again.status == "dealt"
+    assert set(wallet.escrows) == {first.match_id, again.match_id}  # I-32: a new escrow
+
+
+def test_codes_are_normalised_and_checked() -> None:
+    assert normalize_code(" abc234 ") == "ABC234"
+    with pytest.raises(ServiceError):
+        normalize_code("ABC10O")  # ambiguous characters are not in the alphabet
