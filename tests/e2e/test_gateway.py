@@ -245,7 +245,8 @@ async def test_disconnect_and_resume_within_the_window_then_past_it(
         except AssertionError:
             v = await ann.view(table.table_id)
             raise AssertionError(
-                f"phase={v.phase} away={list(v.away)} deadline={v.deadline_kind} reason={v.end_reason}"
+                f"phase={v.phase} away={list(v.away)} deadline={v.deadline_kind} "
+                f"reason={v.end_reason}"
             ) from None
         view = await ann.view(table.table_id)
         assert (view.end_reason, view.winner) == ("away", 0)
