@@ -24,9 +24,16 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from infra import embedded
 from infra.processes import ManagedProcess, ProcSpec, watch_exit
 
-SERVICES = ("gateway", "matchmaking", "table", "wallet", "leaderboard")
+SERVICES = ("gateway", "matchmaking", "table", "wallet", "leaderboard", "bots")
 # Port offsets from --base-port: gateway N+1 ... table replicas N+10+i; metrics at +1000.
-PORT_OFFSETS = {"gateway": 1, "matchmaking": 2, "wallet": 3, "leaderboard": 4, "table": 10}
+PORT_OFFSETS = {
+    "gateway": 1,
+    "matchmaking": 2,
+    "wallet": 3,
+    "leaderboard": 4,
+    "bots": 5,
+    "table": 10,
+}
 METRICS_OFFSET = 1000
 STATE_FILE = "cluster.json"
 
@@ -119,6 +126,7 @@ class Cluster:
             "BG_WALLET_ADDR": by["wallet"].address,
             "BG_MATCHMAKING_ADDR": by["matchmaking"].address,
             "BG_LEADERBOARD_ADDR": by["leaderboard"].address,
+            "BG_GATEWAY_ADDR": by["gateway"].address,
             "BG_TOKEN_SECRET": self.token_secret,
             "BG_WALLET_OPERATOR_TOKEN": self.operator_token,
         }

@@ -276,6 +276,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 )  # fmt: skip
                 try:
                     reply: Any = await call(self.tables().SubmitCommand(request, timeout=10))
+                    if cmd.command.WhichOneof("kind") == "accept_rematch" and not reply.duplicate:
+                        # I-32: both agreed; matchmaking deals the new match on this table.
+                        rematch = matchmaking_pb2.TableRequest(player_id=player, table_id=table_id)
+                        await call(self.lobby.Rematch(rematch, timeout=10))
                     result = gateway_pb2.CommandResult(
                         command_id=cmd.command_id, seq=reply.seq, duplicate=reply.duplicate
                     )

@@ -63,14 +63,14 @@ def test_make_up_serves_everything_and_sigterm_leaves_no_process(tmp_path: Path)
             time.sleep(0.1)
         assert rows is not None and code == 0, (tmp_path / "up.log").read_text()
         assert sorted({r["name"] for r in rows}) == [
-            "gateway", "leaderboard", "matchmaking", "table", "wallet",
+            "bots", "gateway", "leaderboard", "matchmaking", "table", "wallet",
         ]  # fmt: skip
         assert sum(r["name"] == "table" for r in rows) == 2
         assert all(r["status"] == "SERVING" and r["address"] for r in rows)
         state = json.loads((data / "cluster.json").read_text())
         pids = [s["pid"] for s in state["services"]] + [p["pid"] for p in state["infra"]]
         pids.append(state["runner_pid"])
-        assert len(pids) == 9
+        assert len(pids) == 10
 
         make.send_signal(signal.SIGTERM)  # to make itself, not its process group
         make.wait(timeout=20)
@@ -128,7 +128,7 @@ async def test_runner_reports_a_dead_service_loudly(
     try:
         state = json.loads((tmp_path / "cluster.json").read_text())
         assert [s["instance"] for s in state["services"]] == [
-            "gateway", "matchmaking", "table-1", "wallet", "leaderboard",
+            "gateway", "matchmaking", "table-1", "wallet", "leaderboard", "bots",
         ]  # fmt: skip
         victim = next(i for i in cluster.instances if i.name == "wallet")
         assert victim.process is not None and victim.process.pid is not None

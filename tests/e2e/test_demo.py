@@ -33,7 +33,7 @@ async def test_demo_wagered_match_to_three(
     assert result["balances_before"] == {p: GRANT for p in players}
     winner = result["winner"]
     loser = next(p for p in players if p != winner)
-    assert result["end_reason"] == "points" and result["score"][winner] == 3
+    assert result["end_reason"] == "points" and result["score"][winner] >= 3  # a gammon may pass 3
     fees = 2 * BET * 8 // 100  # I-11: 8% of each side's stake
     assert result["house_fees"] == fees
     assert result["balances_after"] == {winner: GRANT - BET + 2 * BET - fees, loser: GRANT - BET}

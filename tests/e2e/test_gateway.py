@@ -200,12 +200,12 @@ async def _open_stream(
     return player.stub.Play(outgoing(), metadata=player.auth), requests
 
 
-async def _until(pred, timeout_s: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+async def _until(pred, timeout_s: float = 30.0) -> None:  # type: ignore[no-untyped-def]
     for _ in range(int(timeout_s / 0.05)):
         if await pred():
             return
         await asyncio.sleep(0.05)
-    raise AssertionError("condition not reached")
+    raise AssertionError(f"{pred.__name__} not reached in {timeout_s}s")
 
 
 async def test_disconnect_and_resume_within_the_window_then_past_it(
@@ -303,3 +303,23 @@ async def test_wagered_double_taken_then_redouble_dropped(cluster: dict[str, Any
         # Final stakes 1,000 each: pot 2,000, fees 80 + 80, winner +840 net (I-4, I-11).
         got = await _balances_settle(players, {winner.player_id: 5840, loser.player_id: 4000})
         assert got == {winner.player_id: 5840, loser.player_id: 4000}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        table_pb2.TableOptions(profile="casual", level="normal"),
+        table_pb2.TableOptions(profile="scored", level="easy"),
+    ],
+    ids=["casual-vs-cpu-normal", "scored-vs-computer-easy"],
+)
+async def test_playing_against_the_computer(
+    cluster: dict[str, Any], options: table_pb2.TableOptions
+) -> None:
+    """I-26/I-31: the bots worker plays the computer seat through the gateway."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        (ann,) = await _players(cluster, ch, "ann", grant=0)
+        table = await ann.create_table(options)
+        assert table.status == "dealt" and table.player_ids[1].startswith(f"cpu-{options.level}-")
+        final = await ann.play(table.table_id, 240)
+        assert final.phase == "match_over"

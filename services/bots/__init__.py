@@ -1,0 +1,1 @@
+"""Bots: plays computer seats (Play vs CPU, scored against the computer) as a gateway client."""

@@ -1,0 +1,49 @@
+"""Composition root of the bots worker."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+
+import grpc
+
+from services.bots.settings import load_settings
+from services.bots.worker import BotWorker
+from services.common.deps import redis_check, redis_client
+from services.common.service import ServiceApp, base_app
+from services.gateway.auth import TokenSigner
+
+
+def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
+    settings = load_settings(environ)
+    app = base_app("bots", settings)
+    redis = redis_client(settings.redis_url)
+    stop = asyncio.Event()
+    parts: dict[str, object] = {}
+
+    async def start() -> None:
+        if not settings.token_secret:
+            raise RuntimeError("BG_TOKEN_SECRET is required: bots sign in through the gateway")
+        channel = grpc.aio.insecure_channel(settings.gateway_addr)
+        worker = BotWorker(
+            redis, channel, TokenSigner(settings.token_secret, 7 * 86_400), settings.max_tables
+        )
+        parts["channel"] = channel
+        parts["task"] = asyncio.create_task(worker.run(stop), name="bots")
+
+    async def close() -> None:
+        stop.set()
+        task = parts.get("task")
+        if isinstance(task, asyncio.Task):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 5)
+        channel = parts.get("channel")
+        if isinstance(channel, grpc.aio.Channel):
+            await channel.close(None)
+        await redis.aclose()
+
+    app.checks.append(redis_check(redis))
+    app.on_start.append(start)
+    app.on_stop.append(close)
+    return app

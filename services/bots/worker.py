@@ -1,0 +1,98 @@
+"""Plays every computer seat listed in `bots:tables` through the gateway, like any client.
+
+A bot signs in as its seat's player id (`cpu-<level>-<table>`) with a token signed by the
+gateway's secret, and sees only what that player may see: views and events, never the seed or a
+future roll (I-26, I-31). `easy` and `normal` are the engine's bots. Several workers may run:
+a short lease per table keeps one bot per seat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from typing import Any
+
+import grpc
+
+from infra.client import Player
+from services.gateway.auth import Identity, TokenSigner
+
+log = logging.getLogger("bg.bots")
+BOT_TABLES = "bots:tables"
+LEASE_S = 30
+
+
+class BotWorker:
+    def __init__(
+        self, redis: Any, channel: grpc.aio.Channel, signer: TokenSigner, max_tables: int
+    ) -> None:
+        self.redis = redis
+        self.channel = channel
+        self.signer = signer
+        self.max_tables = max_tables
+        self.token = secrets.token_hex(8)
+        self.playing: dict[str, asyncio.Task[None]] = {}
+        self.finished = 0
+
+    async def _play(self, table_id: str) -> None:
+        lease = f"bots:lease:{table_id}"
+        try:
+            raw = await self.redis.get(f"lobby:t:{table_id}")
+            if raw is None:
+                await self.redis.srem(BOT_TABLES, table_id)
+                return
+            import json
+
+            seats = json.loads(raw)["player_ids"]
+            bot_id = next(p for p in seats if p.startswith("cpu-"))
+            level = bot_id.split("-")[1]
+            player = Player(
+                self.channel,
+                bot_id,
+                strategy="easy" if level == "easy" else "normal",
+                seed=hash(table_id) & 0xFFFF,
+            )
+            player.token, _ = self.signer.issue(Identity(bot_id, f"CPU ({level})"))
+            player.player_id = bot_id
+            renew = asyncio.create_task(self._renew(lease))
+            try:
+                await player.play(table_id, timeout_s=86_400)
+            finally:
+                renew.cancel()
+            await self.redis.srem(BOT_TABLES, table_id)
+            self.finished += 1
+        except Exception:
+            log.exception(
+                "bot failed; another pass will pick the table up", extra={"table_id": table_id}
+            )
+        finally:
+            with contextlib.suppress(Exception):
+                if await self.redis.get(lease) == self.token.encode():
+                    await self.redis.delete(lease)
+            self.playing.pop(table_id, None)
+
+    async def _renew(self, lease: str) -> None:
+        while True:
+            await asyncio.sleep(LEASE_S / 3)
+            await self.redis.set(lease, self.token, ex=LEASE_S)
+
+    async def run_once(self) -> None:
+        for raw in await self.redis.smembers(BOT_TABLES):
+            table_id = raw.decode()
+            if table_id in self.playing or len(self.playing) >= self.max_tables:
+                continue
+            if await self.redis.set(f"bots:lease:{table_id}", self.token, nx=True, ex=LEASE_S):
+                self.playing[table_id] = asyncio.create_task(self._play(table_id))
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.run_once()
+            except Exception:
+                log.exception("bots: Redis unavailable; retrying")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.3)
+        for task in list(self.playing.values()):
+            task.cancel()
