@@ -35,6 +35,7 @@ PORT_OFFSETS = {
     "table": 10,
 }
 METRICS_OFFSET = 1000
+WS_OFFSET = 30  # gateway WebSocket: N+30 (50080 by default)
 STATE_FILE = "cluster.json"
 
 
@@ -66,6 +67,7 @@ class Instance:
     grpc_port: int
     metrics_port: int
     process: ManagedProcess | None = None
+    ws_port: int = 0  # gateway: the WebSocket API for browsers
 
     @property
     def address(self) -> str:
@@ -105,9 +107,12 @@ class Cluster:
             for i in range(count):
                 name = f"{service}-{i + 1}" if service == "table" else service
                 offset = PORT_OFFSETS[service] + i
-                plan.append(
-                    Instance(name, service, self._port(offset), self._port(offset + METRICS_OFFSET))
+                inst = Instance(
+                    name, service, self._port(offset), self._port(offset + METRICS_OFFSET)
                 )
+                if service == "gateway":
+                    inst.ws_port = self._port(WS_OFFSET)
+                plan.append(inst)
         return plan
 
     def _service_env(self, inst: Instance) -> dict[str, str]:
@@ -131,6 +136,8 @@ class Cluster:
             "BG_WALLET_OPERATOR_TOKEN": self.operator_token,
         }
         env.setdefault("BG_LOG_FORMAT", os.environ.get("BG_LOG_FORMAT", "text"))
+        if inst.ws_port:
+            env["BG_WS_PORT"] = str(inst.ws_port)
         env.update(self.config.service_env.get(inst.name, {}))
         return env
 
@@ -250,6 +257,7 @@ class Cluster:
                     "instance": i.name,
                     "address": i.address,
                     "metrics": f"http://127.0.0.1:{i.metrics_port}/metrics",
+                    "ws": f"ws://127.0.0.1:{i.ws_port}/" if i.ws_port else "",
                     "pid": i.process.pid if i.process else None,
                     "exited": i.process.returncode if i.process else None,
                 }
@@ -272,6 +280,11 @@ class Cluster:
         rows += [
             (i.name, i.address, f"http://127.0.0.1:{i.metrics_port}/metrics")
             for i in self.instances
+        ]
+        rows += [
+            ("gateway (ws)", f"ws://127.0.0.1:{i.ws_port}/", "")
+            for i in self.instances
+            if i.ws_port
         ]
         rows += [("valkey", self.redis_url, ""), ("kafka", self.kafka_bootstrap, "")]
         widths = [max(len(r[c]) for r in rows) for c in range(3)]

@@ -37,6 +37,7 @@ class ServiceApp:
     on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     tracer_provider: TracerProvider | None = None
+    ports: dict[str, int] = field(default_factory=dict)  # extra listeners (e.g. "ws") once started
 
 
 def base_app(name: str, settings: ServiceSettings) -> ServiceApp:

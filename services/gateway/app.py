@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping
+from typing import Any
 
 import grpc
 
@@ -15,6 +16,7 @@ from services.common.service import ServiceApp, base_app
 from services.gateway.api import GatewayServicer, Presence
 from services.gateway.auth import GuestIdentities, TokenSigner
 from services.gateway.settings import load_settings
+from services.gateway.ws import WsGateway
 
 SERVICE_NAME = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
 log = logging.getLogger("bg.gateway")
@@ -30,6 +32,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         secret = secrets.token_urlsafe(32)
     signer = TokenSigner(secret, settings.token_ttl_s)
     channels: list[grpc.aio.Channel] = []
+    parts: dict[str, Any] = {}
 
     def register(server: grpc.aio.Server) -> list[str]:
         if not settings.token_secret:
@@ -45,14 +48,28 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             signer, GuestIdentities(), mm, wallet, tables, Presence(redis), settings.rate_per_s
         )
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
+        parts["servicer"] = servicer
         return [SERVICE_NAME]
 
+    async def start_ws() -> None:
+        from websockets.asyncio.server import serve
+
+        ws = WsGateway(parts["servicer"])
+        server = await serve(ws.handle, settings.host, settings.ws_port)
+        parts["ws"] = server
+        app.ports["ws"] = server.sockets[0].getsockname()[1]
+        log.info("websocket listening", extra={"ws_port": app.ports["ws"]})
+
     async def close() -> None:
+        if "ws" in parts:
+            parts["ws"].close()
+            await parts["ws"].wait_closed()
         for channel in channels:
             await channel.close(None)
         await redis.aclose()
 
     app.register = register
     app.checks.append(redis_check(redis))
+    app.on_start.append(start_ws)
     app.on_stop.append(close)
     return app

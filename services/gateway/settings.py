@@ -12,6 +12,9 @@ from services.common.settings import ServiceSettings, load, redis_url_setting, s
 class GatewaySettings(ServiceSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50051, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9101, "Metrics HTTP port.", min=0, max=65535)
+    ws_port: int = setting(
+        "BG_WS_PORT", 8081, "WebSocket port for browsers (0 = any free port).", min=0, max=65535
+    )
     redis_url: str = redis_url_setting()
     token_secret: str = setting(
         "BG_TOKEN_SECRET",

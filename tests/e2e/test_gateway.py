@@ -5,6 +5,7 @@ a player who cannot cover, bad tokens and other players' tables."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -57,7 +58,8 @@ def cluster(
             time.sleep(0.1)
         state = json.loads(state_file.read_text())
         yield {s["instance"]: s["address"] for s in state["services"]} | {
-            "operator": state["operator_token"]
+            "operator": state["operator_token"],
+            "data": str(data),
         }
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -323,3 +325,98 @@ async def test_playing_against_the_computer(
         assert table.status == "dealt" and table.player_ids[1].startswith(f"cpu-{options.level}-")
         final = await ann.play(table.table_id, 240)
         assert final.phase == "match_over"
+
+
+class WsPlayer(Player):
+    """The scripted player over the WebSocket API (protobuf JSON mapping)."""
+
+    def __init__(self, ws: Any, name: str, seed: int) -> None:
+        super().__init__(grpc.aio.insecure_channel("127.0.0.1:1"), name, seed=seed)
+        self.ws = ws
+        self.next_id = 0
+        self.updates: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.replies: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for raw in self.ws:
+            message = json.loads(raw)
+            if "update" in message:
+                await self.updates.put(message["update"])
+            elif message.get("id") in self.replies:
+                self.replies.pop(message["id"]).set_result(message)
+
+    async def rpc(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.replies[self.next_id] = future
+        await self.ws.send(
+            json.dumps(
+                {"id": self.next_id, "method": method, "request": request, "token": self.token}
+            )
+        )
+        reply = await asyncio.wait_for(future, 30)
+        if "error" in reply:
+            raise RuntimeError(reply["error"])
+        return dict(reply["response"])
+
+    async def ws_view(self, table_id: str) -> table_pb2.TableView:
+        from google.protobuf import json_format
+
+        return json_format.ParseDict(
+            await self.rpc("GetView", {"tableId": table_id}), table_pb2.TableView()
+        )
+
+    async def ws_play(self, table_id: str) -> table_pb2.TableView:
+        from google.protobuf import json_format
+
+        await self.ws.send(
+            json.dumps({"id": 0, "method": "Play", "request": {"join": {"tableId": table_id}}})
+        )
+        for _ in range(5000):
+            v = await self.ws_view(table_id)
+            if v.phase in ("match_over", "closed"):
+                return v
+            cmd = self.decide(v)
+            if cmd is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.updates.get(), 2)
+                continue
+            command_id = f"c{self.next_id}-{v.seq}"
+            body = {
+                "commandId": command_id,
+                "expectedSeq": str(v.seq),
+                "command": json_format.MessageToDict(cmd),
+            }
+            await self.ws.send(json.dumps({"method": "Play", "request": {"command": body}}))
+            while True:
+                update = await asyncio.wait_for(self.updates.get(), 30)
+                answer = update.get("result") or update.get("error")
+                if answer and answer.get("commandId") == command_id:
+                    break
+        raise AssertionError("no end")
+
+
+async def test_websocket_path_for_one_full_game(cluster: dict[str, Any], tmp_path: Path) -> None:
+    from websockets.asyncio.client import connect
+
+    state = json.loads((Path(cluster["data"]) / "cluster.json").read_text())
+    ws_url = next(s["ws"] for s in state["services"] if s["name"] == "gateway")
+    async with connect(ws_url) as ws_ann, connect(ws_url) as ws_bob:
+        ann, bob = WsPlayer(ws_ann, "ann", 1), WsPlayer(ws_bob, "bob", 2)
+        for p in (ann, bob):
+            login = await p.rpc("Login", {"guestName": p.name})
+            p.token, p.player_id = login["token"], login["playerId"]
+        bad = None
+        try:
+            await bob.rpc("GetView", {"tableId": "nope"})
+        except RuntimeError as exc:
+            bad = exc.args[0]
+        assert bad is not None and bad["code"] == "UNKNOWN_TABLE" and bad["status"] == "NOT_FOUND"
+        table = await ann.rpc("CreateTable", {"options": {"profile": "casual"}})
+        await bob.rpc("JoinByCode", {"code": table["code"]})
+        await ann.rpc("StartTable", {"tableId": table["tableId"]})
+        views = await asyncio.gather(ann.ws_play(table["tableId"]), bob.ws_play(table["tableId"]))
+        assert views[0].phase == "match_over" and views[0].winner in (0, 1)
+        for p in (ann, bob):
+            p.reader.cancel()
