@@ -47,6 +47,22 @@ def _parser() -> argparse.ArgumentParser:
         "demo", parents=[common], help="two scripted guests play a wagered match to 3 (bet 500)"
     )
     demo.add_argument("--json", action="store_true", help="one JSON object with the result")
+    play = sub.add_parser(
+        "play", parents=[common], help="play in this terminal through the gateway"
+    )
+    play.add_argument("--name", default="player", help="your guest name")
+    play.add_argument("--vs-cpu", choices=["easy", "normal"], default="", help="play the computer")
+    play.add_argument(
+        "--create",
+        choices=["wagered", "scored", "casual"],
+        default="",
+        help="open a table of this profile and share its code",
+    )
+    play.add_argument("--join", default="", help="join a table by party code or invite link")
+    play.add_argument("--bet", type=int, default=100, help="wagered: the bet")
+    play.add_argument(
+        "--gateway", default="", help="gateway address (default: the running cluster)"
+    )
     return p
 
 
@@ -115,9 +131,24 @@ async def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _play(args: argparse.Namespace) -> int:
+    from infra.status import read_state
+    from infra.terminal import play_terminal
+
+    gateway = args.gateway
+    if not gateway:
+        try:
+            state = read_state(args.data_dir)
+        except NoCluster as exc:
+            print(f"bgcluster: {exc}", file=sys.stderr)
+            return 3
+        gateway = next(s["address"] for s in state["services"] if s["name"] == "gateway")
+    return await play_terminal(gateway, args.name, args.vs_cpu, args.create, args.join, args.bet)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    handler = {"up": _up, "status": _status, "demo": _demo}[args.command]
+    handler = {"up": _up, "status": _status, "demo": _demo, "play": _play}[args.command]
     raise SystemExit(asyncio.run(handler(args)))
 
 

@@ -187,6 +187,29 @@ async def test_leaving_a_wagered_match_pays_the_opponent(cluster: dict[str, Any]
         assert got == {ann.player_id: 5840, bob.player_id: 4000}  # I-6, I-11
 
 
+@pytest.mark.parametrize(
+    ("profile", "phase", "reason"),
+    [("scored", "match_over", "left"), ("casual", "closed", "abandoned")],
+)
+async def test_leaving_scored_and_casual(
+    cluster: dict[str, Any], profile: str, phase: str, reason: str
+) -> None:
+    """I-18: leaving a scored first game is a loss; a casual party is abandoned."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob = await _players(cluster, ch, "ann", "bob", grant=0)
+        table = await ann.create_table(table_pb2.TableOptions(profile=profile))
+        await bob.join(table.code)
+        if profile == "casual":
+            await ann.stub.StartTable(
+                matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=ann.auth
+            )
+        await bob.stub.LeaveTable(
+            matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=bob.auth
+        )
+        view = await ann.view(table.table_id)
+        assert (view.phase, view.end_reason) == (phase, reason)
+
+
 async def _open_stream(
     player: Player, table_id: str, from_seq: int = 0
 ) -> tuple[Any, asyncio.Queue[Any]]:
@@ -210,15 +233,26 @@ async def _until(pred, timeout_s: float = 30.0) -> None:  # type: ignore[no-unty
     raise AssertionError(f"{pred.__name__} not reached in {timeout_s}s")
 
 
+@pytest.mark.parametrize(
+    ("options", "ends"),
+    [
+        (table_pb2.TableOptions(profile="wagered", match_length=3, bet=100), True),  # 60 s (I-9)
+        (table_pb2.TableOptions(profile="scored", match_length=3, test_game=True), True),  # 3 min
+        (table_pb2.TableOptions(profile="casual", match_length=3, async_mode=True), False),  # I-25
+    ],
+    ids=["wagered", "scored", "casual-async"],
+)
 async def test_disconnect_and_resume_within_the_window_then_past_it(
-    cluster: dict[str, Any],
+    cluster: dict[str, Any], options: table_pb2.TableOptions, ends: bool
 ) -> None:
     async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
         ann, bob = await _players(cluster, ch, "ann", "bob")
-        table = await ann.create_table(
-            table_pb2.TableOptions(profile="wagered", match_length=3, bet=100)
-        )
+        table = await ann.create_table(options)
         await bob.join(table.code)
+        if options.profile == "casual":
+            await ann.stub.StartTable(
+                matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=ann.auth
+            )
         call, requests = await _open_stream(bob, table.table_id)
         first = await call.read()
         assert first.event.seq == 1
@@ -237,7 +271,14 @@ async def test_disconnect_and_resume_within_the_window_then_past_it(
             return list((await ann.view(table.table_id)).away) == [False, False]
 
         await _until(back)
-        call2.cancel()  # gone again, and this time for good: 60 s x 0.05 = 3 s
+        call2.cancel()  # gone again, and this time for good (wagered 60 s, scored 3 min; x 0.05)
+        if not ends:  # casual turn-based: no limit while away (only 45 idle days)
+            await _until(away)
+            await asyncio.sleep(12)
+            assert (await ann.view(table.table_id)).phase not in ("match_over", "closed")
+            await requests.put(None)
+            await requests2.put(None)
+            return
 
         async def over() -> bool:
             return (await ann.view(table.table_id)).phase == "match_over"
@@ -252,6 +293,9 @@ async def test_disconnect_and_resume_within_the_window_then_past_it(
             ) from None
         view = await ann.view(table.table_id)
         assert (view.end_reason, view.winner) == ("away", 0)
+        if options.profile == "wagered":
+            settled = await _balances_settle([ann, bob], {ann.player_id: 5084, bob.player_id: 4900})
+            assert settled == {ann.player_id: 5084, bob.player_id: 4900}
         await requests.put(None)
         await requests2.put(None)
 
@@ -420,3 +464,17 @@ async def test_websocket_path_for_one_full_game(cluster: dict[str, Any], tmp_pat
         assert views[0].phase == "match_over" and views[0].winner in (0, 1)
         for p in (ann, bob):
             p.reader.cancel()
+
+
+async def test_terminal_client_against_the_cpu(cluster: dict[str, Any]) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        str(BIN / "bgcluster"), "play", "--vs-cpu", "normal", "--name", "tty",
+        "--gateway", cluster["gateway"], stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(proc.communicate(b"help\nwhat\nleave\n"), 60)
+    text = out.decode()
+    assert proc.returncode == 0, text
+    assert ("pips: you" in text and "lit:" in text) or "their turn" in text
+    assert "not understood" in text and "roll | move FROM TO" in text
+    assert "match over: nobody won (abandoned)" in text
