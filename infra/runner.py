@@ -86,6 +86,7 @@ class Cluster:
         self.stopping = False
         self.failures: list[str] = []
         self._watchers: list[asyncio.Task[None]] = []
+        self._ports: set[int] = set()
         # Shared secrets of this local cluster: every gateway signs with the same key; operators
         # (and `bgcluster demo`) deposit with the operator token kept in cluster.json (0600).
         self.token_secret = os.environ.get("BG_TOKEN_SECRET") or secrets.token_urlsafe(32)

@@ -92,11 +92,29 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self._rotation = itertools.cycle(range(len(self.table_stubs)))
         self.presence = presence
         self.rate_per_s = rate_per_s
+        self._limiters: dict[str, RateLimiter] = {}
+        self._background: set[asyncio.Task[None]] = set()
 
     def tables(self) -> table_pb2_grpc.TableServiceStub:
         return self.table_stubs[next(self._rotation)]
 
+    def _limit(self, context: Context) -> None:
+        """Per-connection limit on unary calls (the peer address names the connection)."""
+        peer = context.peer() if hasattr(context, "peer") else "local"
+        limiter = self._limiters.get(peer)
+        if limiter is None:
+            if len(self._limiters) > 10_000:
+                self._limiters.clear()  # forget idle connections wholesale; cheap and bounded
+            limiter = self._limiters[peer] = RateLimiter(self.rate_per_s)
+        if not limiter.allow():
+            raise ServiceError(
+                "RATE_LIMITED",
+                f"at most {self.rate_per_s:g} calls per second",
+                status=grpc.StatusCode.RESOURCE_EXHAUSTED,
+            )
+
     def player(self, context: Context) -> str:
+        self._limit(context)
         metadata = dict(context.invocation_metadata() or ())
         header = str(metadata.get("authorization", ""))
         if not header.startswith("Bearer "):
@@ -109,6 +127,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def Login(
         self, request: gateway_pb2.LoginRequest, context: Context
     ) -> gateway_pb2.LoginResponse:
+        self._limit(context)
         identity = await self.identities.guest(request.guest_name)
         token, expires = self.signer.issue(identity)
         return gateway_pb2.LoginResponse(
@@ -191,7 +210,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     async def Play(
         self, request_iterator: AsyncIterator[gateway_pb2.PlayRequest], context: Context
-    ) -> AsyncIterator[gateway_pb2.PlayUpdate]:
+    ) -> None:
+        # Written with context.write(), not yielded: when the client goes away the handler task
+        # is cancelled and the finally block (the presence report) runs at once, instead of
+        # whenever an abandoned async generator happens to be collected.
         try:
             player = self.player(context)
             first = await anext(request_iterator)
@@ -223,15 +245,22 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 update = await queue.get()
                 if update is None:
                     return
-                yield update
+                await context.write(update)
         finally:
             for task in (commands, events):
                 task.cancel()
-            for task in (commands, events):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-            if await self.presence.closed(table_id, player):
-                await self._report(table_id, player, False)
+            # The presence report runs in its own task: a second cancellation of this handler
+            # (the call ending while we clean up) must not swallow the disconnect.
+            left = asyncio.create_task(self._stream_closed(table_id, player, commands, events))
+            self._background.add(left)
+            left.add_done_callback(self._background.discard)
+
+    async def _stream_closed(self, table_id: str, player: str, *tasks: asyncio.Task[None]) -> None:
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if await self.presence.closed(table_id, player):
+            await self._report(table_id, player, False)
 
     async def _report(self, table_id: str, player: str, connected: bool) -> None:
         with contextlib.suppress(ServiceError):

@@ -58,9 +58,14 @@ class Aborted(Exception):
 class WsContext:
     """The part of grpc.aio.ServicerContext the servicer uses."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, connection_id: str, connection: Any = None) -> None:
         self.token = token
+        self.connection_id = connection_id
+        self.connection = connection
         self.error: errors_pb2.Error | None = None
+
+    def peer(self) -> str:
+        return self.connection_id
 
     def invocation_metadata(self) -> list[tuple[str, str]]:
         return [("authorization", f"Bearer {self.token}")] if self.token else []
@@ -73,6 +78,9 @@ class WsContext:
 
     async def abort(self, code: grpc.StatusCode, details: str) -> None:
         raise Aborted(code, details)
+
+    async def write(self, update: gateway_pb2.PlayUpdate) -> None:
+        await self.connection.send(json.dumps({"update": json_format.MessageToDict(update)}))
 
 
 def _error(ctx: WsContext, exc: Aborted) -> dict[str, Any]:
@@ -88,6 +96,7 @@ class WsGateway:
 
     async def handle(self, connection: Any) -> None:
         token = ""
+        conn_id = f"ws:{id(connection)}"
         play_queue: asyncio.Queue[gateway_pb2.PlayRequest | None] | None = None
         play_task: asyncio.Task[None] | None = None
         try:
@@ -109,13 +118,18 @@ class WsGateway:
                         play_queue = asyncio.Queue()
                         await play_queue.put(request)
                         play_task = asyncio.create_task(
-                            self._play(connection, play_queue, WsContext(token), message.get("id"))
+                            self._play(
+                                connection,
+                                play_queue,
+                                WsContext(token, conn_id, connection),
+                                message.get("id"),
+                            )
                         )
                     else:
                         await play_queue.put(request)
                     continue
                 await connection.send(
-                    json.dumps(await self._unary(method, message, WsContext(token)))
+                    json.dumps(await self._unary(method, message, WsContext(token, conn_id)))
                 )
         finally:
             if play_queue is not None:
@@ -161,7 +175,6 @@ class WsGateway:
                 yield item
 
         try:
-            async for update in self.servicer.Play(requests(), ctx):  # type: ignore[arg-type]
-                await connection.send(json.dumps({"update": json_format.MessageToDict(update)}))
+            await self.servicer.Play(requests(), ctx)  # type: ignore[arg-type]
         except Aborted as exc:
             await connection.send(json.dumps({"id": request_id, "error": _error(ctx, exc)}))

@@ -478,3 +478,74 @@ async def test_terminal_client_against_the_cpu(cluster: dict[str, Any]) -> None:
     assert ("pips: you" in text and "lit:" in text) or "their turn" in text
     assert "not understood" in text and "roll | move FROM TO" in text
     assert "match over: nobody won (abandoned)" in text
+
+
+async def _command(call: Any, requests: asyncio.Queue[Any], kind: str, seq: int) -> Any:
+    cmd = table_pb2.Command()
+    getattr(cmd, kind).SetInParent()
+    command_id = f"{kind}-{seq}"
+    await requests.put(
+        gateway_pb2.PlayRequest(command=gateway_pb2.PlayCommand(command_id=command_id, command=cmd))
+    )
+    while True:
+        update = await asyncio.wait_for(call.read(), 20)
+        which = update.WhichOneof("kind")
+        if which in ("result", "error") and getattr(update, which).command_id == command_id:
+            return update
+
+
+async def test_rematch_through_the_gateway(cluster: dict[str, Any]) -> None:
+    """I-32: offer and accept on the Play stream; a new match with a new escrow and seed."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob = await _players(cluster, ch, "ann", "bob")
+        table = await ann.create_table(
+            table_pb2.TableOptions(profile="wagered", match_length=1, bet=100)
+        )
+        first = await bob.join(table.code)
+        await bob.stub.LeaveTable(
+            matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=bob.auth
+        )
+        await _balances_settle([ann, bob], {ann.player_id: 5084, bob.player_id: 4900})
+        ann_call, ann_q = await _open_stream(ann, table.table_id)
+        bob_call, bob_q = await _open_stream(bob, table.table_id)
+        offered = await _command(ann_call, ann_q, "offer_rematch", 1)
+        assert offered.WhichOneof("kind") == "result"
+        accepted = await _command(bob_call, bob_q, "accept_rematch", 2)
+        assert accepted.WhichOneof("kind") == "result", accepted
+        lobby = await ann.table(table.table_id)
+        assert lobby.status == "dealt" and lobby.match_id == f"{table.table_id}-2"
+        assert lobby.fingerprint != first.fingerprint  # a new seed
+        view = await ann.view(table.table_id)
+        assert view.match_id == lobby.match_id and view.phase not in ("match_over", "closed")
+        got = await _balances_settle([ann, bob], {ann.player_id: 4984, bob.player_id: 4800})
+        assert got == {ann.player_id: 4984, bob.player_id: 4800}  # the new escrow
+        for q in (ann_q, bob_q):
+            await q.put(None)
+        ann_call.cancel()
+        bob_call.cancel()
+
+
+async def test_rate_limits_answer_a_clear_error(tmp_path: Path, valkey_url: str) -> None:
+    """Per-connection limits: past the burst, RESOURCE_EXHAUSTED / RATE_LIMITED."""
+    from services.common.host import ServiceHost
+    from services.gateway.app import build_app
+
+    host = ServiceHost(
+        build_app({"BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", "BG_WS_PORT": "0",
+                   "BG_REDIS_URL": valkey_url, "BG_RATE_PER_S": "2", "BG_TOKEN_SECRET": SECRET})
+    )  # fmt: skip
+    await host.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as ch:
+            player = Player(ch, "spammer")
+            codes = []
+            for _ in range(8):
+                try:
+                    await player.stub.Login(gateway_pb2.LoginRequest(guest_name="spammer"))
+                    codes.append("OK")
+                except grpc.aio.AioRpcError as exc:
+                    assert exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                    codes.append(error_from(exc).code)  # type: ignore[union-attr]
+        assert codes[:4] == ["OK"] * 4 and "RATE_LIMITED" in codes[4:]
+    finally:
+        await host.stop()
