@@ -31,39 +31,43 @@ class Player:
         self.commands = 0
         self.errors: list[str] = []
 
+    async def _rpc(self, method: Any, request: Any, auth: bool = True) -> Any:
+        """A unary call; over the connection's rate limit, back off and retry (politely)."""
+        for _ in range(200):
+            try:
+                return await method(request, metadata=self.auth if auth else None)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    raise
+                await asyncio.sleep(0.1)
+        raise TimeoutError("rate limited for too long")
+
     @property
     def auth(self) -> list[tuple[str, str]]:
         return [("authorization", f"Bearer {self.token}")]
 
     async def login(self) -> str:
-        reply = await self.stub.Login(gateway_pb2.LoginRequest(guest_name=self.name))
+        reply = await self._rpc(
+            self.stub.Login, gateway_pb2.LoginRequest(guest_name=self.name), auth=False
+        )
         self.token, self.player_id = reply.token, reply.player_id
         return self.player_id
 
     async def create_table(self, options: table_pb2.TableOptions, public: bool = False) -> Any:
-        return await self.stub.CreateTable(
-            matchmaking_pb2.CreateTableRequest(options=options, public=public), metadata=self.auth
-        )
+        request = matchmaking_pb2.CreateTableRequest(options=options, public=public)
+        return await self._rpc(self.stub.CreateTable, request)
 
     async def join(self, code: str) -> Any:
-        return await self.stub.JoinByCode(
-            matchmaking_pb2.JoinByCodeRequest(code=code), metadata=self.auth
-        )
+        return await self._rpc(self.stub.JoinByCode, matchmaking_pb2.JoinByCodeRequest(code=code))
 
     async def table(self, table_id: str) -> Any:
-        return await self.stub.GetTable(
-            matchmaking_pb2.TableRequest(table_id=table_id), metadata=self.auth
-        )
+        return await self._rpc(self.stub.GetTable, matchmaking_pb2.TableRequest(table_id=table_id))
 
     async def view(self, table_id: str) -> Any:
-        return await self.stub.GetView(
-            gateway_pb2.ViewRequest(table_id=table_id), metadata=self.auth
-        )
+        return await self._rpc(self.stub.GetView, gateway_pb2.ViewRequest(table_id=table_id))
 
     async def balance(self) -> int:
-        return int(
-            (await self.stub.GetBalance(gateway_pb2.BalanceRequest(), metadata=self.auth)).balance
-        )
+        return int((await self._rpc(self.stub.GetBalance, gateway_pb2.BalanceRequest())).balance)
 
     def decide(self, v: Any) -> table_pb2.Command | None:
         """The next command for view `v` when this player must act, else None."""

@@ -28,10 +28,12 @@ async def run_demo(data_dir: Path, timeout_s: float = 600.0) -> dict[str, Any]:
     state = read_state(data_dir)
     by_name = {s["name"]: s["address"] for s in state["services"]}
     async with (
-        grpc.aio.insecure_channel(by_name["gateway"]) as gw,
+        grpc.aio.insecure_channel(by_name["gateway"]) as gw_ann,
+        grpc.aio.insecure_channel(by_name["gateway"]) as gw_bob,
         grpc.aio.insecure_channel(by_name["wallet"]) as wallet_channel,
     ):
-        players = [Player(gw, "demo-ann", seed=1), Player(gw, "demo-bob", seed=2)]
+        # One connection each, as two devices would have (rate limits are per connection).
+        players = [Player(gw_ann, "demo-ann", seed=1), Player(gw_bob, "demo-bob", seed=2)]
         for p in players:
             await p.login()
         wallet = wallet_pb2_grpc.WalletServiceStub(wallet_channel)

@@ -6,8 +6,6 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 
-import grpc
-
 from services.bots.settings import load_settings
 from services.bots.worker import BotWorker
 from services.common.deps import redis_check, redis_client
@@ -25,11 +23,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     async def start() -> None:
         if not settings.token_secret:
             raise RuntimeError("BG_TOKEN_SECRET is required: bots sign in through the gateway")
-        channel = grpc.aio.insecure_channel(settings.gateway_addr)
-        worker = BotWorker(
-            redis, channel, TokenSigner(settings.token_secret, 7 * 86_400), settings.max_tables
-        )
-        parts["channel"] = channel
+        signer = TokenSigner(settings.token_secret, 7 * 86_400)
+        worker = BotWorker(redis, settings.gateway_addr, signer, settings.max_tables)
         parts["task"] = asyncio.create_task(worker.run(stop), name="bots")
 
     async def close() -> None:
@@ -38,9 +33,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         if isinstance(task, asyncio.Task):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(task, 5)
-        channel = parts.get("channel")
-        if isinstance(channel, grpc.aio.Channel):
-            await channel.close(None)
         await redis.aclose()
 
     app.checks.append(redis_check(redis))

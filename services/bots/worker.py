@@ -25,11 +25,9 @@ LEASE_S = 30
 
 
 class BotWorker:
-    def __init__(
-        self, redis: Any, channel: grpc.aio.Channel, signer: TokenSigner, max_tables: int
-    ) -> None:
+    def __init__(self, redis: Any, gateway_addr: str, signer: TokenSigner, max_tables: int) -> None:
         self.redis = redis
-        self.channel = channel
+        self.gateway_addr = gateway_addr
         self.signer = signer
         self.max_tables = max_tables
         self.token = secrets.token_hex(8)
@@ -48,8 +46,10 @@ class BotWorker:
             seats = json.loads(raw)["player_ids"]
             bot_id = next(p for p in seats if p.startswith("cpu-"))
             level = bot_id.split("-")[1]
+            # One connection per seat, as a device would have: rate limits are per connection.
+            channel = grpc.aio.insecure_channel(self.gateway_addr)
             player = Player(
-                self.channel,
+                channel,
                 bot_id,
                 strategy="easy" if level == "easy" else "normal",
                 seed=hash(table_id) & 0xFFFF,
@@ -61,6 +61,7 @@ class BotWorker:
                 await player.play(table_id, timeout_s=86_400)
             finally:
                 renew.cancel()
+                await channel.close(None)
             await self.redis.srem(BOT_TABLES, table_id)
             self.finished += 1
         except Exception:

@@ -34,8 +34,8 @@ class GatewaySettings(ServiceSettings):
     )
     rate_per_s: float = setting(
         "BG_RATE_PER_S",
-        20.0,
-        "Commands per second allowed per connection (burst: twice that).",
+        50.0,
+        "Calls (and Play commands) per second allowed per connection (burst: twice that).",
         min=0.1,
     )
 
