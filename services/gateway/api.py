@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
@@ -83,6 +84,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         tables: list[grpc.aio.Channel],
         presence: Presence,
         rate_per_s: float,
+        leaderboard: grpc.aio.Channel | None = None,
     ) -> None:
         self.signer = signer
         self.identities = identities
@@ -92,6 +94,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self._rotation = itertools.cycle(range(len(self.table_stubs)))
         self.presence = presence
         self.rate_per_s = rate_per_s
+        self.boards = (
+            leaderboard_pb2_grpc.LeaderboardServiceStub(leaderboard) if leaderboard else None
+        )
         self._limiters: dict[str, RateLimiter] = {}
         self._background: set[asyncio.Task[None]] = set()
 
@@ -186,6 +191,26 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         if player not in record.player_ids:
             raise PermissionDenied("NOT_SEATED", "only the match's players get its record")
         return record
+
+    @grpc_errors
+    async def GetLeaderboard(self, request: leaderboard_pb2.TopRequest, context: Context) -> Any:
+        self.player(context)
+        assert self.boards is not None
+        return await call(self.boards.Top(request, timeout=10))
+
+    @grpc_errors
+    async def GetRank(self, request: leaderboard_pb2.RankRequest, context: Context) -> Any:
+        player = self.player(context)
+        request.player_id = request.player_id or player
+        assert self.boards is not None
+        return await call(self.boards.Rank(request, timeout=10))
+
+    @grpc_errors
+    async def GetProfile(self, request: leaderboard_pb2.ProfileRequest, context: Context) -> Any:
+        player = self.player(context)
+        request.player_id = request.player_id or player
+        assert self.boards is not None
+        return await call(self.boards.Profile(request, timeout=10))
 
     @grpc_errors
     async def GetBalance(

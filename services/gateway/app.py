@@ -43,9 +43,17 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         tables = [
             grpc.aio.insecure_channel(a, interceptors=interceptors) for a in settings.table_addrs
         ]
-        channels.extend([mm, wallet, *tables])
+        boards = grpc.aio.insecure_channel(settings.leaderboard_addr, interceptors=interceptors)
+        channels.extend([mm, wallet, boards, *tables])
         servicer = GatewayServicer(
-            signer, GuestIdentities(), mm, wallet, tables, Presence(redis), settings.rate_per_s
+            signer,
+            GuestIdentities(),
+            mm,
+            wallet,
+            tables,
+            Presence(redis),
+            settings.rate_per_s,
+            boards,
         )
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         parts["servicer"] = servicer

@@ -29,6 +29,9 @@ class GatewaySettings(ServiceSettings):
         "BG_MATCHMAKING_ADDR", "127.0.0.1:50052", "Matchmaking address."
     )
     wallet_addr: str = setting("BG_WALLET_ADDR", "127.0.0.1:50053", "Wallet service address.")
+    leaderboard_addr: str = setting(
+        "BG_LEADERBOARD_ADDR", "127.0.0.1:50054", "Leaderboard service address."
+    )
     table_addrs: tuple[str, ...] = setting(
         "BG_TABLE_ADDRS", ("127.0.0.1:50061",), "Table service replicas (comma-separated)."
     )

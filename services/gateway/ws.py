@@ -26,6 +26,7 @@ from google.protobuf import json_format
 
 from bg.common.v1 import errors_pb2
 from bg.gateway.v1 import gateway_pb2
+from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.errors import ERROR_KEY
@@ -46,6 +47,9 @@ UNARY: dict[str, Any] = {
     "GetMatchRecord": table_pb2.GetMatchRecordRequest,
     "GetBalance": gateway_pb2.BalanceRequest,
     "SetPreferences": gateway_pb2.PreferencesRequest,
+    "GetLeaderboard": leaderboard_pb2.TopRequest,
+    "GetRank": leaderboard_pb2.RankRequest,
+    "GetProfile": leaderboard_pb2.ProfileRequest,
 }
 
 

@@ -1,7 +1,38 @@
-"""`python -m services.leaderboard`: read settings, build the app, run it."""
+"""`python -m services.leaderboard` runs the service; `... rebuild` replays the topics from the
+start into empty stores (run it with the service's settings, then restart the service)."""
+
+import asyncio
+import sys
 
 from services.common.host import main
-from services.leaderboard.app import build_app
+
+
+def _rebuild() -> None:
+    from services.common.deps import redis_client, sql_engine
+    from services.common.migrate import migrate
+    from services.leaderboard.app import MIGRATIONS
+    from services.leaderboard.consumer import EventHandler, rebuild
+    from services.leaderboard.settings import load_settings
+    from services.leaderboard.store import BoardStore
+
+    async def run() -> None:
+        settings = load_settings()
+        engine = sql_engine(settings.database_url)
+        redis = redis_client(settings.redis_url)
+        await migrate(engine, MIGRATIONS)
+        store = BoardStore(engine, redis, settings.season_days * 86_400_000)
+        applied = await rebuild(EventHandler(store), settings.kafka_bootstrap)
+        print(f"rebuilt the boards from {applied} events")
+        await engine.dispose()
+        await redis.aclose()
+
+    asyncio.run(run())
+
 
 if __name__ == "__main__":
-    main("leaderboard", build_app)
+    if sys.argv[1:] == ["rebuild"]:
+        _rebuild()
+    else:
+        from services.leaderboard.app import build_app
+
+        main("leaderboard", build_app)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from services.common.settings import (
     ServiceSettings,
     database_url_setting,
+    kafka_bootstrap_setting,
     load,
     redis_url_setting,
     setting,
@@ -20,6 +21,10 @@ class LeaderboardSettings(ServiceSettings):
     metrics_port: int = setting("BG_METRICS_PORT", 9104, "Metrics HTTP port.", min=0, max=65535)
     redis_url: str = redis_url_setting()
     database_url: str = database_url_setting("sqlite+aiosqlite:///.data/leaderboard.db")
+    kafka_bootstrap: str = kafka_bootstrap_setting()
+    season_days: int = setting(
+        "BG_SEASON_DAYS", 7, "Season length in days (weeks from Monday UTC).", min=1
+    )
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> LeaderboardSettings:

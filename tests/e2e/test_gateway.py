@@ -549,3 +549,39 @@ async def test_rate_limits_answer_a_clear_error(tmp_path: Path, valkey_url: str)
         assert codes[:4] == ["OK"] * 4 and "RATE_LIMITED" in codes[4:]
     finally:
         await host.stop()
+
+
+async def test_leaderboards_through_the_gateway(cluster: dict[str, Any]) -> None:
+    """I-13: a wagered win feeds the league; boards and profiles are read through the gateway."""
+    from bg.leaderboard.v1 import leaderboard_pb2
+
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob = await _players(cluster, ch, "ann", "bob")
+        table = await ann.create_table(
+            table_pb2.TableOptions(profile="wagered", match_length=3, bet=1000, rated=True)
+        )
+        await bob.join(table.code)
+        await bob.stub.LeaveTable(
+            matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=bob.auth
+        )
+        profile = None
+        for _ in range(300):
+            profile = await ann.stub.GetProfile(leaderboard_pb2.ProfileRequest(), metadata=ann.auth)
+            if profile.league_diamonds:
+                break
+            await asyncio.sleep(0.1)
+        assert profile is not None and profile.league_diamonds == 840 and profile.league_rank >= 1
+        assert profile.trophies == 0  # won because bob left: no match-win trophies (I-12)
+        top = await ann.stub.GetLeaderboard(
+            leaderboard_pb2.TopRequest(board="league", limit=100), metadata=ann.auth
+        )
+        assert ann.player_id in [e.player_id for e in top.entries]
+        rank = await ann.stub.GetRank(
+            leaderboard_pb2.RankRequest(board="league", around=1), metadata=ann.auth
+        )
+        assert rank.rank == profile.league_rank and rank.score == 840
+        with pytest.raises(grpc.aio.AioRpcError) as bad:
+            await ann.stub.GetLeaderboard(
+                leaderboard_pb2.TopRequest(board="karma"), metadata=ann.auth
+            )
+        assert error_from(bad.value).field == "board"  # type: ignore[union-attr]

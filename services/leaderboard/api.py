@@ -1,0 +1,89 @@
+"""The gRPC servicer of bg.leaderboard.v1.LeaderboardService."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import grpc
+
+from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
+from services.common.errors import InvalidArgument, grpc_errors
+from services.leaderboard import boards
+from services.leaderboard.store import ALL, BoardStore
+
+Context = grpc.aio.ServicerContext[Any, Any]
+BOARDS = ("trophies", "league", "scored", "rating")
+LEVELS = ("players", "easy", "normal")
+
+
+class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
+    def __init__(self, store: BoardStore) -> None:
+        self.store = store
+
+    def season(self) -> str:
+        return boards.season_of(int(time.time() * 1000), self.store.season_ms)
+
+    def _key(self, board: str, key: str) -> str:
+        if board not in BOARDS:
+            raise InvalidArgument(
+                "UNKNOWN_BOARD", f"board is one of {', '.join(BOARDS)}", field="board"
+            )
+        if board == "rating":
+            return ALL
+        if board == "scored":
+            if (key or "players") not in LEVELS:
+                raise InvalidArgument(
+                    "UNKNOWN_LEVEL", f"level is one of {', '.join(LEVELS)}", field="key"
+                )
+            return key or "players"
+        return key or self.season()
+
+    @grpc_errors
+    async def Top(
+        self, request: leaderboard_pb2.TopRequest, context: Context
+    ) -> leaderboard_pb2.TopResponse:
+        key = self._key(request.board, request.key)
+        limit = request.limit or 10
+        if not 1 <= limit <= 100:
+            raise InvalidArgument("INVALID_LIMIT", "limit is 1..100", field="limit")
+        rows = await self.store.top(request.board, key, limit)
+        return leaderboard_pb2.TopResponse(
+            key=key,
+            entries=[leaderboard_pb2.Entry(rank=r, player_id=p, score=s) for r, p, s in rows],
+        )
+
+    @grpc_errors
+    async def Rank(
+        self, request: leaderboard_pb2.RankRequest, context: Context
+    ) -> leaderboard_pb2.RankResponse:
+        key = self._key(request.board, request.key)
+        if not 0 <= request.around <= 10:
+            raise InvalidArgument("INVALID_AROUND", "around is 0..10", field="around")
+        rank, score, rows = await self.store.rank(
+            request.board, key, request.player_id, request.around
+        )
+        return leaderboard_pb2.RankResponse(
+            rank=rank,
+            score=score,
+            neighbours=[leaderboard_pb2.Entry(rank=r, player_id=p, score=s) for r, p, s in rows],
+        )
+
+    @grpc_errors
+    async def Profile(
+        self, request: leaderboard_pb2.ProfileRequest, context: Context
+    ) -> leaderboard_pb2.ProfileResponse:
+        season = self.season()
+        p = await self.store.profile(request.player_id)
+        league_rank, _, _ = await self.store.rank("league", season, request.player_id, 0)
+        return leaderboard_pb2.ProfileResponse(
+            player_id=request.player_id,
+            trophies=p["trophies"].get(ALL, 0),
+            season_trophies=p["trophies"].get(season, 0),
+            rating=p["rating"],
+            experience=p["experience"],
+            scored_points=p["scored"],
+            league_diamonds=p["league"].get(season, 0),
+            league_rank=league_rank,
+            season=season,
+        )

@@ -1,0 +1,109 @@
+"""Consumes table-events and wallet-events into the boards; and `rebuild` replays both topics
+from the start into empty stores."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from bg.events.v1 import events_pb2
+from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
+from services.leaderboard.store import BoardStore, Effects, table_effects, wallet_effects
+
+log = logging.getLogger("bg.leaderboard")
+
+
+class EventHandler:
+    def __init__(self, store: BoardStore, metrics: Any = None) -> None:
+        self.store = store
+        self.metrics = metrics
+
+    async def handle(self, topic: str, raw: bytes) -> str:
+        try:
+            if topic == TABLE_EVENTS:
+                t_event = events_pb2.TableEvent()
+                t_event.ParseFromString(raw)
+                event_id, at_ms, kind = t_event.event_id, t_event.at_ms, t_event.type
+                fx: Effects = table_effects(t_event, self.store.season_ms)
+            else:
+                w_event = events_pb2.WalletEvent()
+                w_event.ParseFromString(raw)
+                event_id, at_ms, kind = w_event.event_id, w_event.at_ms, f"wallet_{w_event.kind}"
+                fx = wallet_effects(w_event, self.store.season_ms)
+        except Exception:
+            log.error("undecodable event skipped", extra={"topic": topic, "size": len(raw)})
+            return self._count("undecodable", "undecodable")
+        if not fx.deltas and not fx.rated:
+            return self._count(kind, "ignored")
+        applied = await self.store.apply(event_id, at_ms, fx)
+        return self._count(kind, "applied" if applied else "duplicate")
+
+    def _count(self, kind: str, result: str) -> str:
+        if self.metrics is not None:
+            self.metrics.consumed.labels(kind, result).inc()
+        return result
+
+
+async def consume(
+    handler: EventHandler, consumer: Any, stop: asyncio.Event, lag: Any = None
+) -> None:
+    await consumer.start()
+    try:
+        while not stop.is_set():
+            batches = await consumer.getmany(timeout_ms=500, max_records=500)
+            for records in batches.values():
+                for record in records:
+                    await handler.handle(record.topic, record.value)
+            if batches:
+                await consumer.commit()
+            if lag is not None:
+                total = 0
+                for tp in consumer.assignment():
+                    end = consumer.highwater(tp)
+                    if end is not None:
+                        total += max(0, end - await consumer.position(tp))
+                lag.set(total)
+    finally:
+        await consumer.stop()
+
+
+async def rebuild(handler: EventHandler, bootstrap: str) -> int:
+    """Empty the stores, then apply both topics from their first offset to their current end."""
+    await handler.store.reset()
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    applied = 0
+    try:
+        partitions = [
+            TopicPartition(topic, p)
+            for topic in (TABLE_EVENTS, WALLET_EVENTS)
+            for p in (consumer.partitions_for_topic(topic) or await _partitions(consumer, topic))
+        ]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        ends = await consumer.end_offsets(partitions)
+
+        async def behind() -> bool:
+            for tp in partitions:
+                if await consumer.position(tp) < ends[tp]:
+                    return True
+            return False
+
+        while await behind():
+            batches = await consumer.getmany(timeout_ms=1000, max_records=1000)
+            for records in batches.values():
+                for record in records:
+                    if record.offset < ends[TopicPartition(record.topic, record.partition)]:
+                        applied += await handler.handle(record.topic, record.value) == "applied"
+    finally:
+        await consumer.stop()
+    await handler.store.resync()
+    return applied
+
+
+async def _partitions(consumer: Any, topic: str) -> set[int]:
+    await consumer._client.force_metadata_update()  # aiokafka has no public call for this
+    return consumer.partitions_for_topic(topic) or set()

@@ -1,0 +1,277 @@
+"""Boards from recorded event sequences (SQLite and PostgreSQL, real Valkey): every I-12, I-13,
+I-18, I-19 case; redelivery and replay give identical boards; season rollover; FIBS ratings."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+import redis.asyncio as redis_asyncio
+
+from bg.events.v1 import events_pb2
+from services.common.deps import sql_engine
+from services.common.migrate import migrate
+from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
+from services.leaderboard.app import MIGRATIONS
+from services.leaderboard.consumer import EventHandler
+from services.leaderboard.store import BoardStore
+
+pytestmark = pytest.mark.integration
+MONDAY = 1_795_392_000_000  # 2026-11-23 00:00 UTC
+P = ["ann", "bob"]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(
+    request: pytest.FixtureRequest, tmp_path: Path, valkey_url: str
+) -> AsyncIterator[BoardStore]:
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path}/lb.db"
+    else:
+        base: str = request.getfixturevalue("postgres_url")
+        name = f"lb_{uuid.uuid4().hex[:10]}"
+        conn = await asyncpg.connect(base.replace("+asyncpg", ""))
+        await conn.execute(f'CREATE DATABASE "{name}"')
+        await conn.close()
+        url = base.rsplit("/", 1)[0] + f"/{name}"
+    engine = sql_engine(url)
+    await migrate(engine, MIGRATIONS)
+    redis = redis_asyncio.Redis.from_url(valkey_url)
+    await redis.flushdb()
+    yield BoardStore(engine, redis)
+    await redis.aclose()
+    await engine.dispose()
+
+
+def info(
+    profile: str,
+    rated: bool = False,
+    length: int = 3,
+    test: bool = False,
+    level: str = "players",
+    players: list[str] = P,
+) -> events_pb2.MatchInfo:
+    return events_pb2.MatchInfo(
+        profile=profile,
+        player_ids=players,
+        match_length=length,
+        rated=rated,
+        test_game=test,
+        level=level,
+    )
+
+
+def game(
+    table: str, seq: int, mi: events_pb2.MatchInfo, winner: int, result: str, at: int = MONDAY
+) -> tuple[str, bytes]:
+    ev = events_pb2.TableEvent(
+        event_id=f"{table}:{seq}", table_id=table, seq=seq, at_ms=at, type="game_ended"
+    )
+    ev.game_ended.CopyFrom(
+        events_pb2.GameEnded(info=mi, winner_seat=winner, result=result, points=1, cube=1)
+    )
+    return TABLE_EVENTS, ev.SerializeToString()
+
+
+def match(
+    table: str,
+    seq: int,
+    mi: events_pb2.MatchInfo,
+    winner: int,
+    reason: str,
+    games: list[tuple[int, str]],
+    points: tuple[int, int] = (0, 0),
+    at: int = MONDAY,
+) -> tuple[str, bytes]:
+    ev = events_pb2.TableEvent(
+        event_id=f"{table}:{seq}", table_id=table, seq=seq, at_ms=at, type="match_ended"
+    )
+    ev.match_ended.CopyFrom(
+        events_pb2.MatchEnded(
+            info=mi, winner_seat=winner, reason=reason, scored_points=list(points),
+            games=[events_pb2.GameEnded(winner_seat=w, result=r) for w, r in games],
+        )
+    )  # fmt: skip
+    return TABLE_EVENTS, ev.SerializeToString()
+
+
+def settle(op: int, winner: str, net: int, at: int = MONDAY) -> tuple[str, bytes]:
+    ev = events_pb2.WalletEvent(
+        event_id=f"wallet:{op}",
+        operation_id=op,
+        kind="settle",
+        winner_id=winner,
+        net_gain=net,
+        at_ms=at,
+    )
+    return WALLET_EVENTS, ev.SerializeToString()
+
+
+def recorded(ann: str = "ann", bob: str = "bob") -> list[tuple[str, bytes]]:
+    pair = [ann, bob]
+    rated = info("wagered", rated=True, length=3, players=pair)
+    unrated = info("wagered", rated=False, length=1, players=pair)
+    return [
+        # t1, rated wagered to 3: ann wins a gammon (cube 4: still 20), bob a single, ann a single.
+        game("t1", 5, rated, 0, "gammon"),
+        game("t1", 9, rated, 1, "single"),
+        game("t1", 14, rated, 0, "single"),
+        match("t1", 15, rated, 0, "points", [(0, "gammon"), (1, "single"), (0, "single")]),
+        settle(1, ann, 840),
+        # t2, rated: bob wins only because ann resigned twice: game trophies, no match bonus.
+        game("t2", 3, rated, 1, "resign"),
+        game("t2", 6, rated, 1, "resign"),
+        match("t2", 7, rated, 1, "points", [(1, "resign"), (1, "resign")]),
+        # t3, rated: ann drops a double she cannot cover, then leaves: bob's drop game counts.
+        game("t3", 4, rated, 1, "drop"),
+        match("t3", 5, rated, 1, "left", [(1, "drop")]),
+        # t4, unrated wagered: no trophies; the league counts it (I-13).
+        game("t4", 2, unrated, 0, "backgammon"),
+        match("t4", 3, unrated, 0, "points", [(0, "backgammon")]),
+        settle(2, ann, 184),
+        # scored (I-18): a normal loss, a leader leaving (nothing), a test game (nowhere), vs CPU.
+        match("s1", 9, info("scored"), 0, "points", [], points=(1, -1)),
+        match("s2", 9, info("scored"), 1, "left", [], points=(0, 0)),
+        match("s3", 9, info("scored", test=True), 1, "points", [], points=(-1, 1)),
+        match(
+            "s4",
+            9,
+            info("scored", level="easy", players=["ann", "cpu-easy-s4"]),
+            0,
+            "points",
+            [],
+            points=(1, -1),
+        ),
+        # casual ranked (I-26): ann beats bob in a match to 1; unranked and vs CPU do not count.
+        match("c1", 9, info("casual", rated=True, length=1), 0, "points", []),
+        match("c2", 9, info("casual", rated=False, length=1), 1, "points", []),
+        match(
+            "c3",
+            9,
+            info("casual", rated=True, length=1, players=["ann", "cpu-normal-c3"]),
+            1,
+            "points",
+            [],
+        ),
+        # next season: ann wins 100 more diamonds.
+        settle(3, ann, 100, at=MONDAY + 7 * 86_400_000),
+    ]
+
+
+async def _boards(store: BoardStore) -> dict[str, object]:
+    out: dict[str, object] = {}
+    keys = (
+        ("trophies", "all"), ("trophies", "2026-11-23"), ("league", "2026-11-23"),
+        ("league", "2026-11-30"), ("scored", "players"), ("scored", "easy"), ("rating", "all"),
+    )  # fmt: skip
+    for board, key in keys:
+        out[f"{board}:{key}"] = [(p, round(s, 6)) for _, p, s in await store.top(board, key, 50)]
+    out["ann"] = await store.profile("ann")
+    out["bob"] = await store.profile("bob")
+    return out
+
+
+async def test_boards_from_a_recorded_sequence(store: BoardStore) -> None:
+    handler = EventHandler(store)
+    for topic, raw in recorded():
+        await handler.handle(topic, raw)
+    b = await _boards(store)
+    # ann: 20 + 10 game trophies + 30 match bonus; bob: 10 (t1) + 20 (resigns) + 10 (drop).
+    assert b["trophies:all"] == [("ann", 60.0), ("bob", 40.0)]
+    assert b["trophies:2026-11-23"] == b["trophies:all"]
+    assert b["league:2026-11-23"] == [("ann", 1024.0)]  # 840 + 184 (I-13, rated or not)
+    assert b["league:2026-11-30"] == [("ann", 100.0)]  # season rollover
+    assert b["scored:players"] == [
+        ("ann", 1.0),
+        ("bob", -1.0),
+    ]  # test game and leader-leaving: nothing
+    assert b["scored:easy"] == [("ann", 1.0)]  # the computer is not ranked (I-31)
+    assert b["rating:all"] == [("ann", 1510.0), ("bob", 1490.0)]  # FIBS: +/-10 at 1500 (I-26)
+    assert b["ann"]["experience"] == 1 and b["ann"]["rated_matches"] == 1  # type: ignore[index]
+
+
+async def test_redelivery_and_replay_give_identical_boards(store: BoardStore) -> None:
+    handler = EventHandler(store)
+    events = recorded()
+    for topic, raw in events:
+        await handler.handle(topic, raw)
+    first = await _boards(store)
+    for topic, raw in events + events[:5]:  # every event delivered again
+        assert await handler.handle(topic, raw) in ("duplicate", "ignored")
+    assert await _boards(store) == first
+    await store.reset()  # replay into empty stores
+    for topic, raw in events:
+        await handler.handle(topic, raw)
+    assert await _boards(store) == first
+    await store.redis.flushdb()  # Redis lost: the ranks come back from SQL
+    await store.resync()
+    assert await _boards(store) == first
+
+
+async def test_rebuild_replays_the_topics_into_empty_stores(
+    store: BoardStore, kafka_bootstrap: str
+) -> None:
+    """The rebuild command reaches the same boards as live consumption (real Tansu)."""
+    from aiokafka import AIOKafkaProducer
+
+    from services.leaderboard.consumer import rebuild
+
+    handler = EventHandler(store)
+    run = uuid.uuid4().hex[:6]
+    events = []
+    ann, bob = f"ann{run}", f"bob{run}"
+    for topic, raw in recorded(ann, bob):  # unique ids and players: the topics are shared
+        if topic == TABLE_EVENTS:
+            ev = events_pb2.TableEvent()
+            ev.ParseFromString(raw)
+            ev.event_id = f"{run}-{ev.event_id}"
+        else:
+            ev = events_pb2.WalletEvent()  # type: ignore[assignment]
+            ev.ParseFromString(raw)
+            ev.event_id = f"{run}-{ev.event_id}"
+        events.append((topic, ev.SerializeToString()))
+    for topic, raw in events:
+        await handler.handle(topic, raw)
+    live = (await store.profile(ann), await store.profile(bob))
+    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, enable_idempotence=False)
+    await producer.start()
+    try:
+        for topic, raw in events:
+            await producer.send_and_wait(topic, raw, key=b"k")
+    finally:
+        await producer.stop()
+    await rebuild(handler, kafka_bootstrap)
+    # Other tests' events may share the topics; our players' standings are what must match.
+    assert (await store.profile(ann), await store.profile(bob)) == live
+    assert live[0]["trophies"]["all"] == 60
+
+
+async def test_service_exports_its_metrics(
+    tmp_path: Path, valkey_url: str, kafka_bootstrap: str
+) -> None:
+    from services.common.host import ServiceHost
+    from services.leaderboard.app import build_app
+    from tests.helpers import scrape_metrics
+
+    host = ServiceHost(
+        build_app({"BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", "BG_REDIS_URL": valkey_url,
+                   "BG_KAFKA_BOOTSTRAP": kafka_bootstrap, "BG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/m.db"})
+    )  # fmt: skip
+    await host.start()
+    try:
+        body = ""
+        for _ in range(100):
+            body = await scrape_metrics(host.metrics_port)
+            if 'bg_leaderboard_board_size{board="rating"}' in body:
+                break
+            await asyncio.sleep(0.1)
+        assert (
+            "bg_leaderboard_consumer_lag" in body
+            and 'bg_leaderboard_board_size{board="rating"}' in body
+        )
+    finally:
+        await host.stop()
