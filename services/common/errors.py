@@ -95,3 +95,19 @@ def error_from(exc: grpc.aio.AioRpcError) -> errors_pb2.Error | None:
             err.ParseFromString(value)
             return err
     return None
+
+
+async def remote_call(awaitable: Any) -> Any:
+    """Await a call to another service, turning its typed error back into a ServiceError (and a
+    failure without one into UPSTREAM_UNAVAILABLE with the transport's status)."""
+    try:
+        return await awaitable
+    except grpc.aio.AioRpcError as exc:
+        detail = error_from(exc)
+        if detail is None:
+            raise ServiceError(
+                "UPSTREAM_UNAVAILABLE", f"{exc.code().name}: {exc.details()}", status=exc.code()
+            ) from None
+        err = ServiceError(detail.code, detail.message, field=detail.field, status=exc.code())
+        err.metadata = dict(detail.metadata)
+        raise err from None

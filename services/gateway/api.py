@@ -29,9 +29,11 @@ from services.common.errors import (
     Unauthenticated,
     abort,
     grpc_errors,
+    remote_call,
 )
 from services.gateway.auth import IdentityProvider, TokenSigner
-from services.matchmaking.adapters import call
+
+call = remote_call
 
 log = logging.getLogger("bg.gateway")
 Context = grpc.aio.ServicerContext[Any, Any]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ from services.leaderboard.store import BoardStore
 
 SERVICE_NAME = leaderboard_pb2.DESCRIPTOR.services_by_name["LeaderboardService"].full_name
 MIGRATIONS = Path(__file__).with_name("migrations")
-log = logging.getLogger("bg.leaderboard")
 
 
 class LeaderboardMetrics:
@@ -80,7 +78,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
         tasks.append(
             asyncio.create_task(
-                _keep_consuming(make_consumer, handler, stop, metrics), name="consumer"
+                kafka.keep_consuming(
+                    make_consumer, lambda c: consume(handler, c, stop, metrics.lag), stop, "events"
+                ),
+                name="consumer",
             )
         )
         tasks.append(asyncio.create_task(_sizes(store, servicer, metrics, stop), name="sizes"))
@@ -98,23 +99,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.on_start.append(start)
     app.on_stop.append(close)
     return app
-
-
-async def _keep_consuming(
-    make_consumer: Callable[[], Any],
-    handler: EventHandler,
-    stop: asyncio.Event,
-    metrics: LeaderboardMetrics,
-) -> None:
-    while not stop.is_set():
-        try:
-            await consume(handler, make_consumer(), stop, metrics.lag)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("consumer failed; restarting in 2 s")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 2.0)
 
 
 async def _sizes(

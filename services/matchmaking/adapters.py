@@ -8,22 +8,9 @@ import grpc
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.errors import ServiceError, error_from
+from services.common.errors import remote_call
 
-
-async def call(awaitable: object) -> object:
-    """Await a gRPC call, turning a typed remote error back into a ServiceError."""
-    try:
-        return await awaitable  # type: ignore[misc]
-    except grpc.aio.AioRpcError as exc:
-        detail = error_from(exc)
-        if detail is None:
-            raise ServiceError(
-                "UPSTREAM_UNAVAILABLE", f"{exc.code().name}: {exc.details()}", status=exc.code()
-            ) from None
-        err = ServiceError(detail.code, detail.message, field=detail.field, status=exc.code())
-        err.metadata = dict(detail.metadata)
-        raise err from None
+call = remote_call  # the lobby's calls to the wallet and tables
 
 
 class GrpcWallet:
@@ -54,7 +41,7 @@ class GrpcTables:
             table_id=table_id, match_id=match_id, player_ids=players, options=options
         )
         reply = await call(self.stub().CreateMatch(request, timeout=5))
-        return str(reply.fingerprint)  # type: ignore[attr-defined]
+        return str(reply.fingerprint)
 
     async def leave(self, table_id: str, player_id: str, seat: int) -> None:
         request = table_pb2.SubmitCommandRequest(
@@ -71,4 +58,4 @@ class GrpcTables:
                 table_pb2.GetViewRequest(table_id=table_id, player_id=player_id), timeout=5
             )
         )
-        return bool(reply.rematch_agreed)  # type: ignore[attr-defined]
+        return bool(reply.rematch_agreed)

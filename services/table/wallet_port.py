@@ -7,7 +7,7 @@ from typing import Protocol
 import grpc
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.errors import ServiceError, error_from
+from services.common.errors import ServiceError, remote_call
 
 
 class WalletPort(Protocol):
@@ -46,19 +46,7 @@ class GrpcWallet:
         await self._call(self.stub.RaiseEscrow(request, timeout=self.timeout_s))
 
     async def _call(self, call: object) -> None:
-        try:
-            await call  # type: ignore[misc]
-        except grpc.aio.AioRpcError as exc:
-            detail = error_from(exc)
-            if detail is None:
-                raise ServiceError(
-                    "WALLET_UNAVAILABLE",
-                    f"wallet call failed: {exc.code().name}",
-                    status=grpc.StatusCode.UNAVAILABLE,
-                ) from None
-            err = ServiceError(detail.code, detail.message, field=detail.field)
-            err.metadata = dict(detail.metadata)
-            raise err from None
+        await remote_call(call)
 
 
 class NoWallet:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import grpc
 
@@ -22,7 +21,6 @@ from services.wallet.migrate import migrate
 from services.wallet.outbox import OutboxRelay
 from services.wallet.settings import load_settings
 
-log = logging.getLogger("bg.wallet")
 SERVICE_NAME = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
 
 
@@ -64,7 +62,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
                     settings.kafka_bootstrap, "wallet", TABLE_EVENTS, client_id=replica
                 )
 
-            keep = _keep_consuming(make_consumer, handler, stop)
+            keep = kafka.keep_consuming(
+                make_consumer, lambda c: consume(handler, c, stop), stop, "table-events"
+            )
             tasks.append(asyncio.create_task(keep, name="consumer"))
         tasks.append(asyncio.create_task(_audit(metrics, ledger, stop), name="audit"))
 
@@ -99,18 +99,3 @@ async def _audit(metrics: WalletMetrics, ledger: Ledger, stop: asyncio.Event) ->
             metrics.invariant_ok.set(0 if await check_invariants(ledger.engine) else 1)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 5.0)
-
-
-async def _keep_consuming(
-    make_consumer: Callable[[], object], handler: TableEventsHandler, stop: asyncio.Event
-) -> None:
-    """Run the consumer; if it fails (broker down, rebalance error), log and start a new one."""
-    while not stop.is_set():
-        try:
-            await consume(handler, make_consumer(), stop)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("table-events consumer failed; restarting in 2 s")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 2.0)
