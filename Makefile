@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 PROTOS := $(shell find protos -name '*.proto')
 PYTEST_ARGS ?=
 
-.PHONY: setup up test bench lint protos clean
+.PHONY: setup up test bench load lint protos clean
 
 setup: $(VENV)/.installed bg/.generated
 
@@ -33,6 +33,17 @@ test: setup
 
 bench: setup
 	$(BIN)/python -m benchmarks
+
+# Headless Locust against a local cluster it starts; prints a summary JSON, fails on any
+# correctness failure. make load USERS=60 SPAWN_RATE=10 DURATION=170 PROCESSES=2 CHAOS=1
+USERS ?= 40
+SPAWN_RATE ?= 10
+DURATION ?= 170
+PROCESSES ?= 1
+CHAOS ?=
+load: setup
+	$(BIN)/python -m loadtests.run --users $(USERS) --spawn-rate $(SPAWN_RATE) \
+		--duration $(DURATION) --processes $(PROCESSES) $(if $(CHAOS),--chaos,)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -111,3 +111,30 @@ async def remote_call(awaitable: Any) -> Any:
         err = ServiceError(detail.code, detail.message, field=detail.field, status=exc.code())
         err.metadata = dict(detail.metadata)
         raise err from None
+
+
+class Replicas:
+    """Stubs for the replicas of one service (any replica serves any request): calls rotate
+    over them, and a replica that does not answer (UNAVAILABLE) hands the call to the next.
+    Only for idempotent calls (reads, and writes keyed by a command or match id)."""
+
+    def __init__(self, stubs: list[Any]) -> None:
+        if not stubs:
+            raise ValueError("no replicas")
+        self.stubs = stubs
+        self._next = 0
+
+    async def call(self, method: str, request: Any, timeout: float = 10.0) -> Any:
+        start = self._next
+        self._next = (self._next + 1) % len(self.stubs)
+        failure: ServiceError | None = None
+        for i in range(len(self.stubs)):
+            stub = self.stubs[(start + i) % len(self.stubs)]
+            try:
+                return await remote_call(getattr(stub, method)(request, timeout=timeout))
+            except ServiceError as err:
+                if err.status != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                failure = err
+        assert failure is not None
+        raise failure

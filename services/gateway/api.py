@@ -12,6 +12,7 @@ import contextlib
 import itertools
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +26,7 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.errors import (
     InvalidArgument,
     PermissionDenied,
+    Replicas,
     ServiceError,
     Unauthenticated,
     abort,
@@ -94,6 +96,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
         self.table_stubs = [table_pb2_grpc.TableServiceStub(ch) for ch in tables]
         self._rotation = itertools.cycle(range(len(self.table_stubs)))
+        self.replicas = Replicas(self.table_stubs)
         self.presence = presence
         self.rate_per_s = rate_per_s
         self.boards = (
@@ -182,14 +185,14 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def GetView(self, request: gateway_pb2.ViewRequest, context: Context) -> Any:
         player = self.player(context)
         view = table_pb2.GetViewRequest(table_id=request.table_id, player_id=player)
-        return await call(self.tables().GetView(view, timeout=10))
+        return await self.replicas.call("GetView", view, timeout=10)
 
     @grpc_errors
     async def GetMatchRecord(
         self, request: table_pb2.GetMatchRecordRequest, context: Context
     ) -> Any:
         player = self.player(context)
-        record: Any = await call(self.tables().GetMatchRecord(request, timeout=10))
+        record: Any = await self.replicas.call("GetMatchRecord", request, timeout=10)
         if player not in record.player_ids:
             raise PermissionDenied("NOT_SEATED", "only the match's players get its record")
         return record
@@ -230,7 +233,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     ) -> gateway_pb2.PreferencesResponse:
         player = self.player(context)
         prefs = table_pb2.SetPreferencesRequest(player_id=player, auto_roll=request.auto_roll)
-        await call(self.tables().SetPreferences(prefs, timeout=10))
+        await self.replicas.call("SetPreferences", prefs, timeout=10)
         return gateway_pb2.PreferencesResponse()
 
     # -- the play stream ---------------------------------------------------------------------
@@ -249,10 +252,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                     "JOIN_FIRST", "the first message names the table", field="join"
                 )
             table_id = first.join.table_id
-            view: Any = await call(
-                self.tables().GetView(
-                    table_pb2.GetViewRequest(table_id=table_id, player_id=player), timeout=10
-                )
+            view: Any = await self.replicas.call(
+                "GetView", table_pb2.GetViewRequest(table_id=table_id, player_id=player)
             )
         except ServiceError as err:
             await abort(context, err)
@@ -294,7 +295,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             request = table_pb2.SetPresenceRequest(
                 table_id=table_id, player_id=player, connected=connected
             )
-            await call(self.tables().SetPresence(request, timeout=5))
+            await self.replicas.call("SetPresence", request, timeout=5)
 
     async def _commands(
         self,
@@ -327,11 +328,13 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                     )
                     continue
                 request = table_pb2.SubmitCommandRequest(
-                    table_id=table_id, player_id=player, seat=seat, command_id=cmd.command_id,
+                    table_id=table_id, player_id=player, seat=seat,
+                    # an id makes the command safe to hand to another replica on failover
+                    command_id=cmd.command_id or f"gw-{uuid.uuid4().hex}",
                     expected_seq=cmd.expected_seq, command=cmd.command,
                 )  # fmt: skip
                 try:
-                    reply: Any = await call(self.tables().SubmitCommand(request, timeout=10))
+                    reply: Any = await self.replicas.call("SubmitCommand", request, timeout=10)
                     if cmd.command.WhichOneof("kind") == "accept_rematch" and not reply.duplicate:
                         # I-32: both agreed; matchmaking deals the new match on this table.
                         rematch = matchmaking_pb2.TableRequest(player_id=player, table_id=table_id)

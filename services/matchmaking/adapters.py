@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
-
 import grpc
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.errors import remote_call
+from services.common.errors import Replicas, remote_call
 
 call = remote_call  # the lobby's calls to the wallet and tables
 
@@ -25,14 +23,10 @@ class GrpcWallet:
 
 
 class GrpcTables:
-    """Any table replica serves any table: calls rotate over the replicas."""
+    """Any table replica serves any table; an unreachable one hands the call to the next."""
 
     def __init__(self, channels: list[grpc.aio.Channel]) -> None:
-        self.stubs = [table_pb2_grpc.TableServiceStub(ch) for ch in channels]
-        self._next = itertools.cycle(range(len(self.stubs)))
-
-    def stub(self) -> table_pb2_grpc.TableServiceStub:
-        return self.stubs[next(self._next)]
+        self.replicas = Replicas([table_pb2_grpc.TableServiceStub(ch) for ch in channels])
 
     async def create_match(
         self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
@@ -40,22 +34,17 @@ class GrpcTables:
         request = table_pb2.CreateMatchRequest(
             table_id=table_id, match_id=match_id, player_ids=players, options=options
         )
-        reply = await call(self.stub().CreateMatch(request, timeout=5))
+        reply = await self.replicas.call("CreateMatch", request, timeout=5)
         return str(reply.fingerprint)
 
     async def leave(self, table_id: str, player_id: str, seat: int) -> None:
         request = table_pb2.SubmitCommandRequest(
-            table_id=table_id,
-            player_id=player_id,
-            seat=seat,
+            table_id=table_id, player_id=player_id, seat=seat,
             command=table_pb2.Command(leave=table_pb2.Empty()),
-        )
-        await call(self.stub().SubmitCommand(request, timeout=5))
+        )  # fmt: skip
+        await self.replicas.call("SubmitCommand", request, timeout=5)
 
     async def rematch_agreed(self, table_id: str, player_id: str) -> bool:
-        reply = await call(
-            self.stub().GetView(
-                table_pb2.GetViewRequest(table_id=table_id, player_id=player_id), timeout=5
-            )
-        )
+        request = table_pb2.GetViewRequest(table_id=table_id, player_id=player_id)
+        reply = await self.replicas.call("GetView", request, timeout=5)
         return bool(reply.rematch_agreed)

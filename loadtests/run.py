@@ -1,0 +1,180 @@
+"""`make load` / `python -m loadtests.run`: start a local cluster, run headless Locust against
+its gateway, print a summary JSON, and exit non-zero when a correctness counter is not zero or a
+threshold is broken.
+
+Options: --users, --spawn-rate, --duration (s), --processes (Locust worker processes),
+--clock-scale (the cluster's BG_CLOCK_SCALE), --chaos (kill -9 one table replica mid-run and
+restart it), --late-bound-ms, --max-p99-ms (the command latency threshold).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+CHECKS = ("disagreement", "legal_refused", "illegal_accepted", "missed_timeout", "doubled_timeout",
+          "early_timeout", "late_beyond_bound")  # fmt: skip
+
+
+def _percentile(histogram: dict[str, int], q: float) -> float:
+    """A percentile from Locust's response-time histogram (rounded buckets -> counts)."""
+    items = sorted((float(k), v) for k, v in histogram.items())
+    total = sum(v for _, v in items)
+    if not total:
+        return 0.0
+    seen = 0
+    for value, count in items:
+        seen += count
+        if seen >= q * total:
+            return value
+    return items[-1][0]
+
+
+def summarize(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    by = {(s["method"], s["name"]): s for s in stats}
+    out: dict[str, Any] = {"checks": {}, "commands": {}, "clock_lateness_ms": {}, "errors": 0}
+    for name in CHECKS:
+        s = by.get(("check", name))
+        out["checks"][name] = s["num_failures"] if s else 0
+    completed = by.get(("check", "match_completed"))
+    out["matches_completed"] = completed["num_requests"] if completed else 0
+    commands = 0
+    lateness: dict[str, int] = {}
+    for (method, name), s in by.items():
+        if method == "cmd" and not name.startswith("junk_"):
+            commands += s["num_requests"]
+            out["commands"][name] = {
+                "count": s["num_requests"],
+                "p50_ms": _percentile(s["response_times"], 0.5),
+                "p99_ms": _percentile(s["response_times"], 0.99),
+                "failures": s["num_failures"],
+            }
+            out["errors"] += s["num_failures"]
+        elif method == "grpc":
+            out["errors"] += s["num_failures"]
+        elif method == "clock":
+            for k, v in s["response_times"].items():
+                lateness[k] = lateness.get(k, 0) + v
+    out["commands_total"] = commands
+    if lateness:
+        out["clock_lateness_ms"] = {
+            "count": sum(lateness.values()),
+            "p50": _percentile(lateness, 0.5),
+            "p99": _percentile(lateness, 0.99),
+            "max": max(float(k) for k in lateness),
+        }
+    return out
+
+
+def _table_env(state: dict[str, Any], replica: dict[str, Any], scale: str) -> dict[str, str]:
+    wallet = next(s["address"] for s in state["services"] if s["name"] == "wallet")
+    return {
+        **os.environ,
+        "BG_GRPC_PORT": replica["address"].rsplit(":", 1)[1],
+        "BG_METRICS_PORT": replica["metrics"].rsplit(":", 1)[1].split("/")[0],
+        "BG_REDIS_URL": state["redis_url"], "BG_KAFKA_BOOTSTRAP": state["kafka_bootstrap"],
+        "BG_WALLET_ADDR": wallet, "BG_CLOCK_SCALE": scale, "BG_REPLICA": replica["instance"],
+        "BG_LOG_FORMAT": "text",
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m loadtests.run", description=__doc__)
+    p.add_argument("--users", type=int, default=40)
+    p.add_argument("--spawn-rate", type=float, default=10)
+    p.add_argument("--duration", type=int, default=170, help="seconds of load")
+    p.add_argument("--processes", type=int, default=1, help="Locust worker processes")
+    p.add_argument("--clock-scale", default="0.05")
+    p.add_argument(
+        "--chaos", action="store_true", help="kill -9 a table replica mid-run, then restart it"
+    )
+    p.add_argument("--late-bound-ms", type=float, default=1000)
+    p.add_argument("--max-p99-ms", type=float, default=5000)
+    args = p.parse_args(argv)
+    bin_dir = Path(sys.executable).parent
+    data = Path(tempfile.mkdtemp(prefix="bg-load-"))
+    env = {
+        **os.environ,
+        "BG_CLOCK_SCALE": args.clock_scale,
+        "BG_RATE_PER_S": "1000",
+        "BG_LOG_LEVEL": "WARNING",
+    }
+    log = (data / "cluster.log").open("w")
+    cluster = subprocess.Popen(
+        [bin_dir / "bgcluster", "up", "--base-port", "0", "--data-dir", str(data)],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    restarted: subprocess.Popen[bytes] | None = None
+    try:
+        for _ in range(900):
+            if (data / "cluster.json").exists() and "all services SERVING" in (
+                data / "cluster.log"
+            ).read_text():
+                break
+            if cluster.poll() is not None:
+                print((data / "cluster.log").read_text(), file=sys.stderr)
+                return 2
+            time.sleep(0.1)
+        state = json.loads((data / "cluster.json").read_text())
+        gateway = next(s["address"] for s in state["services"] if s["name"] == "gateway")
+        wallet = next(s["address"] for s in state["services"] if s["name"] == "wallet")
+        locust_env = {
+            **os.environ, "LOAD_WALLET_ADDR": wallet,
+            "LOAD_OPERATOR_TOKEN": state["operator_token"],
+            "LOAD_LATE_BOUND_MS": str(args.late_bound_ms),
+        }  # fmt: skip
+        stats_file = data / "stats.json"
+        locust_cmd = [
+            str(bin_dir / "locust"), "-f", str(Path(__file__).with_name("locustfile.py")),
+            "--headless", "--users", str(args.users), "--spawn-rate", str(args.spawn_rate),
+            "--run-time", f"{args.duration}s", "--host", gateway,
+            "--json-file", str(stats_file.with_suffix("")), "--skip-log", "--stop-timeout", "20",
+        ]  # fmt: skip
+        if args.processes > 1:
+            locust_cmd += ["--processes", str(args.processes)]
+        locust = subprocess.Popen(locust_cmd, env=locust_env, cwd=Path(__file__).parent.parent)
+        if args.chaos:
+            time.sleep(args.duration / 3)
+            victim = next(s for s in state["services"] if s["instance"] == "table-2")
+            os.kill(victim["pid"], signal.SIGKILL)
+            time.sleep(2)
+            with (data / "table-2-restarted.log").open("wb") as out:
+                restarted = subprocess.Popen(
+                    [sys.executable, "-m", "services.table"],
+                    env=_table_env(state, victim, args.clock_scale),
+                    stdout=out, stderr=subprocess.STDOUT,
+                )  # fmt: skip
+        locust.wait()
+        stats = json.loads(stats_file.read_text()) if stats_file.exists() else []
+    finally:
+        if restarted is not None:
+            restarted.terminate()
+            restarted.wait(15)
+        cluster.send_signal(signal.SIGTERM)
+        cluster.wait(30)
+        log.close()
+    summary = summarize(stats)
+    summary.update({"users": args.users, "duration_s": args.duration, "processes": args.processes,
+                    "clock_scale": float(args.clock_scale), "chaos": args.chaos})  # fmt: skip
+    summary["commands_per_s"] = round(summary["commands_total"] / max(1, args.duration), 1)
+    broken = [name for name, count in summary["checks"].items() if count]
+    worst_p99 = max((c["p99_ms"] for c in summary["commands"].values()), default=0.0)
+    if worst_p99 > args.max_p99_ms:
+        broken.append(f"p99 {worst_p99} ms > {args.max_p99_ms} ms")
+    if summary["matches_completed"] == 0:
+        broken.append("no match completed")
+    summary["failed"] = broken
+    print(json.dumps(summary, indent=2))
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
