@@ -42,7 +42,13 @@ PROFILES = [
     table_pb2.TableOptions(profile="scored", match_length=1),
     table_pb2.TableOptions(profile="casual", match_length=1, cube=True),
 ]
-IDLE = table_pb2.TableOptions(profile="wagered", match_length=1, bet=200)  # distinct: idle pairs
+# Idle tables (options no player uses, so idle users pair with each other): the turn clock, the
+# next-game deal of a longer match, and scored move time with its warning run out.
+IDLE = [
+    table_pb2.TableOptions(profile="wagered", match_length=1, bet=200),
+    table_pb2.TableOptions(profile="wagered", match_length=3, bet=300),
+    table_pb2.TableOptions(profile="scored", match_length=1, move_time_s=30),
+]
 
 
 @events.init.add_listener  # type: ignore[untyped-decorator]
@@ -280,7 +286,7 @@ class IdleUser(GameUser):
     the table announced: early, late beyond the bound, doubled, or missed."""
 
     weight = 2  # at least two of them, so idle tables pair up
-    options = [IDLE]
+    options = IDLE
     pending: int | None = None
     fired = 0
     is_reporter = False
