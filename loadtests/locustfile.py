@@ -49,6 +49,10 @@ IDLE = [
     table_pb2.TableOptions(profile="wagered", match_length=3, bet=300),
     table_pb2.TableOptions(profile="scored", match_length=1, move_time_s=30),
 ]
+# Away tables: seat 1 drops its stream at once and never returns (the 60 s window runs out).
+AWAY = table_pb2.TableOptions(profile="wagered", match_length=1, bet=400)
+# Answer tables: seat 0 offers a double at its first chance; nobody answers (I-2).
+ANSWER = table_pb2.TableOptions(profile="wagered", match_length=1, bet=500)
 
 
 @events.init.add_listener  # type: ignore[untyped-decorator]
@@ -286,8 +290,9 @@ class IdleUser(GameUser):
     the table announced: early, late beyond the bound, doubled, or missed."""
 
     weight = 2  # at least two of them, so idle tables pair up
-    options = IDLE
+    options = [*IDLE, AWAY, ANSWER]
     pending: int | None = None
+    away_deadline: int | None = None
     fired = 0
     is_reporter = False
 
@@ -331,20 +336,38 @@ class IdleUser(GameUser):
                     failure=event.event_id if self.fired > 1 else None,
                 )
             self.pending = None
+        elif event.type == "player_away":
+            self.away_deadline = doc.get("deadline_ms")
         elif event.type in ("match_ended", "table_closed", "game_ended"):
+            ended_away = event.type == "match_ended" and event.match_ended.reason == "away"
+            if ended_away and self.is_reporter and self.away_deadline is not None:
+                late = max(0.0, event.at_ms - self.away_deadline)
+                report(self.environment, "clock", "lateness:away", late)
             self.pending = None
 
     def play_match(self, table_id: str) -> None:
         self.pending = None
+        self.away_deadline = None
         self.fired = 0
         v = self.view(table_id)
+        options = v.options
         self.is_reporter = v.seat == 0  # both seats see the same events: one reports
         self.open_stream(table_id)
+        if options.profile == "wagered" and options.bet == AWAY.bet and v.seat == 1:
+            self.close_stream()  # gone for good: the other seat watches the window run out
+            return
+        doubled = False
         try:
             for _ in range(600):
                 self.drain(1.0)
-                if self.view(table_id).phase in ("match_over", "closed"):
+                v = self.view(table_id)
+                if v.phase in ("match_over", "closed"):
                     report(self.environment, "check", "match_completed")
                     return
+                if options.bet == ANSWER.bet and v.can_double and not doubled:
+                    doubled = True
+                    self.send(
+                        table_pb2.Command(offer_double=table_pb2.Empty()), v.seq, "offer_double"
+                    )
         finally:
             self.close_stream()

@@ -48,6 +48,7 @@ def summarize(stats: list[dict[str, Any]]) -> dict[str, Any]:
     out["matches_completed"] = completed["num_requests"] if completed else 0
     commands = 0
     lateness: dict[str, int] = {}
+    by_clock: dict[str, int] = {}
     for (method, name), s in by.items():
         if method == "cmd" and not name.startswith("junk_"):
             commands += s["num_requests"]
@@ -63,6 +64,7 @@ def summarize(stats: list[dict[str, Any]]) -> dict[str, Any]:
         elif method == "clock":
             for k, v in s["response_times"].items():
                 lateness[k] = lateness.get(k, 0) + v
+            by_clock[name.removeprefix("lateness:")] = s["num_requests"]
     out["commands_total"] = commands
     if lateness:
         out["clock_lateness_ms"] = {
@@ -70,6 +72,7 @@ def summarize(stats: list[dict[str, Any]]) -> dict[str, Any]:
             "p50": _percentile(lateness, 0.5),
             "p99": _percentile(lateness, 0.99),
             "max": max(float(k) for k in lateness),
+            "by_clock": by_clock,
         }
     return out
 
