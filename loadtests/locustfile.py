@@ -354,7 +354,10 @@ class IdleUser(GameUser):
         self.is_reporter = v.seat == 0  # both seats see the same events: one reports
         self.open_stream(table_id)
         if options.profile == "wagered" and options.bet == AWAY.bet and v.seat == 1:
-            self.close_stream()  # gone for good: the other seat watches the window run out
+            # Wait until the stream is live (the gateway counted us present), then vanish for
+            # good: the other seat watches the 60 s window (x clock scale) run out.
+            self.drain(10.0)
+            self.close_stream()
             return
         doubled = False
         try:
