@@ -39,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
         "(default: SQLite files in the data directory)",
     )
     up.add_argument("--startup-timeout", type=float, default=60.0)
+    up.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="also run Debian's prometheus (apt install prometheus) with the alert rules",
+    )
     st = sub.add_parser(
         "status", parents=[common], help="health of every service of the running cluster"
     )
@@ -74,6 +79,7 @@ async def _up(args: argparse.Namespace) -> int:
         data_dir=args.data_dir, base_port=args.base_port, table_replicas=args.table_replicas,
         redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
         database_url=args.database_url, startup_timeout_s=args.startup_timeout,
+        prometheus=args.prometheus,
     ))  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ PORT_OFFSETS = {
 }
 METRICS_OFFSET = 1000
 WS_OFFSET = 30  # gateway WebSocket: N+30 (50080 by default)
+PROMETHEUS_OFFSET = 40  # --prometheus: N+40 (50090 by default)
 STATE_FILE = "cluster.json"
 
 
@@ -55,6 +57,7 @@ class ClusterConfig:
     service_stop_timeout_s: float = 10.0
     infra_stop_timeout_s: float = 3.0
     service_env: dict[str, dict[str, str]] = field(default_factory=dict)  # per instance name
+    prometheus: bool = False  # also run Debian's `prometheus` scraping every service
     python: str = sys.executable
 
 
@@ -87,6 +90,7 @@ class Cluster:
         self.failures: list[str] = []
         self._watchers: list[asyncio.Task[None]] = []
         self._ports: set[int] = set()
+        self.prometheus_port = 0
         # Shared secrets of this local cluster: every gateway signs with the same key; operators
         # (and `bgcluster demo`) deposit with the operator token kept in cluster.json (0600).
         self.token_secret = os.environ.get("BG_TOKEN_SECRET") or secrets.token_urlsafe(32)
@@ -177,6 +181,36 @@ class Cluster:
             await inst.process.start()
             self._watchers.append(watch_exit(inst.process, self._on_exit))
         await asyncio.gather(*(self._await_serving(inst) for inst in self.instances))
+        if self.config.prometheus:
+            await self._start_prometheus()
+
+    async def _start_prometheus(self) -> None:
+        """Prometheus from Debian's package, scraping every instance, with the alert rules."""
+        binary = shutil.which("prometheus")
+        if binary is None:
+            raise StartupError(
+                "--prometheus needs Debian's prometheus package (apt install prometheus)"
+            )
+        folder = self.data_dir / "prometheus"
+        folder.mkdir(parents=True, exist_ok=True)
+        source = Path(__file__).with_name("prometheus")
+        for name in ("prometheus.yml", "alerts.yml"):
+            shutil.copy(source / name, folder / name)
+        targets = [
+            {
+                "targets": [f"127.0.0.1:{i.metrics_port}"],
+                "labels": {"instance": i.name, "service": i.service},
+            }
+            for i in self.instances
+        ]
+        (folder / "targets.json").write_text(json.dumps(targets))
+        self.prometheus_port = self._port(PROMETHEUS_OFFSET)
+        argv = [
+            binary, f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{self.prometheus_port}",
+        ]  # fmt: skip
+        await self._spawn_infra("prometheus", argv)
 
     async def _start_infra(self) -> None:
         waits = []
@@ -288,6 +322,8 @@ class Cluster:
             if i.ws_port
         ]
         rows += [("valkey", self.redis_url, ""), ("kafka", self.kafka_bootstrap, "")]
+        if self.prometheus_port:
+            rows.append(("prometheus", f"http://127.0.0.1:{self.prometheus_port}/", ""))
         widths = [max(len(r[c]) for r in rows) for c in range(3)]
         return "\n".join(
             "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows

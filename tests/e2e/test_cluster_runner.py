@@ -151,3 +151,48 @@ async def _collect(data_dir: Path) -> list[dict[str, str]]:
     from infra.status import collect
 
     return await collect(data_dir)
+
+
+@pytest.mark.skipif(
+    __import__("shutil").which("prometheus") is None, reason="Debian's prometheus is not installed"
+)
+async def test_prometheus_scrapes_every_service(
+    tmp_path: Path, valkey_url: str, kafka_bootstrap: str
+) -> None:
+    """`bgcluster up --prometheus`: a real Prometheus finds every instance up, rules loaded."""
+    import asyncio
+    import urllib.request
+
+    cluster = Cluster(
+        ClusterConfig(
+            data_dir=tmp_path, base_port=0, table_replicas=1, redis_url=valkey_url,
+            kafka_bootstrap=kafka_bootstrap, prometheus=True,
+        ),
+        io.StringIO(),
+    )  # fmt: skip
+    await cluster.start()
+    try:
+        url = f"http://127.0.0.1:{cluster.prometheus_port}/api/v1/query?query=up"
+        results: list[dict[str, object]] = []
+        for _ in range(200):
+            try:
+                body = await asyncio.to_thread(
+                    lambda: urllib.request.urlopen(url, timeout=2).read()
+                )
+                results = json.loads(body)["data"]["result"]
+                if len(results) == 6 and all(r["value"][1] == "1" for r in results):  # type: ignore[index]
+                    break
+            except OSError:
+                pass
+            await asyncio.sleep(0.2)
+        assert sorted(r["metric"]["service"] for r in results) == [  # type: ignore[index]
+            "bots", "gateway", "leaderboard", "matchmaking", "table", "wallet",
+        ]  # fmt: skip
+        rules_url = f"http://127.0.0.1:{cluster.prometheus_port}/api/v1/rules"
+        rules = json.loads(
+            await asyncio.to_thread(lambda: urllib.request.urlopen(rules_url, timeout=2).read())
+        )
+        names = {r["name"] for g in rules["data"]["groups"] for r in g["rules"]}
+        assert "WalletInvariantBreach" in names and "ClockLate" in names
+    finally:
+        await cluster.stop()
