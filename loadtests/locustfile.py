@@ -13,6 +13,7 @@ script (`python -m loadtests.run`) turns the stats into the summary.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -344,6 +345,12 @@ class IdleUser(GameUser):
                 late = max(0.0, event.at_ms - self.away_deadline)
                 report(self.environment, "clock", "lateness:away", late)
             self.pending = None
+
+    slots = itertools.count()  # idle users take the idle options two by two, so they pair
+
+    def on_start(self) -> None:
+        super().on_start()
+        self.options = [self.options[(next(IdleUser.slots) // 2) % len(self.options)]]
 
     def play_match(self, table_id: str) -> None:
         self.pending = None

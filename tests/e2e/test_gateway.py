@@ -565,12 +565,17 @@ async def test_leaderboards_through_the_gateway(cluster: dict[str, Any]) -> None
             matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=bob.auth
         )
         profile = None
-        for _ in range(300):
+        for _ in range(900):  # two hops through Kafka consumer groups: wallet, then leaderboard
             profile = await ann.stub.GetProfile(leaderboard_pb2.ProfileRequest(), metadata=ann.auth)
             if profile.league_diamonds:
                 break
             await asyncio.sleep(0.1)
-        assert profile is not None and profile.league_diamonds == 840 and profile.league_rank >= 1
+        log = (Path(cluster["data"]) / "up.log").read_text().splitlines()
+        context = "\n".join(line for line in log if "leaderboard" in line or "wallet" in line)[
+            -3000:
+        ]
+        assert profile is not None and profile.league_diamonds == 840, context
+        assert profile.league_rank >= 1
         assert profile.trophies == 0  # won because bob left: no match-win trophies (I-12)
         top = await ann.stub.GetLeaderboard(
             leaderboard_pb2.TopRequest(board="league", limit=100), metadata=ann.auth

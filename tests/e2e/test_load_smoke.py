@@ -23,5 +23,5 @@ def test_load_smoke_with_chaos() -> None:
     assert summary["failed"] == [], summary
     assert all(count == 0 for count in summary["checks"].values())
     assert summary["matches_completed"] > 0 and summary["commands_total"] > 0
-    assert summary["clock_lateness_ms"]["count"] > 0
+    assert summary["clock_lateness_ms"].get("count", 0) > 0, summary  # idle tables timed out
     assert done.returncode == 0
