@@ -18,6 +18,37 @@ from engine import bots
 from engine.position import Position
 
 
+def next_command(v: Any, choose: bots.Strategy, rng: random.Random) -> table_pb2.Command | None:
+    """What a bot playing from view `v` sends now (None: not its move). Shared by the scripted
+    players, the bots worker and the Locust users, so they all play by the same rules."""
+    if v.decider != v.seat or v.phase in ("between_games", "match_over", "closed"):
+        return None
+    cmd = table_pb2.Command()
+    if v.phase == "await_roll":
+        if v.can_double and bots.cube_advice(Position(tuple(v.own), tuple(v.opponent))).double:
+            cmd.offer_double.SetInParent()
+        else:
+            cmd.roll.SetInParent()
+    elif v.phase == "double_offered":
+        if bots.cube_advice(Position(tuple(v.opponent), tuple(v.own))).take:
+            cmd.take.SetInParent()
+        else:
+            cmd.drop.SetInParent()
+    elif v.phase == "moving" and len(v.dice) == 2 and not v.steps:
+        play = choose(Position(tuple(v.own), tuple(v.opponent)), (v.dice[0], v.dice[1]), rng)
+        if play is None:
+            cmd.confirm.SetInParent()
+        for frm, to in play.steps if play else ():
+            step = cmd.submit_play.steps.add()
+            setattr(step, "from", frm)
+            step.to = to
+    elif v.phase in ("moving", "confirming", "no_move"):
+        cmd.confirm.SetInParent()
+    else:
+        return None
+    return cmd
+
+
 class Player:
     def __init__(
         self, channel: grpc.aio.Channel, name: str, strategy: str = "normal", seed: int = 0
@@ -71,36 +102,7 @@ class Player:
 
     def decide(self, v: Any) -> table_pb2.Command | None:
         """The next command for view `v` when this player must act, else None."""
-        if v.decider != v.seat or v.phase in ("between_games", "match_over", "closed"):
-            return None
-        cmd = table_pb2.Command()
-        if v.phase == "await_roll":
-            if v.can_double and bots.cube_advice(Position(tuple(v.own), tuple(v.opponent))).double:
-                cmd.offer_double.SetInParent()
-            else:
-                cmd.roll.SetInParent()
-        elif v.phase == "double_offered":
-            doubler_view = Position(tuple(v.opponent), tuple(v.own))
-            if bots.cube_advice(doubler_view).take:
-                cmd.take.SetInParent()
-            else:
-                cmd.drop.SetInParent()
-        elif v.phase == "moving" and len(v.dice) == 2 and not v.steps:
-            play = self.choose(
-                Position(tuple(v.own), tuple(v.opponent)), (v.dice[0], v.dice[1]), self.rng
-            )
-            if play is None:
-                cmd.confirm.SetInParent()
-            else:
-                for frm, to in play.steps:
-                    step = cmd.submit_play.steps.add()
-                    setattr(step, "from", frm)
-                    step.to = to
-        elif v.phase in ("moving", "confirming", "no_move"):
-            cmd.confirm.SetInParent()
-        else:
-            return None
-        return cmd
+        return next_command(v, self.choose, self.rng)
 
     async def play(self, table_id: str, timeout_s: float = 300.0) -> Any:
         """Play until the match is over; returns the last view."""

@@ -34,6 +34,7 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from engine import bots
 from engine.position import Position
 from engine.turn import Turn
+from infra.client import next_command
 from loadtests.grpc_user import LocustInterceptor, report
 
 LATE_BOUND_MS = float(os.environ.get("LOAD_LATE_BOUND_MS", "1000"))
@@ -180,34 +181,11 @@ class GameUser(User):
     # -- playing ----------------------------------------------------------------------------
 
     def decide(self, v: Any) -> tuple[table_pb2.Command, str] | None:
-        if v.decider != v.seat or v.phase in ("between_games", "match_over", "closed"):
-            return None
-        if v.phase == "await_roll":
-            if v.can_double and bots.cube_advice(Position(tuple(v.own), tuple(v.opponent))).double:
-                return table_pb2.Command(offer_double=table_pb2.Empty()), "offer_double"
-            return table_pb2.Command(roll=table_pb2.Empty()), "roll"
-        if v.phase == "double_offered":
-            take = bots.cube_advice(Position(tuple(v.opponent), tuple(v.own))).take
-            return (
-                (table_pb2.Command(take=table_pb2.Empty()), "take")
-                if take
-                else (table_pb2.Command(drop=table_pb2.Empty()), "drop")
-            )
-        if v.phase == "moving" and len(v.dice) == 2 and not v.steps:
-            start = Position(tuple(v.own), tuple(v.opponent))
-            self.check_lit(v, start)
-            play = bots.normal_bot(start, (v.dice[0], v.dice[1]), self.rng)
-            if play is None:
-                return table_pb2.Command(confirm=table_pb2.Empty()), "confirm"
-            cmd = table_pb2.Command()
-            for frm, to in play.steps:
-                step = cmd.submit_play.steps.add()
-                setattr(step, "from", frm)
-                step.to = to
-            return cmd, "submit_play"
-        if v.phase in ("moving", "confirming", "no_move"):
-            return table_pb2.Command(confirm=table_pb2.Empty()), "confirm"
-        return None
+        """The shared bot's next command and its name; checks the lit points first."""
+        if v.decider == v.seat and v.phase == "moving" and len(v.dice) == 2 and not v.steps:
+            self.check_lit(v, Position(tuple(v.own), tuple(v.opponent)))
+        cmd = next_command(v, bots.normal_bot, self.rng)
+        return None if cmd is None else (cmd, str(cmd.WhichOneof("kind")))
 
     def check_lit(self, v: Any, start: Position) -> None:
         ours = {frm: sorted(to) for frm, to in Turn(start, (v.dice[0], v.dice[1])).lit().items()}

@@ -47,8 +47,7 @@ class EventRelay:
         if not await self.store.lock(lock, self.token, LEASE_MS):
             return 0  # another replica is relaying this table
         try:
-            loaded_relayed = await self.store.redis.hget(f"t:{{{table_id}}}", "relayed")
-            after = int(loaded_relayed or 0)
+            after = await self.store.relayed(table_id)
             events = await self.store.events(table_id, after)
             if not events:
                 await self.store.relay_ack(table_id, after)

@@ -171,6 +171,18 @@ class TableStore:
             return CommitResult(status, int(seq), int(count))
         return CommitResult(status, int(value))
 
+    async def command_result(self, table_id: str, command_id: str) -> tuple[int, int] | None:
+        """(seq after, events produced) of an applied command id, or None."""
+        raw = await self.redis.hget(commands_key(table_id), command_id)
+        if raw is None:
+            return None
+        seq, count = raw.decode().split(":")
+        return int(seq), int(count)
+
+    async def relayed(self, table_id: str) -> int:
+        """The last seq the Kafka relay published for this table."""
+        return int(await self.redis.hget(table_key(table_id), "relayed") or 0)
+
     async def reschedule(self, table_id: str, seq: int, deadline_ms: int | None) -> bool:
         done = await self._reschedule(
             keys=[table_key(table_id), CLOCKS],

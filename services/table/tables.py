@@ -145,10 +145,9 @@ class TableCore:
             loaded = await self._load(table_id)
             self._check_seat(loaded, player_id, seat)
             if command_id:
-                previous = await self.store.redis.hget(f"t:{{{table_id}}}:cmd", command_id)
+                previous = await self.store.command_result(table_id, command_id)
                 if previous is not None:
-                    seq, count = (int(x) for x in previous.decode().split(":"))
-                    return await self._duplicate(table_id, seq, count)
+                    return await self._duplicate(table_id, *previous)
             if expected_seq and expected_seq != loaded.seq:
                 raise ServiceError(
                     "STALE_SEQ",
