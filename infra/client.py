@@ -62,7 +62,7 @@ class Player:
         self.commands = 0
         self.errors: list[str] = []
 
-    async def _rpc(self, method: Any, request: Any, auth: bool = True) -> Any:
+    async def rpc(self, method: Any, request: Any, auth: bool = True) -> Any:
         """A unary call; over the connection's rate limit, back off and retry (politely)."""
         for _ in range(200):
             try:
@@ -78,7 +78,7 @@ class Player:
         return [("authorization", f"Bearer {self.token}")]
 
     async def login(self) -> str:
-        reply = await self._rpc(
+        reply = await self.rpc(
             self.stub.Login, gateway_pb2.LoginRequest(guest_name=self.name), auth=False
         )
         self.token, self.player_id = reply.token, reply.player_id
@@ -86,19 +86,23 @@ class Player:
 
     async def create_table(self, options: table_pb2.TableOptions, public: bool = False) -> Any:
         request = matchmaking_pb2.CreateTableRequest(options=options, public=public)
-        return await self._rpc(self.stub.CreateTable, request)
+        return await self.rpc(self.stub.CreateTable, request)
 
     async def join(self, code: str) -> Any:
-        return await self._rpc(self.stub.JoinByCode, matchmaking_pb2.JoinByCodeRequest(code=code))
+        return await self.rpc(self.stub.JoinByCode, matchmaking_pb2.JoinByCodeRequest(code=code))
 
     async def table(self, table_id: str) -> Any:
-        return await self._rpc(self.stub.GetTable, matchmaking_pb2.TableRequest(table_id=table_id))
+        return await self.rpc(self.stub.GetTable, matchmaking_pb2.TableRequest(table_id=table_id))
 
     async def view(self, table_id: str) -> Any:
-        return await self._rpc(self.stub.GetView, gateway_pb2.ViewRequest(table_id=table_id))
+        return await self.rpc(self.stub.GetView, gateway_pb2.ViewRequest(table_id=table_id))
+
+    async def record(self, table_id: str, match_id: str) -> Any:
+        request = table_pb2.GetMatchRecordRequest(table_id=table_id, match_id=match_id)
+        return await self.rpc(self.stub.GetMatchRecord, request)
 
     async def balance(self) -> int:
-        return int((await self._rpc(self.stub.GetBalance, gateway_pb2.BalanceRequest())).balance)
+        return int((await self.rpc(self.stub.GetBalance, gateway_pb2.BalanceRequest())).balance)
 
     def decide(self, v: Any) -> table_pb2.Command | None:
         """The next command for view `v` when this player must act, else None."""

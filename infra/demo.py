@@ -58,10 +58,7 @@ async def run_demo(data_dir: Path, timeout_s: float = 600.0) -> dict[str, Any]:
         await asyncio.wait_for(
             asyncio.gather(*(p.play(table.table_id, timeout_s) for p in players)), timeout_s
         )
-        record = await players[0].stub.GetMatchRecord(
-            table_pb2.GetMatchRecordRequest(table_id=table.table_id, match_id=dealt.match_id),
-            metadata=players[0].auth,
-        )
+        record = await players[0].record(table.table_id, dealt.match_id)
         winner = record.player_ids[record.winner] if record.winner >= 0 else None
         after: dict[str, int] = {}
         for _ in range(300):  # the wallet settles (or refunds) from table-events: wait for it

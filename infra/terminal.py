@@ -136,9 +136,7 @@ async def play_terminal(
                 and "" not in status.player_ids
                 and status.host_id == me.player_id
             ):
-                await me.stub.StartTable(
-                    matchmaking_pb2.TableRequest(table_id=table_id), metadata=me.auth
-                )
+                await me.rpc(me.stub.StartTable, matchmaking_pb2.TableRequest(table_id=table_id))
                 continue
             if status.status == "dealt":
                 break
@@ -175,7 +173,7 @@ async def play_terminal(
                     return 0
                 elif isinstance(cmd, str):
                     prefs = gateway_pb2.PreferencesRequest(auto_roll=cmd.endswith("on"))
-                    await me.stub.SetPreferences(prefs, metadata=me.auth)
+                    await me.rpc(me.stub.SetPreferences, prefs)
                 else:
                     await requests.put(
                         gateway_pb2.PlayRequest(
