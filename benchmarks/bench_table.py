@@ -12,7 +12,6 @@ TimedOut event (the first timeout of every table).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -163,13 +162,13 @@ async def _clocks(stubs: list[table_pb2_grpc.TableServiceStub], valkey_url: str)
             for _seq, data in await store.events(f"w{i}", 0, 40):
                 ev = events_pb2.TableEvent()
                 ev.ParseFromString(data)
-                if ev.type == "timed_out":
-                    first = json.loads(ev.json)
+                if ev.WhichOneof("body") == "timed_out":
+                    first = ev.timed_out
                     break
             if first is None:
                 missing += 1
             else:
-                lateness.append((first["now_ms"] - first["deadline_ms"]) / 1000)
+                lateness.append((first.now_ms - first.deadline_ms) / 1000)
     finally:
         await client.aclose()
     print(

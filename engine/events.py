@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from engine.steps import Step
+from engine.vocabulary import DeadlineKind, DropReason, EndReason, GameResult, PassReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,7 @@ class TurnPassed(Event):
 
     type: ClassVar[str] = "turn_passed"
     seat: int
-    reason: str
+    reason: PassReason
     dice: tuple[int, int] | None = None
     deadline_ms: int | None = None  # scored: passes at this time unless "Got it" comes first
 
@@ -110,7 +111,7 @@ class TimedOut(Event):
 
     type: ClassVar[str] = "timed_out"
     seat: int
-    clock: str
+    clock: DeadlineKind
     deadline_ms: int
     now_ms: int
 
@@ -159,7 +160,7 @@ class DoubleDropped(Event):
 
     type: ClassVar[str] = "double_dropped"
     seat: int
-    reason: str
+    reason: DropReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +178,7 @@ class GameEnded(Event):
     type: ClassVar[str] = "game_ended"
     game_no: int
     winner: int
-    result: str
+    result: GameResult
     points: int
     cube: int
     score: tuple[int, int]
@@ -215,7 +216,7 @@ class MatchEnded(Event):
 
     type: ClassVar[str] = "match_ended"
     winner: int
-    reason: str
+    reason: EndReason
     score: tuple[int, int]
     scored_points: tuple[int, int]
     seed_hex: str
@@ -227,7 +228,7 @@ class TableClosed(Event):
     """Closed with no winner: every stake returned (I-10). The seed is revealed."""
 
     type: ClassVar[str] = "table_closed"
-    reason: str  # both_away (I-9), async_expired (I-25), abandoned
+    reason: EndReason  # both_away (I-9), async_expired (I-25), abandoned
     seed_hex: str
     fingerprint: str
 

@@ -20,6 +20,14 @@ from engine.profiles import RulesOptions
 from engine.state import IN_GAME, GameRecord, MatchState, Phase, Secret, Snapshot, TableState
 from engine.steps import is_hit
 from engine.turn import Turn, TurnError, validate_play
+from engine.vocabulary import (
+    DeadlineKind,
+    DropReason,
+    EndReason,
+    GameResult,
+    PassReason,
+    RejectionCode,
+)
 
 _START = Position.start().mover
 
@@ -28,7 +36,7 @@ _START = Position.start().mover
 class Rejection:
     """Why a command was refused; the state is unchanged."""
 
-    code: str
+    code: RejectionCode
     message: str
 
 
@@ -39,13 +47,12 @@ class Applied(NamedTuple):
 
 class Deadline(NamedTuple):
     at_ms: int
-    kind: str  # turn, answer, move_time, move_warning, auto_roll, confirm, no_move,
-    # next_game, away, async_expiry, rematch_expiry
-    seat: int
+    kind: DeadlineKind
+    seat: int  # the seat it concerns, -1 for the table
 
 
 class _Reject(Exception):
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: RejectionCode, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -178,7 +185,7 @@ def _begin_turn(
         _after_roll(ctx, seat, opening, auto=False)
         return
     if opt.closed_board_skips_roll and closed_out(ctx.m.position(seat)) and passes < 2:
-        ctx.emit(e.TurnPassed(seat, "closed_board"))
+        ctx.emit(e.TurnPassed(seat, PassReason.CLOSED_BOARD))
         _begin_turn(ctx, 1 - seat, passes=passes + 1)
         return
     if opt.auto_roll_pref and ctx.m.auto_roll[seat] and not may_double(ctx.m, seat):
@@ -202,7 +209,7 @@ def _after_roll(ctx: _Ctx, seat: int, dice: tuple[int, int], auto: bool) -> None
         if ctx.opt.no_move_window_ms:
             ctx.set(phase=Phase.NO_MOVE, phase_started_ms=ctx.now)
             return
-        ctx.emit(e.TurnPassed(seat, "no_moves", dice))
+        ctx.emit(e.TurnPassed(seat, PassReason.NO_MOVES, dice))
         _begin_turn(ctx, 1 - seat)
         return
     if ctx.opt.autoplay_single_outcome and len(plays) == 1:  # I-29
@@ -240,7 +247,7 @@ def _finish_turn(ctx: _Ctx, turn: Turn) -> None:
 
 def _pass_turn(ctx: _Ctx) -> None:
     seat = ctx.m.turn
-    ctx.emit(e.TurnPassed(seat, "no_moves", ctx.m.dice))
+    ctx.emit(e.TurnPassed(seat, PassReason.NO_MOVES, ctx.m.dice))
     _begin_turn(ctx, 1 - seat)
 
 
@@ -248,15 +255,15 @@ def _game_won_by_board(ctx: _Ctx, winner: int) -> None:
     loser = ctx.m.sides[1 - winner]
     opt = ctx.opt
     if sum(loser) < 15 or not opt.gammons:
-        result, points = "single", 1
+        result, points = GameResult.SINGLE, 1
     elif opt.backgammons and (loser[24] or any(loser[18:24])):
-        result, points = "backgammon", 3
+        result, points = GameResult.BACKGAMMON, 3
     else:
-        result, points = "gammon", 2
+        result, points = GameResult.GAMMON, 2
     _end_game(ctx, winner, result, points)
 
 
-def _end_game(ctx: _Ctx, winner: int, result: str, base_points: int) -> None:
+def _end_game(ctx: _Ctx, winner: int, result: GameResult, base_points: int) -> None:
     m = ctx.m
     points = base_points * m.cube if ctx.opt.cube else base_points
     score = list(m.score)
@@ -265,7 +272,7 @@ def _end_game(ctx: _Ctx, winner: int, result: str, base_points: int) -> None:
     ctx.set(score=(score[0], score[1]), games=(*m.games, record), last_winner=winner)
     ctx.emit(e.GameEnded(m.game_no, winner, result, points, m.cube, ctx.m.score))
     if score[winner] >= ctx.opt.match_length:
-        _end_match(ctx, winner, "points")
+        _end_match(ctx, winner, EndReason.POINTS)
         return
     crawford_next = (
         ctx.opt.crawford_rule and not m.crawford_done and score[winner] == ctx.opt.match_length - 1
@@ -282,9 +289,11 @@ def _end_game(ctx: _Ctx, winner: int, result: str, base_points: int) -> None:
 
 
 def _end_match(
-    ctx: _Ctx, winner: int, reason: str, scored_points: tuple[int, int] | None = None
+    ctx: _Ctx, winner: int, reason: EndReason, scored_points: tuple[int, int] | None = None
 ) -> None:
-    if scored_points is None:
+    if ctx.opt.test_game:
+        scored_points = (0, 0)  # I-19: test games are recorded nowhere
+    elif scored_points is None:
         scored_points = (0, 0)
         if ctx.opt.profile == "scored":
             scored_points = (1, -1) if winner == 0 else (-1, 1)
@@ -303,17 +312,17 @@ def _end_match(
     )
 
 
-def _close(ctx: _Ctx, reason: str) -> None:
+def _close(ctx: _Ctx, reason: EndReason) -> None:
     ctx.set(phase=Phase.CLOSED, end_reason=reason, ended_ms=ctx.now, clock_deadline_ms=None)
     ctx.emit(e.TableClosed(reason, ctx.secret.seed.hex(), ctx.m.fingerprint))
 
 
-def _leave(ctx: _Ctx, seat: int, reason: str) -> None:
+def _leave(ctx: _Ctx, seat: int, reason: EndReason) -> None:
     """Leaving (walking out, away too long, out of move time): per profile."""
     opt = ctx.opt
     other = 1 - seat
     if opt.profile == "casual" and not opt.leave_forfeits:
-        _close(ctx, "abandoned")
+        _close(ctx, EndReason.ABANDONED)
         return
     if opt.profile == "scored":  # I-18
         m = ctx.m
@@ -331,17 +340,17 @@ def _leave(ctx: _Ctx, seat: int, reason: str) -> None:
 # -- deadlines ------------------------------------------------------------------------------
 
 _PRIORITY = (
-    "next_game",
-    "confirm",
-    "no_move",
-    "auto_roll",
-    "move_warning",
-    "turn",
-    "answer",
-    "move_time",
-    "away",
-    "async_expiry",
-    "rematch_expiry",
+    DeadlineKind.NEXT_GAME,
+    DeadlineKind.CONFIRM,
+    DeadlineKind.NO_MOVE,
+    DeadlineKind.AUTO_ROLL,
+    DeadlineKind.MOVE_WARNING,
+    DeadlineKind.TURN,
+    DeadlineKind.ANSWER,
+    DeadlineKind.MOVE_TIME,
+    DeadlineKind.AWAY,
+    DeadlineKind.ASYNC_EXPIRY,
+    DeadlineKind.REMATCH_EXPIRY,
 )
 
 
@@ -354,7 +363,7 @@ def next_deadline(m: MatchState) -> Deadline | None:
             found.append(
                 Deadline(
                     m.phase_started_ms + opt.rematch_window_ms,
-                    "rematch_expiry",
+                    DeadlineKind.REMATCH_EXPIRY,
                     m.rematch_offered_by,
                 )
             )
@@ -362,34 +371,39 @@ def next_deadline(m: MatchState) -> Deadline | None:
         live = m.phase in (Phase.AWAIT_ROLL, Phase.MOVING, Phase.DOUBLE_OFFERED)
         if live and m.clock_deadline_ms is not None:
             if m.phase is Phase.DOUBLE_OFFERED:
-                kind = "answer"
+                kind = DeadlineKind.ANSWER
             elif opt.move_time_ms is not None:
-                kind = "move_time"
+                kind = DeadlineKind.MOVE_TIME
             else:
-                kind = "turn"
+                kind = DeadlineKind.TURN
             found.append(Deadline(m.clock_deadline_ms, kind, m.decider))
             if kind == "move_time" and not m.warned:
                 warn_at = max(m.phase_started_ms, m.clock_deadline_ms - opt.move_warning_ms)
-                found.append(Deadline(warn_at, "move_warning", m.turn))
+                found.append(Deadline(warn_at, DeadlineKind.MOVE_WARNING, m.turn))
         if m.phase is Phase.AWAIT_ROLL and may_double(m, m.turn):
             if opt.auto_roll_pref and m.auto_roll[m.turn]:
                 at = m.phase_started_ms + opt.auto_roll_double_pause_ms
-                found.append(Deadline(at, "auto_roll", m.turn))
+                found.append(Deadline(at, DeadlineKind.AUTO_ROLL, m.turn))
         elif m.phase is Phase.AWAIT_ROLL and opt.auto_roll_after_ms is not None:
-            found.append(Deadline(m.phase_started_ms + opt.auto_roll_after_ms, "auto_roll", m.turn))
+            at = m.phase_started_ms + opt.auto_roll_after_ms
+            found.append(Deadline(at, DeadlineKind.AUTO_ROLL, m.turn))
         if m.phase is Phase.CONFIRMING:
-            found.append(Deadline(m.phase_started_ms + opt.confirm_window_ms, "confirm", m.turn))
+            at = m.phase_started_ms + opt.confirm_window_ms
+            found.append(Deadline(at, DeadlineKind.CONFIRM, m.turn))
         if m.phase is Phase.NO_MOVE:
-            found.append(Deadline(m.phase_started_ms + opt.no_move_window_ms, "no_move", m.turn))
+            at = m.phase_started_ms + opt.no_move_window_ms
+            found.append(Deadline(at, DeadlineKind.NO_MOVE, m.turn))
         if m.phase is Phase.BETWEEN_GAMES:
-            found.append(Deadline(m.phase_started_ms + opt.next_game_delay_ms, "next_game", -1))
+            at = m.phase_started_ms + opt.next_game_delay_ms
+            found.append(Deadline(at, DeadlineKind.NEXT_GAME, -1))
         if opt.disconnect_ms is not None:
             for seat in (0, 1):
                 since = m.away_since_ms[seat]
                 if since is not None and not m.away_expired[seat]:
-                    found.append(Deadline(since + opt.disconnect_ms, "away", seat))
+                    found.append(Deadline(since + opt.disconnect_ms, DeadlineKind.AWAY, seat))
         if opt.async_mode:
-            found.append(Deadline(m.last_activity_ms + opt.async_expiry_ms, "async_expiry", -1))
+            at = m.last_activity_ms + opt.async_expiry_ms
+            found.append(Deadline(at, DeadlineKind.ASYNC_EXPIRY, -1))
     if not found:
         return None
     return min(found, key=lambda d: (d.at_ms, _PRIORITY.index(d.kind), d.seat))
@@ -399,18 +413,18 @@ def _on_deadline(ctx: _Ctx, due: Deadline) -> None:
     m = ctx.m
     kind, seat = due.kind, due.seat
     if kind == "turn":  # I-7: roll if needed, play the first legal play, end the turn
-        ctx.emit(e.TimedOut(seat, "turn", due.at_ms, ctx.now))
+        ctx.emit(e.TimedOut(seat, DeadlineKind.TURN, due.at_ms, ctx.now))
         if m.phase is Phase.AWAIT_ROLL:
             _roll(ctx, seat, auto=True)
         if ctx.m.phase is Phase.MOVING and ctx.m.turn == seat:
             _timeout_play(ctx, seat)
     elif kind == "answer":  # I-2: unanswered is a drop
-        ctx.emit(e.TimedOut(seat, "answer", due.at_ms, ctx.now))
-        ctx.emit(e.DoubleDropped(seat, "timeout"))
-        _end_game(ctx, 1 - seat, "drop", 1)
+        ctx.emit(e.TimedOut(seat, DeadlineKind.ANSWER, due.at_ms, ctx.now))
+        ctx.emit(e.DoubleDropped(seat, DropReason.TIMEOUT))
+        _end_game(ctx, 1 - seat, GameResult.DROP, 1)
     elif kind == "move_time":  # I-18: running out of move time is leaving
-        ctx.emit(e.TimedOut(seat, "move_time", due.at_ms, ctx.now))
-        _leave(ctx, seat, "move_time")
+        ctx.emit(e.TimedOut(seat, DeadlineKind.MOVE_TIME, due.at_ms, ctx.now))
+        _leave(ctx, seat, EndReason.MOVE_TIME)
     elif kind == "move_warning":
         ctx.set(warned=True)
         assert m.clock_deadline_ms is not None
@@ -427,7 +441,7 @@ def _on_deadline(ctx: _Ctx, due: Deadline) -> None:
     elif kind == "away":
         _away_expired(ctx, seat)
     elif kind == "async_expiry":
-        _close(ctx, "async_expired")
+        _close(ctx, EndReason.ASYNC_EXPIRED)
     elif kind == "rematch_expiry":
         ctx.set(rematch_offered_by=None)
         ctx.emit(e.RematchExpired())
@@ -453,7 +467,7 @@ def _away_expired(ctx: _Ctx, seat: int) -> None:
     other = 1 - seat
     if ctx.opt.profile == "wagered":  # I-9
         if m.away_expired[other]:
-            _close(ctx, "both_away")
+            _close(ctx, EndReason.BOTH_AWAY)
             return
         other_since = m.away_since_ms[other]
         if other_since is not None:
@@ -463,20 +477,20 @@ def _away_expired(ctx: _Ctx, seat: int) -> None:
             assert ctx.opt.disconnect_ms is not None
             ctx.emit(e.AwayExpired(seat, other_since + ctx.opt.disconnect_ms))
             return
-    _leave(ctx, seat, "away")
+    _leave(ctx, seat, EndReason.AWAY)
 
 
 # -- commands ---------------------------------------------------------------------------------
 
 
-def _need(cond: bool, code: str, message: str) -> None:
+def _need(cond: bool, code: RejectionCode, message: str) -> None:
     if not cond:
         raise _Reject(code, message)
 
 
 def _need_turn(m: MatchState, seat: int, *phases: Phase) -> None:
-    _need(m.phase in phases, "WRONG_PHASE", f"not allowed while {m.phase.value}")
-    _need(m.decider == seat, "NOT_YOUR_TURN", f"seat {seat} is not the one to act")
+    _need(m.phase in phases, RejectionCode.WRONG_PHASE, f"not allowed while {m.phase.value}")
+    _need(m.decider == seat, RejectionCode.NOT_YOUR_TURN, f"seat {seat} is not the one to act")
 
 
 def _resume_doubler(ctx: _Ctx, **changes: Any) -> None:
@@ -499,27 +513,43 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
     opt = ctx.opt
     if isinstance(cmd, c.Deadline):
         due = next_deadline(m)
-        _need(due is not None, "NO_DEADLINE", "nothing is timed now")
+        _need(due is not None, RejectionCode.NO_DEADLINE, "nothing is timed now")
         assert due is not None
-        _need(ctx.now >= due.at_ms, "NOT_DUE", f"the next deadline is at {due.at_ms}")
+        _need(ctx.now >= due.at_ms, RejectionCode.NOT_DUE, f"the next deadline is at {due.at_ms}")
         _on_deadline(ctx, due)
         return
     seat = cmd.seat
-    _need(seat in (0, 1), "BAD_SEAT", f"seat must be 0 or 1, got {seat}")
+    _need(seat in (0, 1), RejectionCode.BAD_SEAT, f"seat must be 0 or 1, got {seat}")
     if isinstance(cmd, c.OfferRematch):
-        _need(m.phase is Phase.MATCH_OVER, "WRONG_PHASE", "a rematch follows a finished match")
-        _need(m.rematch_offered_by is None, "ALREADY_OFFERED", "a rematch is already offered")
+        _need(
+            m.phase is Phase.MATCH_OVER,
+            RejectionCode.WRONG_PHASE,
+            "a rematch follows a finished match",
+        )
+        _need(
+            m.rematch_offered_by is None,
+            RejectionCode.ALREADY_OFFERED,
+            "a rematch is already offered",
+        )
         ctx.set(rematch_offered_by=seat, phase_started_ms=ctx.now)
         ctx.emit(e.RematchOffered(seat, ctx.now + opt.rematch_window_ms))
         return
     if isinstance(cmd, c.AcceptRematch):
-        _need(m.phase is Phase.MATCH_OVER, "WRONG_PHASE", "a rematch follows a finished match")
-        _need(m.rematch_offered_by == 1 - seat, "NOT_OFFERED", "the opponent offered no rematch")
-        _need(not m.rematch_agreed, "ALREADY_AGREED", "the rematch is already agreed")
+        _need(
+            m.phase is Phase.MATCH_OVER,
+            RejectionCode.WRONG_PHASE,
+            "a rematch follows a finished match",
+        )
+        _need(
+            m.rematch_offered_by == 1 - seat,
+            RejectionCode.NOT_OFFERED,
+            "the opponent offered no rematch",
+        )
+        _need(not m.rematch_agreed, RejectionCode.ALREADY_AGREED, "the rematch is already agreed")
         ctx.set(rematch_agreed=True)
         ctx.emit(e.RematchAgreed())
         return
-    _need(not m.finished, "MATCH_OVER", "the match is over")
+    _need(not m.finished, RejectionCode.MATCH_OVER, "the match is over")
     ctx.set(last_activity_ms=ctx.now)
     if isinstance(cmd, c.Roll):
         _need_turn(m, seat, Phase.AWAIT_ROLL)
@@ -530,7 +560,7 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
         try:
             nxt = m.play.play(cmd.frm, cmd.to)
         except TurnError as err:
-            raise _Reject(err.code, str(err)) from None
+            raise _Reject(RejectionCode(err.code), str(err)) from None
         _emit_moves(ctx, seat, m.play.current, nxt.steps[len(m.play.steps) :], auto=False)
         ctx.set(play=nxt)
         if nxt.is_complete():
@@ -545,7 +575,7 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
         try:
             back = m.play.undo()
         except TurnError as err:
-            raise _Reject(err.code, str(err)) from None
+            raise _Reject(RejectionCode(err.code), str(err)) from None
         ctx.set(play=back, phase=Phase.MOVING)
         ctx.emit(e.StepsUndone(seat, m.play.steps[len(back.steps) :]))
     elif isinstance(cmd, c.Confirm):
@@ -556,7 +586,7 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
         assert m.play is not None
         _need(
             m.play.current in m.play.results,
-            "INCOMPLETE_PLAY",
+            RejectionCode.INCOMPLETE_PLAY,
             "play every number the rules require first",
         )
         _finish_turn(ctx, m.play)
@@ -566,15 +596,19 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
         try:
             done = validate_play(m.play.start, m.play.dice, tuple(cmd.steps))
         except TurnError as err:
-            raise _Reject(err.code, str(err)) from None
+            raise _Reject(RejectionCode(err.code), str(err)) from None
         if m.play.steps:
             ctx.emit(e.StepsUndone(seat, m.play.steps))
         _emit_moves(ctx, seat, m.play.start, done.steps, auto=False)
         _finish_turn(ctx, done)
     elif isinstance(cmd, c.OfferDouble):
         _need_turn(m, seat, Phase.AWAIT_ROLL)
-        _need(may_double(m, seat), "CANNOT_DOUBLE", "doubling is not allowed now")
-        _need(cmd.both_cover, "CANNOT_COVER", "both players must be able to cover the raise (I-4)")
+        _need(may_double(m, seat), RejectionCode.CANNOT_DOUBLE, "doubling is not allowed now")
+        _need(
+            cmd.both_cover,
+            RejectionCode.CANNOT_COVER,
+            "both players must be able to cover the raise (I-4)",
+        )
         remaining = None if m.clock_deadline_ms is None else m.clock_deadline_ms - ctx.now
         clock = None
         if opt.turn_clock_ms is not None:
@@ -589,43 +623,53 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
             _resume_doubler(ctx, double_withdrawn=True)
         elif not cmd.taker_covers:
             if m.away_expired[doubler]:  # I-4: the doubler has left; the taker wins the match
-                _end_match(ctx, seat, "doubler_left")
+                _end_match(ctx, seat, EndReason.DOUBLER_LEFT)
             else:
-                ctx.emit(e.DoubleDropped(seat, "cannot_cover"))
-                _end_game(ctx, doubler, "drop", 1)
+                ctx.emit(e.DoubleDropped(seat, DropReason.CANNOT_COVER))
+                _end_game(ctx, doubler, GameResult.DROP, 1)
         else:
             ctx.emit(e.DoubleTaken(seat, m.cube * 2))
             _resume_doubler(ctx, cube=m.cube * 2, cube_owner=seat)
     elif isinstance(cmd, c.Drop):
         _need_turn(m, seat, Phase.DOUBLE_OFFERED)
-        ctx.emit(e.DoubleDropped(seat, "drop"))
-        _end_game(ctx, 1 - seat, "drop", 1)
+        ctx.emit(e.DoubleDropped(seat, DropReason.DROP))
+        _end_game(ctx, 1 - seat, GameResult.DROP, 1)
     elif isinstance(cmd, c.Resign):
-        _need(opt.resign_allowed, "NOT_AVAILABLE", "this table has no resign (use leave)")
-        _need(m.phase in IN_GAME, "WRONG_PHASE", "no game in progress")
-        _end_game(ctx, 1 - seat, "resign", 1)  # I-5: a single, times the cube
+        _need(
+            opt.resign_allowed, RejectionCode.NOT_AVAILABLE, "this table has no resign (use leave)"
+        )
+        _need(m.phase in IN_GAME, RejectionCode.WRONG_PHASE, "no game in progress")
+        _end_game(ctx, 1 - seat, GameResult.RESIGN, 1)  # I-5: a single, times the cube
     elif isinstance(cmd, c.Leave):
-        _leave(ctx, seat, "left")
+        _leave(ctx, seat, EndReason.LEFT)
     elif isinstance(cmd, c.Disconnect):
-        _need(m.away_since_ms[seat] is None, "ALREADY_AWAY", f"seat {seat} is already away")
+        _need(
+            m.away_since_ms[seat] is None,
+            RejectionCode.ALREADY_AWAY,
+            f"seat {seat} is already away",
+        )
         away = list(m.away_since_ms)
         away[seat] = ctx.now
         ctx.set(away_since_ms=(away[0], away[1]))
         window = opt.disconnect_ms
         ctx.emit(e.PlayerAway(seat, None if window is None else ctx.now + window))
     elif isinstance(cmd, c.Reconnect):
-        _need(m.away_since_ms[seat] is not None, "NOT_AWAY", f"seat {seat} is not away")
+        _need(m.away_since_ms[seat] is not None, RejectionCode.NOT_AWAY, f"seat {seat} is not away")
         away = list(m.away_since_ms)
         away[seat] = None
         ctx.set(away_since_ms=(away[0], away[1]))
         ctx.emit(e.PlayerBack(seat))
         if m.away_expired[1 - seat] and not m.away_expired[seat]:
-            _leave(ctx, 1 - seat, "away")  # I-9: back in time; the other forfeits
+            _leave(ctx, 1 - seat, EndReason.AWAY)  # I-9: back in time; the other forfeits
     elif isinstance(cmd, c.Boost):
-        _need(opt.boosts_per_game > 0, "NOT_AVAILABLE", "this table has no time boosts")
+        _need(opt.boosts_per_game > 0, RejectionCode.NOT_AVAILABLE, "this table has no time boosts")
         _need_turn(m, seat, Phase.AWAIT_ROLL, Phase.MOVING, Phase.DOUBLE_OFFERED)
-        _need(m.clock_deadline_ms is not None, "NO_CLOCK", "no clock is running")
-        _need(m.boosts_used[seat] < opt.boosts_per_game, "NO_BOOSTS_LEFT", "boosts used up")
+        _need(m.clock_deadline_ms is not None, RejectionCode.NO_CLOCK, "no clock is running")
+        _need(
+            m.boosts_used[seat] < opt.boosts_per_game,
+            RejectionCode.NO_BOOSTS_LEFT,
+            "boosts used up",
+        )
         assert m.clock_deadline_ms is not None
         used = list(m.boosts_used)
         used[seat] += 1
@@ -633,7 +677,7 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
         ctx.set(boosts_used=(used[0], used[1]), clock_deadline_ms=clock)
         ctx.emit(e.BoostApplied(seat, clock, opt.boosts_per_game - used[seat], opt.boost_cost))
     elif isinstance(cmd, c.SetAutoRoll):
-        _need(opt.auto_roll_pref, "NOT_AVAILABLE", "this table has no auto roll option")
+        _need(opt.auto_roll_pref, RejectionCode.NOT_AVAILABLE, "this table has no auto roll option")
         prefs = list(m.auto_roll)
         prefs[seat] = cmd.on
         ctx.set(auto_roll=(prefs[0], prefs[1]))
@@ -641,14 +685,16 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
         if cmd.on and m.phase is Phase.AWAIT_ROLL and m.turn == seat and not may_double(m, seat):
             _roll(ctx, seat, auto=True)
     elif isinstance(cmd, c.TakeBack):
-        _need(opt.test_game, "NOT_AVAILABLE", "take-back exists in test games only (I-19)")
+        _need(
+            opt.test_game, RejectionCode.NOT_AVAILABLE, "take-back exists in test games only (I-19)"
+        )
         last = m.last_turn
         _need(
             m.phase is Phase.AWAIT_ROLL
             and m.turn == 1 - seat
             and last is not None
             and last.seat == seat,
-            "CANNOT_TAKE_BACK",
+            RejectionCode.CANNOT_TAKE_BACK,
             "only your last turn, before the opponent rolls",
         )
         assert last is not None
@@ -662,7 +708,7 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
             phase_started_ms=ctx.now,
         )
     else:
-        raise _Reject("UNKNOWN_COMMAND", f"unknown command {type(cmd).__name__}")
+        raise _Reject(RejectionCode.UNKNOWN_COMMAND, f"unknown command {type(cmd).__name__}")
 
 
 def apply(state: TableState, command: c.Command, now_ms: int) -> Applied | Rejection:

@@ -7,24 +7,15 @@ built from `MatchState` only, so no code path can leak a future roll.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
 from engine.position import Position
 from engine.profiles import RulesOptions
 from engine.turn import Turn
+from engine.vocabulary import EndReason, GameResult, Phase
+
+__all__ = ["IN_GAME", "GameRecord", "MatchState", "Phase", "Secret", "Snapshot", "TableState"]
 
 Side = tuple[int, ...]
-
-
-class Phase(StrEnum):
-    AWAIT_ROLL = "await_roll"  # the seat on turn may double (if allowed) or roll
-    MOVING = "moving"  # dice rolled, steps being played
-    CONFIRMING = "confirming"  # scored: every die used, 3 s to undo (I-20)
-    NO_MOVE = "no_move"  # scored: no legal move, "Got it" or 3 s (I-20)
-    DOUBLE_OFFERED = "double_offered"  # the other seat must take or drop
-    BETWEEN_GAMES = "between_games"  # the next game is dealt after a pause
-    MATCH_OVER = "match_over"
-    CLOSED = "closed"  # closed with no winner, stakes returned
 
 
 IN_GAME = frozenset(
@@ -42,7 +33,7 @@ class Secret:
 class GameRecord:
     game_no: int
     winner: int
-    result: str  # single, gammon, backgammon, resign, drop
+    result: GameResult
     points: int
     cube: int
 
@@ -86,7 +77,7 @@ class MatchState:
     rolls: tuple[tuple[int, int], ...] = ()  # every draw so far, in order (public once rolled)
     last_turn: Snapshot | None = None
     winner: int | None = None
-    end_reason: str | None = None
+    end_reason: EndReason | None = None
     ended_ms: int | None = None
     rematch_offered_by: int | None = None
     rematch_agreed: bool = False

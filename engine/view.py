@@ -7,12 +7,13 @@ from dataclasses import dataclass
 
 from engine.machine import may_double, next_deadline
 from engine.state import MatchState, Phase
+from engine.vocabulary import DeadlineKind, EndReason
 
 
 @dataclass(frozen=True, slots=True)
 class PlayerView:
     seat: int
-    phase: str
+    phase: Phase
     turn: int
     decider: int
     game_no: int
@@ -30,7 +31,7 @@ class PlayerView:
     can_double: bool
     can_confirm: bool
     deadline_ms: int | None
-    deadline_kind: str | None
+    deadline_kind: DeadlineKind | None
     movable: tuple[int, ...]
     lit: dict[int, tuple[int, ...]]
     boosts_left: int
@@ -38,7 +39,7 @@ class PlayerView:
     away: tuple[bool, bool]
     fingerprint: str
     winner: int | None
-    end_reason: str | None
+    end_reason: EndReason | None
     rematch_offered_by: int | None
     rematch_agreed: bool
 
@@ -63,7 +64,7 @@ def player_view(m: MatchState, seat: int) -> PlayerView:
         own, opponent = pos.mover, pos.opponent
     return PlayerView(
         seat=seat,
-        phase=m.phase.value,
+        phase=m.phase,
         turn=m.turn,
         decider=m.decider,
         game_no=m.game_no,

@@ -119,7 +119,7 @@ async def _status(args: argparse.Namespace) -> int:
 
 
 async def _demo(args: argparse.Namespace) -> int:
-    from infra.demo import run_demo
+    from client.demo import run_demo
 
     try:
         result = await run_demo(args.data_dir)
@@ -138,8 +138,8 @@ async def _demo(args: argparse.Namespace) -> int:
 
 
 async def _play(args: argparse.Namespace) -> int:
+    from client.terminal import play_terminal
     from infra.status import read_state
-    from infra.terminal import play_terminal
 
     gateway = args.gateway
     if not gateway:

@@ -14,7 +14,6 @@ script (`python -m loadtests.run`) turns the stats into the summary.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import random
 import time
@@ -27,6 +26,7 @@ import grpc
 from locust import User, events, task
 from locust.exception import StopUser
 
+from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
@@ -34,9 +34,10 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from engine import bots
 from engine.position import Position
 from engine.turn import Turn
-from infra.client import next_command
 from loadtests.grpc_user import LocustInterceptor, report
+from services.common.play_wire import FINISHED, next_command
 
+MOVING = events_pb2.PHASE_MOVING
 LATE_BOUND_MS = float(os.environ.get("LOAD_LATE_BOUND_MS", "1000"))
 WAGERED = table_pb2.TableOptions(profile="wagered", match_length=1, bet=100)
 PROFILES = [
@@ -57,10 +58,19 @@ AWAY = table_pb2.TableOptions(profile="wagered", match_length=1, bet=400)
 ANSWER = table_pb2.TableOptions(profile="wagered", match_length=1, bet=500)
 
 
+# gRPC's gevent mode waits on completion queues in gevent's thread pool (10 threads by
+# default): every open Play stream holds one, so a small pool throttles the generator itself.
+THREADPOOL = int(os.environ.get("LOAD_THREADPOOL", "1000"))
+# Each simulated player gets its own connection (grpc-python shares one TCP connection per
+# address otherwise, so every player of a process would share one rate-limit bucket).
+CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
+
+
 @events.init.add_listener  # type: ignore[untyped-decorator]
 def _gevent_grpc(environment: Any, **_: Any) -> None:
     import grpc.experimental.gevent as grpc_gevent
 
+    gevent.get_hub().threadpool.maxsize = THREADPOOL
     grpc_gevent.init_gevent()
 
 
@@ -70,7 +80,8 @@ class GameUser(User):
 
     def on_start(self) -> None:
         channel = grpc.intercept_channel(
-            grpc.insecure_channel(str(self.host)), LocustInterceptor(self.environment)
+            grpc.insecure_channel(str(self.host), options=CHANNEL_OPTIONS),
+            LocustInterceptor(self.environment),
         )
         self.stub = gateway_pb2_grpc.GatewayServiceStub(channel)
         reply = self.stub.Login(gateway_pb2.LoginRequest(guest_name=type(self).__name__[:20]))
@@ -106,9 +117,6 @@ class GameUser(User):
             return None
         return str(table.table_id)
 
-    def view(self, table_id: str) -> Any:
-        return self.stub.GetView(gateway_pb2.ViewRequest(table_id=table_id), metadata=self.auth)
-
     # -- the Play stream --------------------------------------------------------------------
 
     def open_stream(self, table_id: str) -> None:
@@ -130,6 +138,9 @@ class GameUser(User):
                 self.updates.put(None)
 
         self.reader = gevent.spawn(reader)
+        self.latest: Any = None
+        while self.latest is None:  # the join's update: the view to act on
+            self.drain(30.0)
 
     def close_stream(self) -> None:
         self.requests.put(None)
@@ -165,24 +176,37 @@ class GameUser(User):
                     if error not in (None, "STALE_SEQ", "WRONG_PHASE", "NOT_YOUR_TURN")
                     else None,
                 )
-                return getattr(update, kind)
+                answer = getattr(update, kind)
+                while kind == "result" and self.latest.seq < answer.seq:
+                    self.drain(30.0)  # act on the view that shows the command
+                return answer
 
     def on_update(self, update: Any) -> None:
+        """Keep the newest pushed view; hand each event to `on_event`."""
+        if update.WhichOneof("kind") != "update":
+            return
+        for event in update.update.events:
+            self.on_event(event)
+        if self.latest is None or update.update.view.seq >= self.latest.seq:
+            self.latest = update.update.view
+
+    def on_event(self, event: Any) -> None:
         """Hook for events seen on the stream."""
 
     def drain(self, seconds: float) -> None:
         try:
             update = self.updates.get(timeout=seconds)
-            if update is not None:
-                self.on_update(update)
         except gevent.queue.Empty:
-            pass
+            return
+        if update is None:
+            raise StopUser()
+        self.on_update(update)
 
     # -- playing ----------------------------------------------------------------------------
 
     def decide(self, v: Any) -> tuple[table_pb2.Command, str] | None:
         """The shared bot's next command and its name; checks the lit points first."""
-        if v.decider == v.seat and v.phase == "moving" and len(v.dice) == 2 and not v.steps:
+        if v.decider == v.seat and v.phase == MOVING and len(v.dice) == 2 and not v.steps:
             self.check_lit(v, Position(tuple(v.own), tuple(v.opponent)))
         cmd = next_command(v, bots.normal_bot, self.rng)
         return None if cmd is None else (cmd, str(cmd.WhichOneof("kind")))
@@ -201,8 +225,8 @@ class GameUser(User):
         self.open_stream(table_id)
         try:
             for _ in range(3000):
-                v = self.view(table_id)
-                if v.phase in ("match_over", "closed"):
+                v = self.latest
+                if v.phase in FINISHED:
                     report(self.environment, "check", "match_completed")
                     return
                 choice = self.decide(v)
@@ -242,8 +266,8 @@ class AdversaryUser(GameUser):
     weight = 1
 
     def before_command(self, v: Any) -> None:
-        if v.phase == "moving" and not v.steps:
-            junk = table_pb2.Step(to=1)
+        if v.phase == MOVING and not v.steps:
+            junk = events_pb2.Step(to=1)
             setattr(junk, "from", 26)  # no such point: must be refused
             self.expect_refused(table_pb2.Command(move=junk), v.seq, "illegal_step")
         self.expect_refused(
@@ -251,7 +275,7 @@ class AdversaryUser(GameUser):
         )
 
     def decide(self, v: Any) -> tuple[table_pb2.Command, str] | None:
-        if v.decider != v.seat and v.phase in ("await_roll", "moving"):
+        if v.decider != v.seat and v.phase in (events_pb2.PHASE_AWAIT_ROLL, MOVING):
             # With the seq it saw: if the table moved on meanwhile this is STALE_SEQ, never a
             # legitimate roll that would look like an accepted illegal command.
             self.expect_refused(table_pb2.Command(roll=table_pb2.Empty()), v.seq, "out_of_turn")
@@ -275,12 +299,9 @@ class IdleUser(GameUser):
     fired = 0
     is_reporter = False
 
-    def on_update(self, update: Any) -> None:
-        if update.WhichOneof("kind") != "event":
-            return
-        event = update.event
-        doc = json.loads(event.json) if event.json else {}
-        if event.type == "turn_started":
+    def on_event(self, event: Any) -> None:
+        kind = event.WhichOneof("body")
+        if kind == "turn_started":
             if self.pending is not None and self.is_reporter:
                 # The previous turn ended without its timeout although nobody acts: missed.
                 report(
@@ -289,13 +310,15 @@ class IdleUser(GameUser):
                     "missed_timeout",
                     failure=f"{event.table_id}:{event.seq}",
                 )
-            self.pending = doc.get("deadline_ms")
+            self.pending = event.turn_started.deadline_ms or None
             self.fired = 0
-        elif event.type == "timed_out":
+        elif kind == "timed_out":
             self.fired += 1
             if self.is_reporter:
-                lateness = doc["now_ms"] - doc["deadline_ms"]
-                report(self.environment, "clock", f"lateness:{doc['clock']}", max(0.0, lateness))
+                out = event.timed_out
+                lateness = out.now_ms - out.deadline_ms
+                clock = events_pb2.DeadlineKind.Name(out.clock).removeprefix("DEADLINE_KIND_")
+                report(self.environment, "clock", f"lateness:{clock.lower()}", max(0, lateness))
                 report(
                     self.environment,
                     "check",
@@ -315,10 +338,12 @@ class IdleUser(GameUser):
                     failure=event.event_id if self.fired > 1 else None,
                 )
             self.pending = None
-        elif event.type == "player_away":
-            self.away_deadline = doc.get("deadline_ms")
-        elif event.type in ("match_ended", "table_closed", "game_ended"):
-            ended_away = event.type == "match_ended" and event.match_ended.reason == "away"
+        elif kind == "player_away":
+            self.away_deadline = event.player_away.deadline_ms or None
+        elif kind in ("match_ended", "match_closed", "game_ended"):
+            ended_away = (
+                kind == "match_ended" and event.match_ended.reason == events_pb2.END_REASON_AWAY
+            )
             if ended_away and self.is_reporter and self.away_deadline is not None:
                 late = max(0.0, event.at_ms - self.away_deadline)
                 report(self.environment, "clock", "lateness:away", late)
@@ -334,10 +359,10 @@ class IdleUser(GameUser):
         self.pending = None
         self.away_deadline = None
         self.fired = 0
-        v = self.view(table_id)
+        self.open_stream(table_id)
+        v = self.latest
         options = v.options
         self.is_reporter = v.seat == 0  # both seats see the same events: one reports
-        self.open_stream(table_id)
         if options.profile == "wagered" and options.bet == AWAY.bet and v.seat == 1:
             # Wait until the stream is live (the gateway counted us present), then vanish for
             # good: the other seat watches the 60 s window (x clock scale) run out.
@@ -348,8 +373,8 @@ class IdleUser(GameUser):
         try:
             for _ in range(600):
                 self.drain(1.0)
-                v = self.view(table_id)
-                if v.phase in ("match_over", "closed"):
+                v = self.latest
+                if v.phase in FINISHED:
                     report(self.environment, "check", "match_completed")
                     return
                 if options.bet == ANSWER.bet and v.can_double and not doubled:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import urllib.request
+from typing import Any
 
 
 async def scrape_metrics(port: int) -> str:
@@ -14,3 +15,8 @@ async def scrape_metrics(port: int) -> str:
             return str(reply.read().decode())
 
     return await asyncio.to_thread(fetch)
+
+
+def kind(event: Any) -> str:
+    """A TableEvent's type: the name of its `body` oneof field ("dice_rolled", ...)."""
+    return str(event.WhichOneof("body"))

@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import secrets
 from typing import Any
 
 import grpc
 
-from infra.client import Player
+from bg.gateway.v1 import gateway_pb2_grpc
+from engine import bots
+from services.common.play_wire import PlaySession, next_command
 from services.gateway.auth import Identity, TokenSigner
 
 log = logging.getLogger("bg.bots")
@@ -47,18 +50,18 @@ class BotWorker:
             bot_id = next(p for p in seats if p.startswith("cpu-"))
             level = bot_id.split("-")[1]
             # One connection per seat, as a device would have: rate limits are per connection.
-            channel = grpc.aio.insecure_channel(self.gateway_addr)
-            player = Player(
-                channel,
-                bot_id,
-                strategy="easy" if level == "easy" else "normal",
-                seed=hash(table_id) & 0xFFFF,
+            channel = grpc.aio.insecure_channel(
+                self.gateway_addr, options=[("grpc.use_local_subchannel_pool", 1)]
             )
-            player.token, _ = self.signer.issue(Identity(bot_id, f"CPU ({level})"))
-            player.player_id = bot_id
+            choose = bots.STRATEGIES["easy" if level == "easy" else "normal"]
+            rng = random.Random(hash(table_id) & 0xFFFF)
+            token, _ = self.signer.issue(Identity(bot_id, f"CPU ({level})"))
+            stub = gateway_pb2_grpc.GatewayServiceStub(channel)
             renew = asyncio.create_task(self._renew(lease))
             try:
-                await player.play(table_id, timeout_s=86_400)
+                auth = [("authorization", f"Bearer {token}")]
+                async with PlaySession(stub, table_id, auth) as session:
+                    await session.play_out(lambda v: next_command(v, choose, rng), 86_400)
             finally:
                 renew.cancel()
                 await channel.close(None)

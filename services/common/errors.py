@@ -16,6 +16,8 @@ import grpc
 from bg.common.v1 import errors_pb2
 
 ERROR_KEY = "bg-error-bin"
+# Error texts are cut to this length: no error may echo unbounded input into trailers.
+MAX_MESSAGE = 300
 T = TypeVar("T")
 
 
@@ -39,10 +41,20 @@ class ServiceError(Exception):
         if status is not None:
             self.status = status
 
+    rejection: Any = 0  # bg.common.v1.RejectionCode when the rules engine refused a command
+
     def to_proto(self) -> errors_pb2.Error:
         return errors_pb2.Error(
-            code=self.code, message=self.message, field=self.field, metadata=self.metadata
+            code=self.code[:64],
+            message=_cut(self.message),
+            field=self.field[:64],
+            metadata={k[:64]: _cut(v) for k, v in list(self.metadata.items())[:16]},
+            rejection=self.rejection,
         )
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 
 class InvalidArgument(ServiceError):
@@ -66,8 +78,9 @@ class Unauthenticated(ServiceError):
 
 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ServiceError) -> None:
-    context.set_trailing_metadata(((ERROR_KEY, err.to_proto().SerializeToString()),))
-    await context.abort(err.status, f"{err.code}: {err.message}")
+    detail = err.to_proto()
+    context.set_trailing_metadata(((ERROR_KEY, detail.SerializeToString()),))
+    await context.abort(err.status, f"{detail.code}: {detail.message}")
 
 
 def grpc_errors(
@@ -106,10 +119,13 @@ async def remote_call(awaitable: Any) -> Any:
         detail = error_from(exc)
         if detail is None:
             raise ServiceError(
-                "UPSTREAM_UNAVAILABLE", f"{exc.code().name}: {exc.details()}", status=exc.code()
+                "UPSTREAM_UNAVAILABLE",
+                _cut(f"{exc.code().name}: {exc.details()}"),
+                status=exc.code(),
             ) from None
         err = ServiceError(detail.code, detail.message, field=detail.field, status=exc.code())
         err.metadata = dict(detail.metadata)
+        err.rejection = detail.rejection
         raise err from None
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import time
 import uuid
@@ -18,6 +17,7 @@ from typing import Any
 
 import grpc
 
+from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
@@ -33,7 +33,10 @@ from services.common.errors import (
     grpc_errors,
     remote_call,
 )
+from services.common.table_feed import read_events
+from services.gateway import limits
 from services.gateway.auth import IdentityProvider, TokenSigner
+from services.gateway.feed import GAP, Subscription, TableFeed
 
 call = remote_call
 
@@ -89,24 +92,22 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         presence: Presence,
         rate_per_s: float,
         leaderboard: grpc.aio.Channel | None = None,
+        feed: TableFeed | None = None,
     ) -> None:
         self.signer = signer
         self.identities = identities
         self.lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(matchmaking)
         self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
-        self.table_stubs = [table_pb2_grpc.TableServiceStub(ch) for ch in tables]
-        self._rotation = itertools.cycle(range(len(self.table_stubs)))
-        self.replicas = Replicas(self.table_stubs)
+        self.replicas = Replicas([table_pb2_grpc.TableServiceStub(ch) for ch in tables])
         self.presence = presence
+        self.redis = presence.redis
+        self.feed = feed or TableFeed(presence.redis)
         self.rate_per_s = rate_per_s
         self.boards = (
             leaderboard_pb2_grpc.LeaderboardServiceStub(leaderboard) if leaderboard else None
         )
         self._limiters: dict[str, RateLimiter] = {}
         self._background: set[asyncio.Task[None]] = set()
-
-    def tables(self) -> table_pb2_grpc.TableServiceStub:
-        return self.table_stubs[next(self._rotation)]
 
     def _limit(self, context: Context) -> None:
         """Per-connection limit on unary calls (the peer address names the connection)."""
@@ -123,8 +124,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 status=grpc.StatusCode.RESOURCE_EXHAUSTED,
             )
 
-    def player(self, context: Context) -> str:
+    def player(self, context: Context, request: Any = None) -> str:
+        """The caller's player id from the verified token; `request`'s strings bounded."""
         self._limit(context)
+        if request is not None:
+            limits.check(request)
         metadata = dict(context.invocation_metadata() or ())
         header = str(metadata.get("authorization", ""))
         if not header.startswith("Bearer "):
@@ -138,6 +142,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: gateway_pb2.LoginRequest, context: Context
     ) -> gateway_pb2.LoginResponse:
         self._limit(context)
+        limits.check(request)
         identity = await self.identities.guest(request.guest_name)
         token, expires = self.signer.issue(identity)
         return gateway_pb2.LoginResponse(
@@ -148,42 +153,42 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def CreateTable(
         self, request: matchmaking_pb2.CreateTableRequest, context: Context
     ) -> Any:
-        request.player_id = self.player(context)
+        request.player_id = self.player(context, request)
         return await call(self.lobby.CreateTable(request, timeout=10))
 
     @grpc_errors
     async def ListTables(self, request: matchmaking_pb2.ListTablesRequest, context: Context) -> Any:
-        self.player(context)
+        self.player(context, request)
         return await call(self.lobby.ListTables(request, timeout=10))
 
     @grpc_errors
     async def JoinByCode(self, request: matchmaking_pb2.JoinByCodeRequest, context: Context) -> Any:
-        request.player_id = self.player(context)
+        request.player_id = self.player(context, request)
         return await call(self.lobby.JoinByCode(request, timeout=10))
 
     @grpc_errors
     async def QuickMatch(self, request: matchmaking_pb2.QuickMatchRequest, context: Context) -> Any:
-        request.player_id = self.player(context)
+        request.player_id = self.player(context, request)
         return await call(self.lobby.QuickMatch(request, timeout=10))
 
     @grpc_errors
     async def StartTable(self, request: matchmaking_pb2.TableRequest, context: Context) -> Any:
-        request.player_id = self.player(context)
+        request.player_id = self.player(context, request)
         return await call(self.lobby.StartTable(request, timeout=10))
 
     @grpc_errors
     async def LeaveTable(self, request: matchmaking_pb2.TableRequest, context: Context) -> Any:
-        request.player_id = self.player(context)
+        request.player_id = self.player(context, request)
         return await call(self.lobby.LeaveTable(request, timeout=10))
 
     @grpc_errors
     async def GetTable(self, request: matchmaking_pb2.TableRequest, context: Context) -> Any:
-        request.player_id = self.player(context)
+        request.player_id = self.player(context, request)
         return await call(self.lobby.GetTable(request, timeout=10))
 
     @grpc_errors
     async def GetView(self, request: gateway_pb2.ViewRequest, context: Context) -> Any:
-        player = self.player(context)
+        player = self.player(context, request)
         view = table_pb2.GetViewRequest(table_id=request.table_id, player_id=player)
         return await self.replicas.call("GetView", view, timeout=10)
 
@@ -191,7 +196,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def GetMatchRecord(
         self, request: table_pb2.GetMatchRecordRequest, context: Context
     ) -> Any:
-        player = self.player(context)
+        player = self.player(context, request)
         record: Any = await self.replicas.call("GetMatchRecord", request, timeout=10)
         if player not in record.player_ids:
             raise PermissionDenied("NOT_SEATED", "only the match's players get its record")
@@ -199,20 +204,20 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     @grpc_errors
     async def GetLeaderboard(self, request: leaderboard_pb2.TopRequest, context: Context) -> Any:
-        self.player(context)
+        self.player(context, request)
         assert self.boards is not None
         return await call(self.boards.Top(request, timeout=10))
 
     @grpc_errors
     async def GetRank(self, request: leaderboard_pb2.RankRequest, context: Context) -> Any:
-        player = self.player(context)
+        player = self.player(context, request)
         request.player_id = request.player_id or player
         assert self.boards is not None
         return await call(self.boards.Rank(request, timeout=10))
 
     @grpc_errors
     async def GetProfile(self, request: leaderboard_pb2.ProfileRequest, context: Context) -> Any:
-        player = self.player(context)
+        player = self.player(context, request)
         request.player_id = request.player_id or player
         assert self.boards is not None
         return await call(self.boards.Profile(request, timeout=10))
@@ -221,7 +226,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def GetBalance(
         self, request: gateway_pb2.BalanceRequest, context: Context
     ) -> gateway_pb2.BalanceResponse:
-        player = self.player(context)
+        player = self.player(context, request)
         reply: Any = await call(
             self.wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=player), timeout=10)
         )
@@ -231,7 +236,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def SetPreferences(
         self, request: gateway_pb2.PreferencesRequest, context: Context
     ) -> gateway_pb2.PreferencesResponse:
-        player = self.player(context)
+        player = self.player(context, request)
         prefs = table_pb2.SetPreferencesRequest(player_id=player, auto_roll=request.auto_roll)
         await self.replicas.call("SetPreferences", prefs, timeout=10)
         return gateway_pb2.PreferencesResponse()
@@ -251,23 +256,34 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 raise InvalidArgument(
                     "JOIN_FIRST", "the first message names the table", field="join"
                 )
-            table_id = first.join.table_id
-            view: Any = await self.replicas.call(
-                "GetView", table_pb2.GetViewRequest(table_id=table_id, player_id=player)
-            )
+            table_id = limits.table_id(first.join.table_id, "join.table_id")
         except ServiceError as err:
             await abort(context, err)
             return
         except StopAsyncIteration:
             return
+        # Subscribe before reading the state, so no commit falls between the two.
+        sub = await self.feed.subscribe(table_id)
+        try:
+            view: Any = await self.replicas.call(
+                "GetView", table_pb2.GetViewRequest(table_id=table_id, player_id=player)
+            )
+            backlog = await self._events_between(table_id, first.join.from_seq, view.seq)
+        except ServiceError as err:
+            await self.feed.unsubscribe(sub)
+            await abort(context, err)
+            return
         seat = view.seat
+        queue: asyncio.Queue[gateway_pb2.PlayUpdate | None] = asyncio.Queue(maxsize=1000)
+        await queue.put(
+            _update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
+        )
         if await self.presence.opened(table_id, player):
             await self._report(table_id, player, True)
-        queue: asyncio.Queue[gateway_pb2.PlayUpdate | None] = asyncio.Queue(maxsize=1000)
         commands = asyncio.create_task(
             self._commands(request_iterator, table_id, player, seat, queue)
         )
-        events = asyncio.create_task(self._events(table_id, player, first.join.from_seq, queue))
+        pushes = asyncio.create_task(self._pushes(sub, player, seat, view.seq, queue))
         try:
             while True:
                 update = await queue.get()
@@ -275,20 +291,75 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                     return
                 await context.write(update)
         finally:
-            for task in (commands, events):
+            for task in (commands, pushes):
                 task.cancel()
             # The presence report runs in its own task: a second cancellation of this handler
             # (the call ending while we clean up) must not swallow the disconnect.
-            left = asyncio.create_task(self._stream_closed(table_id, player, commands, events))
+            left = asyncio.create_task(self._stream_closed(sub, player, commands, pushes))
             self._background.add(left)
             left.add_done_callback(self._background.discard)
 
-    async def _stream_closed(self, table_id: str, player: str, *tasks: asyncio.Task[None]) -> None:
+    async def _events_between(
+        self, table_id: str, after_seq: int, upto_seq: int
+    ) -> list[events_pb2.TableEvent]:
+        if after_seq >= upto_seq:
+            return []
+        out = []
+        for _seq, data in await read_events(self.redis, table_id, after_seq, upto_seq):
+            event = events_pb2.TableEvent()
+            event.ParseFromString(data)
+            out.append(event)
+        return out
+
+    async def _pushes(
+        self,
+        sub: Subscription,
+        player: str,
+        seat: int,
+        last: int,
+        queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
+    ) -> None:
+        """The table's updates for this seat, each event once and in order, gaps filled."""
+        table_id = sub.table_id
+        while True:
+            update = await sub.queue.get()
+            try:
+                if update is GAP:
+                    view: Any = await self.replicas.call(
+                        "GetView", table_pb2.GetViewRequest(table_id=table_id, player_id=player)
+                    )
+                    seq, mine = view.seq, view
+                    events = await self._events_between(table_id, last, seq)
+                else:
+                    if update.seq <= last:
+                        continue  # already delivered (the join's view, or a refilled gap)
+                    seq, mine = update.seq, update.views[seat]
+                    first = seq - len(update.events) + 1
+                    events = await self._events_between(table_id, last, first - 1)
+                    events += update.events
+                if seq <= last:
+                    continue
+            except ServiceError as err:
+                log.warning(
+                    "cannot resync a stream", extra={"table_id": table_id, "code": err.code}
+                )
+                sub.deliver(GAP)
+                await asyncio.sleep(0.5)
+                continue
+            last = seq
+            await queue.put(
+                _update(table_id, gateway_pb2.SeatUpdate(seq=seq, events=events, view=mine))
+            )
+
+    async def _stream_closed(
+        self, sub: Subscription, player: str, *tasks: asyncio.Task[None]
+    ) -> None:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if await self.presence.closed(table_id, player):
-            await self._report(table_id, player, False)
+        await self.feed.unsubscribe(sub)
+        if await self.presence.closed(sub.table_id, player):
+            await self._report(sub.table_id, player, False)
 
     async def _report(self, table_id: str, player: str, connected: bool) -> None:
         with contextlib.suppress(ServiceError):
@@ -308,67 +379,40 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         limiter = RateLimiter(self.rate_per_s)
         try:
             async for message in requests:
-                if message.WhichOneof("kind") != "command":
-                    bad = InvalidArgument("MALFORMED", "after join, send commands", field="command")
-                    await queue.put(
-                        gateway_pb2.PlayUpdate(error=gateway_pb2.CommandError(error=bad.to_proto()))
-                    )
-                    continue
                 cmd = message.command
-                if not limiter.allow():
-                    limited = ServiceError(
-                        "RATE_LIMITED", f"at most {self.rate_per_s:g} commands per second"
-                    )
-                    await queue.put(
-                        gateway_pb2.PlayUpdate(
-                            error=gateway_pb2.CommandError(
-                                command_id=cmd.command_id, error=limited.to_proto()
-                            )
-                        )
-                    )
-                    continue
-                request = table_pb2.SubmitCommandRequest(
-                    table_id=table_id, player_id=player, seat=seat,
-                    # an id makes the command safe to hand to another replica on failover
-                    command_id=cmd.command_id or f"gw-{uuid.uuid4().hex}",
-                    expected_seq=cmd.expected_seq, command=cmd.command,
-                )  # fmt: skip
                 try:
+                    if message.WhichOneof("kind") != "command":
+                        raise InvalidArgument(
+                            "MALFORMED", "after join, send commands", field="command"
+                        )
+                    command_id = limits.bounded(cmd.command_id, "command.command_id", 64)
+                    if not limiter.allow():
+                        raise ServiceError(
+                            "RATE_LIMITED", f"at most {self.rate_per_s:g} commands per second"
+                        )
+                    request = table_pb2.SubmitCommandRequest(
+                        table_id=table_id, player_id=player, seat=seat,
+                        # an id makes the command safe to hand to another replica on failover
+                        command_id=command_id or f"gw-{uuid.uuid4().hex}",
+                        expected_seq=cmd.expected_seq, command=cmd.command,
+                    )  # fmt: skip
                     reply: Any = await self.replicas.call("SubmitCommand", request, timeout=10)
                     if cmd.command.WhichOneof("kind") == "accept_rematch" and not reply.duplicate:
                         # I-32: both agreed; matchmaking deals the new match on this table.
                         rematch = matchmaking_pb2.TableRequest(player_id=player, table_id=table_id)
                         await call(self.lobby.Rematch(rematch, timeout=10))
                     result = gateway_pb2.CommandResult(
-                        command_id=cmd.command_id, seq=reply.seq, duplicate=reply.duplicate
+                        command_id=command_id, seq=reply.seq, duplicate=reply.duplicate
                     )
-                    await queue.put(gateway_pb2.PlayUpdate(result=result))
+                    await queue.put(gateway_pb2.PlayUpdate(result=result, table_id=table_id))
                 except ServiceError as err:
                     failed = gateway_pb2.CommandError(
-                        command_id=cmd.command_id, error=err.to_proto()
+                        command_id=cmd.command_id[:64], error=err.to_proto()
                     )
-                    await queue.put(gateway_pb2.PlayUpdate(error=failed))
+                    await queue.put(gateway_pb2.PlayUpdate(error=failed, table_id=table_id))
         finally:
             await queue.put(None)  # the client closed its side: end the stream
 
-    async def _events(
-        self,
-        table_id: str,
-        player: str,
-        from_seq: int,
-        queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
-    ) -> None:
-        request = table_pb2.StreamEventsRequest(
-            table_id=table_id, player_id=player, from_seq=from_seq
-        )
-        while True:
-            try:
-                async for event in self.tables().StreamEvents(request):
-                    await queue.put(gateway_pb2.PlayUpdate(event=event))
-                    request.from_seq = event.seq
-            except grpc.aio.AioRpcError as exc:
-                log.warning(
-                    "event stream broke; resuming",
-                    extra={"table_id": table_id, "code": exc.code().name},
-                )
-                await asyncio.sleep(0.2)  # another table replica picks it up from the last seq
+
+def _update(table_id: str, update: gateway_pb2.SeatUpdate) -> gateway_pb2.PlayUpdate:
+    return gateway_pb2.PlayUpdate(update=update, table_id=table_id)

@@ -15,8 +15,9 @@ from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 from services.gateway.api import GatewayServicer, Presence
 from services.gateway.auth import GuestIdentities, TokenSigner
+from services.gateway.feed import TableFeed
 from services.gateway.settings import load_settings
-from services.gateway.ws import WsGateway
+from services.gateway.ws import MAX_MESSAGE, WsGateway
 
 SERVICE_NAME = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
 log = logging.getLogger("bg.gateway")
@@ -31,6 +32,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         # One replica alone can sign with a random secret; replicas must share BG_TOKEN_SECRET.
         secret = secrets.token_urlsafe(32)
     signer = TokenSigner(secret, settings.token_ttl_s)
+    feed = TableFeed(redis)
     channels: list[grpc.aio.Channel] = []
     parts: dict[str, Any] = {}
 
@@ -54,6 +56,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             Presence(redis),
             settings.rate_per_s,
             boards,
+            feed,
         )
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         parts["servicer"] = servicer
@@ -63,7 +66,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         from websockets.asyncio.server import serve
 
         ws = WsGateway(parts["servicer"])
-        server = await serve(ws.handle, settings.host, settings.ws_port)
+        server = await serve(ws.handle, settings.host, settings.ws_port, max_size=MAX_MESSAGE)
         parts["ws"] = server
         app.ports["ws"] = server.sockets[0].getsockname()[1]
         log.info("websocket listening", extra={"ws_port": app.ports["ws"]})
@@ -72,6 +75,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         if "ws" in parts:
             parts["ws"].close()
             await parts["ws"].wait_closed()
+        await feed.close()
         for channel in channels:
             await channel.close(None)
         await redis.aclose()

@@ -4,10 +4,12 @@ Client -> gateway, one JSON object per message:
   {"id": 1, "method": "Login", "request": {"guestName": "ann"}}
   {"id": 2, "method": "CreateTable", "request": {...}, "token": "<token>"}   (token once is enough)
   {"id": 3, "method": "Play", "request": {"join": {"tableId": "...", "fromSeq": "0"}}}
-  {"method": "Play", "request": {"command": {"commandId": "c1", "command": {"roll": {}}}}}
+  {"method": "Play", "tableId": "...", "request": {"command": {"commandId": "c1", ...}}}
 Gateway -> client:
   {"id": 1, "response": {...}}   or   {"id": 1, "error": {"status": "...", "code": "...", ...}}
-  {"update": {...PlayUpdate...}}  for everything the Play stream carries.
+  {"update": {...PlayUpdate...}}  for everything the Play streams carry (`update.tableId` says
+  which table: one connection may join several tables, each its own stream; a command names its
+  table with "tableId", optional while one table is joined).
 Unary calls and the Play stream run through the very servicer the gRPC API uses, so
 authentication, seat checks and rate limits are the same.
 """
@@ -23,6 +25,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import json_format
+from websockets.exceptions import ConnectionClosed
 
 from bg.common.v1 import errors_pb2
 from bg.gateway.v1 import gateway_pb2
@@ -33,6 +36,8 @@ from services.common.errors import ERROR_KEY
 from services.gateway.api import GatewayServicer
 
 log = logging.getLogger("bg.gateway.ws")
+MAX_STREAMS = 8  # Play streams one connection may hold
+MAX_MESSAGE = 64 * 1024  # bytes in one client message
 
 UNARY: dict[str, Any] = {
     "Login": gateway_pb2.LoginRequest,
@@ -84,7 +89,14 @@ class WsContext:
         raise Aborted(code, details)
 
     async def write(self, update: gateway_pb2.PlayUpdate) -> None:
-        await self.connection.send(json.dumps({"update": json_format.MessageToDict(update)}))
+        try:
+            await self.connection.send(json.dumps({"update": json_format.MessageToDict(update)}))
+        except ConnectionClosed:
+            raise asyncio.CancelledError from None  # the socket is gone: end the stream
+
+
+def _malformed(message: str) -> dict[str, Any]:
+    return {"status": "INVALID_ARGUMENT", "code": "MALFORMED", "message": message[:200]}
 
 
 def _error(ctx: WsContext, exc: Aborted) -> dict[str, Any]:
@@ -101,47 +113,78 @@ class WsGateway:
     async def handle(self, connection: Any) -> None:
         token = ""
         conn_id = f"ws:{id(connection)}"
-        play_queue: asyncio.Queue[gateway_pb2.PlayRequest | None] | None = None
-        play_task: asyncio.Task[None] | None = None
+        streams: dict[str, tuple[asyncio.Queue[gateway_pb2.PlayRequest | None], asyncio.Task[None]]]
+        streams = {}
         try:
             async for raw in connection:
                 try:
                     message = json.loads(raw)
                     method = message["method"]
-                except (ValueError, KeyError, TypeError):
-                    await connection.send(
-                        json.dumps({"error": {"status": "INVALID_ARGUMENT", "code": "MALFORMED"}})
-                    )
+                    if not isinstance(method, str):
+                        raise TypeError("method")
+                except (ValueError, KeyError, TypeError, RecursionError):
+                    # RecursionError: a deeply nested document is malformed, not a crash.
+                    await connection.send(json.dumps({"error": _malformed("not a request")}))
                     continue
-                token = message.get("token") or token
+                token = str(message.get("token") or token)[:4096]
                 if method == "Play":
-                    request = json_format.ParseDict(
-                        message.get("request", {}), gateway_pb2.PlayRequest()
-                    )
-                    if play_queue is None:
-                        play_queue = asyncio.Queue()
-                        await play_queue.put(request)
-                        play_task = asyncio.create_task(
-                            self._play(
-                                connection,
-                                play_queue,
-                                WsContext(token, conn_id, connection),
-                                message.get("id"),
-                            )
-                        )
-                    else:
-                        await play_queue.put(request)
+                    await self._play_message(connection, message, token, conn_id, streams)
                     continue
                 await connection.send(
                     json.dumps(await self._unary(method, message, WsContext(token, conn_id)))
                 )
+        except ConnectionClosed:
+            pass  # a client dropping without a close frame is an ordinary goodbye
         finally:
-            if play_queue is not None:
-                await play_queue.put(None)
-            if play_task is not None:
-                play_task.cancel()
+            for queue, task in streams.values():
+                await queue.put(None)
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await play_task
+                    await task
+
+    async def _play_message(
+        self,
+        connection: Any,
+        message: dict[str, Any],
+        token: str,
+        conn_id: str,
+        streams: dict[
+            str, tuple[asyncio.Queue[gateway_pb2.PlayRequest | None], asyncio.Task[None]]
+        ],
+    ) -> None:
+        request_id = message.get("id")
+        try:
+            request = json_format.ParseDict(message.get("request", {}), gateway_pb2.PlayRequest())
+        except (json_format.ParseError, RecursionError, TypeError) as exc:
+            await connection.send(json.dumps({"id": request_id, "error": _malformed(str(exc))}))
+            return
+        for done in [t for t, (_, task) in streams.items() if task.done()]:
+            del streams[done]
+        if request.WhichOneof("kind") == "join":
+            table_id = request.join.table_id
+            if table_id in streams:
+                error = {"status": "ALREADY_EXISTS", "code": "ALREADY_JOINED", "field": "join"}
+            elif len(streams) >= MAX_STREAMS:
+                error = {"status": "RESOURCE_EXHAUSTED", "code": "TOO_MANY_STREAMS"}
+            else:
+                queue: asyncio.Queue[gateway_pb2.PlayRequest | None] = asyncio.Queue()
+                await queue.put(request)
+                ctx = WsContext(token, conn_id, connection)
+                task = asyncio.create_task(self._play(connection, queue, ctx, request_id))
+                streams[table_id] = (queue, task)
+                return
+            error["message"] = f"table {table_id[:64]!r}"
+            await connection.send(json.dumps({"id": request_id, "error": error}))
+            return
+        table_id = str(message.get("tableId") or "")
+        if not table_id and len(streams) == 1:
+            table_id = next(iter(streams))
+        if table_id not in streams:
+            code = "NOT_JOINED" if table_id else "NAME_THE_TABLE"
+            error = {"status": "FAILED_PRECONDITION", "code": code, "field": "tableId"}
+            await connection.send(json.dumps({"id": request_id, "error": error}))
+            return
+        await streams[table_id][0].put(request)
 
     async def _unary(self, method: str, message: dict[str, Any], ctx: WsContext) -> dict[str, Any]:
         reply: dict[str, Any] = {"id": message.get("id")}
@@ -150,7 +193,7 @@ class WsGateway:
             reply["error"] = {
                 "status": "UNIMPLEMENTED",
                 "code": "UNKNOWN_METHOD",
-                "message": method,
+                "message": method[:64],
             }
             return reply
         try:
@@ -159,12 +202,8 @@ class WsGateway:
             reply["response"] = json_format.MessageToDict(response)
         except Aborted as exc:
             reply["error"] = _error(ctx, exc)
-        except json_format.ParseError as exc:
-            reply["error"] = {
-                "status": "INVALID_ARGUMENT",
-                "code": "MALFORMED",
-                "message": str(exc),
-            }
+        except (json_format.ParseError, RecursionError, TypeError) as exc:
+            reply["error"] = _malformed(str(exc))
         return reply
 
     async def _play(

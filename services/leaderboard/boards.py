@@ -19,10 +19,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from engine.vocabulary import EndReason, GameResult
+
 START_RATING = 1500.0
 TROPHIES_PER_POINT = 10
-BASE_POINTS = {"single": 1, "resign": 1, "drop": 1, "gammon": 2, "backgammon": 3}
-NO_MATCH_TROPHIES = {"left", "away", "move_time", "doubler_left"}
+BASE_POINTS = {
+    GameResult.SINGLE: 1,
+    GameResult.RESIGN: 1,
+    GameResult.DROP: 1,
+    GameResult.GAMMON: 2,
+    GameResult.BACKGAMMON: 3,
+}
+NO_MATCH_TROPHIES = {
+    EndReason.LEFT,
+    EndReason.AWAY,
+    EndReason.MOVE_TIME,
+    EndReason.DOUBLER_LEFT,
+}
 EPOCH_MONDAY_MS = 4 * 86_400_000  # 1970-01-05 00:00 UTC was a Monday
 WEEK_MS = 7 * 86_400_000
 
@@ -35,16 +48,18 @@ def season_of(at_ms: int, length_ms: int = WEEK_MS, anchor_ms: int = EPOCH_MONDA
     return dt.datetime.fromtimestamp(start / 1000, tz=dt.UTC).strftime("%Y-%m-%d")
 
 
-def game_trophies(result: str) -> int:
+def game_trophies(result: GameResult) -> int:
     """Trophies for one game won (the cube never multiplies them)."""
     return TROPHIES_PER_POINT * BASE_POINTS[result]
 
 
-def match_trophies(match_length: int, reason: str, winner_game_results: list[str]) -> int:
+def match_trophies(
+    match_length: int, reason: EndReason, winner_game_results: list[GameResult]
+) -> int:
     """The match winner's bonus: 10 x length, except resign-only or walk-over wins."""
     if reason in NO_MATCH_TROPHIES:
         return 0
-    if winner_game_results and all(r == "resign" for r in winner_game_results):
+    if winner_game_results and all(r == GameResult.RESIGN for r in winner_game_results):
         return 0
     return TROPHIES_PER_POINT * match_length
 

@@ -26,7 +26,8 @@ class EventHandler:
             if topic == TABLE_EVENTS:
                 t_event = events_pb2.TableEvent()
                 t_event.ParseFromString(raw)
-                event_id, at_ms, kind = t_event.event_id, t_event.at_ms, t_event.type
+                event_id, at_ms = t_event.event_id, t_event.at_ms
+                kind = t_event.WhichOneof("body") or "other"
                 fx: Effects = table_effects(t_event, self.store.season_ms)
             else:
                 w_event = events_pb2.WalletEvent()

@@ -15,6 +15,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bg.events.v1 import events_pb2
+from engine.vocabulary import EndReason, GameResult
+from services.common.vocabulary import from_proto
 from services.leaderboard import boards
 from services.leaderboard.schema import processed, ratings, scores
 
@@ -47,9 +49,10 @@ def table_effects(event: events_pb2.TableEvent, season_ms: int) -> Effects:
     season = boards.season_of(event.at_ms, season_ms)
     if kind == "game_ended":
         g = event.game_ended
-        if g.info.profile == "wagered" and g.info.rated:
+        result = from_proto(g.result, GameResult)
+        if g.info.profile == "wagered" and g.info.rated and result is not None:
             winner = g.info.player_ids[g.winner_seat]
-            value = boards.game_trophies(g.result)
+            value = boards.game_trophies(result)
             fx.deltas += [
                 Delta("trophies", ALL, winner, value),
                 Delta("trophies", season, winner, value),
@@ -60,8 +63,13 @@ def table_effects(event: events_pb2.TableEvent, season_ms: int) -> Effects:
         players = list(info.player_ids)
         winner = players[m.winner_seat]
         if info.profile == "wagered" and info.rated:
-            won = [g.result for g in m.games if g.winner_seat == m.winner_seat]
-            bonus = boards.match_trophies(info.match_length, m.reason, won)
+            won = [
+                r
+                for g in m.games
+                if g.winner_seat == m.winner_seat and (r := from_proto(g.result, GameResult))
+            ]
+            reason = from_proto(m.reason, EndReason)
+            bonus = reason and boards.match_trophies(info.match_length, reason, won)
             if bonus:
                 fx.deltas += [
                     Delta("trophies", ALL, winner, bonus),

@@ -10,7 +10,9 @@ import grpc
 
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
+from engine.vocabulary import EndReason
 from services.common.errors import ServiceError, abort, grpc_errors
+from services.common.vocabulary import to_proto
 from services.table import convert
 from services.table.tables import TableCore
 
@@ -109,6 +111,8 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             fingerprint=record["fingerprint"],
             rolls=[table_pb2.Roll(a=a, b=b) for a, b in record["rolls"]],
             winner=record["winner"],
-            end_reason=record["end_reason"],
+            end_reason=to_proto(
+                EndReason(record["end_reason"]) if record["end_reason"] else None, EndReason
+            ),
             score=record["score"],
         )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
+import types
+import typing
+from enum import StrEnum
+from functools import cache
 from typing import Any, cast
 
 from bg.events.v1 import events_pb2
@@ -11,9 +15,11 @@ from engine import commands as c
 from engine import events as e
 from engine import profiles
 from engine.profiles import Level, OptionsError, RulesOptions
-from engine.state import MatchState
+from engine.state import GameRecord, MatchState
 from engine.view import PlayerView
+from engine.vocabulary import DeadlineKind, EndReason, GameResult, Phase
 from services.common.errors import InvalidArgument
+from services.common.vocabulary import to_proto
 
 
 def rules_from_proto(opt: table_pb2.TableOptions) -> RulesOptions:
@@ -95,56 +101,77 @@ def match_info(meta: dict[str, Any], o: RulesOptions) -> events_pb2.MatchInfo:
     )
 
 
+_ONEOF_NAME: dict[type[e.Event], str] = {e.TableClosed: "match_closed"}
+_RENAMED = {"winner": "winner_seat"}
+
+
+@cache
+def _fields(cls: Any) -> tuple[tuple[str, str, Any], ...]:
+    """(engine field, proto field, how to write it) for one event class, worked out once."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        base = args[0] if typing.get_origin(hint) in (types.UnionType, typing.Union) else hint
+        if isinstance(base, type) and issubclass(base, StrEnum):
+            how: Any = base
+        elif f.name == "steps":
+            how = "steps"
+        elif typing.get_origin(base) is tuple:
+            how = "repeated"
+        else:
+            how = "scalar"
+        out.append((f.name, _RENAMED.get(f.name, f.name), how))
+    return tuple(out)
+
+
+def _steps(steps: Any) -> list[events_pb2.Step]:
+    return [events_pb2.Step(**{"from": a, "to": b}) for a, b in steps]
+
+
 def table_event(
     event: e.Event, seq: int, meta: dict[str, Any], match: MatchState, now_ms: int
 ) -> events_pb2.TableEvent:
+    """The typed proto of one engine event (one message per event type, in the `body` oneof)."""
     out = events_pb2.TableEvent(
         event_id=f"{meta['table_id']}:{seq}",
         table_id=meta["table_id"],
         seq=seq,
         match_id=meta["match_id"],
         at_ms=now_ms,
-        type=event.type,
-        json=json.dumps(event.to_dict(), default=list),
     )
-    info = match_info(meta, match.options)
-    if isinstance(event, e.GameEnded):
-        out.game_ended.CopyFrom(
-            _game(info, event.game_no, event.winner, event.result, event.points, event.cube)
-        )
-    elif isinstance(event, e.MatchEnded):
-        out.match_ended.CopyFrom(
-            events_pb2.MatchEnded(
-                info=info,
-                winner_seat=event.winner,
-                reason=event.reason,
-                score=list(event.score),
-                scored_points=list(event.scored_points),
-                games=[
-                    _game(info, g.game_no, g.winner, g.result, g.points, g.cube)
-                    for g in match.games
-                ],
-                seed_hex=event.seed_hex,
-                fingerprint=event.fingerprint,
-            )
-        )
-    elif isinstance(event, e.TableClosed):
-        out.match_closed.CopyFrom(
-            events_pb2.MatchClosed(
-                info=info,
-                reason=event.reason,
-                seed_hex=event.seed_hex,
-                fingerprint=event.fingerprint,
-            )
-        )
+    body = getattr(out, _ONEOF_NAME.get(type(event), event.type))
+    body.SetInParent()
+    cls: Any = type(event)
+    for name, proto_name, how in _fields(cls):
+        value = getattr(event, name)
+        if how == "scalar":
+            if value is None:
+                value = -1 if name == "starter" else 0
+            setattr(body, proto_name, value)
+        elif how == "repeated":
+            getattr(body, proto_name).extend(value or ())
+        elif how == "steps":
+            getattr(body, proto_name).extend(_steps(value))
+        else:
+            setattr(body, proto_name, to_proto(value, how))
+    if isinstance(event, e.GameEnded | e.MatchEnded | e.TableClosed):
+        info = match_info(meta, match.options)
+        body.info.CopyFrom(info)
+        if isinstance(event, e.MatchEnded):
+            body.games.extend(_game(info, g) for g in match.games)
     return out
 
 
-def _game(
-    info: events_pb2.MatchInfo, no: int, winner: int, result: str, points: int, cube: int
-) -> events_pb2.GameEnded:
+def _game(info: events_pb2.MatchInfo, g: GameRecord) -> events_pb2.GameEnded:
     return events_pb2.GameEnded(
-        info=info, game_no=no, winner_seat=winner, result=result, points=points, cube=cube
+        info=info,
+        game_no=g.game_no,
+        winner_seat=g.winner,
+        result=to_proto(g.result, GameResult),
+        points=g.points,
+        cube=g.cube,
     )
 
 
@@ -157,7 +184,7 @@ def view_proto(
         seq=seq,
         seat=v.seat,
         player_ids=meta["player_ids"],
-        phase=v.phase,
+        phase=to_proto(v.phase, Phase),
         turn=v.turn,
         decider=v.decider,
         game_no=v.game_no,
@@ -169,20 +196,20 @@ def view_proto(
         opponent=list(v.opponent),
         pips=list(v.pips),
         dice=list(v.dice or ()),
-        steps=[table_pb2.Step(**{"from": a, "to": b}) for a, b in v.steps],
+        steps=_steps(v.steps),
         cube=v.cube,
         cube_owner=v.cube_owner,
         can_double=v.can_double,
         can_confirm=v.can_confirm,
         deadline_ms=v.deadline_ms or 0,
-        deadline_kind=v.deadline_kind or "",
+        deadline_kind=to_proto(v.deadline_kind, DeadlineKind),
         lit=[_lit(k, d) for k, d in v.lit.items()],
         boosts_left=v.boosts_left,
         auto_roll=v.auto_roll,
         away=list(v.away),
         fingerprint=v.fingerprint,
         winner=-1 if v.winner is None else v.winner,
-        end_reason=v.end_reason or "",
+        end_reason=to_proto(v.end_reason, EndReason),
         options=options_to_proto(options),
         rematch_offered_by=-1 if v.rematch_offered_by is None else v.rematch_offered_by,
         rematch_agreed=v.rematch_agreed,

@@ -2,19 +2,21 @@
 
 Every change goes through one Lua script that checks the table's `seq`, writes the new state,
 appends the events to the table's stream (stream ids are the event seqs), sets or clears the
-table's deadline in the clocks sorted set, remembers the command id, and marks the table for the
-Kafka relay, atomically. A stale `seq` means another replica won: the caller re-reads and retries.
+table's deadline in the clocks sorted set, remembers the command id (scoped to its seat, I-34),
+marks the table for the Kafka relay, and publishes the commit's `TableUpdate` (events and both
+seats' views) on the table's update channel for the gateways, atomically: one round trip. A
+stale `seq` means another replica won: the caller re-reads and retries.
 
 Keys (hash tags keep a table's keys together): `t:{id}` (seq, state, meta, relayed),
-`t:{id}:ev` (stream), `t:{id}:cmd` (command id -> "seq:count"), `clocks` (table id -> deadline
-ms), `relay:pending` (table id -> ms of its oldest unrelayed event), `prefs:<player>`,
-`rec:<match>` (finished match records).
+`t:{id}:ev` (stream), `t:{id}:cmd` ("<seat>:<command id>" -> "seq:count"), channel
+`t:{id}:up` (updates, see services/common/table_feed.py), `clocks` (table id -> deadline ms),
+`relay:pending` (table id -> ms of its oldest unrelayed event), `prefs:<player>`, `rec:<match>`
+(finished match records).
 """
 
 from __future__ import annotations
 
 import json
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,7 @@ import redis.asyncio as redis_asyncio
 
 from engine import codec
 from engine.state import TableState
+from services.common.table_feed import stream_key, table_key, update_channel
 
 CLOCKS = "clocks"
 RELAY_PENDING = "relay:pending"
@@ -42,9 +45,9 @@ if ARGV[5] ~= '' then
 end
 if ARGV[1] ~= '-1' and cur ~= ARGV[1] then return {'CONFLICT', cur} end
 local seq = tonumber(cur)
-local n = #ARGV - 7
+local n = #ARGV - 8
 for i = 1, n do
-  redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[7 + i])
+  redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[8 + i])
 end
 local new = seq + n
 redis.call('HSET', KEYS[1], 'seq', new, 'state', ARGV[2])
@@ -58,6 +61,7 @@ else
 end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[4], ARGV[5], new .. ':' .. n) end
 if n > 0 then redis.call('ZADD', KEYS[5], 'NX', ARGV[6], ARGV[4]) end
+if ARGV[8] ~= '' then redis.call('PUBLISH', KEYS[7], ARGV[8]) end
 return {'OK', tostring(new)}
 """
 
@@ -85,16 +89,13 @@ return 0
 """
 
 
-def table_key(table_id: str) -> str:
-    return "t:{" + table_id + "}"
-
-
-def stream_key(table_id: str) -> str:
-    return table_key(table_id) + ":ev"
-
-
 def commands_key(table_id: str) -> str:
     return table_key(table_id) + ":cmd"
+
+
+def command_field(seat: int, command_id: str) -> str:
+    """Command ids are scoped to the seat that sends them (I-34)."""
+    return f"{seat}:{command_id}" if command_id else ""
 
 
 @dataclass(frozen=True)
@@ -113,11 +114,11 @@ class CommitResult:
 
 
 def encode_state(state: TableState) -> bytes:
-    return zlib.compress(codec.dumps(state), 1)
+    return codec.dumps(state)
 
 
 def decode_state(data: bytes) -> TableState:
-    return codec.loads(zlib.decompress(data))
+    return codec.loads(data)
 
 
 class TableStore:
@@ -143,25 +144,28 @@ class TableStore:
         expected_seq: int | None,
         state: TableState,
         deadline_ms: int | None,
-        command_id: str,
+        command_field: str,
         events: list[bytes],
         now_ms: int,
         meta: dict[str, Any] | None = None,
+        update: bytes = b"",
     ) -> CommitResult:
-        """Atomically apply a transition. `expected_seq=None` creates the table."""
+        """Atomically apply a transition. `expected_seq=None` creates the table. `update` is
+        published to the table's gateways once committed."""
         args: list[Any] = [
             "-1" if expected_seq is None else str(expected_seq),
             encode_state(state),
             "" if deadline_ms is None else str(deadline_ms),
             table_id,
-            command_id,
+            command_field,
             str(now_ms),
             "" if meta is None else json.dumps(meta),
+            update,
             *events,
         ]
         keys = [
             table_key(table_id), stream_key(table_id), CLOCKS, commands_key(table_id),
-            RELAY_PENDING, WAKE_CHANNEL,
+            RELAY_PENDING, WAKE_CHANNEL, update_channel(table_id),
         ]  # fmt: skip
         status, value = await self._commit(keys=keys, args=args)
         status = status.decode() if isinstance(status, bytes) else status
@@ -171,9 +175,9 @@ class TableStore:
             return CommitResult(status, int(seq), int(count))
         return CommitResult(status, int(value))
 
-    async def command_result(self, table_id: str, command_id: str) -> tuple[int, int] | None:
-        """(seq after, events produced) of an applied command id, or None."""
-        raw = await self.redis.hget(commands_key(table_id), command_id)
+    async def command_result(self, table_id: str, field: str) -> tuple[int, int] | None:
+        """(seq after, events produced) of an applied command (`command_field`), or None."""
+        raw = await self.redis.hget(commands_key(table_id), field)
         if raw is None:
             return None
         seq, count = raw.decode().split(":")
@@ -207,6 +211,9 @@ class TableStore:
         for _stream, entries in reply or []:
             out += [(int(eid.split(b"-")[0]), fields[b"e"]) for eid, fields in entries]
         return out
+
+    async def unschedule(self, table_id: str) -> None:
+        await self.redis.zrem(CLOCKS, table_id)
 
     async def due(self, now_ms: int, limit: int) -> list[str]:
         items = await self.redis.zrangebyscore(CLOCKS, "-inf", now_ms, start=0, num=limit)

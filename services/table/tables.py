@@ -1,9 +1,13 @@
 """The table core: commands and deadlines through the engine, committed with compare-and-set.
 
-Any replica serves any table. A command is: load (state, seq) -> engine.apply -> wallet side
-effects (idempotent keys) -> commit(seq). If another replica committed first, the commit reports
-a conflict and the whole step is redone on the fresh state. The clock worker fires deadlines
-through `fire_deadline`, the same path, so a timeout happens once however many replicas race.
+Any replica serves any table. A command is: (state, seq) -> engine.apply -> wallet side effects
+(idempotent keys) -> commit(seq). The replica keeps the decoded state of the tables it served
+last in a bounded cache keyed by table and seq: when it is fresh, the commit script is the only
+Redis round trip. If another replica committed first, the script reports a conflict (it checks
+`seq` and the seat's command id atomically); the state is re-read and the step redone, so the
+cache can be stale but never wrong. The clock worker fires deadlines through `fire_deadline`, the
+same path, so a timeout happens once however many replicas race. Each commit publishes the new
+events with both seats' fresh views: clients act on what they are pushed.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import dataclasses
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +28,7 @@ from engine import events as e
 from engine.machine import Applied, Rejection, apply, new_match, next_deadline
 from engine.state import TableState
 from engine.view import PlayerView, player_view
+from engine.vocabulary import RejectionCode
 from services.common.errors import (
     Conflict,
     InvalidArgument,
@@ -30,14 +36,49 @@ from services.common.errors import (
     PermissionDenied,
     ServiceError,
 )
+from services.common.vocabulary import to_proto
 from services.table import convert
 from services.table.metrics import TableMetrics
-from services.table.store import Loaded, TableStore
+from services.table.store import CommitResult, Loaded, TableStore, command_field
 from services.table.wallet_port import WalletPort
 
 log = logging.getLogger("bg.table")
 MAX_ATTEMPTS = 50
 BOOST_REASON = "boost"
+MAX_ID = 64  # characters in a table, match or command id
+
+
+class StateCache:
+    """The decoded state of recently served tables, least recently used out first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, Loaded] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, table_id: str) -> Loaded | None:
+        found = self._items.get(table_id)
+        if found is None:
+            self.misses += 1
+            return None
+        self._items.move_to_end(table_id)
+        self.hits += 1
+        return found
+
+    def put(self, table_id: str, loaded: Loaded) -> None:
+        if self.size <= 0:
+            return
+        current = self._items.get(table_id)
+        if current is not None and current.seq > loaded.seq:
+            return  # never go back to an older state
+        self._items[table_id] = loaded
+        self._items.move_to_end(table_id)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def drop(self, table_id: str) -> None:
+        self._items.pop(table_id, None)
 
 
 def wall_ms() -> int:
@@ -46,6 +87,10 @@ def wall_ms() -> int:
 
 class Rejected(ServiceError):
     """The engine refused the command (its code: NOT_YOUR_TURN, ILLEGAL_STEP, ...)."""
+
+    def __init__(self, code: RejectionCode, message: str) -> None:
+        super().__init__(code.value, message)
+        self.rejection = to_proto(code, RejectionCode)
 
 
 @dataclass(frozen=True)
@@ -63,12 +108,14 @@ class TableCore:
         metrics: TableMetrics | None = None,
         clock_scale: float = 1.0,
         now: Callable[[], int] = wall_ms,
+        cache_size: int = 4096,
     ) -> None:
         self.store = store
         self.wallet = wallet
         self.metrics = metrics
         self.clock_scale = clock_scale
         self.now = now
+        self.cache = StateCache(cache_size)
 
     # -- creating ----------------------------------------------------------------------------
 
@@ -98,8 +145,10 @@ class TableCore:
             now = self.now()
             applied = new_match(rules, secrets.token_bytes(16), now, auto_roll=auto)
             meta = {"table_id": table_id, "match_id": match_id, "player_ids": players}
-            expected = None if loaded is None else loaded.seq
-            result = await self._commit(table_id, expected, applied, meta, "", now, new_meta=True)
+            base = Loaded(0, applied.state, meta, 0) if loaded is None else loaded
+            result, _ = await self._commit(
+                table_id, base, applied, "", now, meta=meta, create=loaded is None
+            )
             if result.status == "OK":
                 return applied.state.match.fingerprint, result.seq, False
             if result.status == "EXISTS" or result.status == "CONFLICT":
@@ -137,18 +186,23 @@ class TableCore:
         expected_seq: int,
         cmd: c.Command,
     ) -> Submitted:
-        if len(command_id) > 100:
+        _check_id("table_id", table_id)
+        if len(command_id) > MAX_ID:
             raise InvalidArgument(
-                "MALFORMED", "command_id is at most 100 characters", field="command_id"
+                "MALFORMED", f"command_id is at most {MAX_ID} characters", field="command_id"
             )
+        field = command_field(seat, command_id)
+        loaded = self.cache.get(table_id)
+        fresh = loaded is None or bool(expected_seq and expected_seq > loaded.seq)
+        if fresh:
+            loaded = await self._load(table_id)  # unknown here, or the client saw a newer seq
+        assert loaded is not None
         for _ in range(MAX_ATTEMPTS):
-            loaded = await self._load(table_id)
             self._check_seat(loaded, player_id, seat)
-            if command_id:
-                previous = await self.store.command_result(table_id, command_id)
-                if previous is not None:
-                    return await self._duplicate(table_id, *previous)
             if expected_seq and expected_seq != loaded.seq:
+                # A retried command carries the seq it was first sent with: the original result.
+                if field and (previous := await self.store.command_result(table_id, field)):
+                    return await self._duplicate(table_id, *previous)
                 raise ServiceError(
                     "STALE_SEQ",
                     f"the table is at seq {loaded.seq}; the command saw {expected_seq}",
@@ -158,17 +212,26 @@ class TableCore:
             cmd = await self._with_wallet_facts(loaded, cmd)
             out = apply(loaded.state, cmd, now)
             if isinstance(out, Rejection):
+                if not fresh:
+                    # Refused by a cached state: another replica may have moved the table on
+                    # (e.g. the opponent's rematch offer). Judge it by the state in Redis.
+                    loaded, fresh = await self._load(table_id), True
+                    continue
+                if field and (previous := await self.store.command_result(table_id, field)):
+                    return await self._duplicate(table_id, *previous)
                 raise Rejected(out.code, out.message)
             out = await self._wallet_effects(loaded, cmd, out, now)
-            result = await self._commit(table_id, loaded.seq, out, loaded.meta, command_id, now)
+            result, events = await self._commit(table_id, loaded, out, field, now)
             if result.status == "OK":
-                return Submitted(result.seq, self._events(out, loaded, now))
+                return Submitted(result.seq, events)
             if result.status == "DUP":
                 return await self._duplicate(table_id, result.seq, result.count)
             if result.status == "NO_TABLE":
+                self.cache.drop(table_id)
                 raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
             if self.metrics:
                 self.metrics.cas_conflicts.inc()
+            loaded, fresh = await self._load(table_id), True
         raise ServiceError("BUSY", "the table is too busy; try again")
 
     async def _duplicate(self, table_id: str, seq: int, count: int) -> Submitted:
@@ -181,9 +244,12 @@ class TableCore:
         return Submitted(seq, events, duplicate=True)
 
     async def _load(self, table_id: str) -> Loaded:
+        """The table as Redis has it now (and so in the cache)."""
         loaded = await self.store.load(table_id)
         if loaded is None:
+            self.cache.drop(table_id)
             raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
+        self.cache.put(table_id, loaded)
         return loaded
 
     def _check_seat(self, loaded: Loaded, player_id: str, seat: int) -> None:
@@ -270,7 +336,7 @@ class TableCore:
         for _ in range(MAX_ATTEMPTS):
             loaded = await self.store.load(table_id)
             if loaded is None:
-                await self.store.redis.zrem("clocks", table_id)
+                await self.store.unschedule(table_id)
                 return None
             due = next_deadline(loaded.state.match)
             now = self.now()
@@ -284,7 +350,7 @@ class TableCore:
             if isinstance(out, Rejection):
                 log.error("deadline refused", extra={"table_id": table_id, "code": out.code})
                 return None
-            result = await self._commit(table_id, loaded.seq, out, loaded.meta, "", now)
+            result, _ = await self._commit(table_id, loaded, out, "", now)
             if result.status == "OK":
                 if self.metrics:
                     self.metrics.clock_lateness.labels(due.kind).observe((now - due.at_ms) / 1000)
@@ -331,47 +397,54 @@ class TableCore:
 
     # -- commit ------------------------------------------------------------------------------
 
-    def _events(
-        self, out: Applied, loaded: Loaded | None, now: int, base_seq: int | None = None
-    ) -> list[events_pb2.TableEvent]:
-        meta = loaded.meta if loaded else {}
-        start = (loaded.seq if loaded else 0) if base_seq is None else base_seq
-        return [
-            convert.table_event(ev, start + i + 1, meta, out.state.match, now)
-            for i, ev in enumerate(out.events)
-        ]
-
     async def _commit(
         self,
         table_id: str,
-        expected_seq: int | None,
+        base: Loaded,
         out: Applied,
-        meta: dict[str, Any],
-        command_id: str,
+        field: str,
         now: int,
-        new_meta: bool = False,
-    ) -> Any:
-        base = expected_seq or 0
-        fake = Loaded(base, out.state, meta, 0)
-        payloads = [ev.SerializeToString() for ev in self._events(out, fake, now, base)]
-        due = next_deadline(out.state.match)
+        meta: dict[str, Any] | None = None,
+        create: bool = False,
+    ) -> tuple[CommitResult, list[events_pb2.TableEvent]]:
+        """One round trip: the script checks `base.seq` and the command id, writes, publishes
+        the update. On success the cache holds the new state. `meta` is written when given."""
+        new_meta = meta is not None
+        meta = meta or base.meta
+        m = out.state.match
+        events = [
+            convert.table_event(ev, base.seq + i + 1, meta, m, now)
+            for i, ev in enumerate(out.events)
+        ]
+        new_seq = base.seq + len(events)
+        update = table_pb2.TableUpdate(
+            table_id=table_id,
+            seq=new_seq,
+            events=events,
+            views=[
+                convert.view_proto(player_view(m, seat), meta, new_seq, m.options)
+                for seat in (0, 1)
+            ],
+        )
+        due = next_deadline(m)
         result = await self.store.commit(
             table_id,
-            expected_seq,
+            None if create else base.seq,
             out.state,
             None if due is None else due.at_ms,
-            command_id,
-            payloads,
+            field,
+            [ev.SerializeToString() for ev in events],
             now,
             meta if new_meta else None,
+            update.SerializeToString(),
         )
-        if (
-            result.status == "OK"
-            and out.state.match.finished
-            and any(isinstance(ev, e.MatchEnded | e.TableClosed) for ev in out.events)
-        ):
-            await self.store.save_record(meta["match_id"], _record(meta, out.state))
-        return result
+        if result.status == "OK":
+            self.cache.put(table_id, Loaded(result.seq, out.state, meta, base.relayed))
+            if m.finished and any(
+                isinstance(ev, e.MatchEnded | e.TableClosed) for ev in out.events
+            ):
+                await self.store.save_record(meta["match_id"], _record(meta, out.state))
+        return result, events
 
 
 def _record(meta: dict[str, Any], state: TableState) -> dict[str, Any]:
@@ -390,7 +463,9 @@ def _record(meta: dict[str, Any], state: TableState) -> dict[str, Any]:
 
 
 def _check_id(name: str, value: str) -> None:
-    if not value or len(value) > 100 or any(ch in value for ch in "{}: \t\n"):
+    if not value or len(value) > MAX_ID or any(ch in value for ch in "{}: \t\n"):
         raise InvalidArgument(
-            "INVALID_ID", f"{name} must be 1..100 characters without {{}}: or spaces", field=name
+            "INVALID_ID",
+            f"{name} must be 1..{MAX_ID} characters without {{}}: or spaces",
+            field=name,
         )

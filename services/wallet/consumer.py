@@ -48,7 +48,7 @@ class TableEventsHandler:
             return await self._apply(
                 kind, self.ledger.refund(f"refund:{event.match_id}", event.match_id)
             )
-        return self._count(event.type or "other", "ignored")
+        return self._count(kind or "other", "ignored")
 
     async def _apply(self, kind: str, operation: Any) -> str:
         try:

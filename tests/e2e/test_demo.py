@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from client.demo import BET, GRANT, run_demo
 from engine import dice
-from infra.demo import BET, GRANT, run_demo
 from infra.runner import Cluster, ClusterConfig
 
 pytestmark = pytest.mark.e2e

@@ -23,8 +23,9 @@ from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from infra.client import Player
+from client.player import Player
 from services.common.errors import error_from
+from services.common.play_wire import phase_of, reason_of
 from services.gateway.auth import Identity, TokenSigner
 
 pytestmark = pytest.mark.e2e
@@ -116,7 +117,7 @@ async def test_full_match_of_each_profile(
                 matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=ann.auth
             )
         views = await asyncio.gather(ann.play(table.table_id, 240), bob.play(table.table_id, 240))
-        assert views[0].phase == "match_over" and views[0].winner in (0, 1)
+        assert phase_of(views[0]) == "match_over" and views[0].winner in (0, 1)
         assert not ann.errors or set(ann.errors) <= {"STALE_SEQ", "NOT_YOUR_TURN", "WRONG_PHASE"}
 
 
@@ -182,7 +183,7 @@ async def test_leaving_a_wagered_match_pays_the_opponent(cluster: dict[str, Any]
             matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=bob.auth
         )
         view = await ann.view(table.table_id)
-        assert (view.phase, view.end_reason, view.winner) == ("match_over", "left", 0)
+        assert (phase_of(view), reason_of(view), view.winner) == ("match_over", "left", 0)
         got = await _balances_settle([ann, bob], {ann.player_id: 5840, bob.player_id: 4000})
         assert got == {ann.player_id: 5840, bob.player_id: 4000}  # I-6, I-11
 
@@ -207,7 +208,7 @@ async def test_leaving_scored_and_casual(
             matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=bob.auth
         )
         view = await ann.view(table.table_id)
-        assert (view.phase, view.end_reason) == (phase, reason)
+        assert (phase_of(view), reason_of(view)) == (phase, reason)
 
 
 async def _open_stream(
@@ -255,7 +256,7 @@ async def test_disconnect_and_resume_within_the_window_then_past_it(
             )
         call, requests = await _open_stream(bob, table.table_id)
         first = await call.read()
-        assert first.event.seq == 1
+        assert first.update.events[0].seq == 1 and first.update.view.seat == 1
         call.cancel()  # bob's only stream drops: the gateway reports the disconnect
 
         async def away() -> bool:
@@ -265,7 +266,7 @@ async def test_disconnect_and_resume_within_the_window_then_past_it(
         seen = (await ann.view(table.table_id)).seq
         call2, requests2 = await _open_stream(bob, table.table_id, from_seq=seen - 1)
         resumed = await call2.read()
-        assert resumed.event.seq == seen  # resumes after the seq the client names
+        assert resumed.update.events[0].seq == seen  # resumes after the seq the client names
 
         async def back() -> bool:
             return list((await ann.view(table.table_id)).away) == [False, False]
@@ -275,13 +276,13 @@ async def test_disconnect_and_resume_within_the_window_then_past_it(
         if not ends:  # casual turn-based: no limit while away (only 45 idle days)
             await _until(away)
             await asyncio.sleep(12)
-            assert (await ann.view(table.table_id)).phase not in ("match_over", "closed")
+            assert phase_of(await ann.view(table.table_id)) not in ("match_over", "closed")
             await requests.put(None)
             await requests2.put(None)
             return
 
         async def over() -> bool:
-            return (await ann.view(table.table_id)).phase == "match_over"
+            return phase_of(await ann.view(table.table_id)) == "match_over"
 
         try:
             await _until(over, 30)
@@ -292,7 +293,7 @@ async def test_disconnect_and_resume_within_the_window_then_past_it(
                 f"reason={v.end_reason}"
             ) from None
         view = await ann.view(table.table_id)
-        assert (view.end_reason, view.winner) == ("away", 0)
+        assert (reason_of(view), view.winner) == ("away", 0)
         if options.profile == "wagered":
             settled = await _balances_settle([ann, bob], {ann.player_id: 5084, bob.player_id: 4900})
             assert settled == {ann.player_id: 5084, bob.player_id: 4900}
@@ -309,9 +310,9 @@ class Doubler(Player):
         self.answers = answers
 
     def decide(self, v: Any) -> table_pb2.Command | None:
-        if v.decider == v.seat and v.phase == "await_roll" and v.can_double:
+        if v.decider == v.seat and phase_of(v) == "await_roll" and v.can_double:
             return table_pb2.Command(offer_double=table_pb2.Empty())
-        if v.decider == v.seat and v.phase == "double_offered":
+        if v.decider == v.seat and phase_of(v) == "double_offered":
             if v.seq not in self.answers:  # a retried decision on the same view counts once
                 self.answers.append(v.seq)
             if self.answers[0] == v.seq:
@@ -344,7 +345,9 @@ async def test_wagered_double_taken_then_redouble_dropped(cluster: dict[str, Any
         await bob.join(table.code)
         views = await asyncio.gather(ann.play(table.table_id, 120), bob.play(table.table_id, 120))
         final = views[0]
-        assert final.phase == "match_over" and final.cube == 2  # taken once, the redouble dropped
+        assert (
+            phase_of(final) == "match_over" and final.cube == 2
+        )  # taken once, the redouble dropped
         winner, loser = (ann, bob) if final.winner == final.seat else (bob, ann)
         # Final stakes 1,000 each: pot 2,000, fees 80 + 80, winner +840 net (I-4, I-11).
         got = await _balances_settle(players, {winner.player_id: 5840, loser.player_id: 4000})
@@ -368,7 +371,7 @@ async def test_playing_against_the_computer(
         table = await ann.create_table(options)
         assert table.status == "dealt" and table.player_ids[1].startswith(f"cpu-{options.level}-")
         final = await ann.play(table.table_id, 240)
-        assert final.phase == "match_over"
+        assert phase_of(final) == "match_over"
 
 
 class WsPlayer(Player):
@@ -412,32 +415,48 @@ class WsPlayer(Player):
         )
 
     async def ws_play(self, table_id: str) -> table_pb2.TableView:
+        """Play from the views the stream pushes (never GetView)."""
         from google.protobuf import json_format
 
         await self.ws.send(
             json.dumps({"id": 0, "method": "Play", "request": {"join": {"tableId": table_id}}})
         )
+        view = table_pb2.TableView()
+        answers: dict[str, dict[str, Any]] = {}
+
+        async def pump(timeout_s: float) -> None:
+            message = await asyncio.wait_for(self.updates.get(), timeout_s)
+            assert message["tableId"] == table_id
+            if "update" in message:
+                pushed = json_format.ParseDict(message["update"]["view"], table_pb2.TableView())
+                if pushed.seq >= view.seq:
+                    view.CopyFrom(pushed)
+            else:
+                answer = message.get("result") or message["error"]
+                answers[answer["commandId"]] = message
+
+        while not view.seq:
+            await pump(30)
         for _ in range(5000):
-            v = await self.ws_view(table_id)
-            if v.phase in ("match_over", "closed"):
-                return v
-            cmd = self.decide(v)
+            if phase_of(view) in ("match_over", "closed"):
+                return view
+            cmd = self.decide(view)
             if cmd is None:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.updates.get(), 2)
+                    await pump(2)
                 continue
-            command_id = f"c{self.next_id}-{v.seq}"
+            command_id = f"c{self.next_id}-{view.seq}"
             body = {
                 "commandId": command_id,
-                "expectedSeq": str(v.seq),
+                "expectedSeq": str(view.seq),
                 "command": json_format.MessageToDict(cmd),
             }
             await self.ws.send(json.dumps({"method": "Play", "request": {"command": body}}))
-            while True:
-                update = await asyncio.wait_for(self.updates.get(), 30)
-                answer = update.get("result") or update.get("error")
-                if answer and answer.get("commandId") == command_id:
-                    break
+            while command_id not in answers:
+                await pump(30)
+            result = answers[command_id].get("result")
+            while result and view.seq < int(result["seq"]):
+                await pump(30)
         raise AssertionError("no end")
 
 
@@ -461,7 +480,7 @@ async def test_websocket_path_for_one_full_game(cluster: dict[str, Any], tmp_pat
         await bob.rpc("JoinByCode", {"code": table["code"]})
         await ann.rpc("StartTable", {"tableId": table["tableId"]})
         views = await asyncio.gather(ann.ws_play(table["tableId"]), bob.ws_play(table["tableId"]))
-        assert views[0].phase == "match_over" and views[0].winner in (0, 1)
+        assert phase_of(views[0]) == "match_over" and views[0].winner in (0, 1)
         for p in (ann, bob):
             p.reader.cancel()
 
@@ -516,7 +535,7 @@ async def test_rematch_through_the_gateway(cluster: dict[str, Any]) -> None:
         assert lobby.status == "dealt" and lobby.match_id == f"{table.table_id}-2"
         assert lobby.fingerprint != first.fingerprint  # a new seed
         view = await ann.view(table.table_id)
-        assert view.match_id == lobby.match_id and view.phase not in ("match_over", "closed")
+        assert view.match_id == lobby.match_id and phase_of(view) not in ("match_over", "closed")
         got = await _balances_settle([ann, bob], {ann.player_id: 4984, bob.player_id: 4800})
         assert got == {ann.player_id: 4984, bob.player_id: 4800}  # the new escrow
         for q in (ann_q, bob_q):

@@ -147,3 +147,9 @@ def test_i32_rematch_within_30_s() -> None:
     expired = clock(offered.state)
     assert expired.events == (e.RematchExpired(),)
     refused(expired.state, c.AcceptRematch(0), 40_000, "NOT_OFFERED")
+
+
+def test_i19_a_scored_test_game_records_nothing_when_it_ends() -> None:
+    st = spot(profiles.scored(1, test=True), START)
+    ended = _ended(ok(st, c.Leave(1), 10).events)
+    assert ended.winner == 0 and ended.scored_points == (0, 0)  # not (1, -1): recorded nowhere

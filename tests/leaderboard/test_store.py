@@ -65,14 +65,16 @@ def info(
     )
 
 
+def _result(name: str) -> str:
+    return "GAME_RESULT_" + name.upper()
+
+
 def game(
     table: str, seq: int, mi: events_pb2.MatchInfo, winner: int, result: str, at: int = MONDAY
 ) -> tuple[str, bytes]:
-    ev = events_pb2.TableEvent(
-        event_id=f"{table}:{seq}", table_id=table, seq=seq, at_ms=at, type="game_ended"
-    )
+    ev = events_pb2.TableEvent(event_id=f"{table}:{seq}", table_id=table, seq=seq, at_ms=at)
     ev.game_ended.CopyFrom(
-        events_pb2.GameEnded(info=mi, winner_seat=winner, result=result, points=1, cube=1)
+        events_pb2.GameEnded(info=mi, winner_seat=winner, result=_result(result), points=1, cube=1)
     )
     return TABLE_EVENTS, ev.SerializeToString()
 
@@ -87,13 +89,12 @@ def match(
     points: tuple[int, int] = (0, 0),
     at: int = MONDAY,
 ) -> tuple[str, bytes]:
-    ev = events_pb2.TableEvent(
-        event_id=f"{table}:{seq}", table_id=table, seq=seq, at_ms=at, type="match_ended"
-    )
+    ev = events_pb2.TableEvent(event_id=f"{table}:{seq}", table_id=table, seq=seq, at_ms=at)
     ev.match_ended.CopyFrom(
         events_pb2.MatchEnded(
-            info=mi, winner_seat=winner, reason=reason, scored_points=list(points),
-            games=[events_pb2.GameEnded(winner_seat=w, result=r) for w, r in games],
+            info=mi, winner_seat=winner, reason="END_REASON_" + reason.upper(),
+            scored_points=list(points),
+            games=[events_pb2.GameEnded(winner_seat=w, result=_result(r)) for w, r in games],
         )
     )  # fmt: skip
     return TABLE_EVENTS, ev.SerializeToString()

@@ -10,10 +10,12 @@ import grpc
 import pytest
 import redis.asyncio as redis_asyncio
 
+from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common.errors import error_from
 from services.common.host import ServiceHost
 from services.table.app import build_app
+from tests.helpers import kind
 
 pytestmark = pytest.mark.integration
 P = ["alice", "bob"]
@@ -54,7 +56,7 @@ async def test_a_match_over_grpc(stub: table_pb2_grpc.TableServiceStub) -> None:
     view = await stub.GetView(table_pb2.GetViewRequest(table_id="g1", player_id="alice"))
     assert (
         view.fingerprint == created.fingerprint
-        and view.phase == "moving"
+        and view.phase == events_pb2.PHASE_MOVING
         and view.seq == created.seq
     )
     on_turn = P[view.turn]
@@ -67,7 +69,7 @@ async def test_a_match_over_grpc(stub: table_pb2_grpc.TableServiceStub) -> None:
     first = await asyncio.wait_for(stream.read(), 5)
     assert first.seq == 2  # resumes after the seq the client saw
     lit = mine.lit[0]
-    move = table_pb2.Step(to=lit.to[0])
+    move = events_pb2.Step(to=lit.to[0])
     setattr(move, "from", getattr(lit, "from"))
     seat = mine.seat
     done = await stub.SubmitCommand(
@@ -80,7 +82,7 @@ async def test_a_match_over_grpc(stub: table_pb2_grpc.TableServiceStub) -> None:
             command=_cmd(move=move),
         )
     )
-    assert done.seq > mine.seq and done.events[0].type == "checkers_moved"
+    assert done.seq > mine.seq and kind(done.events[0]) == "checkers_moved"
     streamed = [first]
     while streamed[-1].seq < done.seq:
         streamed.append(await asyncio.wait_for(stream.read(), 5))
@@ -100,7 +102,7 @@ async def test_a_match_over_grpc(stub: table_pb2_grpc.TableServiceStub) -> None:
     import hashlib
 
     assert hashlib.sha256(bytes.fromhex(record.seed_hex)).hexdigest() == created.fingerprint
-    assert record.rolls and record.end_reason == "abandoned"
+    assert record.rolls and record.end_reason == events_pb2.END_REASON_ABANDONED
 
 
 def _submit(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -14,6 +13,7 @@ from engine import commands as c
 from services.table.clock import ClockWorker
 from services.table.store import TableStore
 from services.table.tables import TableCore
+from tests.helpers import kind
 from tests.table.driver import options
 from tests.table.fakes import FakeWallet
 
@@ -39,7 +39,7 @@ async def _until(
             return events
         await asyncio.sleep(0.02)
     raise AssertionError(
-        f"not reached; last events: {[e.type for e in (await _events(core, table_id))[-8:]]}"
+        f"not reached; last events: {[kind(e) for e in (await _events(core, table_id))[-8:]]}"
     )
 
 
@@ -54,16 +54,16 @@ async def clocked(redis: redis_asyncio.Redis) -> AsyncIterator[TableCore]:
 
 
 def _types(events: list[events_pb2.TableEvent]) -> list[str]:
-    return [e.type for e in events]
+    return [kind(e) for e in events]
 
 
 def _assert_one_timeout_per_turn(events: list[events_pb2.TableEvent]) -> None:
     """Between two turn starts, at most one turn timeout: none missed, none doubled."""
     since_start = 0
     for ev in events:
-        if ev.type == "turn_started":
+        if kind(ev) == "turn_started":
             since_start = 0
-        elif ev.type == "timed_out" and json.loads(ev.json)["clock"] == "turn":
+        elif kind(ev) == "timed_out" and ev.timed_out.clock == events_pb2.DEADLINE_KIND_TURN:
             since_start += 1
             assert since_start == 1
 
@@ -89,8 +89,8 @@ async def test_unanswered_double_is_dropped(clocked: TableCore) -> None:
     seat = 1 - m.turn
     await clocked.submit("t1", P[seat], seat, "", 0, c.OfferDouble(seat))
     events = await _until(clocked, "t1", lambda evs: "double_dropped" in _types(evs))
-    dropped = next(e for e in events if e.type == "double_dropped")
-    assert json.loads(dropped.json)["reason"] == "timeout"
+    dropped = next(e for e in events if kind(e) == "double_dropped")
+    assert dropped.double_dropped.reason == events_pb2.DROP_REASON_TIMEOUT
 
 
 async def test_scored_warning_then_move_time_is_leaving(clocked: TableCore) -> None:
@@ -98,7 +98,10 @@ async def test_scored_warning_then_move_time_is_leaving(clocked: TableCore) -> N
     events = await _until(clocked, "t1", lambda evs: "match_ended" in _types(evs))
     types = _types(events)
     assert types.index("move_time_warning") < types.index("timed_out") < types.index("match_ended")
-    assert next(e for e in events if e.type == "match_ended").match_ended.reason == "move_time"
+    assert (
+        next(e for e in events if kind(e) == "match_ended").match_ended.reason
+        == events_pb2.END_REASON_MOVE_TIME
+    )
 
 
 async def test_scored_confirm_window_passes_the_turn(clocked: TableCore) -> None:
@@ -116,7 +119,7 @@ async def test_scored_confirm_window_passes_the_turn(clocked: TableCore) -> None
         kinds = ("turn_passed",)  # no legal move: the 3 s "Got it" window
     del rolled
     events = await _until(clocked, "t1", lambda evs: all(k in _types(evs) for k in kinds))
-    assert events[-1].type == "turn_started" and json.loads(events[-1].json)["seat"] == 1 - seat
+    assert kind(events[-1]) == "turn_started" and events[-1].turn_started.seat == 1 - seat
 
 
 async def test_casual_auto_roll_after_25_s(clocked: TableCore) -> None:
@@ -130,9 +133,9 @@ async def test_casual_auto_roll_after_25_s(clocked: TableCore) -> None:
     events = await _until(
         clocked,
         "t1",
-        lambda evs: any(e.type == "dice_rolled" and json.loads(e.json)["auto"] for e in evs),
+        lambda evs: any(kind(e) == "dice_rolled" and e.dice_rolled.auto for e in evs),
     )
-    assert events[-1].type in ("dice_rolled", "checkers_moved", "turn_passed", "turn_started")
+    assert kind(events[-1]) in ("dice_rolled", "checkers_moved", "turn_passed", "turn_started")
 
 
 async def test_presence_window_forfeits_after_60_s(clocked: TableCore) -> None:
@@ -140,8 +143,8 @@ async def test_presence_window_forfeits_after_60_s(clocked: TableCore) -> None:
     await clocked.presence("t1", "bob", connected=False)
     await clocked.presence("t1", "bob", connected=False)  # idempotent
     events = await _until(clocked, "t1", lambda evs: "match_ended" in _types(evs))
-    ended = next(e for e in events if e.type == "match_ended").match_ended
-    assert (ended.winner_seat, ended.reason) == (0, "away")
+    ended = next(e for e in events if kind(e) == "match_ended").match_ended
+    assert (ended.winner_seat, ended.reason) == (0, events_pb2.END_REASON_AWAY)
 
 
 async def test_async_table_expires_after_45_idle_days(redis: redis_asyncio.Redis) -> None:
@@ -150,8 +153,8 @@ async def test_async_table_expires_after_45_idle_days(redis: redis_asyncio.Redis
     task = asyncio.create_task(ClockWorker(core.store, core).run(stop))
     try:
         await core.create_match("t1", "m1", P, options("casual", async_mode=True))
-        events = await _until(core, "t1", lambda evs: "table_closed" in _types(evs))
-        assert events[-1].match_closed.reason == "async_expired"
+        events = await _until(core, "t1", lambda evs: "match_closed" in _types(evs))
+        assert events[-1].match_closed.reason == events_pb2.END_REASON_ASYNC_EXPIRED
     finally:
         stop.set()
         await task

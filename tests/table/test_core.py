@@ -12,6 +12,7 @@ from services.common.errors import ServiceError
 from services.table.clock import ClockWorker
 from services.table.store import CLOCKS, stream_key
 from services.table.tables import TableCore
+from tests.helpers import kind
 from tests.table.driver import options, play
 from tests.table.fakes import FakeWallet
 
@@ -141,7 +142,7 @@ async def test_boost_spends_before_it_extends_the_clock(
     seat = loaded.state.match.turn
     deadline = loaded.state.match.clock_deadline_ms
     out = await core.submit("t1", P[seat], seat, "", 0, c.Boost(seat))
-    assert out.events[0].type == "boost_applied"
+    assert kind(out.events[0]) == "boost_applied"
     assert wallet.balances[P[seat]] == 10_000 - 10
     after = await core.store.load("t1")
     assert after.state.match.clock_deadline_ms == deadline + 100  # type: ignore[union-attr, operator]
@@ -172,5 +173,5 @@ async def test_i4_double_needs_cover_and_a_take_raises_the_escrow(
     wallet.balances[P[1 - seat]] = 10_000
     await core.submit("t1", P[seat], seat, "", 0, c.OfferDouble(seat))
     taken = await core.submit("t1", P[1 - seat], 1 - seat, "", 0, c.Take(1 - seat))
-    assert taken.events[0].type == "double_taken"
+    assert kind(taken.events[0]) == "double_taken"
     assert wallet.escrow["m1"] == 1000 and any(k.startswith("raise:m1:") for k in wallet.calls)

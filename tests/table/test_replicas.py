@@ -25,6 +25,7 @@ from services.common.topics import TABLE_EVENTS
 from services.table.clock import ClockWorker
 from services.table.store import TableStore
 from services.table.tables import TableCore
+from tests.helpers import kind
 from tests.table.driver import options
 from tests.table.fakes import FakeWallet
 
@@ -109,9 +110,9 @@ async def test_two_clock_workers_fire_each_deadline_once(
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
         per_turn = 0
         for ev in events:
-            if ev.type == "turn_started":
+            if kind(ev) == "turn_started":
                 per_turn = 0
-            elif ev.type == "timed_out":
+            elif kind(ev) == "timed_out":
                 per_turn += 1
                 assert per_turn == 1, t  # never doubled
     for cl in clients:
@@ -190,7 +191,7 @@ async def test_kill_9_one_replica_mid_match(
             for _, data in await store.events(t, 0, 10_000):
                 ev = events_pb2.TableEvent()
                 ev.ParseFromString(data)
-                types.append(ev.type)
+                types.append(kind(ev))
             assert types.count("timed_out") == 1 and types.count("match_ended") == 1, types
         # The relay (B's, since A died) puts every event on Kafka, in order per table.
         consumer = AIOKafkaConsumer(

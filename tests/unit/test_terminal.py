@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from bg.table.v1 import table_pb2
+from client.terminal import parse, render
 from engine.position import Position
-from infra.terminal import parse, render
 
 
 def test_render_draws_both_sides_pips_dice_and_lit_moves() -> None:
     start = Position.start()
     view = table_pb2.TableView(
-        seat=0, decider=0, phase="moving", own=list(start.mover), opponent=list(start.opponent),
+        seat=0, decider=0, phase="PHASE_MOVING",
+        own=list(start.mover), opponent=list(start.opponent),
         pips=[167, 167], score=[0, 0], match_length=1, cube=1, cube_owner=-1, dice=[3, 1],
         game_no=1,
-        deadline_ms=10_000, deadline_kind="turn",
+        deadline_ms=10_000, deadline_kind="DEADLINE_KIND_TURN",
         lit=[table_pb2.LitPoints(**{"from": 8, "to": [5, 7]})],
     )  # fmt: skip
     text = render(view, now_ms=4_000)

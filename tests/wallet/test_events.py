@@ -34,14 +34,15 @@ def table_event(
         table_id=f"t-{match_id}",
         seq=seq,
         match_id=match_id,
-        type=kind,
     )
     if kind == "match_ended":
         event.match_ended.CopyFrom(
-            events_pb2.MatchEnded(info=info, winner_seat=winner_seat, reason="points")
+            events_pb2.MatchEnded(info=info, winner_seat=winner_seat, reason="END_REASON_POINTS")
         )
     elif kind == "match_closed":
-        event.match_closed.CopyFrom(events_pb2.MatchClosed(info=info, reason="both_away"))
+        event.match_closed.CopyFrom(
+            events_pb2.MatchClosed(info=info, reason="END_REASON_BOTH_AWAY")
+        )
     return event.SerializeToString()
 
 

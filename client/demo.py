@@ -17,8 +17,10 @@ import grpc
 
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from infra.client import Player
+from client.player import Player
+from engine.vocabulary import EndReason
 from infra.status import read_state
+from services.common.vocabulary import from_proto
 
 GRANT = 5_000
 BET = 500
@@ -74,7 +76,7 @@ async def run_demo(data_dir: Path, timeout_s: float = 600.0) -> dict[str, Any]:
         "table_id": table.table_id,
         "match_id": dealt.match_id,
         "winner": winner,
-        "end_reason": record.end_reason,
+        "end_reason": str(from_proto(record.end_reason, EndReason) or ""),
         "score": dict(zip(record.player_ids, record.score, strict=True)),
         "seed": record.seed_hex,
         "fingerprint": record.fingerprint,

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from typing import Any
 
 import grpc
 
+from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
-from infra.client import Player
+from client.player import Player
+from services.common.play_wire import FINISHED, CommandRefused, PlaySession
 
 HELP = __doc__.split("\n\n", 1)[1] if __doc__ else ""
 
@@ -47,21 +48,24 @@ def render(v: Any, now_ms: int | None = None) -> str:
         f"   cube {v.cube}{' (yours)' if v.cube_owner == v.seat else ''}",
     ]
     turn = "your" if v.decider == v.seat else "their"
-    status = f"  game {v.game_no}, {v.phase.replace('_', ' ')}, {turn} turn"
+    phase = str(events_pb2.Phase.Name(v.phase)).removeprefix("PHASE_").lower().replace("_", " ")
+    status = f"  game {v.game_no}, {phase}, {turn} turn"
     if len(v.dice):
         status += f", dice {v.dice[0]}-{v.dice[1]}"
     if v.deadline_ms:
         left = (v.deadline_ms - (now_ms if now_ms is not None else int(time.time() * 1000))) / 1000
-        status += f", {v.deadline_kind} in {max(0.0, left):.0f} s"
+        kind = str(events_pb2.DeadlineKind.Name(v.deadline_kind)).removeprefix("DEADLINE_KIND_")
+        status += f", {kind.lower().replace('_', ' ')} in {max(0.0, left):.0f} s"
     lines.append(status)
     if v.lit:
         moves = "  ".join(
             f"{_pt(getattr(lit, 'from'))}->{'/'.join(_pt(t) for t in lit.to)}" for lit in v.lit
         )
         lines.append(f"  lit: {moves}")
-    if v.phase in ("match_over", "closed"):
+    if v.phase in FINISHED:
         who = "you" if v.winner == v.seat else ("nobody" if v.winner < 0 else "they")
-        lines.append(f"  match over: {who} won ({v.end_reason})")
+        reason = str(events_pb2.EndReason.Name(v.end_reason)).removeprefix("END_REASON_").lower()
+        lines.append(f"  match over: {who} won ({reason.replace('_', ' ')})")
     return "\n".join(lines)
 
 
@@ -90,7 +94,7 @@ def parse(line: str) -> table_pb2.Command | str | None:
         return cmd
     try:
         if word in ("move", "m") and len(words) == 3:
-            step = table_pb2.Step(to=_point(words[2]))
+            step = events_pb2.Step(to=_point(words[2]))
             setattr(step, "from", _point(words[1]))
             return table_pb2.Command(move=step)
         if word in ("play", "p") and len(words) > 1:
@@ -142,50 +146,29 @@ async def play_terminal(
                 break
             print("waiting for an opponent...")
             await asyncio.sleep(1.0)
-        requests: asyncio.Queue[gateway_pb2.PlayRequest | None] = asyncio.Queue()
-        await requests.put(gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id)))
-
-        async def outgoing() -> Any:
-            while (item := await requests.get()) is not None:
-                yield item
-
-        call = me.stub.Play(outgoing(), metadata=me.auth)
-
-        async def incoming() -> None:
-            async for update in call:
-                if update.WhichOneof("kind") == "error":
-                    print(f"  refused: {update.error.error.code}: {update.error.error.message}")
-
-        reader = asyncio.create_task(incoming())
-        try:
-            while True:
-                view = await me.view(table_id)
-                print(render(view))
-                if view.phase in ("match_over", "closed"):
-                    return 0
-                line = await loop.run_in_executor(None, input, "> ")
-                cmd = parse(line)
-                if cmd is None:
-                    print("  not understood; type help")
-                elif cmd == "help":
-                    print(HELP)
-                elif cmd in ("quit", "q"):
-                    return 0
-                elif isinstance(cmd, str):
-                    prefs = gateway_pb2.PreferencesRequest(auto_roll=cmd.endswith("on"))
-                    await me.rpc(me.stub.SetPreferences, prefs)
-                else:
-                    await requests.put(
-                        gateway_pb2.PlayRequest(
-                            command=gateway_pb2.PlayCommand(
-                                command_id=uuid.uuid4().hex, expected_seq=view.seq, command=cmd
-                            )
-                        )
-                    )
-                    await asyncio.sleep(0.3)  # let the answer arrive before redrawing
-        except EOFError:
-            return 0
-        finally:
-            await requests.put(None)
-            call.cancel()
-            reader.cancel()
+        async with PlaySession(me.stub, table_id, me.auth) as session:
+            try:
+                while True:
+                    view = session.view
+                    assert view is not None
+                    print(render(view))
+                    if view.phase in FINISHED:
+                        return 0
+                    line = await loop.run_in_executor(None, input, "> ")
+                    cmd = parse(line)
+                    if cmd is None:
+                        print("  not understood; type help")
+                    elif cmd == "help":
+                        print(HELP)
+                    elif cmd in ("quit", "q"):
+                        return 0
+                    elif isinstance(cmd, str):
+                        prefs = gateway_pb2.PreferencesRequest(auto_roll=cmd.endswith("on"))
+                        await me.rpc(me.stub.SetPreferences, prefs)
+                    else:
+                        try:
+                            await session.send(cmd, expected_seq=view.seq)
+                        except CommandRefused as refused:
+                            print(f"  refused: {refused}")
+            except EOFError:
+                return 0

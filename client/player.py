@@ -1,0 +1,94 @@
+"""A scripted player of the gateway's gRPC API (demo, tests, terminal): log in, use the lobby,
+and play whole matches from the views the Play stream pushes, choosing legal plays with an
+engine bot. It never calls GetView while playing."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import grpc
+
+from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2
+from engine import bots
+from services.common.play_wire import PlaySession, next_command
+
+__all__ = ["PlaySession", "Player", "next_command"]
+
+
+class Player:
+    def __init__(
+        self, channel: grpc.aio.Channel, name: str, strategy: str = "normal", seed: int = 0
+    ) -> None:
+        self.stub = gateway_pb2_grpc.GatewayServiceStub(channel)
+        self.name = name
+        self.token = ""
+        self.player_id = ""
+        self.choose = bots.STRATEGIES[strategy]
+        self.rng = random.Random(seed)
+        self.commands = 0
+        self.errors: list[str] = []
+        self.session: PlaySession | None = None
+
+    async def rpc(self, method: Any, request: Any, auth: bool = True) -> Any:
+        """A unary call; over the connection's rate limit, back off and retry (politely)."""
+        for _ in range(200):
+            try:
+                return await method(request, metadata=self.auth if auth else None)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    raise
+                await asyncio.sleep(0.1)
+        raise TimeoutError("rate limited for too long")
+
+    @property
+    def auth(self) -> list[tuple[str, str]]:
+        return [("authorization", f"Bearer {self.token}")]
+
+    async def login(self) -> str:
+        reply = await self.rpc(
+            self.stub.Login, gateway_pb2.LoginRequest(guest_name=self.name), auth=False
+        )
+        self.token, self.player_id = reply.token, reply.player_id
+        return self.player_id
+
+    async def create_table(self, options: table_pb2.TableOptions, public: bool = False) -> Any:
+        request = matchmaking_pb2.CreateTableRequest(options=options, public=public)
+        return await self.rpc(self.stub.CreateTable, request)
+
+    async def join(self, code: str) -> Any:
+        return await self.rpc(self.stub.JoinByCode, matchmaking_pb2.JoinByCodeRequest(code=code))
+
+    async def table(self, table_id: str) -> Any:
+        return await self.rpc(self.stub.GetTable, matchmaking_pb2.TableRequest(table_id=table_id))
+
+    async def view(self, table_id: str) -> Any:
+        """GetView: only to resynchronise (the Play stream pushes every view)."""
+        return await self.rpc(self.stub.GetView, gateway_pb2.ViewRequest(table_id=table_id))
+
+    async def record(self, table_id: str, match_id: str) -> Any:
+        request = table_pb2.GetMatchRecordRequest(table_id=table_id, match_id=match_id)
+        return await self.rpc(self.stub.GetMatchRecord, request)
+
+    async def balance(self) -> int:
+        return int((await self.rpc(self.stub.GetBalance, gateway_pb2.BalanceRequest())).balance)
+
+    def decide(self, v: table_pb2.TableView) -> table_pb2.Command | None:
+        """The next command for view `v` when this player must act, else None."""
+        return next_command(v, self.choose, self.rng)
+
+    def session_for(self, table_id: str, from_seq: int = 0) -> PlaySession:
+        return PlaySession(self.stub, table_id, self.auth, from_seq)
+
+    async def play(self, table_id: str, timeout_s: float = 300.0) -> table_pb2.TableView:
+        """Play until the match is over, from pushed views only; returns the last view."""
+        async with self.session_for(table_id) as session:
+            self.session = session
+            try:
+                return await session.play_out(self.decide, timeout_s)
+            finally:
+                self.commands += session.commands
+                self.errors += session.errors

@@ -1,0 +1,47 @@
+"""The table's outbox as the gateways read it: key names and the stream reader.
+
+The table service writes; the gateways read (ARCHITECTURE: "gateways read it to push events to
+players"). What the two share lives here, nothing else:
+- `t:{<table>}:ev`, a Redis stream whose entry ids are the event seqs (`<seq>-0`), each entry's
+  field `e` a serialized `bg.events.v1.TableEvent`: the durable record, read to resume;
+- `t:{<table>}:up`, a pub/sub channel on which each commit publishes a `bg.table.v1.TableUpdate`
+  (its events and both seats' views): the live push. Pub/sub is at most once, so readers detect
+  a gap by seq and fill it from the stream.
+The `{...}` hash tag keeps a table's keys in one Redis Cluster slot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def table_key(table_id: str) -> str:
+    return "t:{" + table_id + "}"
+
+
+def stream_key(table_id: str) -> str:
+    return table_key(table_id) + ":ev"
+
+
+def update_channel(table_id: str) -> str:
+    return table_key(table_id) + ":up"
+
+
+def table_of_channel(channel: str) -> str:
+    """The table id of an update channel name."""
+    return channel[3 : channel.rindex("}")]
+
+
+async def read_events(
+    redis: Any, table_id: str, after_seq: int, upto_seq: int | None = None, count: int = 1000
+) -> list[tuple[int, bytes]]:
+    """Serialized events with after_seq < seq <= upto_seq (all after, when None), in order."""
+    out: list[tuple[int, bytes]] = []
+    low = after_seq
+    while True:
+        high = "+" if upto_seq is None else f"{upto_seq}-0"
+        entries = await redis.xrange(stream_key(table_id), min=f"({low}-0", max=high, count=count)
+        out += [(int(eid.split(b"-")[0]), fields[b"e"]) for eid, fields in entries]
+        if len(entries) < count:
+            return out
+        low = out[-1][0]

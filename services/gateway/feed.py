@@ -1,0 +1,133 @@
+"""One subscription per table per gateway process, fanned out to the local Play streams.
+
+Each commit publishes a `TableUpdate` on the table's channel (services/common/table_feed.py).
+The gateway holds one Redis pub/sub connection; the first local stream on a table subscribes to
+its channel, the last one to leave unsubscribes. Each message is parsed once and handed to every
+local subscriber (both seats and, later, spectators). Pub/sub delivers at most once: after the
+connection breaks, every subscriber is told to fill the gap from the table's stream (`GAP`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any, Final
+
+from bg.table.v1 import table_pb2
+from services.common.table_feed import table_of_channel, update_channel
+
+log = logging.getLogger("bg.gateway.feed")
+
+GAP: Final = None  # queued to a subscriber when updates may have been lost
+QUEUE_LIMIT = 1000
+
+
+class Subscription:
+    """A local stream's view of a table's updates."""
+
+    def __init__(self, table_id: str) -> None:
+        self.table_id = table_id
+        self.queue: asyncio.Queue[table_pb2.TableUpdate | None] = asyncio.Queue()
+
+    def deliver(self, update: table_pb2.TableUpdate | None) -> None:
+        if update is not None and self.queue.qsize() >= QUEUE_LIMIT:
+            # A stream this far behind resynchronises from the stream instead of buffering more.
+            self.queue = asyncio.Queue()
+            update = GAP
+        self.queue.put_nowait(update)
+
+
+class TableFeed:
+    def __init__(self, redis: Any, retry_s: float = 0.5) -> None:
+        self.redis = redis
+        self.retry_s = retry_s
+        self.subscribers: dict[str, set[Subscription]] = {}
+        self._pubsub: Any = None
+        self._reader: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self.received = 0
+
+    async def subscribe(self, table_id: str) -> Subscription:
+        sub = Subscription(table_id)
+        async with self._lock:
+            subs = self.subscribers.setdefault(table_id, set())
+            subs.add(sub)
+            if len(subs) == 1:
+                await self._channel().subscribe(update_channel(table_id))
+            self._wake.set()
+            if self._reader is None or self._reader.done():
+                self._reader = asyncio.create_task(self._read(), name="table-feed")
+        return sub
+
+    async def unsubscribe(self, sub: Subscription) -> None:
+        async with self._lock:
+            subs = self.subscribers.get(sub.table_id)
+            if subs is None:
+                return
+            subs.discard(sub)
+            if not subs:
+                del self.subscribers[sub.table_id]
+                with contextlib.suppress(Exception):  # a broken connection forgets it anyway
+                    await self._channel().unsubscribe(update_channel(sub.table_id))
+
+    def _channel(self) -> Any:
+        if self._pubsub is None:
+            self._pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        return self._pubsub
+
+    async def _read(self) -> None:
+        while True:
+            if not self.subscribers:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            try:
+                message = await self._channel().get_message(timeout=1.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("table feed broke; resubscribing", extra={"error": repr(exc)})
+                await self._reconnect()
+                continue
+            if message is None or message.get("type") != "message":
+                continue
+            self.received += 1
+            channel = message["channel"]
+            table_id = table_of_channel(channel.decode() if isinstance(channel, bytes) else channel)
+            subs = self.subscribers.get(table_id)
+            if not subs:
+                continue
+            update = table_pb2.TableUpdate()
+            update.ParseFromString(message["data"])
+            for sub in subs:
+                sub.deliver(update)
+
+    async def _reconnect(self) -> None:
+        async with self._lock:
+            old, self._pubsub = self._pubsub, None
+            if old is not None:
+                with contextlib.suppress(Exception):
+                    await old.aclose()
+            await asyncio.sleep(self.retry_s)
+            channels = [update_channel(t) for t in self.subscribers]
+            try:
+                if channels:
+                    await self._channel().subscribe(*channels)
+            except Exception as exc:
+                log.warning("table feed still down", extra={"error": repr(exc)})
+            for subs in self.subscribers.values():
+                for sub in subs:
+                    sub.deliver(GAP)  # anything published meanwhile is in the stream
+
+    async def close(self) -> None:
+        self.subscribers.clear()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        if self._pubsub is not None:
+            with contextlib.suppress(Exception):
+                await self._pubsub.aclose()
+            self._pubsub = None

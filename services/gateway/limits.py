@@ -1,0 +1,49 @@
+"""Bounds on what clients send: every string has a length limit, checked at the edge.
+
+A field over its limit is INVALID_ARGUMENT naming the field, and nothing is forwarded, so no
+service and no error ever carries unbounded client input (error texts are cut as well, see
+services/common/errors.py).
+"""
+
+from __future__ import annotations
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+
+from services.common.errors import InvalidArgument
+
+DEFAULT_MAX = 64
+MAX_BY_FIELD = {"guest_name": 32, "code": 256}  # a code may come as a whole invite link
+
+
+def bounded(value: str, field: str, limit: int = DEFAULT_MAX) -> str:
+    if len(value) > limit:
+        raise InvalidArgument(
+            "TOO_LONG", f"{field} is at most {limit} characters (got {len(value)})", field=field
+        )
+    return value
+
+
+def table_id(value: str, field: str = "table_id") -> str:
+    if not value:
+        raise InvalidArgument("MISSING", f"{field} is required", field=field)
+    return bounded(value, field)
+
+
+def check(request: Message, prefix: str = "") -> None:
+    """Every string in `request` (nested messages included) within its limit."""
+    for fd, value in request.ListFields():
+        name = prefix + fd.name
+        if fd.type == FieldDescriptor.TYPE_STRING:
+            limit = MAX_BY_FIELD.get(fd.name, DEFAULT_MAX)
+            for item in value if _repeated(fd) else [value]:
+                bounded(item, name, limit)
+        elif fd.type == FieldDescriptor.TYPE_MESSAGE:
+            if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+                continue  # no client request has maps
+            for item in value if _repeated(fd) else [value]:
+                check(item, name + ".")
+
+
+def _repeated(fd: FieldDescriptor) -> bool:
+    return bool(fd.is_repeated)

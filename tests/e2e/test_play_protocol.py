@@ -1,0 +1,132 @@
+"""The Play protocol's edges through a real gateway: bounded inputs (typed errors naming the
+field, nothing forwarded), WebSocket robustness (deep nesting, a second join multiplexed, a
+client vanishing without a close frame), and resuming from a seq sees every event once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from bg.gateway.v1 import gateway_pb2
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2
+from services.common.errors import error_from
+from services.common.play_wire import PlaySession
+from tests.e2e.test_gateway import _players, cluster  # noqa: F401  (the module fixture)
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.parametrize("size", [65, 10_000, 100_000])
+async def test_oversized_ids_are_invalid_argument_naming_the_field(
+    cluster: dict[str, Any],  # noqa: F811
+    size: int,
+) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        (ann,) = await _players(cluster, ch, "ann", grant=0)
+        long_id = "x" * size
+        for call, request, field in [
+            (ann.stub.GetView, gateway_pb2.ViewRequest(table_id=long_id), "table_id"),
+            (ann.stub.GetTable, matchmaking_pb2.TableRequest(table_id=long_id), "table_id"),
+            (ann.stub.JoinByCode, matchmaking_pb2.JoinByCodeRequest(code=long_id), "code"),
+        ]:
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await call(request, metadata=ann.auth)
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value.details()
+            detail = error_from(err.value)
+            assert detail is not None and detail.field == field
+            assert detail.code in ("TOO_LONG", "INVALID_CODE")  # a 65-character code is no code
+            assert len(err.value.details() or "") < 400  # never the input echoed back
+        session = PlaySession(ann.stub, long_id, ann.auth)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await session.open(timeout_s=10)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert error_from(err.value).field == "join.table_id"  # type: ignore[union-attr]
+        await session.close()
+
+
+async def test_resuming_from_a_seq_sees_every_event_once(
+    cluster: dict[str, Any],  # noqa: F811
+) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob = await _players(cluster, ch, "ann", "bob", grant=0)
+        table = await ann.create_table(table_pb2.TableOptions(profile="casual"))
+        await bob.join(table.code)
+        await ann.stub.StartTable(
+            matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=ann.auth
+        )
+        play = asyncio.create_task(ann.play(table.table_id, 120))
+        seen: list[int] = []
+        async with PlaySession(bob.stub, table.table_id, bob.auth) as first:
+            for _ in range(3):  # play a few turns, then drop the stream
+                v = await first.wait_for(lambda v: v.decider == v.seat, 30)
+                cmd = bob.decide(v)
+                if cmd is not None:
+                    await first.send(cmd, v.seq)
+            seen = [e.seq for e in first.events]
+        assert seen == list(range(1, len(seen) + 1))  # every event once, in order
+        async with PlaySession(bob.stub, table.table_id, bob.auth, from_seq=seen[-1]) as again:
+            final = await again.play_out(bob.decide, 120)
+            resumed = [e.seq for e in again.events]
+        await play
+        assert resumed[0] == seen[-1] + 1  # nothing missed, nothing repeated
+        assert resumed == list(range(seen[-1] + 1, final.seq + 1))
+
+
+async def test_websocket_edges(cluster: dict[str, Any]) -> None:  # noqa: F811
+    from websockets.asyncio.client import connect
+
+    state = json.loads((Path(cluster["data"]) / "cluster.json").read_text())
+    ws_url = next(s["ws"] for s in state["services"] if s["name"] == "gateway")
+    async with connect(ws_url) as ws:
+        await ws.send("[" * 5000 + "]" * 5000)  # deeply nested: malformed, not a crash
+        reply = json.loads(await ws.recv())
+        assert reply["error"]["code"] == "MALFORMED"
+        await ws.send(json.dumps({"id": 1, "method": "Login", "request": {"guestName": "w"}}))
+        login = json.loads(await ws.recv())["response"]
+        token = login["token"]
+        tables = []
+        for n in range(2):
+            await ws.send(
+                json.dumps(
+                    {
+                        "id": 10 + n,
+                        "method": "CreateTable",
+                        "token": token,
+                        "request": {"options": {"profile": "casual", "level": "easy"}},
+                    }
+                )
+            )
+            tables.append(json.loads(await ws.recv())["response"]["tableId"])
+        for n, table_id in enumerate(tables):  # two Play streams on one connection
+            join = {"join": {"tableId": table_id}}
+            await ws.send(json.dumps({"id": 20 + n, "method": "Play", "request": join}))
+        pushed: set[str] = set()
+        while pushed != set(tables):
+            message = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            if "update" in message and "update" in message["update"]:
+                pushed.add(message["update"]["tableId"])
+        # A command that names no table while two are joined: a typed error, not silence.
+        roll = {"command": {"commandId": "r1", "command": {"roll": {}}}}
+        await ws.send(json.dumps({"id": 30, "method": "Play", "request": roll}))
+        while True:
+            message = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            if message.get("id") == 30:
+                break
+        assert message["error"]["code"] == "NAME_THE_TABLE"
+        again = {"join": {"tableId": tables[0]}}
+        await ws.send(json.dumps({"id": 31, "method": "Play", "request": again}))
+        while True:
+            message = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            if message.get("id") == 31:
+                break
+        assert message["error"]["code"] == "ALREADY_JOINED"
+        ws.transport.abort()  # gone without a close frame
+    await asyncio.sleep(1.0)
+    log = (Path(cluster["data"]) / "up.log").read_text()
+    assert "ConnectionClosedError" not in log and "connection handler failed" not in log
