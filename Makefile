@@ -5,8 +5,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PROTOS := $(shell find protos -name '*.proto')
 PYTEST_ARGS ?=
+# buf (lint and breaking-change checks of protos/) comes from the npm registry into .tools/.
+BUF_VERSION := 1.75.0
+BUF := .tools/node_modules/.bin/buf
 
-.PHONY: setup up test bench load lint protos clean
+.PHONY: setup up test bench load lint proto-release protos clean
 
 setup: $(VENV)/.installed bg/.generated
 
@@ -45,10 +48,18 @@ load: setup
 	$(BIN)/python -m loadtests.run --users $(USERS) --spawn-rate $(SPAWN_RATE) \
 		--duration $(DURATION) --processes $(PROCESSES) $(if $(CHAOS),--chaos,)
 
-lint: setup
+$(BUF):
+	npm install --silent --no-audit --no-fund --prefix .tools @bufbuild/buf@$(BUF_VERSION)
+
+lint: setup $(BUF)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	cd protos && ../$(BUF) lint && ../$(BUF) breaking --against releases/api-v1.binpb
+
+# Record the current API as the release later changes must stay compatible with.
+proto-release: $(BUF)
+	cd protos && ../$(BUF) build -o releases/api-v1.binpb
 
 clean:
-	rm -rf $(VENV) bg .data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) bg .data .tools .pytest_cache .mypy_cache .ruff_cache

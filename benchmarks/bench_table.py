@@ -26,6 +26,7 @@ from bg.table.v1 import table_pb2, table_pb2_grpc
 from infra.embedded import free_port, start_tansu, start_valkey
 from services.table.store import TableStore
 
+P = events_pb2.Phase
 COMMAND_TABLES = 1000
 COMMAND_SECONDS = 15.0
 CLOCK_TABLES = 5000
@@ -67,16 +68,16 @@ async def _play_table(
                 table_pb2.GetViewRequest(table_id=table_id, player_id=players[seat])
             )
         cmd = table_pb2.Command()
-        if view.phase in ("match_over", "closed"):
+        if view.phase in (P.PHASE_MATCH_OVER, P.PHASE_CLOSED):
             return done
-        if view.phase == "await_roll":
+        if view.phase == P.PHASE_AWAIT_ROLL:
             cmd.roll.SetInParent()
-        elif view.phase == "moving" and view.lit:
+        elif view.phase == P.PHASE_MOVING and view.lit:
             first = view.lit[0]
             step = cmd.move
             setattr(step, "from", getattr(first, "from"))
             step.to = first.to[0]
-        elif view.phase in ("moving", "confirming", "no_move"):
+        elif view.phase in (P.PHASE_MOVING, P.PHASE_CONFIRMING, P.PHASE_NO_MOVE):
             cmd.confirm.SetInParent()
         else:
             await asyncio.sleep(0.05)

@@ -58,6 +58,21 @@ class _Reject(Exception):
         self.message = message
 
 
+_MATCH_FIELDS = tuple(f.name for f in dataclasses.fields(MatchState))
+
+
+def _replace(m: MatchState, changes: dict[str, Any]) -> MatchState:
+    """`dataclasses.replace` for MatchState without its per-call field checks (it runs several
+    times per command). An unknown field name is a bug: KeyError-free, so check it here."""
+    for name in changes:
+        if name not in _MATCH_SLOTS:
+            raise TypeError(f"MatchState has no field {name!r}")
+    return MatchState(*[changes[n] if n in changes else getattr(m, n) for n in _MATCH_FIELDS])
+
+
+_MATCH_SLOTS = frozenset(_MATCH_FIELDS)
+
+
 class _Ctx:
     """A transition under construction: the new state and the events so far."""
 
@@ -68,7 +83,7 @@ class _Ctx:
         self.events: list[e.Event] = []
 
     def set(self, **changes: Any) -> None:
-        self.m = dataclasses.replace(self.m, **changes)
+        self.m = _replace(self.m, changes)
 
     def emit(self, event: e.Event) -> None:
         self.events.append(event)

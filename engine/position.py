@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
+from functools import lru_cache
 
 CHECKERS = 15
 BAR = 24  # index of the bar in a side tuple
@@ -23,6 +24,24 @@ POINTS = 24
 _B64 = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 
 _START_SIDE = (0, 0, 0, 0, 0, 5, 0, 3, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0)
+
+
+@lru_cache(maxsize=8192)
+def _gnubg_key(first: tuple[int, ...], second: tuple[int, ...]) -> bytes:
+    """The 80 bits as an integer: per point, `count` ones then a zero, little-endian."""
+    value = 0
+    at = 0
+    for side in (first, second):
+        for count in side:
+            value |= ((1 << count) - 1) << at
+            at += count + 1
+    return value.to_bytes(10, "little")
+
+
+@lru_cache(maxsize=8192)
+def _gnubg_id(first: tuple[int, ...], second: tuple[int, ...]) -> str:
+    # Views and events ask for the IDs of the same few positions again and again.
+    return base64.b64encode(_gnubg_key(first, second)).decode()[:14]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,20 +77,10 @@ class Position:
     # -- GNU Backgammon position ID ----------------------------------------------------------
 
     def gnubg_key(self) -> bytes:
-        bits: list[int] = []
-        for side in (self.opponent, self.mover):
-            for count in side:
-                bits.extend([1] * count)
-                bits.append(0)
-        bits.extend([0] * (80 - len(bits)))
-        out = bytearray(10)
-        for i, bit in enumerate(bits):
-            if bit:
-                out[i >> 3] |= 1 << (i & 7)
-        return bytes(out)
+        return _gnubg_key(self.opponent, self.mover)
 
     def gnubg_id(self) -> str:
-        return base64.b64encode(self.gnubg_key()).decode()[:14]
+        return _gnubg_id(self.opponent, self.mover)
 
     @classmethod
     def from_gnubg_id(cls, pid: str) -> Position:

@@ -151,13 +151,16 @@ class Turn:
 
     def lit(self) -> dict[int, list[int]]:
         """Movable checkers (source points) and, for each, its lit destination points."""
+        return {frm: list(dests) for frm, dests in _lit(self).items()}
+
+    def _compute_lit(self) -> dict[int, tuple[int, ...]]:
         me = self.current.mover
         sources = [25] if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]
         out = {}
         for frm in sources:
             dests = sorted(self._paths(frm), reverse=True)
             if dests:
-                out[frm] = dests
+                out[frm] = tuple(dests)
         return out
 
     def play(self, frm: int, to: int) -> Turn:
@@ -193,6 +196,12 @@ class Turn:
             raise TurnError("NOTHING_TO_UNDO", "no step to undo this turn")
         n = self.groups[-1]
         return Turn(self.start, self.dice, self.steps[:-n], self.groups[:-1], self.used[:-n])
+
+
+@lru_cache(maxsize=4096)
+def _lit(turn: Turn) -> dict[int, tuple[int, ...]]:
+    # A turn's lit points are asked for by each view of it (the commit's, GetView, the clients').
+    return turn._compute_lit()
 
 
 def validate_play(start: Position, dice: tuple[int, int], steps: tuple[Step, ...]) -> Turn:

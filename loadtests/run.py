@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -19,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from infra.local_cluster import cpu_of
 
 CHECKS = ("disagreement", "legal_refused", "illegal_accepted", "missed_timeout", "doubled_timeout",
           "early_timeout", "late_beyond_bound")  # fmt: skip
@@ -143,6 +146,11 @@ def main(argv: list[str] | None = None) -> int:
         ]  # fmt: skip
         if args.processes > 1:
             locust_cmd += ["--processes", str(args.processes)]
+        cluster_pids = {s["instance"]: s["pid"] for s in state["services"] if s.get("pid")}
+        cluster_pids |= {p["name"]: p["pid"] for p in state.get("infra", []) if p.get("pid")}
+        cpu_before = cpu_of(cluster_pids)
+        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
         locust = subprocess.Popen(locust_cmd, env=locust_env, cwd=Path(__file__).parent.parent)
         if args.chaos:
             time.sleep(args.duration / 3)
@@ -156,6 +164,14 @@ def main(argv: list[str] | None = None) -> int:
                     stdout=out, stderr=subprocess.STDOUT,
                 )  # fmt: skip
         locust.wait()
+        elapsed = time.monotonic() - started
+        cpu_after = cpu_of(cluster_pids)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # Locust and its worker processes, all reaped by now (the cluster is still running).
+        generator_s = (children.ru_utime + children.ru_stime) - (
+            children_before.ru_utime + children_before.ru_stime
+        )
+        cluster_s = sum(max(0.0, cpu_after[k] - cpu_before[k]) for k in cpu_before)
         stats = json.loads(stats_file.read_text()) if stats_file.exists() else []
     finally:
         if restarted is not None:
@@ -168,6 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     summary.update({"users": args.users, "duration_s": args.duration, "processes": args.processes,
                     "clock_scale": float(args.clock_scale), "chaos": args.chaos})  # fmt: skip
     summary["commands_per_s"] = round(summary["commands_total"] / max(1, args.duration), 1)
+    cores = os.cpu_count() or 1
+    summary["cpu"] = {
+        "cluster_s": round(cluster_s, 1),
+        "generator_s": round(generator_s, 1),
+        "cluster_share": round(cluster_s / (elapsed * cores), 3),
+        "generator_share": round(generator_s / (elapsed * cores), 3),
+        "cluster_ms_per_command": round(cluster_s * 1000 / max(1, summary["commands_total"]), 2),
+    }
     broken = [name for name, count in summary["checks"].items() if count]
     worst_p99 = max((c["p99_ms"] for c in summary["commands"].values()), default=0.0)
     if worst_p99 > args.max_p99_ms:

@@ -8,8 +8,10 @@ player-facing services out of the load balancer.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Protocol
 
 import redis.asyncio as redis_asyncio
+from redis.asyncio.client import Pipeline
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -17,14 +19,53 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from services.common.service import ReadinessCheck
 
 
-def redis_client(url: str, max_connections: int = 200) -> redis_asyncio.Redis:
+class _Counted(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+
+class CountingPipeline(Pipeline):
+    """A pipeline that counts itself as one round trip when it runs."""
+
+    counter: _Counted | None = None
+
+    async def execute(self, raise_on_error: bool = True) -> list[Any]:
+        if self.counter is not None and self.command_stack:
+            self.counter.inc()
+        return await super().execute(raise_on_error)
+
+
+class CountingRedis(redis_asyncio.Redis):
+    """A client that counts its round trips (`bg_redis_round_trips_total`): what the command
+    path costs in Redis, measured where the latency is paid."""
+
+    counter: _Counted | None = None
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        if self.counter is not None:
+            self.counter.inc()
+        return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
+
+    def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> Pipeline:
+        pipe = CountingPipeline(
+            self.connection_pool, self.response_callbacks, transaction, shard_hint
+        )
+        pipe.counter = self.counter
+        return pipe
+
+
+def redis_client(
+    url: str, max_connections: int = 200, round_trips: _Counted | None = None
+) -> redis_asyncio.Redis:
     """A pooled client; connects lazily, so building it does no I/O. At `max_connections`
-    a caller waits (up to 5 s) for a free connection instead of failing at once."""
+    a caller waits (up to 5 s) for a free connection instead of failing at once. Replies are
+    parsed by hiredis when it is installed (redis-py picks it up by itself)."""
     pool = redis_asyncio.BlockingConnectionPool.from_url(
         url, max_connections=max_connections, timeout=5, socket_connect_timeout=2.0,
         health_check_interval=10,
     )  # fmt: skip
-    return redis_asyncio.Redis(connection_pool=pool)
+    client = CountingRedis(connection_pool=pool)
+    client.counter = round_trips
+    return client
 
 
 def redis_check(client: redis_asyncio.Redis) -> ReadinessCheck:

@@ -8,6 +8,7 @@ A servicer raises `ServiceError`; `grpc_errors` turns it into the gRPC status pl
 from __future__ import annotations
 
 import functools
+import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -130,9 +131,11 @@ async def remote_call(awaitable: Any) -> Any:
 
 
 class Replicas:
-    """Stubs for the replicas of one service (any replica serves any request): calls rotate
-    over them, and a replica that does not answer (UNAVAILABLE) hands the call to the next.
-    Only for idempotent calls (reads, and writes keyed by a command or match id)."""
+    """Stubs for the replicas of one service (any replica serves any request). A call with a
+    `key` (a table id) goes to the replica the key hashes to, so each table's commands meet
+    the same replica's state cache; others rotate. A replica that does not answer
+    (UNAVAILABLE) hands the call to the next. Only for idempotent calls (reads, and writes keyed
+    by a command or match id)."""
 
     def __init__(self, stubs: list[Any]) -> None:
         if not stubs:
@@ -140,9 +143,16 @@ class Replicas:
         self.stubs = stubs
         self._next = 0
 
-    async def call(self, method: str, request: Any, timeout: float = 10.0) -> Any:
-        start = self._next
-        self._next = (self._next + 1) % len(self.stubs)
+    def _first(self, key: str | None) -> int:
+        if key is None:
+            self._next = (self._next + 1) % len(self.stubs)
+            return self._next
+        return zlib.crc32(key.encode()) % len(self.stubs)
+
+    async def call(
+        self, method: str, request: Any, timeout: float = 10.0, key: str | None = None
+    ) -> Any:
+        start = self._first(key)
         failure: ServiceError | None = None
         for i in range(len(self.stubs)):
             stub = self.stubs[(start + i) % len(self.stubs)]

@@ -49,6 +49,12 @@ class ServiceMetrics:
             ["service", "check"],
             registry=self.registry,
         )
+        self.redis_round_trips = Counter(
+            "bg_redis_round_trips_total",
+            "Requests this process sent to Redis and waited for (a pipeline or script is one).",
+            ["service"],
+            registry=self.registry,
+        ).labels(service)
 
 
 _HANDLER_KINDS = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")

@@ -132,6 +132,7 @@ def redacted(settings: Any) -> dict[str, Any]:
     return out
 
 
+EventLoop = Literal["asyncio", "uvloop"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 LogFormat = Literal["json", "text"]
 OtelExporter = Literal["none", "console", "otlp"]
@@ -169,6 +170,11 @@ class ServiceSettings:
     )
     readiness_interval_s: float = setting(
         "BG_READINESS_INTERVAL_S", 2.0, "Seconds between dependency checks.", min=0.05
+    )
+    event_loop: EventLoop = setting(
+        "BG_EVENT_LOOP",
+        "asyncio",
+        "Event loop: asyncio or uvloop (gateway and table default to uvloop: measured faster).",
     )
 
 

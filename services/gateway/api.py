@@ -190,7 +190,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def GetView(self, request: gateway_pb2.ViewRequest, context: Context) -> Any:
         player = self.player(context, request)
         view = table_pb2.GetViewRequest(table_id=request.table_id, player_id=player)
-        return await self.replicas.call("GetView", view, timeout=10)
+        return await self.replicas.call("GetView", view, timeout=10, key=request.table_id)
 
     @grpc_errors
     async def GetMatchRecord(
@@ -266,7 +266,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         sub = await self.feed.subscribe(table_id)
         try:
             view: Any = await self.replicas.call(
-                "GetView", table_pb2.GetViewRequest(table_id=table_id, player_id=player)
+                "GetView",
+                table_pb2.GetViewRequest(table_id=table_id, player_id=player),
+                key=table_id,
             )
             backlog = await self._events_between(table_id, first.join.from_seq, view.seq)
         except ServiceError as err:
@@ -326,7 +328,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             try:
                 if update is GAP:
                     view: Any = await self.replicas.call(
-                        "GetView", table_pb2.GetViewRequest(table_id=table_id, player_id=player)
+                        "GetView",
+                        table_pb2.GetViewRequest(table_id=table_id, player_id=player),
+                        key=table_id,
                     )
                     seq, mine = view.seq, view
                     events = await self._events_between(table_id, last, seq)
@@ -366,7 +370,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             request = table_pb2.SetPresenceRequest(
                 table_id=table_id, player_id=player, connected=connected
             )
-            await self.replicas.call("SetPresence", request, timeout=5)
+            await self.replicas.call("SetPresence", request, timeout=5, key=table_id)
 
     async def _commands(
         self,
@@ -396,7 +400,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                         command_id=command_id or f"gw-{uuid.uuid4().hex}",
                         expected_seq=cmd.expected_seq, command=cmd.command,
                     )  # fmt: skip
-                    reply: Any = await self.replicas.call("SubmitCommand", request, timeout=10)
+                    reply: Any = await self.replicas.call(
+                        "SubmitCommand", request, timeout=10, key=table_id
+                    )
                     if cmd.command.WhichOneof("kind") == "accept_rematch" and not reply.duplicate:
                         # I-32: both agreed; matchmaking deals the new match on this table.
                         rematch = matchmaking_pb2.TableRequest(player_id=player, table_id=table_id)

@@ -5,13 +5,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.common.settings import ServiceSettings, load, redis_url_setting, setting
+from services.common.settings import (
+    EventLoop,
+    ServiceSettings,
+    load,
+    redis_url_setting,
+    setting,
+)
 
 
 @dataclass(frozen=True)
 class GatewaySettings(ServiceSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50051, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9101, "Metrics HTTP port.", min=0, max=65535)
+    event_loop: EventLoop = setting(
+        "BG_EVENT_LOOP", "uvloop", "Event loop: uvloop (measured faster here) or asyncio."
+    )
     ws_port: int = setting(
         "BG_WS_PORT", 8081, "WebSocket port for browsers (0 = any free port).", min=0, max=65535
     )

@@ -34,7 +34,7 @@ class GrpcTables:
         request = table_pb2.CreateMatchRequest(
             table_id=table_id, match_id=match_id, player_ids=players, options=options
         )
-        reply = await self.replicas.call("CreateMatch", request, timeout=5)
+        reply = await self.replicas.call("CreateMatch", request, timeout=5, key=table_id)
         return str(reply.fingerprint)
 
     async def leave(self, table_id: str, player_id: str, seat: int) -> None:
@@ -42,9 +42,9 @@ class GrpcTables:
             table_id=table_id, player_id=player_id, seat=seat,
             command=table_pb2.Command(leave=table_pb2.Empty()),
         )  # fmt: skip
-        await self.replicas.call("SubmitCommand", request, timeout=5)
+        await self.replicas.call("SubmitCommand", request, timeout=5, key=table_id)
 
     async def rematch_agreed(self, table_id: str, player_id: str) -> bool:
         request = table_pb2.GetViewRequest(table_id=table_id, player_id=player_id)
-        reply = await self.replicas.call("GetView", request, timeout=5)
+        reply = await self.replicas.call("GetView", request, timeout=5, key=table_id)
         return bool(reply.rematch_agreed)

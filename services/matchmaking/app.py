@@ -21,7 +21,7 @@ SERVICE_NAME = matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"]
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("matchmaking", settings)
-    redis = redis_client(settings.redis_url)
+    redis = redis_client(settings.redis_url, round_trips=app.metrics.redis_round_trips)
     channels: list[grpc.aio.Channel] = []
 
     def register(server: grpc.aio.Server) -> list[str]:

@@ -28,7 +28,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("table", settings)
     metrics = TableMetrics(app.metrics)
-    redis = redis_client(settings.redis_url)
+    redis = redis_client(settings.redis_url, round_trips=app.metrics.redis_round_trips)
     store = TableStore(redis)
     stop = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
@@ -43,7 +43,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             settings.wallet_addr, interceptors=tracing.client_interceptors(app.tracer_provider)
         )
         parts["channel"] = channel
-        parts["core"] = TableCore(store, GrpcWallet(channel), metrics, settings.clock_scale)
+        parts["core"] = TableCore(
+            store,
+            GrpcWallet(channel),
+            metrics,
+            settings.clock_scale,
+            cache_size=settings.cache_size,
+        )
         table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(core()), server)
         return [SERVICE_NAME]
 

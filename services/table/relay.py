@@ -1,9 +1,10 @@
 """Relays every table's Redis stream to the Kafka topic `table-events`, at least once.
 
-Tables with unrelayed events sit in `relay:pending`. For each, a replica takes a short lease
-(so one relay at a time publishes a table, in order), reads the stream after the table's
-`relayed` pointer, publishes in order keyed by table id, waits for Kafka's acknowledgement, then
-moves the pointer. A crash after publishing and before the pointer moves re-publishes the same
+Tables with unrelayed events sit in `relay:pending`. Each pass, a replica takes a short lease on
+each of them (so one relay at a time publishes a table, in order), reads the streams after each
+table's `relayed` pointer, publishes in order keyed by table id, waits for Kafka's
+acknowledgements, then moves the pointers; every step is one pipelined round trip for the
+whole batch. A crash after publishing and before the pointer moves re-publishes the same
 events, in the same order: consumers dedupe on (table_id, seq).
 """
 
@@ -23,6 +24,7 @@ from services.table.store import TableStore
 
 log = logging.getLogger("bg.table.relay")
 LEASE_MS = 10_000
+BACKLOG = 1000  # events in one pass that mean "behind": go again without waiting
 
 
 class EventRelay:
@@ -42,44 +44,42 @@ class EventRelay:
         self.producer: Any = None
         self.token = secrets.token_hex(8)
 
-    async def relay_table(self, table_id: str) -> int:
-        lock = f"relay:lock:{{{table_id}}}"
-        if not await self.store.lock(lock, self.token, LEASE_MS):
-            return 0  # another replica is relaying this table
-        try:
-            after = await self.store.relayed(table_id)
-            events = await self.store.events(table_id, after)
-            if not events:
-                await self.store.relay_ack(table_id, after)
-                return 0
-            if self.producer is None:
-                producer = self.make_producer()
-                await producer.start()
-                self.producer = producer
-            futures = [
-                await self.producer.send(self.topic, value=data, key=table_id.encode())
-                for _, data in events
-            ]
-            for future in futures:
-                await future  # acknowledged by Kafka, in order
-            await self.store.relay_ack(table_id, events[-1][0])
-            if self.metrics:
-                self.metrics.relayed.inc(len(events))
-            return len(events)
-        finally:
-            await self.store.unlock(lock, self.token)
-
     async def run_once(self) -> int:
+        """One pass over every table with unrelayed events, in four Redis round trips however
+        many tables: the pending list, leases and pointers, the streams, the acknowledgements."""
         pending = await self.store.pending_tables(200)
         if self.metrics:
             oldest = min((score for _, score in pending), default=None)
             self.metrics.relay_lag.set(
                 0 if oldest is None else max(0.0, time.time() - oldest / 1000)
             )
-        total = 0
-        for table_id, _ in pending:
-            total += await self.relay_table(table_id)
-        return total
+        if not pending:
+            return 0
+        tables = [table_id for table_id, _ in pending]
+        owned = await self.store.lease_for_relay(tables, self.token, LEASE_MS)
+        if not owned:
+            return 0  # other replicas are relaying these tables
+        try:
+            streams = await self.store.events_after(owned)
+            if any(events for events in streams.values()) and self.producer is None:
+                producer = self.make_producer()
+                await producer.start()
+                self.producer = producer
+            futures = [
+                await self.producer.send(self.topic, value=data, key=table_id.encode())
+                for table_id, events in streams.items()
+                for _, data in events
+            ]
+            for future in futures:
+                await future  # acknowledged by Kafka, in order per table (one partition each)
+            acked = {t: events[-1][0] if events else owned[t] for t, events in streams.items()}
+            await self.store.relay_ack_many(acked)
+            moved = sum(len(events) for events in streams.values())
+            if self.metrics:
+                self.metrics.relayed.inc(moved)
+            return moved
+        finally:
+            await self.store.release_relay(list(owned), self.token)
 
     async def run(self, stop: asyncio.Event) -> None:
         backoff = self.interval_s
@@ -87,8 +87,10 @@ class EventRelay:
             try:
                 moved = await self.run_once()
                 backoff = self.interval_s
-                if moved:
-                    continue
+                if moved >= BACKLOG:
+                    continue  # behind: the next pass at once
+                # Otherwise wait one interval even after a pass that moved events: passes then
+                # carry many commits each instead of spinning on one event at a time.
             except Exception as exc:  # Kafka or Redis down: events stay in the streams
                 log.warning("relay failed; will retry", extra={"error": repr(exc)})
                 backoff = min(backoff * 2, 5.0)

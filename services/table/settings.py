@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.settings import (
+    EventLoop,
     ServiceSettings,
     kafka_bootstrap_setting,
     kafka_idempotence_setting,
@@ -19,6 +20,9 @@ from services.common.settings import (
 class TableSettings(ServiceSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50061, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9111, "Metrics HTTP port.", min=0, max=65535)
+    event_loop: EventLoop = setting(
+        "BG_EVENT_LOOP", "uvloop", "Event loop: uvloop (measured faster here) or asyncio."
+    )
     redis_url: str = redis_url_setting()
     kafka_bootstrap: str = kafka_bootstrap_setting()
     kafka_idempotence: bool = kafka_idempotence_setting()
@@ -28,6 +32,12 @@ class TableSettings(ServiceSettings):
     )
     clock_workers: bool = setting("BG_TABLE_CLOCKS", True, "Run the clock worker in this replica.")
     relay: bool = setting("BG_TABLE_RELAY", True, "Run the Kafka relay in this replica.")
+    cache_size: int = setting(
+        "BG_TABLE_CACHE_SIZE",
+        4096,
+        "Tables whose decoded state this replica keeps (0 = none: every command reads Redis).",
+        min=0,
+    )
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> TableSettings:

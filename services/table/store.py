@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as redis_asyncio
+from redis.exceptions import NoScriptError
 
 from engine import codec
 from engine.state import TableState
@@ -89,6 +90,10 @@ return 0
 """
 
 
+def _relay_lock(table_id: str) -> str:
+    return "relay:lock:{" + table_id + "}"
+
+
 def commands_key(table_id: str) -> str:
     return table_key(table_id) + ":cmd"
 
@@ -130,6 +135,28 @@ class TableStore:
         self._relay_ack = client.register_script(_RELAY_ACK)
         self._unlock = client.register_script(_UNLOCK)
 
+    async def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """EVALSHA straight away (the hot path), loading the script only when Redis lacks it."""
+        try:
+            return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return await script(keys=keys, args=args)
+
+    async def _run_many(self, script: Any, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        """One script many times in one pipelined round trip (EVALSHA; redis-py's pipelined
+        scripts would first ask SCRIPT EXISTS every time)."""
+        for attempt in range(2):
+            pipe = self.redis.pipeline(transaction=False)
+            for keys, args in calls:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            try:
+                return list(await pipe.execute())
+            except NoScriptError:
+                if attempt:
+                    raise
+                await self.redis.script_load(script.script)  # Redis lost it (a restart)
+        raise AssertionError("unreachable")
+
     async def load(self, table_id: str) -> Loaded | None:
         seq, state, meta, relayed = await self.redis.hmget(
             table_key(table_id), ["seq", "state", "meta", "relayed"]
@@ -167,7 +194,7 @@ class TableStore:
             table_key(table_id), stream_key(table_id), CLOCKS, commands_key(table_id),
             RELAY_PENDING, WAKE_CHANNEL, update_channel(table_id),
         ]  # fmt: skip
-        status, value = await self._commit(keys=keys, args=args)
+        status, value = await self._run(self._commit, keys, args)
         status = status.decode() if isinstance(status, bytes) else status
         value = value.decode() if isinstance(value, bytes) else str(value)
         if status == "DUP":
@@ -233,6 +260,40 @@ class TableStore:
                 keys=[table_key(table_id), RELAY_PENDING], args=[upto_seq, table_id]
             )
         )
+
+    async def lease_for_relay(
+        self, table_ids: list[str], token: str, ttl_ms: int
+    ) -> dict[str, int]:
+        """Lease each table for relaying; {leased table: its relayed pointer}. One round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        for table_id in table_ids:
+            pipe.set(_relay_lock(table_id), token, nx=True, px=ttl_ms)
+            pipe.hget(table_key(table_id), "relayed")
+        replies = await pipe.execute()
+        return {
+            table_id: int(replies[2 * i + 1] or 0)
+            for i, table_id in enumerate(table_ids)
+            if replies[2 * i]
+        }
+
+    async def events_after(self, pointers: dict[str, int]) -> dict[str, list[tuple[int, bytes]]]:
+        """Each table's events after its pointer (at most 500 each). One round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        for table_id, after in pointers.items():
+            pipe.xrange(stream_key(table_id), min=f"({after}-0", count=500)
+        replies = await pipe.execute()
+        return {
+            table_id: [(int(eid.split(b"-")[0]), fields[b"e"]) for eid, fields in entries]
+            for table_id, entries in zip(pointers, replies, strict=True)
+        }
+
+    async def relay_ack_many(self, upto: dict[str, int]) -> None:
+        """Move each table's relayed pointer (unmarking caught-up tables). One round trip."""
+        calls = [([table_key(t), RELAY_PENDING], [seq, t]) for t, seq in upto.items()]
+        await self._run_many(self._relay_ack, calls)
+
+    async def release_relay(self, table_ids: list[str], token: str) -> None:
+        await self._run_many(self._unlock, [([_relay_lock(t)], [token]) for t in table_ids])
 
     async def lock(self, name: str, token: str, ttl_ms: int) -> bool:
         return bool(await self.redis.set(name, token, nx=True, px=ttl_ms))

@@ -460,7 +460,19 @@ class WsPlayer(Player):
         raise AssertionError("no end")
 
 
-async def test_websocket_path_for_one_full_game(cluster: dict[str, Any], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"profile": "casual"},
+        {"profile": "scored", "testGame": True},
+        {"profile": "wagered", "matchLength": 1, "bet": 100},
+    ],
+    ids=["casual", "scored", "wagered"],
+)
+async def test_websocket_path_for_a_whole_match_from_pushed_views(
+    cluster: dict[str, Any], options: dict[str, Any]
+) -> None:
+    """Each profile played over the WebSocket API, acting only on pushed views."""
     from websockets.asyncio.client import connect
 
     state = json.loads((Path(cluster["data"]) / "cluster.json").read_text())
@@ -470,17 +482,28 @@ async def test_websocket_path_for_one_full_game(cluster: dict[str, Any], tmp_pat
         for p in (ann, bob):
             login = await p.rpc("Login", {"guestName": p.name})
             p.token, p.player_id = login["token"], login["playerId"]
+        async with grpc.aio.insecure_channel(cluster["wallet"]) as wc:
+            wallet = wallet_pb2_grpc.WalletServiceStub(wc)
+            for p in (ann, bob):
+                await wallet.Deposit(
+                    wallet_pb2.DepositRequest(
+                        idempotency_key=f"g:{p.player_id}", player_id=p.player_id, amount=5000
+                    ),
+                    metadata=[("x-operator-token", cluster["operator"])],
+                )
         bad = None
         try:
             await bob.rpc("GetView", {"tableId": "nope"})
         except RuntimeError as exc:
             bad = exc.args[0]
         assert bad is not None and bad["code"] == "UNKNOWN_TABLE" and bad["status"] == "NOT_FOUND"
-        table = await ann.rpc("CreateTable", {"options": {"profile": "casual"}})
+        table = await ann.rpc("CreateTable", {"options": options})
         await bob.rpc("JoinByCode", {"code": table["code"]})
-        await ann.rpc("StartTable", {"tableId": table["tableId"]})
+        if options["profile"] == "casual":
+            await ann.rpc("StartTable", {"tableId": table["tableId"]})
         views = await asyncio.gather(ann.ws_play(table["tableId"]), bob.ws_play(table["tableId"]))
         assert phase_of(views[0]) == "match_over" and views[0].winner in (0, 1)
+        assert views[0].seq == views[1].seq  # both saw the table to its last event
         for p in (ann, bob):
             p.reader.cancel()
 

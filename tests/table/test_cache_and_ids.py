@@ -100,3 +100,18 @@ async def test_each_commit_publishes_events_and_both_views(redis: redis_asyncio.
     assert first.events[-1].seq == first.seq and first.events[0].seq == 1
     assert first.views[0].phase != events_pb2.PHASE_UNSPECIFIED
     assert not any("seed" in f.name for f, _ in first.views[0].ListFields())
+
+
+async def test_scripts_reload_after_redis_forgets_them(redis: redis_asyncio.Redis) -> None:
+    """EVALSHA is the hot path; after a SCRIPT FLUSH (or a restart) the scripts load again."""
+    core = _core(redis)
+    await core.create_match("t1", "m1", P, options("casual", match_length=1))
+    await redis.script_flush()
+    seat = await _on_turn(core, "t1")
+    _, view = await core.view("t1", P[seat])
+    frm, dests = next(iter(view.lit.items()))
+    moved = await core.submit("t1", P[seat], seat, "1", 0, c.Move(seat, frm, dests[0]))
+    await redis.script_flush()
+    await core.store.relay_ack_many({"t1": moved.seq})
+    assert await core.store.relayed("t1") == moved.seq
+    assert await core.store.pending_tables(10) == []  # caught up: unmarked

@@ -1,0 +1,244 @@
+"""Gateway command path vs a bare grpc.aio echo, side by side in one run, same client machinery.
+
+Echo: a bare grpc.aio bidirectional echo server (its own process); 20 concurrent streams, each
+on its own connection, each sends a message and waits for it to come back.
+Gateway: a whole local cluster (`bgcluster up`, clocks x0.05); 20 casual tables (match to 7),
+both players each on their own connection and Play stream; whoever must act sends a random legal
+play (or roll/confirm) and waits until the pushed view shows it: no GetView anywhere. Latency is
+send -> the pushed view that shows the command.
+Reported: echo calls/s and applied commands/s (and their ratio), latency p50/p99, server CPU per
+call / per applied command summed over every cluster process (from /proc), Redis round trips per
+applied command counted by the services' clients; then the same at half the peak rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import grpc
+
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2
+from client.player import Player
+from engine import bots
+from infra.embedded import free_port
+from infra.local_cluster import Cluster, cpu_of, cpu_seconds, local_cluster
+from services.common.play_wire import FINISHED, next_command
+
+TABLES = 20
+SECONDS = 12.0
+OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p * len(ordered)))] if ordered else float("nan")
+
+
+class Pace:
+    """A shared token bucket: at most `rate` sends per second (None: as fast as possible)."""
+
+    def __init__(self, rate: float | None) -> None:
+        self.rate = rate
+        self.next = time.monotonic()
+
+    async def wait(self) -> None:
+        if self.rate is None:
+            return
+        now = time.monotonic()
+        self.next = max(self.next, now) + 1 / self.rate
+        delay = self.next - 1 / self.rate - now
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+# -- echo ------------------------------------------------------------------------------------
+
+
+async def _echo_stream(address: str, until: float, lat: list[float], pace: Pace) -> int:
+    payload = os.urandom(48)
+    async with grpc.aio.insecure_channel(address, options=OPTIONS) as channel:
+        chat = channel.stream_stream("/bench.Echo/Chat", None, None)
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+        async def outgoing() -> AsyncIterator[bytes]:
+            while (item := await queue.get()) is not None:
+                yield item
+
+        call = chat(outgoing())
+        done = 0
+        while time.monotonic() < until:
+            await pace.wait()
+            started = time.perf_counter()
+            await queue.put(payload)
+            await call.read()
+            lat.append(time.perf_counter() - started)
+            done += 1
+        await queue.put(None)
+        call.cancel()
+        return done
+
+
+async def _echo(address: str, pid: int, rate: float | None = None) -> dict[str, float]:
+    lat: list[float] = []
+    cpu = cpu_seconds(pid)
+    started = time.monotonic()
+    until = started + SECONDS
+    pace = Pace(rate)
+    counts = await asyncio.gather(*(_echo_stream(address, until, lat, pace) for _ in range(TABLES)))
+    elapsed = time.monotonic() - started
+    calls = sum(counts)
+    return {
+        "per_s": calls / elapsed,
+        "p50_ms": _pct(lat, 0.5) * 1000,
+        "p99_ms": _pct(lat, 0.99) * 1000,
+        "cpu_ms": (cpu_seconds(pid) - cpu) * 1000 / max(1, calls),
+    }
+
+
+# -- gateway ---------------------------------------------------------------------------------
+
+
+async def _new_table(pair: list[Player]) -> str:
+    table = await pair[0].create_table(table_pb2.TableOptions(profile="casual", match_length=7))
+    await pair[1].join(table.code)
+    await pair[0].rpc(
+        pair[0].stub.StartTable, matchmaking_pb2.TableRequest(table_id=table.table_id)
+    )
+    return str(table.table_id)
+
+
+def _at_least(seq: int) -> Callable[[table_pb2.TableView], bool]:
+    return lambda v: v.seq >= seq
+
+
+async def _drive(
+    pair: list[Player], until: float, lat: list[float], pace: Pace, rng: random.Random
+) -> int:
+    applied = 0
+    while time.monotonic() < until:
+        table_id = await _new_table(pair)
+        sessions = [p.session_for(table_id) for p in pair]
+        for s in sessions:
+            await s.open()
+        try:
+            while time.monotonic() < until:
+                views = [s.view for s in sessions]
+                newest = max(views, key=lambda v: v.seq if v is not None else -1)
+                assert newest is not None
+                if newest.phase in FINISHED:
+                    break
+                seat = newest.decider
+                session = sessions[seat]
+                v = await session.wait_for(_at_least(newest.seq), 10)
+                cmd = next_command(v, bots.random_bot, rng)
+                if cmd is None:  # between games: wait for the deal
+                    await session.wait_newer(v.seq, 10)
+                    continue
+                await pace.wait()
+                started = time.perf_counter()
+                try:
+                    await session.send(cmd, v.seq)
+                except Exception:  # a clock moved the table first (STALE_SEQ): look again
+                    continue
+                lat.append(time.perf_counter() - started)
+                applied += 1
+        finally:
+            for s in sessions:
+                await s.close()
+    return applied
+
+
+async def _gateway(
+    cluster: Cluster, pairs: list[list[Player]], rate: float | None = None
+) -> dict[str, float]:
+    lat: list[float] = []
+    pids = cluster.pids
+    cpu = cpu_of(pids)
+    trips = cluster.round_trips()
+    started = time.monotonic()
+    until = started + SECONDS
+    pace = Pace(rate)
+    counts = await asyncio.gather(
+        *(_drive(pair, until, lat, pace, random.Random(i)) for i, pair in enumerate(pairs))
+    )
+    elapsed = time.monotonic() - started
+    applied = sum(counts)
+    used = {k: v - cpu[k] for k, v in cpu_of(pids).items()}
+    return {
+        "per_s": applied / elapsed,
+        "p50_ms": _pct(lat, 0.5) * 1000,
+        "p99_ms": _pct(lat, 0.99) * 1000,
+        "cpu_ms": sum(used.values()) * 1000 / max(1, applied),
+        "round_trips": (cluster.round_trips() - trips) / max(1, applied),
+        **{f"cpu_ms:{k}": v * 1000 / max(1, applied) for k, v in sorted(used.items())},
+    }
+
+
+async def _players(cluster: Cluster) -> tuple[list[list[Player]], list[grpc.aio.Channel]]:
+    channels = [
+        grpc.aio.insecure_channel(cluster.address("gateway"), options=OPTIONS)
+        for _ in range(2 * TABLES)
+    ]
+    players = [Player(ch, f"bench-{i}", seed=i) for i, ch in enumerate(channels)]
+    for p in players:
+        await p.login()
+    return [players[i : i + 2] for i in range(0, len(players), 2)], channels
+
+
+def _line(name: str, r: dict[str, float], unit: str) -> str:
+    return (
+        f"   {name:<28} {r['per_s']:8.0f} {unit}/s   p50 {r['p50_ms']:6.1f} ms   "
+        f"p99 {r['p99_ms']:6.1f} ms   server CPU {r['cpu_ms']:5.2f} ms/{unit}"
+    )
+
+
+async def _main(cluster: Cluster, echo_address: str, echo_pid: int) -> None:
+    pairs, channels = await _players(cluster)
+    try:
+        await _gateway(cluster, pairs[:2], None)  # warm up (connections, caches, code paths)
+        echo = await _echo(echo_address, echo_pid)
+        gw = await _gateway(cluster, pairs)
+        print(_line("echo (c=20)", echo, "call"))
+        print(_line("gateway Play (20 tables)", gw, "cmd"))
+        print(
+            f"   ratio gateway/echo {gw['per_s'] / echo['per_s']:.2f} (goal >= 0.30)   "
+            f"CPU per command / per echo call {gw['cpu_ms'] / echo['cpu_ms']:.1f}x   "
+            f"Redis round trips per command {gw['round_trips']:.2f} (goal <= 2.5)"
+        )
+        shares = "  ".join(
+            f"{k.split(':', 1)[1]} {v:.2f}" for k, v in gw.items() if k.startswith("cpu_ms:") and v
+        )
+        print(f"   CPU ms per command by process: {shares}")
+        half = await _gateway(cluster, pairs, gw["per_s"] / 2)
+        half_echo = await _echo(echo_address, echo_pid, echo["per_s"] / 2)
+        print(_line("echo at half its peak", half_echo, "call"))
+        print(_line("gateway at half its peak", half, "cmd") + "   (goal p99 < 50 ms)")
+    finally:
+        for ch in channels:
+            await ch.close(None)
+
+
+def run() -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
+    port = free_port()
+    echo = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.echo_server", str(port)], stdout=subprocess.PIPE
+    )
+    try:
+        assert echo.stdout is not None
+        echo.stdout.readline()  # "serving"
+        env = {"BG_CLOCK_SCALE": "0.2", "BG_RATE_PER_S": "100000", "BG_LOG_LEVEL": "WARNING"}
+        with local_cluster(workdir, env) as cluster:
+            asyncio.run(_main(cluster, f"127.0.0.1:{port}", echo.pid))
+    finally:
+        echo.terminate()
+        echo.wait(10)

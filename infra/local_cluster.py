@@ -1,0 +1,95 @@
+"""A whole local cluster as one child process (`bgcluster up --base-port 0`), for load tests and
+benchmarks; and CPU time per process from /proc, which is steadier than throughput on a noisy
+machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14, 15)
+
+
+def cpu_of(pids: dict[str, int]) -> dict[str, float]:
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
+def scrape_total(url: str, metric: str) -> float:
+    """The sum of every sample of `metric` a /metrics page exports (0 when unreachable)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return 0.0
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(metric + "{") or line.startswith(metric + " "):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+class Cluster:
+    def __init__(self, data: Path, state: dict[str, Any]) -> None:
+        self.data = data
+        self.state = state
+
+    def address(self, name: str) -> str:
+        return str(next(s["address"] for s in self.state["services"] if s["name"] == name))
+
+    @property
+    def pids(self) -> dict[str, int]:
+        """Every process of the cluster (services and infrastructure) by instance name."""
+        out = {s["instance"]: s["pid"] for s in self.state["services"] if s.get("pid")}
+        out |= {p["name"]: p["pid"] for p in self.state.get("infra", []) if p.get("pid")}
+        return out
+
+    def round_trips(self) -> float:
+        """Redis round trips counted by every service so far."""
+        return sum(
+            scrape_total(s["metrics"], "bg_redis_round_trips_total") for s in self.state["services"]
+        )
+
+
+@contextmanager
+def local_cluster(
+    data: Path, env: dict[str, str], *args: str, timeout_s: float = 90.0
+) -> Iterator[Cluster]:
+    """Start `bgcluster up` in `data`, yield once every service is SERVING, stop it after."""
+    bin_dir = Path(sys.executable).parent
+    log = (data / "cluster.log").open("w")
+    proc = subprocess.Popen(
+        [bin_dir / "bgcluster", "up", "--base-port", "0", "--data-dir", str(data), *args],
+        env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not (
+            (data / "cluster.json").exists()
+            and "all services SERVING" in (data / "cluster.log").read_text()
+        ):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError((data / "cluster.log").read_text()[-3000:])
+            time.sleep(0.1)
+        yield Cluster(data, json.loads((data / "cluster.json").read_text()))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        log.close()
