@@ -28,6 +28,39 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14, 15)
 
 
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (from /proc's parent links)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo += children.get(current, [])
+    return found
+
+
+class TreeCpu:
+    """CPU seconds used by a process tree whose members come and go (e.g. Locust's workers):
+    `sample()` now and then remembers each member's latest total."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.seen: dict[int, float] = {}
+
+    def sample(self) -> float:
+        for pid in descendants(self.root):
+            used = cpu_seconds(pid)
+            if used:
+                self.seen[pid] = max(self.seen.get(pid, 0.0), used)
+        return sum(self.seen.values())
+
+
 def cpu_of(pids: dict[str, int]) -> dict[str, float]:
     return {name: cpu_seconds(pid) for name, pid in pids.items()}
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from infra.local_cluster import cpu_of
+from infra.local_cluster import TreeCpu, cpu_of
 
 CHECKS = ("disagreement", "legal_refused", "illegal_accepted", "missed_timeout", "doubled_timeout",
           "early_timeout", "late_beyond_bound")  # fmt: skip
@@ -149,9 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         cluster_pids = {s["instance"]: s["pid"] for s in state["services"] if s.get("pid")}
         cluster_pids |= {p["name"]: p["pid"] for p in state.get("infra", []) if p.get("pid")}
         cpu_before = cpu_of(cluster_pids)
-        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
         locust = subprocess.Popen(locust_cmd, env=locust_env, cwd=Path(__file__).parent.parent)
+        generator = TreeCpu(locust.pid)
+        generator_s = 0.0
         if args.chaos:
             time.sleep(args.duration / 3)
             victim = next(s for s in state["services"] if s["instance"] == "table-2")
@@ -163,14 +163,11 @@ def main(argv: list[str] | None = None) -> int:
                     env=_table_env(state, victim, args.clock_scale),
                     stdout=out, stderr=subprocess.STDOUT,
                 )  # fmt: skip
-        locust.wait()
+        while locust.poll() is None:  # Locust and its worker processes, sampled as they run
+            generator_s = generator.sample()
+            time.sleep(1.0)
         elapsed = time.monotonic() - started
         cpu_after = cpu_of(cluster_pids)
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        # Locust and its worker processes, all reaped by now (the cluster is still running).
-        generator_s = (children.ru_utime + children.ru_stime) - (
-            children_before.ru_utime + children_before.ru_stime
-        )
         cluster_s = sum(max(0.0, cpu_after[k] - cpu_before[k]) for k in cpu_before)
         stats = json.loads(stats_file.read_text()) if stats_file.exists() else []
     finally:

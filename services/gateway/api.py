@@ -17,7 +17,6 @@ from typing import Any
 
 import grpc
 
-from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
@@ -33,7 +32,6 @@ from services.common.errors import (
     grpc_errors,
     remote_call,
 )
-from services.common.table_feed import read_events
 from services.gateway import limits
 from services.gateway.auth import IdentityProvider, TokenSigner
 from services.gateway.feed import GAP, Subscription, TableFeed
@@ -100,7 +98,6 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
         self.replicas = Replicas([table_pb2_grpc.TableServiceStub(ch) for ch in tables])
         self.presence = presence
-        self.redis = presence.redis
         self.feed = feed or TableFeed(presence.redis)
         self.rate_per_s = rate_per_s
         self.boards = (
@@ -270,7 +267,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 table_pb2.GetViewRequest(table_id=table_id, player_id=player),
                 key=table_id,
             )
-            backlog = await self._events_between(table_id, first.join.from_seq, view.seq)
+            backlog = await self.feed.events_between(table_id, first.join.from_seq, view.seq)
         except ServiceError as err:
             await self.feed.unsubscribe(sub)
             await abort(context, err)
@@ -301,18 +298,6 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             self._background.add(left)
             left.add_done_callback(self._background.discard)
 
-    async def _events_between(
-        self, table_id: str, after_seq: int, upto_seq: int
-    ) -> list[events_pb2.TableEvent]:
-        if after_seq >= upto_seq:
-            return []
-        out = []
-        for _seq, data in await read_events(self.redis, table_id, after_seq, upto_seq):
-            event = events_pb2.TableEvent()
-            event.ParseFromString(data)
-            out.append(event)
-        return out
-
     async def _pushes(
         self,
         sub: Subscription,
@@ -333,13 +318,13 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                         key=table_id,
                     )
                     seq, mine = view.seq, view
-                    events = await self._events_between(table_id, last, seq)
+                    events = await self.feed.events_between(table_id, last, seq)
                 else:
                     if update.seq <= last:
                         continue  # already delivered (the join's view, or a refilled gap)
                     seq, mine = update.seq, update.views[seat]
                     first = seq - len(update.events) + 1
-                    events = await self._events_between(table_id, last, first - 1)
+                    events = await self.feed.events_between(table_id, last, first - 1)
                     events += update.events
                 if seq <= last:
                     continue

@@ -14,8 +14,9 @@ import contextlib
 import logging
 from typing import Any, Final
 
+from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2
-from services.common.table_feed import table_of_channel, update_channel
+from services.common.table_feed import read_events, table_of_channel, update_channel
 
 log = logging.getLogger("bg.gateway.feed")
 
@@ -60,6 +61,20 @@ class TableFeed:
             if self._reader is None or self._reader.done():
                 self._reader = asyncio.create_task(self._read(), name="table-feed")
         return sub
+
+    async def events_between(
+        self, table_id: str, after_seq: int, upto_seq: int
+    ) -> list[events_pb2.TableEvent]:
+        """The table's events with after_seq < seq <= upto_seq, from its stream (the durable
+        record): a joining stream's backlog, or a gap the live updates left."""
+        if after_seq >= upto_seq:
+            return []
+        out = []
+        for _seq, data in await read_events(self.redis, table_id, after_seq, upto_seq):
+            event = events_pb2.TableEvent()
+            event.ParseFromString(data)
+            out.append(event)
+        return out
 
     async def unsubscribe(self, sub: Subscription) -> None:
         async with self._lock:

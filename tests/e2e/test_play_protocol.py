@@ -78,6 +78,14 @@ async def test_resuming_from_a_seq_sees_every_event_once(
         assert resumed == list(range(seen[-1] + 1, final.seq + 1))
 
 
+async def _reply(ws: Any, request_id: int) -> dict[str, Any]:
+    """The answer to request `request_id`, skipping the pushed updates before it."""
+    while True:
+        message: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 30))
+        if message.get("id") == request_id:
+            return message
+
+
 async def test_websocket_edges(cluster: dict[str, Any]) -> None:  # noqa: F811
     from websockets.asyncio.client import connect
 
@@ -114,18 +122,10 @@ async def test_websocket_edges(cluster: dict[str, Any]) -> None:  # noqa: F811
         # A command that names no table while two are joined: a typed error, not silence.
         roll = {"command": {"commandId": "r1", "command": {"roll": {}}}}
         await ws.send(json.dumps({"id": 30, "method": "Play", "request": roll}))
-        while True:
-            message = json.loads(await asyncio.wait_for(ws.recv(), 30))
-            if message.get("id") == 30:
-                break
-        assert message["error"]["code"] == "NAME_THE_TABLE"
+        assert (await _reply(ws, 30))["error"]["code"] == "NAME_THE_TABLE"
         again = {"join": {"tableId": tables[0]}}
         await ws.send(json.dumps({"id": 31, "method": "Play", "request": again}))
-        while True:
-            message = json.loads(await asyncio.wait_for(ws.recv(), 30))
-            if message.get("id") == 31:
-                break
-        assert message["error"]["code"] == "ALREADY_JOINED"
+        assert (await _reply(ws, 31))["error"]["code"] == "ALREADY_JOINED"
         ws.transport.abort()  # gone without a close frame
     await asyncio.sleep(1.0)
     log = (Path(cluster["data"]) / "up.log").read_text()

@@ -12,6 +12,7 @@ import redis.asyncio as redis_asyncio
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2
 from engine import commands as c
+from engine.view import PlayerView
 from services.common.errors import ServiceError
 from services.common.table_feed import update_channel
 from services.table.store import TableStore
@@ -32,6 +33,17 @@ async def _on_turn(core: TableCore, table_id: str) -> int:
     return loaded.state.match.turn
 
 
+def _one_die_step(view: PlayerView) -> tuple[int, int]:
+    """A lit step that uses one die only (the turn goes on after it)."""
+    assert view.dice is not None
+    return next(
+        (frm, to)
+        for frm, dests in view.lit.items()
+        for to in dests
+        if to > 0 and frm - to in view.dice
+    )
+
+
 async def test_i34_command_ids_are_scoped_to_the_seat(redis: redis_asyncio.Redis) -> None:
     core = _core(redis)
     await core.create_match("t1", "m1", P, options("wagered", match_length=1, bet=100))
@@ -41,10 +53,10 @@ async def test_i34_command_ids_are_scoped_to_the_seat(redis: redis_asyncio.Redis
     # Each seat counts its ids from 1: neither seat's "1" is a duplicate of the other's.
     first = await core.submit("t1", P[other], other, "1", 0, c.SetAutoRoll(other, True))
     assert not first.duplicate
-    frm, dests = next(iter(mine.lit.items()))
-    second = await core.submit("t1", P[seat], seat, "1", 0, c.Move(seat, frm, dests[0]))
+    frm, to = _one_die_step(mine)
+    second = await core.submit("t1", P[seat], seat, "1", 0, c.Move(seat, frm, to))
     assert not second.duplicate and second.seq > first.seq  # applied, not "already done"
-    again = await core.submit("t1", P[seat], seat, "1", 0, c.Move(seat, frm, dests[0]))
+    again = await core.submit("t1", P[seat], seat, "1", 0, c.Move(seat, frm, to))
     assert again.duplicate and again.seq == second.seq  # the same seat's retry: once
     assert [e.seq for e in again.events] == [e.seq for e in second.events]
 
@@ -54,8 +66,8 @@ async def test_a_stale_cache_is_never_served(redis: redis_asyncio.Redis) -> None
     await a.create_match("t1", "m1", P, options("casual", match_length=1))
     seat = await _on_turn(a, "t1")
     _, view = await b.view("t1", P[seat])  # b caches the table at this seq
-    frm, dests = next(iter(view.lit.items()))
-    moved = await a.submit("t1", P[seat], seat, "a1", 0, c.Move(seat, frm, dests[0]))
+    frm, to = _one_die_step(view)
+    moved = await a.submit("t1", P[seat], seat, "a1", 0, c.Move(seat, frm, to))
     # b's cache is one commit behind: the same step judged on it would look legal again.
     assert b.cache.get("t1").seq < moved.seq  # type: ignore[union-attr]
     # On b's stale cache the undo has nothing to take back; on the real state it has.
@@ -109,8 +121,8 @@ async def test_scripts_reload_after_redis_forgets_them(redis: redis_asyncio.Redi
     await redis.script_flush()
     seat = await _on_turn(core, "t1")
     _, view = await core.view("t1", P[seat])
-    frm, dests = next(iter(view.lit.items()))
-    moved = await core.submit("t1", P[seat], seat, "1", 0, c.Move(seat, frm, dests[0]))
+    frm, to = _one_die_step(view)
+    moved = await core.submit("t1", P[seat], seat, "1", 0, c.Move(seat, frm, to))
     await redis.script_flush()
     await core.store.relay_ack_many({"t1": moved.seq})
     assert await core.store.relayed("t1") == moved.seq

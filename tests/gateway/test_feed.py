@@ -1,0 +1,83 @@
+"""The gateway's table feed on real Valkey: one subscription per table fanned out to every local
+stream, the last one out unsubscribes, and a broken pub/sub connection tells every stream to
+refill from the table's stream (pub/sub is at most once)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as redis_asyncio
+
+from bg.table.v1 import table_pb2
+from services.common.table_feed import update_channel
+from services.gateway.feed import GAP, Subscription, TableFeed
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def redis(valkey_url: str) -> AsyncIterator[redis_asyncio.Redis]:
+    client = redis_asyncio.Redis.from_url(valkey_url)
+    yield client
+    await client.aclose()
+
+
+async def _publish(redis: redis_asyncio.Redis, table_id: str, seq: int) -> None:
+    update = table_pb2.TableUpdate(table_id=table_id, seq=seq)
+    await redis.publish(update_channel(table_id), update.SerializeToString())
+
+
+async def _next(sub: Subscription) -> table_pb2.TableUpdate | None:
+    return await asyncio.wait_for(sub.queue.get(), 5)
+
+
+async def _subscribers(redis: redis_asyncio.Redis, table_id: str) -> int:
+    counts = await redis.pubsub_numsub(update_channel(table_id))
+    return int(counts[0][1])
+
+
+async def test_one_subscription_fans_out_to_every_local_stream(
+    redis: redis_asyncio.Redis,
+) -> None:
+    feed = TableFeed(redis)
+    try:
+        seats = [await feed.subscribe("f1"), await feed.subscribe("f1")]
+        other = await feed.subscribe("f2")
+        assert await _subscribers(redis, "f1") == 1  # one Redis subscription for both streams
+        await _publish(redis, "f1", 7)
+        for sub in seats:
+            got = await _next(sub)
+            assert got is not None and got.seq == 7
+        assert other.queue.empty()  # another table's stream hears nothing of it
+        await feed.unsubscribe(seats[0])
+        assert await _subscribers(redis, "f1") == 1  # still one stream on it
+        await feed.unsubscribe(seats[1])
+        for _ in range(50):
+            if await _subscribers(redis, "f1") == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert await _subscribers(redis, "f1") == 0
+    finally:
+        await feed.close()
+
+
+async def test_a_broken_connection_asks_every_stream_to_refill(
+    redis: redis_asyncio.Redis,
+) -> None:
+    feed = TableFeed(redis, retry_s=0.05)
+    try:
+        sub = await feed.subscribe("f3")
+        await _publish(redis, "f3", 1)
+        assert (await _next(sub)).seq == 1  # type: ignore[union-attr]
+        await redis.client_kill_filter(_type="pubsub")  # the feed's connection dies
+        assert await _next(sub) is GAP  # updates may have been lost: refill from the stream
+        for _ in range(50):  # and the feed is subscribed again
+            if await _subscribers(redis, "f3") == 1:
+                break
+            await asyncio.sleep(0.05)
+        await _publish(redis, "f3", 2)
+        assert (await _next(sub)).seq == 2  # type: ignore[union-attr]
+    finally:
+        await feed.close()
