@@ -253,7 +253,12 @@ class GameUser(User):
 
     @task
     def one_match(self) -> None:
-        table_id = self.seat(self.rng.choice(self.options))
+        try:
+            table_id = self.seat(self.rng.choice(self.options))
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.CANCELLED:
+                raise StopUser() from None  # Locust is stopping this user: not a failure
+            raise
         if table_id:
             self.play_match(table_id)
 
