@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+from redis.exceptions import RedisError
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
@@ -322,16 +323,27 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 else:
                     if update.seq <= last:
                         continue  # already delivered (the join's view, or a refilled gap)
-                    seq, mine = update.seq, update.views[seat]
+                    seq, mine = update.seq, _view_of(update, player, seat)
+                    if mine is None:
+                        await queue.put(None)  # a new match without this player: stream over
+                        return
                     first = seq - len(update.events) + 1
                     events = await self.feed.events_between(table_id, last, first - 1)
                     events += update.events
                 if seq <= last:
                     continue
             except ServiceError as err:
+                if err.status in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND):
+                    await queue.put(None)  # no longer seated here (or no table): stream over
+                    return
                 log.warning(
                     "cannot resync a stream", extra={"table_id": table_id, "code": err.code}
                 )
+                sub.deliver(GAP)  # try again shortly: the client's stream stays open
+                await asyncio.sleep(0.5)
+                continue
+            except RedisError as exc:
+                log.warning("cannot read a table's stream", extra={"error": repr(exc)})
                 sub.deliver(GAP)
                 await asyncio.sleep(0.5)
                 continue
@@ -403,6 +415,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                     await queue.put(gateway_pb2.PlayUpdate(error=failed, table_id=table_id))
         finally:
             await queue.put(None)  # the client closed its side: end the stream
+
+
+def _view_of(update: table_pb2.TableUpdate, player: str, seat: int) -> table_pb2.TableView | None:
+    """The caller's own view: the one whose seat holds this player (the seat it joined with,
+    unless a new match seated the players otherwise); None once they no longer sit there.
+    Never another player's view."""
+    view = update.views[seat]
+    if view.player_ids[seat] == player:
+        return view
+    return next((v for v in update.views if v.player_ids[v.seat] == player), None)
 
 
 def _update(table_id: str, update: gateway_pb2.SeatUpdate) -> gateway_pb2.PlayUpdate:
