@@ -46,6 +46,9 @@ log = logging.getLogger("bg.table")
 MAX_ATTEMPTS = 50
 BOOST_REASON = "boost"
 MAX_ID = 64  # characters in a table, match or command id
+# Commands whose wallet calls (coverage, a boost's spend, a take's raise) are made before the
+# commit: they always start from the state in Redis, not from the replica's cache.
+MONEY_COMMANDS = (c.OfferDouble, c.Take, c.Boost)
 
 
 class StateCache:
@@ -193,9 +196,13 @@ class TableCore:
             )
         field = command_field(seat, command_id)
         loaded = self.cache.get(table_id)
-        fresh = loaded is None or bool(expected_seq and expected_seq > loaded.seq)
+        fresh = (
+            loaded is None
+            or bool(expected_seq and expected_seq > loaded.seq)  # the client saw a newer seq
+            or isinstance(cmd, MONEY_COMMANDS)  # never move diamonds on a state that may be old
+        )
         if fresh:
-            loaded = await self._load(table_id)  # unknown here, or the client saw a newer seq
+            loaded = await self._load(table_id)
         assert loaded is not None
         for _ in range(MAX_ATTEMPTS):
             self._check_seat(loaded, player_id, seat)
