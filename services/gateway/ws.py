@@ -95,6 +95,14 @@ class WsContext:
             raise asyncio.CancelledError from None  # the socket is gone: end the stream
 
 
+def _request_id(message: dict[str, Any]) -> int | str | None:
+    """The client's request id as it will be echoed: a number or a short string, else none."""
+    value = message.get("id")
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    return value if isinstance(value, int) or len(value) <= 64 else None
+
+
 def _malformed(message: str) -> dict[str, Any]:
     return {"status": "INVALID_ARGUMENT", "code": "MALFORMED", "message": message[:200]}
 
@@ -152,7 +160,7 @@ class WsGateway:
             str, tuple[asyncio.Queue[gateway_pb2.PlayRequest | None], asyncio.Task[None]]
         ],
     ) -> None:
-        request_id = message.get("id")
+        request_id = _request_id(message)
         try:
             request = json_format.ParseDict(message.get("request", {}), gateway_pb2.PlayRequest())
         except (json_format.ParseError, RecursionError, TypeError) as exc:
@@ -167,7 +175,9 @@ class WsGateway:
             elif len(streams) >= MAX_STREAMS:
                 error = {"status": "RESOURCE_EXHAUSTED", "code": "TOO_MANY_STREAMS"}
             else:
-                queue: asyncio.Queue[gateway_pb2.PlayRequest | None] = asyncio.Queue()
+                # Bounded: a client sending faster than its commands are answered waits here,
+                # and so does the reading of its socket (backpressure, not memory).
+                queue: asyncio.Queue[gateway_pb2.PlayRequest | None] = asyncio.Queue(64)
                 await queue.put(request)
                 ctx = WsContext(token, conn_id, connection)
                 task = asyncio.create_task(self._play(connection, queue, ctx, request_id))
@@ -187,7 +197,7 @@ class WsGateway:
         await streams[table_id][0].put(request)
 
     async def _unary(self, method: str, message: dict[str, Any], ctx: WsContext) -> dict[str, Any]:
-        reply: dict[str, Any] = {"id": message.get("id")}
+        reply: dict[str, Any] = {"id": _request_id(message)}
         request_type = UNARY.get(method)
         if request_type is None:
             reply["error"] = {
