@@ -180,6 +180,8 @@ class PlaySession:
     ) -> gateway_pb2.CommandResult:
         """Send a command; returns its result once the pushed view shows it (CommandRefused
         when the gateway or the table refused it)."""
+        if self.closed is not None:
+            raise self.closed  # the stream is gone: no answer would ever come
         command_id = uuid.uuid4().hex
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._answers[command_id] = future
