@@ -130,6 +130,12 @@ async def remote_call(awaitable: Any) -> Any:
         raise err from None
 
 
+def home_replica(key: str, replicas: int) -> int:
+    """The replica a key (a table id) is sent to first: the same in every gateway and in
+    matchmaking, so a table's calls meet one replica's state cache."""
+    return zlib.crc32(key.encode()) % replicas
+
+
 class Replicas:
     """Stubs for the replicas of one service (any replica serves any request). A call with a
     `key` (a table id) goes to the replica the key hashes to, so each table's commands meet
@@ -147,7 +153,7 @@ class Replicas:
         if key is None:
             self._next = (self._next + 1) % len(self.stubs)
             return self._next
-        return zlib.crc32(key.encode()) % len(self.stubs)
+        return home_replica(key, len(self.stubs))
 
     async def call(
         self, method: str, request: Any, timeout: float = 10.0, key: str | None = None

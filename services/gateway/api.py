@@ -35,6 +35,7 @@ from services.common.errors import (
 )
 from services.gateway import limits
 from services.gateway.auth import IdentityProvider, TokenSigner
+from services.gateway.command_lines import CommandLines
 from services.gateway.feed import GAP, Subscription, TableFeed
 
 call = remote_call
@@ -97,7 +98,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.identities = identities
         self.lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(matchmaking)
         self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
-        self.replicas = Replicas([table_pb2_grpc.TableServiceStub(ch) for ch in tables])
+        stubs = [table_pb2_grpc.TableServiceStub(ch) for ch in tables]
+        self.replicas = Replicas(stubs)
+        self.lines = CommandLines(stubs)  # commands: one stream per replica
         self.presence = presence
         self.feed = feed or TableFeed(presence.redis)
         self.rate_per_s = rate_per_s
@@ -397,9 +400,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                         command_id=command_id or f"gw-{uuid.uuid4().hex}",
                         expected_seq=cmd.expected_seq, command=cmd.command,
                     )  # fmt: skip
-                    reply: Any = await self.replicas.call(
-                        "SubmitCommand", request, timeout=10, key=table_id
-                    )
+                    reply = await self.lines.submit(request, timeout=10)
                     if cmd.command.WhichOneof("kind") == "accept_rematch" and not reply.duplicate:
                         # I-32: both agreed; matchmaking deals the new match on this table.
                         rematch = matchmaking_pb2.TableRequest(player_id=player, table_id=table_id)

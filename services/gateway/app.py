@@ -76,6 +76,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             parts["ws"].close()
             await parts["ws"].wait_closed()
         await feed.close()
+        if "servicer" in parts:
+            await parts["servicer"].lines.close()
         for channel in channels:
             await channel.close(None)
         await redis.aclose()

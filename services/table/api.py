@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from services.table import convert
 from services.table.tables import TableCore
 
 Context = grpc.aio.ServicerContext[Any, Any]
+log = logging.getLogger("bg.table.api")
 STREAM_BLOCK_MS = 1000
 
 
@@ -42,6 +44,53 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     @grpc_errors
     async def SubmitCommand(
         self, request: table_pb2.SubmitCommandRequest, context: Context
+    ) -> table_pb2.SubmitCommandResponse:
+        return await self._submit(request)
+
+    async def SubmitCommands(
+        self, requests: AsyncIterator[table_pb2.SubmitCommandCall], context: Context
+    ) -> AsyncIterator[table_pb2.SubmitCommandOutcome]:
+        """Commands from one gateway, each handled as SubmitCommand is, concurrently (tables
+        are independent); outcomes go back as they are ready."""
+        outcomes: asyncio.Queue[table_pb2.SubmitCommandOutcome | None] = asyncio.Queue()
+        running: set[asyncio.Task[None]] = set()
+
+        async def handle(call: table_pb2.SubmitCommandCall) -> None:
+            outcome = table_pb2.SubmitCommandOutcome(call_id=call.call_id)
+            try:
+                reply = await self._submit(call.request)
+                outcome.response.CopyFrom(reply)
+            except ServiceError as err:
+                outcome.error.CopyFrom(err.to_proto())
+                outcome.status = err.status.value[0]
+            except Exception as exc:  # as a unary call would end: UNKNOWN, and logged
+                log.exception("command failed", extra={"table_id": call.request.table_id})
+                outcome.error.CopyFrom(ServiceError("INTERNAL", repr(exc)).to_proto())
+                outcome.status = grpc.StatusCode.UNKNOWN.value[0]
+            await outcomes.put(outcome)
+
+        async def read() -> None:
+            try:
+                async for call in requests:
+                    task = asyncio.create_task(handle(call))
+                    running.add(task)
+                    task.add_done_callback(running.discard)
+            finally:
+                if running:
+                    await asyncio.gather(*running, return_exceptions=True)
+                await outcomes.put(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while (outcome := await outcomes.get()) is not None:
+                yield outcome
+        finally:
+            reader.cancel()
+            for task in list(running):
+                task.cancel()
+
+    async def _submit(
+        self, request: table_pb2.SubmitCommandRequest
     ) -> table_pb2.SubmitCommandResponse:
         cmd = convert.engine_command(request.command, request.seat)
         result = await self.core.submit(

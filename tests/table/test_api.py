@@ -12,7 +12,7 @@ import redis.asyncio as redis_asyncio
 
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
-from services.common.errors import error_from
+from services.common.errors import ServiceError, error_from
 from services.common.host import ServiceHost
 from services.table.app import build_app
 from tests.helpers import kind
@@ -164,3 +164,52 @@ async def test_presence_and_preferences(stub: table_pb2_grpc.TableServiceStub) -
     assert list(
         (await stub.GetView(table_pb2.GetViewRequest(table_id="g3", player_id="bob"))).away
     ) == [False, False]
+
+
+async def test_commands_over_one_stream_with_failover(
+    stub: table_pb2_grpc.TableServiceStub,
+) -> None:
+    """The gateway's command lines: many commands on one SubmitCommands stream, typed errors
+    carried back, and a dead replica's calls handed to the live one."""
+    from infra.embedded import free_port
+    from services.common.errors import home_replica
+    from services.gateway.command_lines import CommandLines
+
+    await stub.CreateMatch(
+        table_pb2.CreateMatchRequest(
+            table_id="s1", match_id="sm1", player_ids=P,
+            options=table_pb2.TableOptions(profile="casual"),
+        )
+    )  # fmt: skip
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}") as dead:
+        stubs = [stub, stub]
+        stubs[home_replica("s1", 2)] = table_pb2_grpc.TableServiceStub(dead)
+        lines = CommandLines(stubs)  # the table's home replica is the dead one
+        view = await stub.GetView(table_pb2.GetViewRequest(table_id="s1", player_id=P[0]))
+        mover = view.turn
+        request = table_pb2.SubmitCommandRequest(
+            table_id="s1", player_id=P[1 - mover], seat=1 - mover, command_id="x",
+            command=_cmd(roll=table_pb2.Empty()),
+        )  # fmt: skip
+        with pytest.raises(ServiceError) as refused:  # a rules refusal comes back typed
+            await lines.submit(request, timeout=5)
+        assert refused.value.code in ("WRONG_PHASE", "NOT_YOUR_TURN") and refused.value.rejection
+        assert refused.value.status == grpc.StatusCode.FAILED_PRECONDITION
+        again = await asyncio.gather(
+            *(
+                lines.submit(
+                    table_pb2.SubmitCommandRequest(
+                        table_id="s1",
+                        player_id=P[mover],
+                        seat=mover,
+                        command_id="same",
+                        command=_cmd(leave=table_pb2.Empty()),
+                    ),
+                    timeout=5,
+                )
+                for _ in range(3)
+            )
+        )
+        assert len({r.seq for r in again}) == 1  # one command id, applied once
+        assert sum(not r.duplicate for r in again) == 1
+        await lines.close()

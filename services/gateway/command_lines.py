@@ -1,0 +1,142 @@
+"""Commands to the table replicas over one long-lived stream per replica (`SubmitCommands`)
+instead of a unary call per command: the same request and outcome, cheaper per command.
+
+Each outcome is matched to its call by id. When a stream breaks, every call still waiting on it
+fails with UNAVAILABLE (so the caller may hand it to another replica: commands carry ids and
+are applied once), and the next call opens a new stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from services.common.errors import ServiceError, home_replica
+
+log = logging.getLogger("bg.gateway.commands")
+
+
+class CommandLine:
+    """One SubmitCommands stream to one replica."""
+
+    def __init__(self, stub: table_pb2_grpc.TableServiceStub) -> None:
+        self.stub = stub
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[table_pb2.SubmitCommandOutcome]] = {}
+        self._outgoing: asyncio.Queue[table_pb2.SubmitCommandCall | None] | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    def _open(self) -> asyncio.Queue[table_pb2.SubmitCommandCall | None]:
+        queue: asyncio.Queue[table_pb2.SubmitCommandCall | None] = asyncio.Queue()
+
+        async def calls() -> AsyncIterator[table_pb2.SubmitCommandCall]:
+            while (item := await queue.get()) is not None:
+                yield item
+
+        stream = self.stub.SubmitCommands(calls())
+        self._outgoing = queue
+        self._reader = asyncio.create_task(self._read(stream, queue))
+        return queue
+
+    async def _read(self, stream: Any, queue: asyncio.Queue[Any]) -> None:
+        failure: BaseException = ServiceError(
+            "UPSTREAM_UNAVAILABLE", "the command stream ended", status=grpc.StatusCode.UNAVAILABLE
+        )
+        try:
+            async for outcome in stream:
+                future = self._waiting.pop(outcome.call_id, None)
+                if future is not None and not future.done():
+                    future.set_result(outcome)
+        except grpc.aio.AioRpcError as exc:
+            failure = ServiceError(
+                "UPSTREAM_UNAVAILABLE",
+                f"{exc.code().name}: {exc.details()}"[:300],
+                status=grpc.StatusCode.UNAVAILABLE,
+            )
+        finally:
+            if self._outgoing is queue:
+                self._outgoing = None  # the next call opens a new stream
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(None)
+            for call_id in list(self._waiting):
+                future = self._waiting.pop(call_id)
+                if not future.done():
+                    future.set_exception(failure)
+
+    async def submit(
+        self, request: table_pb2.SubmitCommandRequest, timeout: float
+    ) -> table_pb2.SubmitCommandResponse:
+        queue = self._outgoing or self._open()
+        call_id = next(self._ids)
+        future: asyncio.Future[table_pb2.SubmitCommandOutcome] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._waiting[call_id] = future
+        await queue.put(table_pb2.SubmitCommandCall(call_id=call_id, request=request))
+        try:
+            outcome = await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            self._waiting.pop(call_id, None)
+            raise ServiceError(
+                "UPSTREAM_UNAVAILABLE",
+                "the table replica did not answer in time",
+                status=grpc.StatusCode.DEADLINE_EXCEEDED,
+            ) from None
+        if outcome.WhichOneof("result") == "error":
+            err = ServiceError(
+                outcome.error.code,
+                outcome.error.message,
+                field=outcome.error.field,
+                status=_status(outcome.status),
+            )
+            err.metadata = dict(outcome.error.metadata)
+            err.rejection = outcome.error.rejection
+            raise err
+        return outcome.response
+
+    async def close(self) -> None:
+        if self._outgoing is not None:
+            await self._outgoing.put(None)
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+
+
+def _status(code: int) -> grpc.StatusCode:
+    return next((s for s in grpc.StatusCode if s.value[0] == code), grpc.StatusCode.UNKNOWN)
+
+
+class CommandLines:
+    """A line per replica; a table's commands go to the replica its id hashes to (the same one
+    `Replicas` picks), and to the next one when that one is unavailable."""
+
+    def __init__(self, stubs: list[table_pb2_grpc.TableServiceStub]) -> None:
+        self.lines = [CommandLine(stub) for stub in stubs]
+
+    async def submit(
+        self, request: table_pb2.SubmitCommandRequest, timeout: float = 10.0
+    ) -> table_pb2.SubmitCommandResponse:
+        start = home_replica(request.table_id, len(self.lines))
+        failure: ServiceError | None = None
+        for i in range(len(self.lines)):
+            line = self.lines[(start + i) % len(self.lines)]
+            try:
+                return await line.submit(request, timeout)
+            except ServiceError as err:
+                if err.status != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                failure = err
+        assert failure is not None
+        raise failure
+
+    async def close(self) -> None:
+        for line in self.lines:
+            await line.close()
