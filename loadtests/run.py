@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from infra.local_cluster import TreeCpu, cpu_of
+from infra.local_cluster import Cluster, TreeCpu, cpu_of, local_cluster
 
 CHECKS = ("disagreement", "legal_refused", "illegal_accepted", "missed_timeout", "doubled_timeout",
           "early_timeout", "late_beyond_bound")  # fmt: skip
@@ -104,54 +104,42 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--late-bound-ms", type=float, default=1000)
     p.add_argument("--max-p99-ms", type=float, default=5000)
     args = p.parse_args(argv)
-    bin_dir = Path(sys.executable).parent
     data = Path(tempfile.mkdtemp(prefix="bg-load-"))
-    env = {
-        **os.environ,
-        "BG_CLOCK_SCALE": args.clock_scale,
-        "BG_RATE_PER_S": "1000",
-        "BG_LOG_LEVEL": "WARNING",
-    }
-    log = (data / "cluster.log").open("w")
-    cluster = subprocess.Popen(
-        [bin_dir / "bgcluster", "up", "--base-port", "0", "--data-dir", str(data)],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    restarted: subprocess.Popen[bytes] | None = None
+    env = {"BG_CLOCK_SCALE": args.clock_scale, "BG_RATE_PER_S": "1000", "BG_LOG_LEVEL": "WARNING"}
     try:
-        for _ in range(900):
-            if (data / "cluster.json").exists() and "all services SERVING" in (
-                data / "cluster.log"
-            ).read_text():
-                break
-            if cluster.poll() is not None:
-                print((data / "cluster.log").read_text(), file=sys.stderr)
-                return 2
-            time.sleep(0.1)
-        state = json.loads((data / "cluster.json").read_text())
-        gateway = next(s["address"] for s in state["services"] if s["name"] == "gateway")
-        wallet = next(s["address"] for s in state["services"] if s["name"] == "wallet")
-        locust_env = {
-            **os.environ, "LOAD_WALLET_ADDR": wallet,
-            "LOAD_OPERATOR_TOKEN": state["operator_token"],
-            "LOAD_LATE_BOUND_MS": str(args.late_bound_ms),
-        }  # fmt: skip
-        stats_file = data / "stats.json"
-        locust_cmd = [
-            str(bin_dir / "locust"), "-f", str(Path(__file__).with_name("locustfile.py")),
-            "--headless", "--users", str(args.users), "--spawn-rate", str(args.spawn_rate),
-            "--run-time", f"{args.duration}s", "--host", gateway,
-            "--json-file", str(stats_file.with_suffix("")), "--skip-log", "--stop-timeout", "20",
-        ]  # fmt: skip
-        if args.processes > 1:
-            locust_cmd += ["--processes", str(args.processes)]
-        cluster_pids = {s["instance"]: s["pid"] for s in state["services"] if s.get("pid")}
-        cluster_pids |= {p["name"]: p["pid"] for p in state.get("infra", []) if p.get("pid")}
-        cpu_before = cpu_of(cluster_pids)
-        started = time.monotonic()
-        locust = subprocess.Popen(locust_cmd, env=locust_env, cwd=Path(__file__).parent.parent)
-        generator = TreeCpu(locust.pid)
-        generator_s = 0.0
+        with local_cluster(data, env) as cluster:
+            return _measure(args, data, cluster)
+    except RuntimeError as exc:  # the cluster did not start: its log says why
+        print(exc, file=sys.stderr)
+        return 2
+
+
+def _measure(args: argparse.Namespace, data: Path, cluster: Cluster) -> int:
+    """Run Locust against the running cluster (killing a table replica for --chaos)."""
+    bin_dir = Path(sys.executable).parent
+    state = cluster.state
+    locust_env = {
+        **os.environ, "LOAD_WALLET_ADDR": cluster.address("wallet"),
+        "LOAD_OPERATOR_TOKEN": state["operator_token"],
+        "LOAD_LATE_BOUND_MS": str(args.late_bound_ms),
+    }  # fmt: skip
+    stats_file = data / "stats.json"
+    locust_cmd = [
+        str(bin_dir / "locust"), "-f", str(Path(__file__).with_name("locustfile.py")),
+        "--headless", "--users", str(args.users), "--spawn-rate", str(args.spawn_rate),
+        "--run-time", f"{args.duration}s", "--host", cluster.address("gateway"),
+        "--json-file", str(stats_file.with_suffix("")), "--skip-log", "--stop-timeout", "20",
+    ]  # fmt: skip
+    if args.processes > 1:
+        locust_cmd += ["--processes", str(args.processes)]
+    cluster_pids = cluster.pids
+    cpu_before = cpu_of(cluster_pids)
+    started = time.monotonic()
+    restarted: subprocess.Popen[bytes] | None = None
+    locust = subprocess.Popen(locust_cmd, env=locust_env, cwd=Path(__file__).parent.parent)
+    generator = TreeCpu(locust.pid)
+    generator_s = 0.0
+    try:
         if args.chaos:
             time.sleep(args.duration / 3)
             victim = next(s for s in state["services"] if s["instance"] == "table-2")
@@ -174,9 +162,6 @@ def main(argv: list[str] | None = None) -> int:
         if restarted is not None:
             restarted.terminate()
             restarted.wait(15)
-        cluster.send_signal(signal.SIGTERM)
-        cluster.wait(30)
-        log.close()
     summary = summarize(stats)
     summary.update({"users": args.users, "duration_s": args.duration, "processes": args.processes,
                     "clock_scale": float(args.clock_scale), "chaos": args.chaos})  # fmt: skip

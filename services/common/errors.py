@@ -44,6 +44,14 @@ class ServiceError(Exception):
 
     rejection: Any = 0  # bg.common.v1.RejectionCode when the rules engine refused a command
 
+    @classmethod
+    def from_proto(cls, detail: errors_pb2.Error, status: grpc.StatusCode) -> ServiceError:
+        """The error another service sent (its typed detail and the call's status)."""
+        err = cls(detail.code, detail.message, field=detail.field, status=status)
+        err.metadata = dict(detail.metadata)
+        err.rejection = detail.rejection
+        return err
+
     def to_proto(self) -> errors_pb2.Error:
         return errors_pb2.Error(
             code=self.code[:64],
@@ -124,10 +132,7 @@ async def remote_call(awaitable: Any) -> Any:
                 _cut(f"{exc.code().name}: {exc.details()}"),
                 status=exc.code(),
             ) from None
-        err = ServiceError(detail.code, detail.message, field=detail.field, status=exc.code())
-        err.metadata = dict(detail.metadata)
-        err.rejection = detail.rejection
-        raise err from None
+        raise ServiceError.from_proto(detail, exc.code()) from None
 
 
 def home_replica(key: str, replicas: int) -> int:

@@ -32,6 +32,11 @@ def table_of_channel(channel: str) -> str:
     return channel[3 : channel.rindex("}")]
 
 
+def stream_entries(entries: list[Any]) -> list[tuple[int, bytes]]:
+    """(seq, serialized TableEvent) pairs from raw XRANGE/XREAD entries."""
+    return [(int(eid.split(b"-")[0]), fields[b"e"]) for eid, fields in entries]
+
+
 async def read_events(
     redis: Any, table_id: str, after_seq: int, upto_seq: int | None = None, count: int = 1000
 ) -> list[tuple[int, bytes]]:
@@ -41,7 +46,7 @@ async def read_events(
     while True:
         high = "+" if upto_seq is None else f"{upto_seq}-0"
         entries = await redis.xrange(stream_key(table_id), min=f"({low}-0", max=high, count=count)
-        out += [(int(eid.split(b"-")[0]), fields[b"e"]) for eid, fields in entries]
+        out += stream_entries(entries)
         if len(entries) < count:
             return out
         low = out[-1][0]

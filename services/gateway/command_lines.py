@@ -90,15 +90,7 @@ class CommandLine:
                 status=grpc.StatusCode.DEADLINE_EXCEEDED,
             ) from None
         if outcome.WhichOneof("result") == "error":
-            err = ServiceError(
-                outcome.error.code,
-                outcome.error.message,
-                field=outcome.error.field,
-                status=_status(outcome.status),
-            )
-            err.metadata = dict(outcome.error.metadata)
-            err.rejection = outcome.error.rejection
-            raise err
+            raise ServiceError.from_proto(outcome.error, _status(outcome.status))
         return outcome.response
 
     async def close(self) -> None:

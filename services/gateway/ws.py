@@ -141,8 +141,9 @@ class WsGateway:
                 await connection.send(
                     json.dumps(await self._unary(method, message, WsContext(token, conn_id)))
                 )
-        except ConnectionClosed:
-            pass  # a client dropping without a close frame is an ordinary goodbye
+        except ConnectionClosed as gone:
+            # A client dropping without a close frame is an ordinary goodbye, not an error.
+            log.debug("websocket closed", extra={"code": gone.rcvd.code if gone.rcvd else None})
         finally:
             for queue, task in streams.values():
                 await queue.put(None)

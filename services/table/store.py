@@ -25,7 +25,7 @@ from redis.exceptions import NoScriptError
 
 from engine import codec
 from engine.state import TableState
-from services.common.table_feed import stream_key, table_key, update_channel
+from services.common.table_feed import stream_entries, stream_key, table_key, update_channel
 
 CLOCKS = "clocks"
 RELAY_PENDING = "relay:pending"
@@ -225,7 +225,7 @@ class TableStore:
         self, table_id: str, after_seq: int, count: int = 500
     ) -> list[tuple[int, bytes]]:
         entries = await self.redis.xrange(stream_key(table_id), min=f"({after_seq}-0", count=count)
-        return [(int(eid.split(b"-")[0]), fields[b"e"]) for eid, fields in entries]
+        return stream_entries(entries)
 
     async def wait_events(
         self, table_id: str, after_seq: int, block_ms: int
@@ -236,7 +236,7 @@ class TableStore:
         )
         out: list[tuple[int, bytes]] = []
         for _stream, entries in reply or []:
-            out += [(int(eid.split(b"-")[0]), fields[b"e"]) for eid, fields in entries]
+            out += stream_entries(entries)
         return out
 
     async def unschedule(self, table_id: str) -> None:
@@ -253,13 +253,6 @@ class TableStore:
     async def pending_tables(self, limit: int) -> list[tuple[str, int]]:
         items = await self.redis.zrange(RELAY_PENDING, 0, limit - 1, withscores=True)
         return [(i.decode(), int(score)) for i, score in items]
-
-    async def relay_ack(self, table_id: str, upto_seq: int) -> int:
-        return int(
-            await self._relay_ack(
-                keys=[table_key(table_id), RELAY_PENDING], args=[upto_seq, table_id]
-            )
-        )
 
     async def lease_for_relay(
         self, table_ids: list[str], token: str, ttl_ms: int
@@ -283,7 +276,7 @@ class TableStore:
             pipe.xrange(stream_key(table_id), min=f"({after}-0", count=500)
         replies = await pipe.execute()
         return {
-            table_id: [(int(eid.split(b"-")[0]), fields[b"e"]) for eid, fields in entries]
+            table_id: stream_entries(entries)
             for table_id, entries in zip(pointers, replies, strict=True)
         }
 
@@ -294,12 +287,6 @@ class TableStore:
 
     async def release_relay(self, table_ids: list[str], token: str) -> None:
         await self._run_many(self._unlock, [([_relay_lock(t)], [token]) for t in table_ids])
-
-    async def lock(self, name: str, token: str, ttl_ms: int) -> bool:
-        return bool(await self.redis.set(name, token, nx=True, px=ttl_ms))
-
-    async def unlock(self, name: str, token: str) -> None:
-        await self._unlock(keys=[name], args=[token])
 
     async def get_prefs(self, player_id: str) -> dict[str, str]:
         raw = await self.redis.hgetall(f"prefs:{player_id}")

@@ -57,16 +57,11 @@ class StateCache:
     def __init__(self, size: int) -> None:
         self.size = size
         self._items: OrderedDict[str, Loaded] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
 
     def get(self, table_id: str) -> Loaded | None:
         found = self._items.get(table_id)
-        if found is None:
-            self.misses += 1
-            return None
-        self._items.move_to_end(table_id)
-        self.hits += 1
+        if found is not None:
+            self._items.move_to_end(table_id)
         return found
 
     def put(self, table_id: str, loaded: Loaded) -> None:
