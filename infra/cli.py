@@ -1,4 +1,5 @@
-"""The `bgcluster` command: `up` runs the local cluster, `status` reports its health."""
+"""The `bgcluster` command: `up` runs the local cluster, `status` reports its health, `restart`
+restarts one of its processes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 from infra.runner import Cluster, ClusterConfig, StartupError
-from infra.status import NoCluster, collect, render
+from infra.status import NoCluster, UnknownProcess, collect, healthy, render, restart
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
         "status", parents=[common], help="health of every service of the running cluster"
     )
     st.add_argument("--json", action="store_true", help="a JSON list: name, address, status, ...")
+    rs = sub.add_parser(
+        "restart", parents=[common], help="restart one process (e.g. table-1, wallet, valkey)"
+    )
+    rs.add_argument("name", help="an instance name as `bgcluster status` lists it")
     demo = sub.add_parser(
         "demo", parents=[common], help="two scripted guests play a wagered match to 3 (bet 500)"
     )
@@ -115,7 +120,17 @@ async def _status(args: argparse.Namespace) -> int:
         print(f"bgcluster: {exc}", file=sys.stderr)
         return 3
     print(json.dumps(rows, indent=2) if args.json else render(rows))
-    return 0 if all(r["status"] == "SERVING" for r in rows) else 1
+    return 0 if healthy(rows) else 1
+
+
+async def _restart(args: argparse.Namespace) -> int:
+    try:
+        row = await restart(args.data_dir, args.name)
+    except (NoCluster, UnknownProcess, TimeoutError) as exc:
+        print(f"bgcluster: {exc}", file=sys.stderr)
+        return 3 if isinstance(exc, NoCluster) else 1
+    print(f"{row['instance']} restarted: pid {row['pid']}, {row['status']}")
+    return 0
 
 
 async def _demo(args: argparse.Namespace) -> int:
@@ -154,7 +169,9 @@ async def _play(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    handler = {"up": _up, "status": _status, "demo": _demo, "play": _play}[args.command]
+    handler = {"up": _up, "status": _status, "restart": _restart, "demo": _demo, "play": _play}[
+        args.command
+    ]
     raise SystemExit(asyncio.run(handler(args)))
 
 

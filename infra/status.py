@@ -1,9 +1,13 @@
-"""`bgcluster status`: the health of every service of the running cluster."""
+"""`bgcluster status`: the health of every service and infrastructure process of the running
+cluster, with live pids and restart counts; `bgcluster restart NAME` restarts one of them."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +41,23 @@ async def probe(address: str, timeout: float = 2.0) -> str:
         return "UNREACHABLE"
 
 
+def alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 async def collect(data_dir: Path) -> list[dict[str, Any]]:
     state = read_state(data_dir)
     services = state["services"]
     statuses = await asyncio.gather(*(probe(s["address"]) for s in services))
-    return [
+    rows = [
         {
             "name": s["name"],
             "instance": s["instance"],
@@ -49,16 +65,59 @@ async def collect(data_dir: Path) -> list[dict[str, Any]]:
             "status": status,
             "metrics": s["metrics"],
             "pid": s["pid"],
+            "restarts": s.get("restarts", 0),
         }
         for s, status in zip(services, statuses, strict=True)
     ]
+    rows += [
+        {
+            "name": p["name"],
+            "instance": p["name"],
+            "address": p.get("address", ""),
+            "status": "RUNNING" if alive(p["pid"]) else "DEAD",
+            "metrics": "",
+            "pid": p["pid"],
+            "restarts": p.get("restarts", 0),
+        }
+        for p in state.get("infra", [])
+    ]
+    return rows
+
+
+def healthy(rows: list[dict[str, Any]]) -> bool:
+    return all(r["status"] in ("SERVING", "RUNNING") for r in rows)
+
+
+class UnknownProcess(LookupError):
+    """`bgcluster restart` was given a name the cluster does not run."""
+
+
+async def restart(data_dir: Path, name: str, timeout: float = 60.0) -> dict[str, Any]:
+    """SIGTERM the named process (a service instance or infrastructure); the runner's supervisor
+    starts it again. Waits for the new pid and, for a service, for SERVING."""
+    rows = await collect(data_dir)
+    row = next((r for r in rows if r["instance"] == name), None)
+    if row is None:
+        known = ", ".join(r["instance"] for r in rows)
+        raise UnknownProcess(f"no process named {name!r}; the cluster runs: {known}")
+    old_pid = row["pid"]
+    if alive(old_pid):
+        os.kill(old_pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+        with_state = {r["instance"]: r for r in await collect(data_dir)}
+        now = with_state.get(name)
+        if now and now["pid"] != old_pid and now["status"] in ("SERVING", "RUNNING"):
+            return now
+    raise TimeoutError(f"{name} was not back within {timeout:.0f}s")
 
 
 def render(rows: list[dict[str, Any]]) -> str:
-    table = [("INSTANCE", "ADDRESS", "STATUS")] + [
-        (r["instance"], r["address"], r["status"]) for r in rows
+    table = [("INSTANCE", "ADDRESS", "STATUS", "PID", "RESTARTS")] + [
+        (r["instance"], r["address"], r["status"], str(r["pid"]), str(r["restarts"])) for r in rows
     ]
-    widths = [max(len(r[c]) for r in table) for c in range(3)]
+    widths = [max(len(r[c]) for r in table) for c in range(5)]
     return "\n".join(
         "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in table
     )

@@ -3,8 +3,9 @@ its gateway, print a summary JSON, and exit non-zero when a correctness counter 
 threshold is broken.
 
 Options: --users, --spawn-rate, --duration (s), --processes (Locust worker processes),
---clock-scale (the cluster's BG_CLOCK_SCALE), --chaos (kill -9 one table replica mid-run and
-restart it), --late-bound-ms, --max-p99-ms (the command latency threshold).
+--clock-scale (the cluster's BG_CLOCK_SCALE), --chaos (kill -9 one table replica mid-run;
+the cluster's supervision restarts it), --late-bound-ms, --max-p99-ms (the command latency
+threshold).
 """
 
 from __future__ import annotations
@@ -79,18 +80,6 @@ def summarize(stats: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _table_env(state: dict[str, Any], replica: dict[str, Any], scale: str) -> dict[str, str]:
-    wallet = next(s["address"] for s in state["services"] if s["name"] == "wallet")
-    return {
-        **os.environ,
-        "BG_GRPC_PORT": replica["address"].rsplit(":", 1)[1],
-        "BG_METRICS_PORT": replica["metrics"].rsplit(":", 1)[1].split("/")[0],
-        "BG_REDIS_URL": state["redis_url"], "BG_KAFKA_BOOTSTRAP": state["kafka_bootstrap"],
-        "BG_WALLET_ADDR": wallet, "BG_CLOCK_SCALE": scale, "BG_REPLICA": replica["instance"],
-        "BG_LOG_FORMAT": "text",
-    }  # fmt: skip
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m loadtests.run", description=__doc__)
     p.add_argument("--users", type=int, default=40)
@@ -99,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--processes", type=int, default=1, help="Locust worker processes")
     p.add_argument("--clock-scale", default="0.05")
     p.add_argument(
-        "--chaos", action="store_true", help="kill -9 a table replica mid-run, then restart it"
+        "--chaos",
+        action="store_true",
+        help="kill -9 a table replica mid-run (supervision restarts it)",
     )
     p.add_argument("--late-bound-ms", type=float, default=1000)
     p.add_argument("--max-p99-ms", type=float, default=5000)
@@ -135,22 +126,14 @@ def _measure(args: argparse.Namespace, data: Path, cluster: Cluster) -> int:
     cluster_pids = cluster.pids
     cpu_before = cpu_of(cluster_pids)
     started = time.monotonic()
-    restarted: subprocess.Popen[bytes] | None = None
     locust = subprocess.Popen(locust_cmd, env=locust_env, cwd=Path(__file__).parent.parent)
     generator = TreeCpu(locust.pid)
     generator_s = 0.0
     try:
-        if args.chaos:
+        if args.chaos:  # the runner's supervisor starts it again (infra/supervision.py)
             time.sleep(args.duration / 3)
             victim = next(s for s in state["services"] if s["instance"] == "table-2")
             os.kill(victim["pid"], signal.SIGKILL)
-            time.sleep(2)
-            with (data / "table-2-restarted.log").open("wb") as out:
-                restarted = subprocess.Popen(
-                    [sys.executable, "-m", "services.table"],
-                    env=_table_env(state, victim, args.clock_scale),
-                    stdout=out, stderr=subprocess.STDOUT,
-                )  # fmt: skip
         while locust.poll() is None:  # Locust and its worker processes, sampled as they run
             generator_s = generator.sample()
             time.sleep(1.0)
@@ -159,9 +142,9 @@ def _measure(args: argparse.Namespace, data: Path, cluster: Cluster) -> int:
         cluster_s = sum(max(0.0, cpu_after[k] - cpu_before[k]) for k in cpu_before)
         stats = json.loads(stats_file.read_text()) if stats_file.exists() else []
     finally:
-        if restarted is not None:
-            restarted.terminate()
-            restarted.wait(15)
+        if locust.poll() is None:
+            locust.terminate()
+            locust.wait(30)
     summary = summarize(stats)
     summary.update({"users": args.users, "duration_s": args.duration, "processes": args.processes,
                     "clock_scale": float(args.clock_scale), "chaos": args.chaos})  # fmt: skip

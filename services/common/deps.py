@@ -12,6 +12,10 @@ from typing import Any, Protocol
 
 import redis.asyncio as redis_asyncio
 from redis.asyncio.client import Pipeline
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -58,10 +62,15 @@ def redis_client(
 ) -> redis_asyncio.Redis:
     """A pooled client; connects lazily, so building it does no I/O. At `max_connections`
     a caller waits (up to 5 s) for a free connection instead of failing at once. Replies are
-    parsed by hiredis when it is installed (redis-py picks it up by itself)."""
+    parsed by hiredis when it is installed (redis-py picks it up by itself).
+    A command that meets a dead connection (Valkey restarted) is sent again on a new one, up to
+    3 times: safe, because every write the services make is a script that checks the table's
+    `seq` or a command id, or is idempotent (stream acks, set adds)."""
     pool = redis_asyncio.BlockingConnectionPool.from_url(
         url, max_connections=max_connections, timeout=5, socket_connect_timeout=2.0,
         health_check_interval=10,
+        retry=Retry(ExponentialBackoff(cap=1.0, base=0.1), 3),
+        retry_on_error=[RedisConnectionError, RedisTimeoutError],
     )  # fmt: skip
     client = CountingRedis(connection_pool=pool)
     client.counter = round_trips

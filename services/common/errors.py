@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+from redis import exceptions as redis_errors
+from sqlalchemy import exc as sql_errors
 
 from bg.common.v1 import errors_pb2
 
@@ -86,6 +88,30 @@ class Unauthenticated(ServiceError):
     status = grpc.StatusCode.UNAUTHENTICATED
 
 
+class Unavailable(ServiceError):
+    """A store or a peer is down: retryable, and nothing was changed."""
+
+    status = grpc.StatusCode.UNAVAILABLE
+
+
+def infrastructure_failure(exc: BaseException) -> ServiceError | None:
+    """A failure of Redis, SQL or the network as the retryable UNAVAILABLE it is (a call must
+    never fail as UNKNOWN because Valkey restarted), or None for anything else."""
+    if isinstance(exc, ServiceError):
+        return None
+    if isinstance(exc, redis_errors.ResponseError) and str(exc).startswith("OOM"):
+        return Unavailable("STORE_FULL", "the table store is out of memory; try again later")
+    if isinstance(exc, redis_errors.ConnectionError | redis_errors.TimeoutError):
+        return Unavailable("STORE_UNAVAILABLE", "the table store is unavailable; try again")
+    if isinstance(exc, sql_errors.OperationalError | sql_errors.InterfaceError) or (
+        isinstance(exc, sql_errors.DBAPIError) and exc.connection_invalidated
+    ):
+        return Unavailable("LEDGER_UNAVAILABLE", "the database is unavailable; try again")
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return Unavailable("UNAVAILABLE", "a dependency is unavailable; try again")
+    return None
+
+
 async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ServiceError) -> None:
     detail = err.to_proto()
     context.set_trailing_metadata(((ERROR_KEY, detail.SerializeToString()),))
@@ -95,7 +121,8 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ServiceError) 
 def grpc_errors(
     method: Callable[..., Awaitable[T]],
 ) -> Callable[..., Awaitable[T]]:
-    """Decorate a servicer method: ServiceError -> status code + typed details."""
+    """Decorate a servicer method: ServiceError -> status code + typed details; a store or
+    network failure -> UNAVAILABLE (retryable)."""
 
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> T:
@@ -103,6 +130,12 @@ def grpc_errors(
             return await method(self, request, context)
         except ServiceError as err:
             await abort(context, err)
+            raise AssertionError("unreachable: abort raises") from None
+        except Exception as exc:
+            mapped = infrastructure_failure(exc)
+            if mapped is None:
+                raise
+            await abort(context, mapped)
             raise AssertionError("unreachable: abort raises") from None
 
     return wrapper

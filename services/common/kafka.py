@@ -1,5 +1,8 @@
 """Kafka clients built from settings. Idempotence is a setting: Tansu refuses InitProducerId,
-so it is off locally and on in production; consumers deduplicate either way."""
+so it is off locally and on in production; consumers deduplicate either way. No client of ours
+ever creates a topic: topics are created once, with their partition counts, by the deployment
+(`bgcluster up`, the k8s Strimzi topics); a producer asking for a missing topic gets
+UNKNOWN_TOPIC_OR_PARTITION and retries instead of creating it with the broker's defaults."""
 
 from __future__ import annotations
 
@@ -9,13 +12,17 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaClient, AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.client import ConnectionGroup
+from aiokafka.cluster import ClusterMetadata
+from aiokafka.errors import KafkaError
+from aiokafka.protocol.metadata import MetadataRequest
 
 log = logging.getLogger("bg.kafka")
 
 
 def producer(bootstrap: str, idempotent: bool, client_id: str) -> AIOKafkaProducer:
-    return AIOKafkaProducer(
+    made = AIOKafkaProducer(
         bootstrap_servers=bootstrap,
         client_id=client_id,
         enable_idempotence=idempotent,
@@ -23,10 +30,12 @@ def producer(bootstrap: str, idempotent: bool, client_id: str) -> AIOKafkaProduc
         linger_ms=5,
         request_timeout_ms=10_000,
     )
+    never_create_topics(made.client)
+    return made
 
 
 def consumer(bootstrap: str, group: str, *topics: str, client_id: str) -> AIOKafkaConsumer:
-    return AIOKafkaConsumer(
+    made = AIOKafkaConsumer(
         *topics,
         bootstrap_servers=bootstrap,
         group_id=group,
@@ -35,6 +44,41 @@ def consumer(bootstrap: str, group: str, *topics: str, client_id: str) -> AIOKaf
         auto_offset_reset="earliest",
         isolation_level="read_committed",
     )
+    never_create_topics(made._client)
+    return made
+
+
+def never_create_topics(client: AIOKafkaClient) -> None:
+    """Make `client` ask for metadata with allow_auto_topic_creation=false. aiokafka (0.14) always
+    sends true, so a producer after a broker restart re-created `table-events` with the broker's
+    default 4 partitions instead of 8 (issue #13). This is aiokafka's `_metadata_update` with
+    that one flag changed; aiokafka is pinned below 0.15."""
+
+    async def update(cluster_metadata: ClusterMetadata, topics: Any) -> bool:
+        request = MetadataRequest(list(topics) if topics else None, False)
+        node_ids: list[Any] = [b.nodeId for b in client.cluster.brokers()]
+        bootstrap_id = ("bootstrap", ConnectionGroup.DEFAULT)
+        if bootstrap_id in client._conns:
+            node_ids.append("bootstrap")
+        for node_id in node_ids:
+            conn = await client._get_conn(node_id)
+            if conn is None:
+                continue
+            try:
+                metadata = await conn.send(request)
+            except (KafkaError, TimeoutError) as err:
+                log.warning("no metadata from Kafka node %s: %r", node_id, err)
+                continue
+            if not metadata.brokers:
+                return False
+            cluster_metadata.update_metadata(metadata)
+            if bootstrap_id in client._conns and len(client.cluster.brokers()):
+                client._conns.pop(bootstrap_id).close()
+            return True
+        cluster_metadata.failed_update(None)
+        return False
+
+    client._metadata_update = update
 
 
 async def keep_consuming(

@@ -13,7 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import grpc
 from redis.exceptions import RedisError
@@ -31,6 +31,7 @@ from services.common.errors import (
     Unauthenticated,
     abort,
     grpc_errors,
+    infrastructure_failure,
     remote_call,
 )
 from services.gateway import limits
@@ -272,9 +273,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 key=table_id,
             )
             backlog = await self.feed.events_between(table_id, first.join.from_seq, view.seq)
-        except ServiceError as err:
+        except (ServiceError, RedisError) as exc:
             await self.feed.unsubscribe(sub)
-            await abort(context, err)
+            await abort(context, infrastructure_failure(exc) or cast(ServiceError, exc))
             return
         seat = view.seat
         queue: asyncio.Queue[gateway_pb2.PlayUpdate | None] = asyncio.Queue(maxsize=1000)

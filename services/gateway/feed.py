@@ -14,6 +14,8 @@ import contextlib
 import logging
 from typing import Any, Final
 
+from redis.exceptions import RedisError
+
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2
 from services.common.table_feed import read_events, table_of_channel, update_channel
@@ -56,7 +58,10 @@ class TableFeed:
             subs = self.subscribers.setdefault(table_id, set())
             subs.add(sub)
             if len(subs) == 1:
-                await self._channel().subscribe(update_channel(table_id))
+                try:
+                    await self._channel().subscribe(update_channel(table_id))
+                except (RedisError, OSError) as exc:  # the reader reconnects and resubscribes
+                    log.warning("table feed down at subscribe", extra={"error": repr(exc)})
             self._wake.set()
             if self._reader is None or self._reader.done():
                 self._reader = asyncio.create_task(self._read(), name="table-feed")

@@ -12,7 +12,7 @@ import grpc
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from engine.vocabulary import EndReason
-from services.common.errors import ServiceError, abort, grpc_errors
+from services.common.errors import ServiceError, abort, grpc_errors, infrastructure_failure
 from services.common.vocabulary import to_proto
 from services.table import convert
 from services.table.tables import TableCore
@@ -63,10 +63,13 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             except ServiceError as err:
                 outcome.error.CopyFrom(err.to_proto())
                 outcome.status = err.status.value[0]
-            except Exception as exc:  # as a unary call would end: UNKNOWN, and logged
-                log.exception("command failed", extra={"table_id": call.request.table_id})
-                outcome.error.CopyFrom(ServiceError("INTERNAL", repr(exc)).to_proto())
-                outcome.status = grpc.StatusCode.UNKNOWN.value[0]
+            except Exception as exc:  # as a unary call would end: UNAVAILABLE or UNKNOWN
+                mapped = infrastructure_failure(exc)
+                if mapped is None:
+                    log.exception("command failed", extra={"table_id": call.request.table_id})
+                    mapped = ServiceError("INTERNAL", repr(exc), status=grpc.StatusCode.UNKNOWN)
+                outcome.error.CopyFrom(mapped.to_proto())
+                outcome.status = mapped.status.value[0]
             await outcomes.put(outcome)
 
         async def read() -> None:

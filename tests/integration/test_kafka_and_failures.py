@@ -1,0 +1,89 @@
+"""Issue 13: no client of ours creates a topic; store and network failures are UNAVAILABLE."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+import redis.asyncio as redis_asyncio
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
+from redis import exceptions as redis_errors
+from sqlalchemy import exc as sql_errors
+
+from infra.embedded import create_topics
+from services.common import kafka
+from services.common.deps import redis_client
+from services.common.errors import InvalidArgument, infrastructure_failure
+
+pytestmark = pytest.mark.integration
+PROBE = "probe-no-auto-create"  # its own topic: the session broker's topics are shared
+
+
+async def _topics(bootstrap: str) -> set[str]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        return set(await admin.list_topics())
+    finally:
+        await admin.close()
+
+
+async def test_a_producer_never_creates_a_missing_topic(kafka_bootstrap: str) -> None:
+    """A broker restarted on memory storage re-created `table-events` with its default partition
+    count when the first producer asked for it; ours asks with allow_auto_topic_creation=false."""
+    await create_topics(kafka_bootstrap, {PROBE: 1})
+    producer = kafka.producer(kafka_bootstrap, False, "no-auto-create")
+    await producer.start()
+    try:
+        with pytest.raises((UnknownTopicOrPartitionError, KafkaTimeoutError)):
+            await producer.send_and_wait("no-such-topic", b"x")
+        sent = await producer.send_and_wait(PROBE, b"x", key=b"t1")  # an existing topic: fine
+        assert sent.topic == PROBE
+    finally:
+        await producer.stop()
+    topics = await _topics(kafka_bootstrap)
+    assert "no-such-topic" not in topics and PROBE in topics
+
+
+async def test_a_dead_redis_connection_is_retried_on_a_new_one(valkey_url: str) -> None:
+    """After Valkey restarts every pooled connection is dead; the next command must not fail."""
+    client = redis_client(valkey_url)
+    admin = redis_asyncio.Redis.from_url(valkey_url)
+    try:
+        await client.set("retry:probe", "1")
+        name = "bg-retry-probe"
+        await client.client_setname(name)  # on whichever pooled connection served it
+        clients = await admin.client_list()
+        for c in clients:
+            if c.get("name") == name:
+                await admin.client_kill_filter(_id=c["id"])
+        for _ in range(5):  # every pooled connection gets used at least once
+            assert await client.get("retry:probe") == b"1"
+    finally:
+        await client.aclose()
+        await admin.aclose()
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        (redis_errors.ConnectionError("Connection closed by server."), "STORE_UNAVAILABLE"),
+        (redis_errors.BusyLoadingError("LOADING"), "STORE_UNAVAILABLE"),
+        (redis_errors.TimeoutError("timed out"), "STORE_UNAVAILABLE"),
+        (redis_errors.ResponseError("OOM command not allowed"), "STORE_FULL"),
+        (sql_errors.OperationalError("SELECT 1", {}, Exception("gone")), "LEDGER_UNAVAILABLE"),
+        (ConnectionRefusedError(111, "refused"), "UNAVAILABLE"),
+    ],
+)
+def test_store_and_network_failures_are_unavailable(exc: Exception, code: str) -> None:
+    mapped = infrastructure_failure(exc)
+    assert mapped is not None
+    assert (mapped.code, mapped.status) == (code, grpc.StatusCode.UNAVAILABLE)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [ValueError("bug"), redis_errors.ResponseError("WRONGTYPE"), InvalidArgument("X", "y")],
+)
+def test_other_failures_are_not_disguised_as_outages(exc: Exception) -> None:
+    assert infrastructure_failure(exc) is None
