@@ -21,6 +21,10 @@ class GrpcWallet:
         )
         await call(self.stub.Escrow(request, timeout=5))
 
+    async def refund(self, key: str, match_id: str) -> None:
+        request = wallet_pb2.RefundRequest(idempotency_key=key, match_id=match_id)
+        await call(self.stub.Refund(request, timeout=5))
+
 
 class GrpcTables:
     """Any table replica serves any table; an unreachable one hands the call to the next."""

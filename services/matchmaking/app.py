@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import Mapping
 
 import grpc
@@ -15,6 +18,8 @@ from services.matchmaking.api import MatchmakingServicer
 from services.matchmaking.lobby import Lobby
 from services.matchmaking.settings import load_settings
 
+log = logging.getLogger("bg.matchmaking")
+SWEEP_INTERVAL_S = 5.0
 SERVICE_NAME = matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
 
 
@@ -23,6 +28,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app = base_app("matchmaking", settings)
     redis = redis_client(settings.redis_url, round_trips=app.metrics.redis_round_trips)
     channels: list[grpc.aio.Channel] = []
+    lobbies: list[Lobby] = []
+    stop = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
 
     def register(server: grpc.aio.Server) -> list[str]:
         interceptors = tracing.client_interceptors(app.tracer_provider)
@@ -32,17 +40,38 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         ]
         channels.extend([wallet, *tables])
         lobby = Lobby(redis, GrpcWallet(wallet), GrpcTables(tables), settings.code_ttl_s)
+        lobbies.append(lobby)
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
             MatchmakingServicer(lobby, settings.invite_base), server
         )
         return [SERVICE_NAME]
 
+    async def start() -> None:
+        tasks.append(asyncio.create_task(_sweep(lobbies[0], stop), name="deal-sweeper"))
+
     async def close() -> None:
+        stop.set()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 5)
         for channel in channels:
             await channel.close(None)
         await redis.aclose()
 
     app.register = register
     app.checks.append(redis_check(redis))
+    app.on_start.append(start)
     app.on_stop.append(close)
     return app
+
+
+async def _sweep(lobby: Lobby, stop: asyncio.Event) -> None:
+    """Undo deals a crash left half-done (the saga's compensation), every few seconds."""
+    while not stop.is_set():
+        try:
+            if undone := await lobby.sweep_deals():
+                log.warning("undid deals left half-done", extra={"count": undone})
+        except Exception as exc:  # Redis down: the next sweep
+            log.warning("deal sweep failed", extra={"error": repr(exc)[:300]})
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), SWEEP_INTERVAL_S)

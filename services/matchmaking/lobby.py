@@ -4,11 +4,18 @@ A table's lobby document is one JSON value at `lobby:t:<id>`, changed with optim
 transactions (WATCH/MULTI): two players racing for the last seat cannot both get it. The deal
 (escrow for wagered tables, then the match on the table service) uses idempotent keys derived
 from the match id, so a retried or repeated deal never escrows twice or creates two matches.
+
+The deal is a saga: if the match cannot be created, the escrow is refunded and the table closes
+(players can leave it). A deal a crash left half-done is driven on by the next call within
+DEAL_RESUME_S, and compensated after that (by any call, or the sweeper over `lobby:dealing`), so
+the stakes are never held for a match that will not be played; the wallet's reconciler, whose
+bound is far longer, is the last line.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -27,14 +34,18 @@ from services.common.errors import (
 )
 from services.table.convert import rules_from_proto
 
+log = logging.getLogger("bg.matchmaking.lobby")
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: readable aloud
 CODE_LENGTH = 6
 CPU_PREFIX = "cpu-"
 OPEN, DEALING, DEALT, CLOSED = "open", "dealing", "dealt", "closed"
+DEALING_SET = "lobby:dealing"  # table id -> ms its deal started
+DEAL_RESUME_S = 30.0  # a deal older than this is undone, not driven on
 
 
 class WalletPort(Protocol):
     async def escrow(self, key: str, match_id: str, players: list[str], stake: int) -> None: ...
+    async def refund(self, key: str, match_id: str) -> None: ...
 
 
 class TablePort(Protocol):
@@ -59,6 +70,7 @@ class Table:
     close_reason: str = ""
     code_expires_ms: int = 0
     matches: int = 0
+    dealing_since_ms: int = 0
     created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
     def proto_options(self) -> table_pb2.TableOptions:
@@ -132,6 +144,10 @@ class Lobby:
                         pipe.zadd("lobby:open", {table_id: table.created_ms})
                     else:
                         pipe.zrem("lobby:open", table_id)
+                    if table.status == DEALING:
+                        pipe.zadd(DEALING_SET, {table_id: table.dealing_since_ms})
+                    else:
+                        pipe.zrem(DEALING_SET, table_id)
                     await pipe.execute()
                     return table
                 except WatchError:
@@ -271,6 +287,8 @@ class Lobby:
         if table.status == DEALT:
             await self.tables.leave(table_id, player_id, table.player_ids.index(player_id))
             return table
+        if table.status == DEALING and self._stale(table):
+            await self.deal(table_id)  # undone: the stakes go back, the table closes
 
         def stand(t: Table) -> None:
             if t.status not in (OPEN, CLOSED):
@@ -300,17 +318,21 @@ class Lobby:
     # -- the deal ----------------------------------------------------------------------------
 
     async def deal(self, table_id: str) -> Table:
-        """Escrow (wagered) then create the match; idempotent per match id."""
+        """Escrow (wagered) then create the match; idempotent per match id. A deal that cannot
+        create its match, or that was left half-done for DEAL_RESUME_S, is undone."""
 
         def claim(t: Table) -> None:
             if t.status == OPEN:
                 t.matches += 1
                 t.status = DEALING
                 t.match_id = f"{t.table_id}-{t.matches}"
+                t.dealing_since_ms = int(time.time() * 1000)
 
         table = await self._update(table_id, claim)
         if table.status != DEALING:
             return table
+        if self._stale(table):
+            return await self._undo_deal(table, "deal_abandoned")
         opts = table.proto_options()
         if opts.profile == "wagered":
             try:
@@ -321,14 +343,17 @@ class Lobby:
                 if err.code != "INSUFFICIENT_FUNDS":
                     raise
                 reason = "cannot_cover:" + err.metadata.get("players", "")
-
-                def close(t: Table) -> None:
-                    t.status, t.close_reason = CLOSED, reason
-
-                return await self._update(table_id, close)  # I-10: nothing taken
-        fingerprint = await self.tables.create_match(
-            table_id, table.match_id, table.player_ids, opts
-        )
+                return await self._close_dealing(table, reason)  # I-10: nothing taken
+        try:
+            fingerprint = await self.tables.create_match(
+                table_id, table.match_id, table.player_ids, opts
+            )
+        except ServiceError as err:
+            log.warning(
+                "the match could not be created; undoing the deal",
+                extra={"table_id": table_id, "match_id": table.match_id, "code": err.code},
+            )
+            return await self._undo_deal(table, "deal_failed")
 
         def dealt(t: Table) -> None:
             t.status, t.fingerprint = DEALT, fingerprint
@@ -338,6 +363,51 @@ class Lobby:
             for p in table.player_ids:
                 await self.redis.set(f"lobby:scored:{p}", table_id, ex=86_400)
         return table
+
+    @staticmethod
+    def _stale(table: Table) -> bool:
+        return time.time() * 1000 - table.dealing_since_ms > DEAL_RESUME_S * 1000
+
+    async def _undo_deal(self, table: Table, reason: str) -> Table:
+        """Compensate a deal: refund its escrow (if any), then close the table. The refund comes
+        first, so a failure leaves the deal DEALING to be undone again, never a closed table
+        holding stakes."""
+        if table.options.get("profile") == "wagered":
+            try:
+                await self.wallet.refund(f"refund:{table.match_id}", table.match_id)
+            except ServiceError as err:
+                if err.code not in ("UNKNOWN_MATCH", "ESCROW_CLOSED"):
+                    raise  # the wallet is down: undone on a later call or sweep
+        return await self._close_dealing(table, reason)
+
+    async def _close_dealing(self, table: Table, reason: str) -> Table:
+        match_id = table.match_id
+
+        def close(t: Table) -> None:
+            if t.status == DEALING and t.match_id == match_id:
+                t.status, t.close_reason = CLOSED, reason
+
+        return await self._update(table.table_id, close)
+
+    async def sweep_deals(self) -> int:
+        """Undo every deal left half-done past DEAL_RESUME_S; returns how many were undone."""
+        cutoff = time.time() * 1000 - DEAL_RESUME_S * 1000
+        stale = await self.redis.zrangebyscore(DEALING_SET, "-inf", cutoff, start=0, num=100)
+        undone = 0
+        for raw in stale:
+            table_id = raw.decode() if isinstance(raw, bytes) else str(raw)
+            try:
+                table = await self.deal(table_id)
+            except NotFound:
+                await self.redis.zrem(DEALING_SET, table_id)
+                continue
+            except ServiceError as err:
+                log.warning(
+                    "cannot undo a deal yet", extra={"table_id": table_id, "code": err.code}
+                )
+                continue
+            undone += table.status == CLOSED
+        return undone
 
     async def _leave_other_scored(self, player_id: str, table: Table) -> None:
         """I-18: starting another scored game leaves the first."""

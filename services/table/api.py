@@ -109,6 +109,12 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         )
 
     @grpc_errors
+    async def GetMatchOutcome(
+        self, request: table_pb2.GetMatchOutcomeRequest, context: Context
+    ) -> table_pb2.MatchOutcome:
+        return await self.core.outcome(request.table_id, request.match_id)
+
+    @grpc_errors
     async def GetView(
         self, request: table_pb2.GetViewRequest, context: Context
     ) -> table_pb2.TableView:

@@ -156,6 +156,11 @@ def table_event(
             getattr(body, proto_name).extend(_steps(value))
         else:
             setattr(body, proto_name, to_proto(value, how))
+    if isinstance(event, e.DoubleTaken):  # names the wallet hold the take captures
+        body.game_no = match.game_no
+    elif isinstance(event, e.BoostApplied):
+        body.game_no = match.game_no
+        body.boost_no = match.boosts_used[event.seat]
     if isinstance(event, e.GameEnded | e.MatchEnded | e.TableClosed):
         info = match_info(meta, match.options)
         body.info.CopyFrom(info)

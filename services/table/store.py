@@ -10,8 +10,9 @@ stale `seq` means another replica won: the caller re-reads and retries.
 Keys (hash tags keep a table's keys together): `t:{id}` (seq, state, meta, relayed),
 `t:{id}:ev` (stream), `t:{id}:cmd` ("<seat>:<command id>" -> "seq:count"), channel
 `t:{id}:up` (updates, see services/common/table_feed.py), `clocks` (table id -> deadline ms),
-`relay:pending` (table id -> ms of its oldest unrelayed event), `prefs:<player>`, `rec:<match>`
-(finished match records).
+`relay:pending` (table id -> ms of its oldest unrelayed event), `prefs:<player>`,
+`t:{id}:rec:<match>` (a finished match's record: written by the commit that ends the match, in
+the same script, so an ended match always has its record and its seed revealed).
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ if ARGV[5] ~= '' then
 end
 if ARGV[1] ~= '-1' and cur ~= ARGV[1] then return {'CONFLICT', cur} end
 local seq = tonumber(cur)
-local n = #ARGV - 8
+local n = #ARGV - 9
 for i = 1, n do
-  redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[8 + i])
+  redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[9 + i])
 end
+if ARGV[9] ~= '' then redis.call('SET', KEYS[8], ARGV[9], 'EX', RECORD_TTL) end
 local new = seq + n
 redis.call('HSET', KEYS[1], 'seq', new, 'state', ARGV[2])
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'meta', ARGV[7]) end
@@ -64,7 +66,7 @@ if ARGV[5] ~= '' then redis.call('HSET', KEYS[4], ARGV[5], new .. ':' .. n) end
 if n > 0 then redis.call('ZADD', KEYS[5], 'NX', ARGV[6], ARGV[4]) end
 if ARGV[8] ~= '' then redis.call('PUBLISH', KEYS[7], ARGV[8]) end
 return {'OK', tostring(new)}
-"""
+""".replace("RECORD_TTL", str(RECORD_TTL_S))
 
 # Put the clocks entry back in line with the state (a replica saw a stale deadline).
 _RESCHEDULE = """
@@ -96,6 +98,10 @@ def _relay_lock(table_id: str) -> str:
 
 def commands_key(table_id: str) -> str:
     return table_key(table_id) + ":cmd"
+
+
+def record_key(table_id: str, match_id: str) -> str:
+    return table_key(table_id) + ":rec:" + match_id
 
 
 def command_field(seat: int, command_id: str) -> str:
@@ -176,9 +182,11 @@ class TableStore:
         now_ms: int,
         meta: dict[str, Any] | None = None,
         update: bytes = b"",
+        record: dict[str, Any] | None = None,
     ) -> CommitResult:
         """Atomically apply a transition. `expected_seq=None` creates the table. `update` is
-        published to the table's gateways once committed."""
+        published to the table's gateways once committed; `record` (the match record, when this
+        commit ends the match) is stored with it."""
         args: list[Any] = [
             "-1" if expected_seq is None else str(expected_seq),
             encode_state(state),
@@ -188,11 +196,13 @@ class TableStore:
             str(now_ms),
             "" if meta is None else json.dumps(meta),
             update,
+            "" if record is None else json.dumps(record),
             *events,
         ]
         keys = [
             table_key(table_id), stream_key(table_id), CLOCKS, commands_key(table_id),
             RELAY_PENDING, WAKE_CHANNEL, update_channel(table_id),
+            record_key(table_id, record["match_id"] if record else ""),
         ]  # fmt: skip
         status, value = await self._run(self._commit, keys, args)
         status = status.decode() if isinstance(status, bytes) else status
@@ -295,11 +305,8 @@ class TableStore:
     async def set_prefs(self, player_id: str, **prefs: str) -> None:
         await self.redis.hset(f"prefs:{player_id}", mapping=prefs)
 
-    async def save_record(self, match_id: str, record: dict[str, Any]) -> None:
-        await self.redis.set(f"rec:{match_id}", json.dumps(record), ex=RECORD_TTL_S)
-
-    async def get_record(self, match_id: str) -> dict[str, Any] | None:
-        raw = await self.redis.get(f"rec:{match_id}")
+    async def get_record(self, table_id: str, match_id: str) -> dict[str, Any] | None:
+        raw = await self.redis.get(record_key(table_id, match_id))
         return None if raw is None else dict(json.loads(raw))
 
     async def live_tables(self) -> int:

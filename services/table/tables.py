@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf import json_format
+
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2
 from engine import commands as c
@@ -29,6 +31,7 @@ from engine.machine import Applied, Rejection, apply, new_match, next_deadline
 from engine.state import TableState
 from engine.view import PlayerView, player_view
 from engine.vocabulary import RejectionCode
+from services.common import money_keys
 from services.common.errors import (
     Conflict,
     InvalidArgument,
@@ -211,7 +214,7 @@ class TableCore:
                     seq=str(loaded.seq),
                 )
             now = self.now()
-            cmd = await self._with_wallet_facts(loaded, cmd)
+            cmd = await self._with_wallet_facts(loaded, cmd, now)
             out = apply(loaded.state, cmd, now)
             if isinstance(out, Rejection):
                 if not fresh:
@@ -222,9 +225,9 @@ class TableCore:
                 if field and (previous := await self.store.command_result(table_id, field)):
                     return await self._duplicate(table_id, *previous)
                 raise Rejected(out.code, out.message)
-            out = await self._wallet_effects(loaded, cmd, out, now)
             result, events = await self._commit(table_id, loaded, out, field, now)
             if result.status == "OK":
+                await self._capture_held(loaded, out)
                 return Submitted(result.seq, events)
             if result.status == "DUP":
                 return await self._duplicate(table_id, result.seq, result.count)
@@ -273,63 +276,63 @@ class TableCore:
         m = loaded.state.match
         return m.options.bet * m.cube
 
-    async def _with_wallet_facts(self, loaded: Loaded, cmd: c.Command) -> c.Command:
-        """I-4: a double needs both players able to cover the raise; a take checks again."""
+    async def _with_wallet_facts(self, loaded: Loaded, cmd: c.Command, now: int) -> c.Command:
+        """wagered: hold what a command will spend before it is committed (the keys come from
+        the match and the game state, so a retry after a lost compare-and-set replays the same
+        hold). OfferDouble holds both players' raise (I-4: an offer needs both to cover it); a
+        Take then covers by construction and needs no wallet call, so a wallet outage can never
+        turn a take into a drop; Boost holds its price. A hold whose command never commits is
+        released when the match settles or is refunded."""
         m = loaded.state.match
         if m.options.profile != "wagered":
             return cmd
-        players = loaded.meta["player_ids"]
-        if isinstance(cmd, c.OfferDouble):
-            stake = self._stake(loaded)
-            covers = [await self.wallet.balance(p) >= stake for p in players]
-            return dataclasses.replace(cmd, both_cover=all(covers))
         if isinstance(cmd, c.Take):
-            stake = self._stake(loaded)
-            taker, doubler = cmd.seat, 1 - cmd.seat
-            return dataclasses.replace(
-                cmd,
-                taker_covers=await self.wallet.balance(players[taker]) >= stake,
-                doubler_covers=await self.wallet.balance(players[doubler]) >= stake,
-            )
-        return cmd
-
-    async def _wallet_effects(
-        self, loaded: Loaded, cmd: c.Command, out: Applied, now: int
-    ) -> Applied:
-        """Spend for a boost, raise the escrow for a taken double, before committing.
-
-        The wallet keys are derived from the match and the game state, so a retry after a lost
-        compare-and-set replays the same wallet operation instead of charging twice.
-        """
-        m = loaded.state.match
-        if m.options.profile != "wagered":
-            return out
+            return dataclasses.replace(cmd, taker_covers=True, doubler_covers=True)
+        if not isinstance(cmd, c.OfferDouble | c.Boost):
+            return cmd
+        if isinstance(apply(loaded.state, cmd, now), Rejection):
+            return cmd  # refused by the rules anyway: hold nothing
         match_id = loaded.meta["match_id"]
-        players = loaded.meta["player_ids"]
-        if isinstance(cmd, c.Boost):
-            n = m.boosts_used[cmd.seat] + 1
-            key = f"boost:{match_id}:{m.game_no}:{cmd.seat}:{n}"
-            await self.wallet.spend(
-                key, players[cmd.seat], m.options.boost_cost, BOOST_REASON, match_id
-            )
-        if isinstance(cmd, c.Take) and any(isinstance(ev, e.DoubleTaken) for ev in out.events):
-            new_cube = m.cube * 2
+        if isinstance(cmd, c.OfferDouble):
+            cube = m.cube * 2
             try:
-                await self.wallet.raise_escrow(f"raise:{match_id}:{m.game_no}:{new_cube}", match_id)
+                await self.wallet.hold_raise(
+                    money_keys.raise_hold(match_id, m.game_no, cube), match_id, cube
+                )
             except ServiceError as err:
                 if err.code != "INSUFFICIENT_FUNDS":
                     raise
-                short = set(err.metadata.get("players", "").split(","))
-                retry = dataclasses.replace(
-                    cmd,
-                    taker_covers=players[cmd.seat] not in short,
-                    doubler_covers=players[1 - cmd.seat] not in short,
-                )
-                again = apply(loaded.state, retry, now)
-                if isinstance(again, Rejection):
-                    raise Rejected(again.code, again.message) from None
-                return again
-        return out
+                return dataclasses.replace(cmd, both_cover=False)
+            return dataclasses.replace(cmd, both_cover=True)
+        n = m.boosts_used[cmd.seat] + 1
+        player = loaded.meta["player_ids"][cmd.seat]
+        await self.wallet.hold_spend(
+            money_keys.boost_hold(match_id, m.game_no, cmd.seat, n),
+            player, m.options.boost_cost, BOOST_REASON, match_id,
+        )  # fmt: skip
+        return cmd
+
+    async def _capture_held(self, loaded: Loaded, out: Applied) -> None:
+        """After the commit: spend the holds its events used. Best effort: the wallet's consumer
+        captures the same holds from the events, and settlement resolves any still open."""
+        m = out.state.match
+        if m.options.profile != "wagered":
+            return
+        match_id = loaded.meta["match_id"]
+        keys = [
+            money_keys.raise_hold(match_id, m.game_no, ev.cube)
+            for ev in out.events
+            if isinstance(ev, e.DoubleTaken)
+        ] + [
+            money_keys.boost_hold(match_id, m.game_no, ev.seat, m.boosts_used[ev.seat])
+            for ev in out.events
+            if isinstance(ev, e.BoostApplied)
+        ]
+        for key in keys:
+            try:
+                await self.wallet.capture(key)
+            except Exception as exc:  # the other paths capture it
+                log.info("capture deferred", extra={"hold": key, "error": repr(exc)[:200]})
 
     # -- deadlines and presence --------------------------------------------------------------
 
@@ -385,8 +388,8 @@ class TableCore:
         return loaded, player_view(loaded.state.match, seat)
 
     async def record(self, table_id: str, match_id: str) -> dict[str, Any]:
-        saved = await self.store.get_record(match_id)
-        if saved is not None and saved["table_id"] == table_id:
+        saved = await self.store.get_record(table_id, match_id)
+        if saved is not None:
             return saved
         loaded = await self._load(table_id)
         if loaded.meta["match_id"] != match_id:
@@ -395,6 +398,28 @@ class TableCore:
             )
         raise ServiceError(
             "MATCH_NOT_OVER", "the record (and the seed) is available once the match ends"
+        )
+
+    async def outcome(self, table_id: str, match_id: str) -> table_pb2.MatchOutcome:
+        """How a match stands, from its record (written with the match's end) or the live
+        table: what the wallet's reconciler needs to settle, refund or wait."""
+        _check_id("table_id", table_id)
+        state = table_pb2.MatchOutcome.State
+        record = await self.store.get_record(table_id, match_id)
+        if record is None:
+            loaded = await self.store.load(table_id)
+            playing = loaded is not None and loaded.meta["match_id"] == match_id
+            return table_pb2.MatchOutcome(
+                state=state.STATE_PLAYING if playing else state.STATE_UNKNOWN
+            )
+        boosts = [money_keys.boost_hold(match_id, *b) for b in record.get("boosts", [])]
+        if record["winner"] < 0:
+            return table_pb2.MatchOutcome(state=state.STATE_CLOSED, applied_boosts=boosts)
+        return table_pb2.MatchOutcome(
+            state=state.STATE_ENDED,
+            winner_id=record["player_ids"][record["winner"]],
+            cube=int(record.get("cube", 1)),
+            applied_boosts=boosts,
         )
 
     # -- commit ------------------------------------------------------------------------------
@@ -429,6 +454,7 @@ class TableCore:
             ],
         )
         due = next_deadline(m)
+        ends = m.finished and any(isinstance(ev, e.MatchEnded | e.TableClosed) for ev in out.events)
         result = await self.store.commit(
             table_id,
             None if create else base.seq,
@@ -439,28 +465,79 @@ class TableCore:
             now,
             meta if new_meta else None,
             update.SerializeToString(),
+            await self._final_record(table_id, base.seq, meta, out.state, events) if ends else None,
         )
         if result.status == "OK":
             self.cache.put(table_id, Loaded(result.seq, out.state, meta, base.relayed))
-            if m.finished and any(
-                isinstance(ev, e.MatchEnded | e.TableClosed) for ev in out.events
-            ):
-                await self.store.save_record(meta["match_id"], _record(meta, out.state))
         return result, events
 
+    async def _final_record(
+        self,
+        table_id: str,
+        upto_seq: int,
+        meta: dict[str, Any],
+        state: TableState,
+        new_events: list[events_pb2.TableEvent],
+    ) -> dict[str, Any]:
+        """The match record written by the commit that ends the match (RULES I-27: the seed
+        revealed with every roll; and every move of the match, from its events)."""
+        match_id = meta["match_id"]
+        earlier: list[events_pb2.TableEvent] = []
+        after = 0
+        while after < upto_seq:
+            batch = await self.store.events(table_id, after, 1000)
+            if not batch:
+                break
+            for seq, data in batch:
+                if seq > upto_seq:
+                    break
+                ev = events_pb2.TableEvent()
+                ev.ParseFromString(data)
+                if ev.match_id == match_id:
+                    earlier.append(ev)
+            after = batch[-1][0]
+        return _record(meta, state, [*earlier, *new_events])
 
-def _record(meta: dict[str, Any], state: TableState) -> dict[str, Any]:
+
+# The events a match record keeps as its move list (clock chatter, presence and views are not).
+RECORD_KINDS = frozenset({
+    "game_started", "opening_roll", "dice_rolled", "turn_ended", "turn_passed", "timed_out",
+    "boost_applied", "double_offered", "double_taken", "double_dropped", "double_withdrawn",
+    "turn_taken_back", "away_expired", "game_ended",
+})  # fmt: skip
+
+
+def _record(
+    meta: dict[str, Any], state: TableState, events: list[events_pb2.TableEvent]
+) -> dict[str, Any]:
     m = state.match
+    moves = []
+    for ev in events:
+        kind = ev.WhichOneof("body")
+        if kind not in RECORD_KINDS:
+            continue
+        body = json_format.MessageToDict(getattr(ev, kind), preserving_proto_field_name=True)
+        body.pop("info", None)
+        moves.append({"seq": ev.seq, "kind": kind, **body})
+    boosts = [
+        [ev.boost_applied.game_no, ev.boost_applied.seat, ev.boost_applied.boost_no]
+        for ev in events
+        if ev.WhichOneof("body") == "boost_applied"
+    ]
     return {
         "table_id": meta["table_id"],
         "match_id": meta["match_id"],
         "player_ids": meta["player_ids"],
+        "profile": m.options.profile,
         "seed_hex": state.secret.seed.hex(),
         "fingerprint": m.fingerprint,
         "rolls": [list(r) for r in m.rolls],
         "winner": -1 if m.winner is None else m.winner,
         "end_reason": m.end_reason or "",
         "score": list(m.score),
+        "cube": max((g.cube for g in m.games), default=m.cube),
+        "boosts": boosts,
+        "moves": moves,
     }
 
 

@@ -1,4 +1,8 @@
-"""What a table needs from the wallet, as a port; the gRPC adapter talks to the wallet service."""
+"""What a table needs from the wallet, as a port; the gRPC adapter talks to the wallet service.
+
+Money around commands uses holds (services/wallet/ledger.py): a double's raise is held at the
+offer and a boost's price before its commit; both are captured once the commit happened.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +11,16 @@ from typing import Protocol
 import grpc
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common import money_keys
 from services.common.errors import ServiceError, remote_call
 
 
 class WalletPort(Protocol):
-    async def balance(self, player_id: str) -> int: ...
-    async def spend(
+    async def hold_raise(self, key: str, match_id: str, cube: int) -> None: ...
+    async def hold_spend(
         self, key: str, player_id: str, amount: int, reason: str, match_id: str
     ) -> None: ...
-    async def raise_escrow(self, key: str, match_id: str) -> None: ...
+    async def capture(self, hold_key: str) -> None: ...
 
 
 class GrpcWallet:
@@ -23,13 +28,11 @@ class GrpcWallet:
         self.stub = wallet_pb2_grpc.WalletServiceStub(channel)
         self.timeout_s = timeout_s
 
-    async def balance(self, player_id: str) -> int:
-        reply = await self.stub.GetBalance(
-            wallet_pb2.GetBalanceRequest(player_id=player_id), timeout=self.timeout_s
-        )
-        return int(reply.balance)
+    async def hold_raise(self, key: str, match_id: str, cube: int) -> None:
+        request = wallet_pb2.HoldRaiseRequest(idempotency_key=key, match_id=match_id, cube=cube)
+        await remote_call(self.stub.HoldRaise(request, timeout=self.timeout_s))
 
-    async def spend(
+    async def hold_spend(
         self, key: str, player_id: str, amount: int, reason: str, match_id: str
     ) -> None:
         request = wallet_pb2.SpendRequest(
@@ -39,26 +42,25 @@ class GrpcWallet:
             reason=reason,
             match_id=match_id,
         )
-        await self._call(self.stub.Spend(request, timeout=self.timeout_s))
+        await remote_call(self.stub.HoldSpend(request, timeout=self.timeout_s))
 
-    async def raise_escrow(self, key: str, match_id: str) -> None:
-        request = wallet_pb2.RaiseEscrowRequest(idempotency_key=key, match_id=match_id)
-        await self._call(self.stub.RaiseEscrow(request, timeout=self.timeout_s))
-
-    async def _call(self, call: object) -> None:
-        await remote_call(call)
+    async def capture(self, hold_key: str) -> None:
+        request = wallet_pb2.HoldRequest(
+            idempotency_key=money_keys.capture(hold_key), hold_key=hold_key
+        )
+        await remote_call(self.stub.Capture(request, timeout=self.timeout_s))
 
 
 class NoWallet:
     """For tables without money (scored, casual) and for tests: every call is refused loudly."""
 
-    async def balance(self, player_id: str) -> int:
+    async def hold_raise(self, key: str, match_id: str, cube: int) -> None:
         raise ServiceError("NO_WALLET", "this table has no wallet")
 
-    async def spend(
+    async def hold_spend(
         self, key: str, player_id: str, amount: int, reason: str, match_id: str
     ) -> None:
         raise ServiceError("NO_WALLET", "this table has no wallet")
 
-    async def raise_escrow(self, key: str, match_id: str) -> None:
+    async def capture(self, hold_key: str) -> None:
         raise ServiceError("NO_WALLET", "this table has no wallet")

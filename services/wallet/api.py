@@ -110,15 +110,54 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
     async def Settle(
         self, request: wallet_pb2.SettleRequest, context: Context
     ) -> wallet_pb2.OperationResponse:
-        return await self._op(
-            "settle",
-            self.ledger.settle(request.idempotency_key, request.match_id, request.winner_id),
+        call = self.ledger.settle(
+            request.idempotency_key,
+            request.match_id,
+            request.winner_id,
+            request.cube or 1,
+            list(request.applied_boosts),
         )
+        return await self._op("settle", call)
 
     @grpc_errors
     async def Refund(
         self, request: wallet_pb2.RefundRequest, context: Context
     ) -> wallet_pb2.OperationResponse:
-        return await self._op(
-            "refund", self.ledger.refund(request.idempotency_key, request.match_id)
+        call = self.ledger.refund(
+            request.idempotency_key, request.match_id, list(request.applied_boosts)
         )
+        return await self._op("refund", call)
+
+    @grpc_errors
+    async def HoldRaise(
+        self, request: wallet_pb2.HoldRaiseRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        call = self.ledger.hold_raise(request.idempotency_key, request.match_id, request.cube)
+        return await self._op("hold_raise", call)
+
+    @grpc_errors
+    async def HoldSpend(
+        self, request: wallet_pb2.SpendRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        call = self.ledger.hold_spend(
+            request.idempotency_key,
+            request.player_id,
+            request.amount,
+            request.reason,
+            request.match_id,
+        )
+        return await self._op("hold_spend", call)
+
+    @grpc_errors
+    async def Capture(
+        self, request: wallet_pb2.HoldRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        call = self.ledger.capture(request.idempotency_key, request.hold_key)
+        return await self._op("capture", call)
+
+    @grpc_errors
+    async def Release(
+        self, request: wallet_pb2.HoldRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        call = self.ledger.release(request.idempotency_key, request.hold_key)
+        return await self._op("release", call)

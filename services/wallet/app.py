@@ -1,4 +1,5 @@
-"""Composition root of the wallet service: ledger, gRPC API, outbox relay, table-events consumer."""
+"""Composition root of the wallet service: ledger, gRPC API, outbox relay, table-events consumer,
+reconciler."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 import grpc
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common import kafka
+from services.common import kafka, tracing
 from services.common.deps import sql_check, sql_engine
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS
@@ -19,6 +20,7 @@ from services.wallet.ledger import Ledger, Outcome, check_invariants
 from services.wallet.metrics import WalletMetrics
 from services.wallet.migrate import migrate
 from services.wallet.outbox import OutboxRelay
+from services.wallet.reconciler import GrpcOutcomes, Reconciler
 from services.wallet.settings import load_settings
 
 SERVICE_NAME = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
@@ -43,6 +45,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     handler = TableEventsHandler(ledger, metrics)
     stop = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
+    channels: list[grpc.aio.Channel] = []
 
     def register(server: grpc.aio.Server) -> list[str]:
         wallet_pb2_grpc.add_WalletServiceServicer_to_server(
@@ -67,6 +70,18 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             )
             tasks.append(asyncio.create_task(keep, name="consumer"))
         tasks.append(asyncio.create_task(_audit(metrics, ledger, stop), name="audit"))
+        interceptors = tracing.client_interceptors(app.tracer_provider)
+        channels.extend(
+            grpc.aio.insecure_channel(a, interceptors=interceptors) for a in settings.table_addrs
+        )
+        reconciler = Reconciler(
+            ledger,
+            GrpcOutcomes(channels),
+            metrics,
+            settings.escrow_bound_s,
+            settings.reconcile_interval_s,
+        )
+        tasks.append(asyncio.create_task(reconciler.run(stop), name="reconciler"))
 
     async def close() -> None:
         stop.set()
@@ -74,6 +89,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(task, 5)
         await relay.close()
+        for channel in channels:
+            await channel.close(None)
         await engine.dispose()
 
     app.register = register

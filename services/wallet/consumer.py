@@ -1,8 +1,12 @@
-"""Settles or refunds wagered matches from `table-events`, idempotently.
+"""Settles or refunds wagered matches from `table-events`, idempotently, and captures the holds
+of taken doubles and applied boosts.
 
-The idempotency keys are per match (`settle:<match>`, `refund:<match>`), so duplicate and
-reordered deliveries, and a replay of the whole topic, settle each match exactly once; whichever
-of settle or refund comes first wins, the other is skipped.
+The idempotency keys come from services/common/money_keys.py (`settle:<match>`,
+`refund:<match>`, `capture:<hold>`), shared with the table service and the reconciler, so
+duplicate and reordered deliveries, a replay of the whole topic, and the other paths do each
+thing exactly once; whichever of settle or refund comes first wins, the other is skipped.
+Events of one table arrive in order (one partition), so a take or a boost is captured before
+its match settles; settlement releases whatever hold is still open.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import logging
 from typing import Any
 
 from bg.events.v1 import events_pb2
+from services.common import money_keys
 from services.common.errors import ServiceError
 from services.wallet.ledger import Ledger
 from services.wallet.metrics import WalletMetrics
@@ -34,21 +39,34 @@ class TableEventsHandler:
             log.error("undecodable table event skipped", extra={"size": len(raw)})
             return self._count("undecodable", "undecodable")
         kind = event.WhichOneof("body")
+        m = event.match_id
         if kind == "match_ended":
             ended = event.match_ended
             if ended.info.profile != "wagered":
                 return self._count(kind, "not_wagered")
             winner = ended.info.player_ids[ended.winner_seat]
+            cube = max((g.cube for g in ended.games), default=1)
             return await self._apply(
-                kind, self.ledger.settle(f"settle:{event.match_id}", event.match_id, winner)
+                kind, self.ledger.settle(money_keys.settle(m), m, winner, cube)
             )
         if kind == "match_closed":
             if event.match_closed.info.profile != "wagered":
                 return self._count(kind, "not_wagered")
-            return await self._apply(
-                kind, self.ledger.refund(f"refund:{event.match_id}", event.match_id)
+            return await self._apply(kind, self.ledger.refund(money_keys.refund(m), m))
+        if kind == "double_taken":
+            taken = event.double_taken
+            return await self._capture(kind, money_keys.raise_hold(m, taken.game_no, taken.cube))
+        if kind == "boost_applied":
+            b = event.boost_applied
+            return await self._capture(
+                kind, money_keys.boost_hold(m, b.game_no, b.seat, b.boost_no)
             )
         return self._count(kind or "other", "ignored")
+
+    async def _capture(self, kind: str, hold_key: str) -> str:
+        """A hold the table may have captured already (then this replays it); no hold at all
+        means a table without money (casual cube): UNKNOWN_HOLD, skipped."""
+        return await self._apply(kind, self.ledger.capture(money_keys.capture(hold_key), hold_key))
 
     async def _apply(self, kind: str, operation: Any) -> str:
         try:

@@ -6,9 +6,16 @@ SQLite: one writer at a time), (3) refuses, before writing anything, what the ru
 (4) writes transfers, escrow changes and the outbox event, and (5) stores its answer under the
 key. An error anywhere rolls everything back: no diamond is created, lost or paid twice.
 
+Holds: a double's raise is held at the offer (both players' current stakes) and captured into
+the escrow at the take, so a take needs no wallet call and a wallet outage can never turn it into
+a drop; a boost's price is held before the boost is committed and captured (to the house) only
+once it was applied. A hold not captured is released; settlement and refund resolve every hold
+still open, so none outlives its match.
+
 Invariants (`check_invariants`): the balances of all accounts but `external` add up to minus
-`external`'s balance (the total ever deposited); no player or escrow below zero; every escrow
-closed at most once, and holding exactly its stakes while open.
+`external`'s balance (the total ever deposited); no player, escrow or hold below zero; every
+escrow closed at most once, and holding exactly its stakes while open; every hold account holding
+exactly its open holds.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from bg.events.v1 import events_pb2
 from services.common.errors import Conflict, InvalidArgument, NotFound, ServiceError
 from services.common.topics import WALLET_EVENTS
-from services.wallet.schema import accounts, escrows, operations, outbox, transfers
+from services.wallet.schema import accounts, escrows, holds, operations, outbox, transfers
 
 HOUSE = "house"
 EXTERNAL = "external"
@@ -43,6 +50,10 @@ def player_account(player_id: str) -> str:
 
 def escrow_account(match_id: str) -> str:
     return f"escrow:{match_id}"
+
+
+def hold_account(match_id: str) -> str:
+    return f"hold:{match_id}"
 
 
 def fee(stake: int, fee_bps: int) -> int:
@@ -452,12 +463,188 @@ class Ledger:
         params = {"p": player_id, "a": amount, "r": reason, "m": match_id}
         return await self._run(key, "spend", params, body, match_id or None)
 
-    async def settle(self, key: str, match_id: str, winner_id: str) -> Outcome:
+    async def hold_raise(self, key: str, match_id: str, cube: int) -> Outcome:
+        """A double to `cube` is offered: hold each player's current stake (I-4: both must cover
+        it), captured into the escrow if the double is taken, released if not."""
+        _check_id("match_id", match_id)
+        if cube < 2:
+            raise InvalidArgument(
+                "INVALID_CUBE", "a raise doubles the cube to 2 or more", field="cube"
+            )
+        hold = hold_account(match_id)
+
+        async def body(op: _Op) -> Outcome:
+            row = await self._open_escrow(op.conn, match_id)
+            pa, pb = player_account(row.player_a), player_account(row.player_b)
+            await self._ensure(op.conn, hold, "hold", op.now)
+            balances = await self._lock(op.conn, [pa, pb, hold])
+            sides = ((row.player_a, pa, row.stake_a), (row.player_b, pb, row.stake_b))
+            short = [p for p, acct, need in sides if balances.get(acct, 0) < need]
+            if short:
+                raise InsufficientFunds(short)
+            for player, acct, amount in sides:
+                await self._move(op, acct, hold, amount)
+                await self._add_hold(op, key, match_id, player, amount, "raise", cube)
+            outcome = Outcome(op.id, op.kind, stake=row.stake_a)
+            event = events_pb2.WalletEvent(match_id=match_id, stake=row.stake_a)
+            return await self._finish(op, outcome, event, hold)
+
+        return await self._run(key, "hold_raise", {"m": match_id, "c": cube}, body, match_id)
+
+    async def hold_spend(
+        self, key: str, player_id: str, amount: int, reason: str, match_id: str
+    ) -> Outcome:
+        """A boost is asked for: hold its price until it is applied (captured, to the house) or
+        not (released): a boost is charged only if it happened."""
+        _check_id("player_id", player_id)
+        _check_id("match_id", match_id)
+        _check_amount("amount", amount)
+        acct, hold = player_account(player_id), hold_account(match_id)
+
+        async def body(op: _Op) -> Outcome:
+            await self._ensure(op.conn, hold, "hold", op.now)
+            balances = await self._lock(op.conn, [acct, hold])
+            if acct not in balances:
+                raise NotFound(
+                    "UNKNOWN_PLAYER", f"no account for player {player_id}", field="player_id"
+                )
+            if balances[acct] < amount:
+                raise InsufficientFunds([player_id])
+            await self._move(op, acct, hold, amount)
+            await self._add_hold(op, key, match_id, player_id, amount, "boost", 0)
+            event = events_pb2.WalletEvent(match_id=match_id)
+            return await self._finish(op, Outcome(op.id, op.kind), event, acct)
+
+        params = {"p": player_id, "a": amount, "r": reason, "m": match_id}
+        return await self._run(key, "hold_spend", params, body, match_id)
+
+    async def capture(self, key: str, hold_key: str) -> Outcome:
+        """Spend what `hold_key` holds: a raise into its escrow (the stakes grow), a boost to
+        the house. A hold already captured or released is refused (HOLD_CLOSED)."""
+        return await self._close_hold(key, hold_key, "capture")
+
+    async def release(self, key: str, hold_key: str) -> Outcome:
+        """Give back what `hold_key` holds (a double not taken, a boost not applied)."""
+        return await self._close_hold(key, hold_key, "release")
+
+    async def _close_hold(self, key: str, hold_key: str, how: str) -> Outcome:
+        if not hold_key or len(hold_key) > 200:
+            raise InvalidArgument(
+                "INVALID_HOLD_KEY", "hold_key must be 1..200 characters", field="hold_key"
+            )
+
+        async def body(op: _Op) -> Outcome:
+            query = select(holds).where(holds.c.hold_key == hold_key).with_for_update()
+            rows = (await op.conn.execute(query)).all()
+            if not rows:
+                raise NotFound("UNKNOWN_HOLD", f"no hold {hold_key}", field="hold_key")
+            closed = {r.status for r in rows if r.status != "held"}
+            if closed:
+                raise Conflict("HOLD_CLOSED", f"hold {hold_key} is already {closed.pop()}")
+            match_id = rows[0].match_id
+            if how == "capture":
+                await self._capture(op, match_id, rows)
+            else:
+                await self._release(op, match_id, rows)
+            event = events_pb2.WalletEvent(match_id=match_id)
+            return await self._finish(op, Outcome(op.id, op.kind), event, hold_account(match_id))
+
+        return await self._run(key, how, {"h": hold_key}, body, None)
+
+    async def _add_hold(
+        self, op: _Op, key: str, match_id: str, player_id: str, amount: int, purpose: str, cube: int
+    ) -> None:
+        await op.conn.execute(
+            holds.insert().values(
+                hold_key=key, match_id=match_id, player_id=player_id, amount=amount,
+                purpose=purpose, cube=cube, status="held", created_ms=op.now,
+            )
+        )  # fmt: skip
+
+    async def _capture(self, op: _Op, match_id: str, rows: Sequence[Any]) -> None:
+        hold = hold_account(match_id)
+        pot = escrow_account(match_id)
+        raises = [r for r in rows if r.purpose == "raise"]
+        if raises:
+            row = await self._open_escrow(op.conn, match_id)
+            await self._lock(op.conn, [hold, pot])
+            extra = {row.player_a: 0, row.player_b: 0}
+            for r in raises:
+                await self._move(op, hold, pot, int(r.amount))
+                extra[r.player_id] += int(r.amount)
+            await op.conn.execute(
+                update(escrows)
+                .where(escrows.c.match_id == match_id)
+                .values(
+                    stake_a=row.stake_a + extra[row.player_a],
+                    stake_b=row.stake_b + extra[row.player_b],
+                )
+            )
+        boosts = [r for r in rows if r.purpose == "boost"]
+        if boosts:
+            await self._ensure(op.conn, HOUSE, "house", op.now)
+            await self._lock(op.conn, [hold, HOUSE])
+            for r in boosts:
+                await self._move(op, hold, HOUSE, int(r.amount))
+        await self._mark(op, rows, "captured")
+
+    async def _release(self, op: _Op, match_id: str, rows: Sequence[Any]) -> None:
+        hold = hold_account(match_id)
+        await self._lock(op.conn, [hold, *(player_account(r.player_id) for r in rows)])
+        for r in rows:
+            await self._move(op, hold, player_account(r.player_id), int(r.amount))
+        await self._mark(op, rows, "released")
+
+    async def _mark(self, op: _Op, rows: Sequence[Any], status: str) -> None:
+        await op.conn.execute(
+            update(holds)
+            .where(holds.c.id.in_([r.id for r in rows]))
+            .values(status=status, closed_operation_id=op.id)
+        )
+
+    async def _resolve_holds(
+        self, op: _Op, match_id: str, cube: int, applied_boosts: Sequence[str]
+    ) -> None:
+        """Before an escrow closes: capture the raises of doubles taken (their cube is within
+        the match's final `cube`) and the boosts applied; release every other open hold."""
+        query = (
+            select(holds)
+            .where(and_(holds.c.match_id == match_id, holds.c.status == "held"))
+            .order_by(holds.c.id)
+            .with_for_update()
+        )
+        rows = (await op.conn.execute(query)).all()
+        applied = set(applied_boosts)
+        taken = [
+            r
+            for r in rows
+            if (r.purpose == "raise" and 0 < r.cube <= cube)
+            or (r.purpose == "boost" and r.hold_key in applied)
+        ]
+        rest = [r for r in rows if r not in taken]
+        if taken:
+            await self._capture(op, match_id, taken)
+        if rest:
+            await self._release(op, match_id, rest)
+
+    async def settle(
+        self,
+        key: str,
+        match_id: str,
+        winner_id: str,
+        cube: int = 1,
+        applied_boosts: Sequence[str] = (),
+    ) -> Outcome:
+        """Pay the winner. Open holds are resolved first: raises up to the final `cube` are
+        captured, boosts in `applied_boosts` too, the rest released (the two hints are facts of
+        the ended match, not part of the request's identity)."""
         _check_id("match_id", match_id)
         _check_id("winner_id", winner_id)
         pot = escrow_account(match_id)
 
         async def body(op: _Op) -> Outcome:
+            await self._open_escrow(op.conn, match_id)
+            await self._resolve_holds(op, match_id, cube, applied_boosts)
             row = await self._open_escrow(op.conn, match_id)
             if winner_id not in (row.player_a, row.player_b):
                 raise InvalidArgument(
@@ -484,11 +671,15 @@ class Ledger:
 
         return await self._run(key, "settle", {"m": match_id, "w": winner_id}, body, match_id)
 
-    async def refund(self, key: str, match_id: str) -> Outcome:
+    async def refund(self, key: str, match_id: str, applied_boosts: Sequence[str] = ()) -> Outcome:
+        """Return every stake (I-10), raises included: open raise holds are released; boosts
+        applied are captured (never returned), other boost holds released."""
         _check_id("match_id", match_id)
         pot = escrow_account(match_id)
 
         async def body(op: _Op) -> Outcome:
+            await self._open_escrow(op.conn, match_id)
+            await self._resolve_holds(op, match_id, 0, applied_boosts)
             row = await self._open_escrow(op.conn, match_id)
             pa, pb = player_account(row.player_a), player_account(row.player_b)
             await self._lock(op.conn, [pot, pa, pb])
@@ -538,6 +729,15 @@ async def check_invariants(engine: AsyncEngine) -> list[str]:
             if held != expected:
                 problems.append(
                     f"escrow {e.match_id} ({e.status}) holds {held}, expected {expected}"
+                )
+        open_holds: dict[str, int] = {}
+        for h in (await conn.execute(select(holds).where(holds.c.status == "held"))).all():
+            acct = hold_account(h.match_id)
+            open_holds[acct] = open_holds.get(acct, 0) + int(h.amount)
+        for r in rows:
+            if r.kind == "hold" and int(r.balance) != open_holds.get(r.id, 0):
+                problems.append(
+                    f"{r.id} holds {r.balance}, its open holds {open_holds.get(r.id, 0)}"
                 )
         closings = (
             await conn.execute(

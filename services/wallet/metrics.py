@@ -50,3 +50,20 @@ class WalletMetrics:
             "1 when the last ledger invariant check passed, else 0.",
             registry=r,
         )
+        self.escrows_stuck = Gauge(
+            "bg_wallet_escrows_stuck",
+            "Escrows open past the reconcile bound that the last pass could neither close nor "
+            "confirm as still playing (alert).",
+            registry=r,
+        )
+        self.oldest_open_escrow = Gauge(
+            "bg_wallet_oldest_open_escrow_seconds",
+            "Age of the oldest escrow open past the reconcile bound (0: none).",
+            registry=r,
+        )
+        self.reconciled = Counter(
+            "bg_wallet_reconciled_total",
+            "Escrows the reconciler looked at, by what it did.",
+            ["action"],
+            registry=r,
+        )

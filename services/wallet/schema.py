@@ -14,12 +14,14 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 
 metadata = MetaData()
 
-# Account ids: "player:<id>", "escrow:<match>", "house", "external" (the outside world: the only
-# account that may go negative; it is minus the total ever deposited).
+# Account ids: "player:<id>", "escrow:<match>", "hold:<match>" (diamonds reserved for a raise or a
+# boost of that match, not yet spent), "house", "external" (the outside world: the only account
+# that may go negative; it is minus the total ever deposited).
 accounts = Table(
     "accounts",
     metadata,
@@ -71,6 +73,30 @@ escrows = Table(
     Column("closed_operation_id", Integer, ForeignKey("operations.id"), nullable=True, unique=True),
     Column("created_ms", BigInteger, nullable=False),
     CheckConstraint("status IN ('open', 'settled', 'refunded')", name="ck_escrows_status"),
+    Index("ix_escrows_open", "status", "created_ms"),  # the reconciler's scan
+)
+
+# Diamonds reserved in `hold:<match>` until captured (the double is taken: into the escrow; the
+# boost is applied: to the house) or released back to the player. `hold_key` is the idempotency
+# key of the operation that placed it (a raise holds both players under one key).
+holds = Table(
+    "holds",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("hold_key", String(200), nullable=False),
+    Column("match_id", String(200), nullable=False),
+    Column("player_id", String(200), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("purpose", String(16), nullable=False),
+    Column("cube", Integer, nullable=False, server_default="0"),  # raise: the cube if taken
+    Column("status", String(16), nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("closed_operation_id", Integer, ForeignKey("operations.id"), nullable=True),
+    UniqueConstraint("hold_key", "player_id", name="uq_holds_key_player"),
+    CheckConstraint("amount > 0", name="ck_holds_positive"),
+    CheckConstraint("purpose IN ('raise', 'boost')", name="ck_holds_purpose"),
+    CheckConstraint("status IN ('held', 'captured', 'released')", name="ck_holds_status"),
+    Index("ix_holds_match", "match_id", "status"),
 )
 
 # Events written in the same transaction as the operation, relayed to Kafka afterwards.

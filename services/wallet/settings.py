@@ -41,6 +41,20 @@ class WalletSettings(ServiceSettings):
     consume_table_events: bool = setting(
         "BG_WALLET_CONSUME", True, "Consume table-events to settle/refund ended matches."
     )
+    table_addrs: tuple[str, ...] = setting(
+        "BG_TABLE_ADDRS",
+        ("127.0.0.1:50061",),
+        "Table service replicas (comma-separated): the reconciler asks them about open escrows.",
+    )
+    escrow_bound_s: float = setting(
+        "BG_WALLET_ESCROW_BOUND_S",
+        600.0,
+        "An escrow open this long is checked with its table (settled, refunded or left playing).",
+        min=1,
+    )
+    reconcile_interval_s: float = setting(
+        "BG_WALLET_RECONCILE_INTERVAL_S", 30.0, "Seconds between reconciler passes.", min=0.1
+    )
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> WalletSettings:

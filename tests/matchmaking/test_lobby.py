@@ -10,6 +10,7 @@ import redis.asyncio as redis_asyncio
 
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
+from services.matchmaking import lobby as lobby_module
 from services.matchmaking.lobby import CODE_ALPHABET, Lobby, normalize_code
 
 pytestmark = pytest.mark.integration
@@ -19,6 +20,16 @@ class FakeWallet:
     def __init__(self, short: set[str] | None = None) -> None:
         self.short = short or set()
         self.escrows: dict[str, tuple[list[str], int]] = {}
+        self.refunded: list[str] = []
+        self.down = False
+
+    async def refund(self, key: str, match_id: str) -> None:
+        if self.down:
+            raise ServiceError("UPSTREAM_UNAVAILABLE", "UNAVAILABLE: wallet down")
+        if match_id not in self.escrows:
+            raise ServiceError("UNKNOWN_MATCH", match_id)
+        if match_id not in self.refunded:
+            self.refunded.append(match_id)
 
     async def escrow(self, key: str, match_id: str, players: list[str], stake: int) -> None:
         short = [p for p in players if p in self.short]
@@ -34,10 +45,13 @@ class FakeTables:
         self.created: list[str] = []
         self.left: list[tuple[str, str]] = []
         self.agreed = False
+        self.down = False
 
     async def create_match(
         self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
     ) -> str:
+        if self.down:
+            raise ServiceError("UPSTREAM_UNAVAILABLE", "UNAVAILABLE: no table replica")
         if match_id not in self.created:
             self.created.append(match_id)
         return "f" * 64
@@ -179,3 +193,45 @@ def test_codes_are_normalised_and_checked() -> None:
     assert normalize_code(" abc234 ") == "ABC234"
     with pytest.raises(ServiceError):
         normalize_code("ABC10O")  # ambiguous characters are not in the alphabet
+
+
+async def test_a_deal_whose_table_cannot_be_created_is_refunded_and_closed(lobby) -> None:  # type: ignore[no-untyped-def]
+    """Issue 13 (saga): every table replica down at the deal: the escrow is refunded, the table
+    closes, and leaving it works."""
+    lb, wallet, tables = lobby
+    tables.down = True
+    table = await lb.create("ann", WAGERED, public=False)
+    closed = await lb.join("bob", table.table_id)
+    assert closed.status == "closed" and closed.close_reason == "deal_failed"
+    assert list(wallet.escrows) == [closed.match_id] and wallet.refunded == [closed.match_id]
+    assert tables.created == []
+    left = await lb.leave("bob", table.table_id)
+    assert left.status == "closed"
+
+
+async def test_a_deal_left_half_done_is_undone_after_the_resume_window(  # type: ignore[no-untyped-def]
+    lobby, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash between the escrow and the match: within DEAL_RESUME_S the next call drives the
+    deal on; after it, the sweeper (or a player leaving) refunds and closes. The wallet down
+    meanwhile: nothing closes until the refund is done."""
+    lb, wallet, tables = lobby
+    table = await lb.create("ann", WAGERED, public=False)
+    tables.down = True
+    wallet.down = True  # the refund cannot happen either: the deal stays DEALING
+    with pytest.raises(ServiceError):
+        await lb.join("bob", table.table_id)
+    stuck = await lb.get(table.table_id)
+    assert stuck.status == "dealing" and list(wallet.escrows) == [stuck.match_id]
+    with pytest.raises(ServiceError) as err:
+        await lb.leave("bob", table.table_id)
+    assert err.value.code == "DEALING"  # fresh: the deal may still complete
+    monkeypatch.setattr(lobby_module, "DEAL_RESUME_S", 0.0)
+    assert await lb.sweep_deals() == 0  # wallet still down: nothing closed, stakes not lost
+    assert (await lb.get(table.table_id)).status == "dealing"
+    wallet.down = False
+    assert await lb.sweep_deals() == 1
+    undone = await lb.get(table.table_id)
+    assert undone.status == "closed" and undone.close_reason == "deal_abandoned"
+    assert wallet.refunded == [stuck.match_id] and tables.created == []
+    assert await lb.sweep_deals() == 0  # nothing left to sweep

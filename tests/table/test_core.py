@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from bg.table.v1 import table_pb2
 from engine import commands as c
 from services.common.errors import ServiceError
 from services.table.clock import ClockWorker
@@ -133,9 +134,10 @@ async def test_preferences_apply_to_later_matches(core: TableCore) -> None:
     assert loaded is not None and loaded.state.match.auto_roll == (False, True)
 
 
-async def test_boost_spends_before_it_extends_the_clock(
+async def test_boost_holds_then_captures_only_when_applied(
     core: TableCore, wallet: FakeWallet
 ) -> None:
+    """Issue 13: a boost is charged only if it is applied (hold, commit, capture)."""
     await core.create_match("t1", "m1", P, options("wagered", match_length=3, bet=100))
     loaded = await core.store.load("t1")
     assert loaded is not None
@@ -144,34 +146,109 @@ async def test_boost_spends_before_it_extends_the_clock(
     out = await core.submit("t1", P[seat], seat, "", 0, c.Boost(seat))
     assert kind(out.events[0]) == "boost_applied"
     assert wallet.balances[P[seat]] == 10_000 - 10
+    assert wallet.captured == [f"boost:m1:1:{seat}:1"]
     after = await core.store.load("t1")
     assert after.state.match.clock_deadline_ms == deadline + 100  # type: ignore[union-attr, operator]
-    wallet.balances[P[seat]] = 5  # cannot pay: no spend, no boost
+    wallet.balances[P[seat]] = 5  # cannot pay: no hold, no boost
     with pytest.raises(ServiceError) as err:
         await core.submit("t1", P[seat], seat, "", 0, c.Boost(seat))
     assert err.value.code == "INSUFFICIENT_FUNDS"
     assert (await core.store.load("t1")).state.match.boosts_used[seat] == 1  # type: ignore[union-attr]
+    # Not this seat's turn: the rules refuse it before any money is held.
+    wallet.balances[P[seat]] = 10_000
+    calls = len(wallet.calls)
+    with pytest.raises(ServiceError) as err:
+        await core.submit("t1", P[1 - seat], 1 - seat, "", 0, c.Boost(1 - seat))
+    assert err.value.code == "NOT_YOUR_TURN" and len(wallet.calls) == calls
+    # Wallet down: the boost is refused as retryable, nothing applied, nothing charged.
+    wallet.down = True
+    with pytest.raises(ServiceError) as err:
+        await core.submit("t1", P[seat], seat, "", 0, c.Boost(seat))
+    assert err.value.code == "UPSTREAM_UNAVAILABLE"
+    assert (await core.store.load("t1")).state.match.boosts_used[seat] == 1  # type: ignore[union-attr]
+    assert wallet.balances[P[seat]] == 10_000
 
 
-async def test_i4_double_needs_cover_and_a_take_raises_the_escrow(
-    core: TableCore, wallet: FakeWallet
-) -> None:
-    await core.create_match("t1", "m1", P, options("wagered", match_length=1, bet=500))
-    wallet.escrow["m1"] = 500
-    # Get to a turn start where doubling is possible: play the opening move.
+async def _to_doubling_turn(core: TableCore) -> int:
+    """Play the opening move: the next turn may double. Returns the seat on turn."""
     loaded = await core.store.load("t1")
     assert loaded is not None
     m = loaded.state.match
     play = m.play.plays[0]  # type: ignore[union-attr]
     await core.submit("t1", P[m.turn], m.turn, "", 0, c.SubmitPlay(m.turn, play.steps))
     loaded = await core.store.load("t1")
-    seat = loaded.state.match.turn  # type: ignore[union-attr]
+    return loaded.state.match.turn  # type: ignore[union-attr]
+
+
+async def test_i4_double_holds_the_raise_and_the_take_captures_it(
+    core: TableCore, wallet: FakeWallet
+) -> None:
+    await core.create_match("t1", "m1", P, options("wagered", match_length=1, bet=500))
+    wallet.escrow["m1"] = 500
+    seat = await _to_doubling_turn(core)
     wallet.balances[P[1 - seat]] = 100  # the opponent cannot cover another 500
     with pytest.raises(ServiceError) as err:
         await core.submit("t1", P[seat], seat, "", 0, c.OfferDouble(seat))
     assert err.value.code == "CANNOT_COVER"
+    assert wallet.holds == {}
     wallet.balances[P[1 - seat]] = 10_000
     await core.submit("t1", P[seat], seat, "", 0, c.OfferDouble(seat))
+    assert wallet.balances == {"alice": 9_500, "bob": 9_500}  # both raises held at the offer
+    assert list(wallet.holds) == ["raise:m1:1:2"] and wallet.captured == []
     taken = await core.submit("t1", P[1 - seat], 1 - seat, "", 0, c.Take(1 - seat))
     assert kind(taken.events[0]) == "double_taken"
-    assert wallet.escrow["m1"] == 1000 and any(k.startswith("raise:m1:") for k in wallet.calls)
+    assert taken.events[0].double_taken.game_no == 1 and taken.events[0].double_taken.cube == 2
+    assert wallet.escrow["m1"] == 1000 and wallet.captured == ["raise:m1:1:2"]
+
+
+async def test_a_take_needs_no_wallet_so_an_outage_is_not_a_drop(
+    core: TableCore, wallet: FakeWallet
+) -> None:
+    """Issue 13: the wallet down at the take: the take still stands (its raise was held at the
+    offer); the capture waits for the consumer or settlement."""
+    await core.create_match("t1", "m1", P, options("wagered", match_length=1, bet=500))
+    wallet.escrow["m1"] = 500
+    seat = await _to_doubling_turn(core)
+    await core.submit("t1", P[seat], seat, "", 0, c.OfferDouble(seat))
+    wallet.down = True
+    taken = await core.submit("t1", P[1 - seat], 1 - seat, "", 0, c.Take(1 - seat))
+    assert kind(taken.events[0]) == "double_taken"
+    loaded = await core.store.load("t1")
+    assert loaded is not None and loaded.state.match.cube == 2
+    assert wallet.captured == []  # deferred, not lost: the hold is still there
+    assert "raise:m1:1:2" in wallet.holds
+
+
+async def test_the_commit_that_ends_a_match_writes_its_record_and_outcome(
+    core: TableCore, wallet: FakeWallet
+) -> None:
+    """Issue 13 req. 4: the record (seed, rolls, every move, boosts, final cube) is written by the
+    same script as the end; GetMatchOutcome reads it for the wallet's reconciler."""
+    state = table_pb2.MatchOutcome.State
+    await core.create_match("t1", "t1-1", P, options("wagered", match_length=1, bet=100))
+    assert (await core.outcome("t1", "t1-1")).state == state.STATE_PLAYING
+    assert (await core.outcome("t1", "t1-9")).state == state.STATE_UNKNOWN
+    assert (await core.outcome("t9", "t9-1")).state == state.STATE_UNKNOWN
+    loaded = await core.store.load("t1")
+    assert loaded is not None
+    seat = loaded.state.match.turn
+    await core.submit("t1", P[seat], seat, "", 0, c.Boost(seat))
+    loaded = await core.store.load("t1")
+    m = loaded.state.match  # type: ignore[union-attr]
+    play_ = m.play.plays[0]  # type: ignore[union-attr]
+    await core.submit("t1", P[seat], seat, "", 0, c.SubmitPlay(seat, play_.steps))
+    other = 1 - seat
+    ended = await core.submit("t1", P[other], other, "", 0, c.Resign(other))
+    assert any(kind(ev) == "match_ended" for ev in ended.events)
+    record = await core.store.get_record("t1", "t1-1")
+    assert record is not None and record["winner"] == seat and record["cube"] == 1
+    assert record["boosts"] == [[1, seat, 1]]
+    kinds = [mv["kind"] for mv in record["moves"]]
+    assert kinds[0] == "game_started" and "boost_applied" in kinds and "turn_ended" in kinds
+    assert kinds[-1] == "game_ended"
+    final = await core.store.load("t1")
+    assert record["seed_hex"] == final.state.secret.seed.hex()  # type: ignore[union-attr]
+    outcome = await core.outcome("t1", "t1-1")
+    assert outcome.state == state.STATE_ENDED and outcome.winner_id == P[seat]
+    assert list(outcome.applied_boosts) == [f"boost:t1-1:1:{seat}:1"]
+    assert (await core.record("t1", "t1-1"))["match_id"] == "t1-1"

@@ -1,0 +1,33 @@
+"""The wallet idempotency keys of a match's money, shared by the table service (which places
+holds), the wallet's table-events consumer and its reconciler (which capture, settle, refund):
+each party derives the same key from the same facts, so whichever path comes first does the
+work and the others replay it."""
+
+from __future__ import annotations
+
+
+def raise_hold(match_id: str, game_no: int, cube: int) -> str:
+    """The hold of a double offered in `game_no`, to `cube` if taken."""
+    return f"raise:{match_id}:{game_no}:{cube}"
+
+
+def boost_hold(match_id: str, game_no: int, seat: int, boost_no: int) -> str:
+    """The hold of a seat's `boost_no`-th boost (1, 2) in `game_no`."""
+    return f"boost:{match_id}:{game_no}:{seat}:{boost_no}"
+
+
+def capture(hold_key: str) -> str:
+    return f"capture:{hold_key}"
+
+
+def settle(match_id: str) -> str:
+    return f"settle:{match_id}"
+
+
+def refund(match_id: str) -> str:
+    return f"refund:{match_id}"
+
+
+def table_of_match(match_id: str) -> str:
+    """Matchmaking names a table's matches `<table_id>-<n>` (n = 1, 2, ... with rematches)."""
+    return match_id.rsplit("-", 1)[0]

@@ -1,0 +1,143 @@
+"""Money that reconciles without trusting any one delivery path.
+
+The table-events consumer settles a match when its `MatchEnded` arrives. If that event never
+arrives (a broker that lost it, a consumer stuck, a table whose state was lost, a deal that died
+half-way), the escrow would stay open forever. Every `interval_s` the reconciler takes each
+escrow open longer than `bound_s`, asks the table service how the match stands, and settles
+(ENDED), refunds (CLOSED, or UNKNOWN: the table service never had or no longer has the match,
+I-10), or leaves it (PLAYING). The keys are the consumer's (services/common/money_keys.py), so
+whichever path comes first closes the escrow and the other replays or is refused: exactly once.
+An escrow it can neither resolve nor confirm as playing is counted as stuck: an alert.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import grpc
+from sqlalchemy import and_, select
+
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from services.common import money_keys
+from services.common.errors import Replicas, ServiceError
+from services.wallet.ledger import Ledger
+from services.wallet.metrics import WalletMetrics
+from services.wallet.schema import escrows
+
+log = logging.getLogger("bg.wallet.reconciler")
+State = table_pb2.MatchOutcome.State
+
+
+class OutcomePort(Protocol):
+    async def outcome(self, table_id: str, match_id: str) -> table_pb2.MatchOutcome: ...
+
+
+class GrpcOutcomes:
+    """Asks the table service (any replica; the table's home replica first)."""
+
+    def __init__(self, channels: list[grpc.aio.Channel]) -> None:
+        self.replicas = Replicas([table_pb2_grpc.TableServiceStub(ch) for ch in channels])
+
+    async def outcome(self, table_id: str, match_id: str) -> table_pb2.MatchOutcome:
+        request = table_pb2.GetMatchOutcomeRequest(table_id=table_id, match_id=match_id)
+        reply: table_pb2.MatchOutcome = await self.replicas.call(
+            "GetMatchOutcome", request, timeout=5, key=table_id
+        )
+        return reply
+
+
+@dataclass
+class Pass:
+    """What one pass did, by action (settled, refunded, playing, closed_meanwhile, stuck)."""
+
+    actions: dict[str, int] = field(default_factory=dict)
+    oldest_open_s: float = 0.0
+
+    def count(self, action: str) -> None:
+        self.actions[action] = self.actions.get(action, 0) + 1
+
+
+class Reconciler:
+    def __init__(
+        self,
+        ledger: Ledger,
+        outcomes: OutcomePort,
+        metrics: WalletMetrics | None = None,
+        bound_s: float = 600.0,
+        interval_s: float = 30.0,
+        batch: int = 200,
+    ) -> None:
+        self.ledger = ledger
+        self.outcomes = outcomes
+        self.metrics = metrics
+        self.bound_s = bound_s
+        self.interval_s = interval_s
+        self.batch = batch
+
+    async def run_once(self, now_ms: int | None = None) -> Pass:
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        cutoff = now_ms - int(self.bound_s * 1000)
+        query = (
+            select(escrows.c.match_id, escrows.c.created_ms)
+            .where(and_(escrows.c.status == "open", escrows.c.created_ms <= cutoff))
+            .order_by(escrows.c.created_ms)
+            .limit(self.batch)
+        )
+        async with self.ledger.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        done = Pass(oldest_open_s=(now_ms - rows[0].created_ms) / 1000 if rows else 0.0)
+        for row in rows:
+            done.count(await self._reconcile(row.match_id))
+        if self.metrics:
+            self.metrics.escrows_stuck.set(done.actions.get("stuck", 0))
+            self.metrics.oldest_open_escrow.set(done.oldest_open_s)
+            for action, n in done.actions.items():
+                self.metrics.reconciled.labels(action).inc(n)
+        return done
+
+    async def _reconcile(self, match_id: str) -> str:
+        table_id = money_keys.table_of_match(match_id)
+        try:
+            outcome = await self.outcomes.outcome(table_id, match_id)
+        except ServiceError as err:
+            log.warning(
+                "cannot ask the table about an open escrow",
+                extra={"match_id": match_id, "code": err.code},
+            )
+            return "stuck"
+        boosts = list(outcome.applied_boosts)
+        try:
+            if outcome.state == State.STATE_ENDED:
+                await self.ledger.settle(
+                    money_keys.settle(match_id), match_id, outcome.winner_id, outcome.cube, boosts
+                )
+                action = "settled"
+            elif outcome.state in (State.STATE_CLOSED, State.STATE_UNKNOWN):
+                await self.ledger.refund(money_keys.refund(match_id), match_id, boosts)
+                action = "refunded"
+            else:
+                return "playing"
+        except ServiceError as err:
+            if err.code == "ESCROW_CLOSED":
+                return "closed_meanwhile"  # the consumer (or another pass) got there first
+            log.error("cannot close an open escrow", extra={"match_id": match_id, "code": err.code})
+            return "stuck"
+        log.warning(
+            "escrow reconciled",
+            extra={"match_id": match_id, "action": action, "state": State.Name(outcome.state)},
+        )
+        return action
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.run_once()
+            except Exception as exc:  # the database is down: next pass
+                log.warning("reconciler pass failed", extra={"error": repr(exc)[:300]})
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.interval_s)
