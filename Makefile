@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 BUF_VERSION := 1.75.0
 BUF := .tools/node_modules/.bin/buf
 
-.PHONY: setup up test bench load lint proto-release protos clean
+.PHONY: setup up test chaos bench load lint proto-release protos clean
 
 setup: $(VENV)/.installed bg/.generated
 
@@ -33,6 +33,11 @@ up: setup
 
 test: setup
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The chaos test with more play between faults than `make test` gives it; prints the figures.
+CHAOS_SECONDS ?= 20
+chaos: setup
+	BG_CHAOS_SECONDS=$(CHAOS_SECONDS) $(BIN)/python -m pytest -q -s tests/e2e/test_chaos.py
 
 bench: setup
 	$(BIN)/python -m benchmarks

@@ -166,8 +166,10 @@ async def play_terminal(
                         prefs = gateway_pb2.PreferencesRequest(auto_roll=cmd.endswith("on"))
                         await me.rpc(me.stub.SetPreferences, prefs)
                     else:
+                        # Leaving holds whatever the table did meanwhile: no seq check.
+                        seq = 0 if cmd.WhichOneof("kind") == "leave" else view.seq
                         try:
-                            await session.send(cmd, expected_seq=view.seq)
+                            await session.send(cmd, expected_seq=seq)
                         except CommandRefused as refused:
                             print(f"  refused: {refused}")
             except EOFError:

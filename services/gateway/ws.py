@@ -55,6 +55,8 @@ UNARY: dict[str, Any] = {
     "GetLeaderboard": leaderboard_pb2.TopRequest,
     "GetRank": leaderboard_pb2.RankRequest,
     "GetProfile": leaderboard_pb2.ProfileRequest,
+    "GetMatchHistory": leaderboard_pb2.HistoryRequest,
+    "GetArchivedMatch": leaderboard_pb2.ArchivedMatchRequest,
 }
 
 

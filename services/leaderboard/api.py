@@ -7,8 +7,9 @@ from typing import Any
 
 import grpc
 
+from bg.events.v1 import events_pb2
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
-from services.common.errors import InvalidArgument, grpc_errors
+from services.common.errors import InvalidArgument, NotFound, grpc_errors
 from services.leaderboard import boards
 from services.leaderboard.store import ALL, BoardStore
 
@@ -87,3 +88,57 @@ class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
             league_rank=league_rank,
             season=season,
         )
+
+    @grpc_errors
+    async def History(
+        self, request: leaderboard_pb2.HistoryRequest, context: Context
+    ) -> leaderboard_pb2.HistoryResponse:
+        _player(request.player_id)
+        limit = request.limit or 20
+        if not 1 <= limit <= 100:
+            raise InvalidArgument("INVALID_LIMIT", "limit is 1..100", field="limit")
+        rows = await self.store.history(request.player_id, limit, request.before_ms)
+        return leaderboard_pb2.HistoryResponse(matches=[_summary(_event(raw)) for raw in rows])
+
+    @grpc_errors
+    async def ArchivedMatch(
+        self, request: leaderboard_pb2.ArchivedMatchRequest, context: Context
+    ) -> leaderboard_pb2.ArchivedMatchResponse:
+        _player(request.player_id)
+        raw = await self.store.archived(request.match_id[:200])
+        event = None if raw is None else _event(raw)
+        summary = None if event is None else _summary(event)
+        if summary is None or request.player_id not in summary.player_ids:
+            # The same answer whether the match is unknown or someone else's.
+            raise NotFound("UNKNOWN_MATCH", "no archived match of yours with this id")
+        end = getattr(event, event.WhichOneof("body"))  # type: ignore[union-attr]
+        return leaderboard_pb2.ArchivedMatchResponse(
+            summary=summary, seed_hex=end.seed_hex, fingerprint=end.fingerprint, moves=end.moves
+        )
+
+
+def _player(player_id: str) -> None:
+    if not player_id or len(player_id) > 100:
+        raise InvalidArgument("INVALID_ID", "player_id is 1..100 characters", field="player_id")
+
+
+def _event(raw: bytes) -> events_pb2.TableEvent:
+    event = events_pb2.TableEvent()
+    event.ParseFromString(raw)
+    return event
+
+
+def _summary(event: events_pb2.TableEvent) -> leaderboard_pb2.MatchSummary:
+    kind = event.WhichOneof("body")
+    end = getattr(event, kind)
+    ended = kind == "match_ended"
+    return leaderboard_pb2.MatchSummary(
+        match_id=event.match_id,
+        table_id=event.table_id,
+        profile=end.info.profile,
+        player_ids=end.info.player_ids,
+        winner_seat=end.winner_seat if ended else -1,
+        reason=end.reason,
+        score=end.score if ended else [],
+        ended_ms=event.at_ms,
+    )

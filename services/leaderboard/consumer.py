@@ -37,6 +37,8 @@ class EventHandler:
         except Exception:
             log.error("undecodable event skipped", extra={"topic": topic, "size": len(raw)})
             return self._count("undecodable", "undecodable")
+        if kind in ("match_ended", "match_closed"):
+            await self.store.archive(t_event)  # the match history players keep
         if not fx.deltas and not fx.rated:
             return self._count(kind, "ignored")
         applied = await self.store.apply(event_id, at_ms, fx)
@@ -72,7 +74,7 @@ async def consume(
 
 
 async def rebuild(handler: EventHandler, bootstrap: str) -> int:
-    """Empty the stores, then apply both topics from their first offset to their current end."""
+    """Empty the stores, then apply both topics from their first offset to their end."""
     await handler.store.reset()
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
@@ -93,12 +95,16 @@ async def rebuild(handler: EventHandler, bootstrap: str) -> int:
                     return True
             return False
 
-        while await behind():
+        # Until every partition is past the end offset it had at the start AND two reads in a
+        # row find nothing: Tansu on S3 storage answers ListOffsets with a stale end, so the
+        # end offsets alone would stop the replay early.
+        idle = 0
+        while idle < 2 or await behind():
             batches = await consumer.getmany(timeout_ms=1000, max_records=1000)
+            idle = 0 if batches else idle + 1
             for records in batches.values():
                 for record in records:
-                    if record.offset < ends[TopicPartition(record.topic, record.partition)]:
-                        applied += await handler.handle(record.topic, record.value) == "applied"
+                    applied += await handler.handle(record.topic, record.value) == "applied"
     finally:
         await consumer.stop()
     await handler.store.resync()

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Float, Integer, MetaData, String, Table
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+)
 
 metadata = MetaData()
 
@@ -31,4 +41,25 @@ ratings = Table(
     Column("rating", Float, nullable=False),
     Column("experience", Integer, nullable=False),  # match points played (FIBS)
     Column("matches", Integer, nullable=False),
+)
+
+# The archive of finished matches, kept for players after their table's keys expired: one row per
+# match (the `match_ended` / `match_closed` event with every move, as bytes), one row per player
+# for listing.
+matches = Table(
+    "matches",
+    metadata,
+    Column("match_id", String(200), primary_key=True),
+    Column("table_id", String(100), nullable=False),
+    Column("ended_ms", BigInteger, nullable=False),
+    Column("event", LargeBinary, nullable=False),  # bg.events.v1.TableEvent
+)
+
+match_players = Table(
+    "match_players",
+    metadata,
+    Column("player_id", String(100), primary_key=True),
+    Column("match_id", String(200), primary_key=True),
+    Column("ended_ms", BigInteger, nullable=False),
+    Index("ix_match_players_recent", "player_id", "ended_ms"),
 )

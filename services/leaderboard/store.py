@@ -18,7 +18,7 @@ from bg.events.v1 import events_pb2
 from engine.vocabulary import EndReason, GameResult
 from services.common.vocabulary import from_proto
 from services.leaderboard import boards
-from services.leaderboard.schema import processed, ratings, scores
+from services.leaderboard.schema import match_players, matches, processed, ratings, scores
 
 CPU_PREFIX = "cpu-"
 ALL = "all"
@@ -108,6 +108,50 @@ class BoardStore:
         self.season_ms = season_ms
         self._insert = sqlite.insert if engine.dialect.name == "sqlite" else postgresql.insert
 
+    async def archive(self, event: events_pb2.TableEvent) -> bool:
+        """Keep a finished match (its end event, with every move) for its players; once."""
+        kind = event.WhichOneof("body")
+        players = list(getattr(event, kind).info.player_ids)
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                self._insert(matches)
+                .values(
+                    match_id=event.match_id,
+                    table_id=event.table_id,
+                    ended_ms=event.at_ms,
+                    event=event.SerializeToString(),
+                )
+                .on_conflict_do_nothing()
+            )
+            if result.rowcount != 1:
+                return False
+            for player in players:
+                await conn.execute(
+                    self._insert(match_players)
+                    .values(player_id=player, match_id=event.match_id, ended_ms=event.at_ms)
+                    .on_conflict_do_nothing()
+                )
+        return True
+
+    async def history(self, player: str, limit: int, before_ms: int) -> list[bytes]:
+        """A player's archived match end events, newest first."""
+        query = (
+            select(matches.c.event)
+            .join(match_players, match_players.c.match_id == matches.c.match_id)
+            .where(match_players.c.player_id == player)
+            .order_by(match_players.c.ended_ms.desc())
+            .limit(limit)
+        )
+        if before_ms:
+            query = query.where(match_players.c.ended_ms < before_ms)
+        async with self.engine.connect() as conn:
+            return [bytes(r.event) for r in (await conn.execute(query)).all()]
+
+    async def archived(self, match_id: str) -> bytes | None:
+        async with self.engine.connect() as conn:
+            raw = await conn.scalar(select(matches.c.event).where(matches.c.match_id == match_id))
+        return None if raw is None else bytes(raw)
+
     async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:
         """Apply once; returns False for an event already applied."""
         touched: list[tuple[str, str, str]] = []
@@ -152,12 +196,12 @@ class BoardStore:
         (wr, we, wm), (lr, le, lm) = get(winner), get(loser)
         change = boards.fibs_change(wr, lr, length, we, le)
         out = []
-        for player, rating, exp, matches in (
+        for player, rating, exp, played in (
             (winner, wr + change.winner, we, wm),
             (loser, lr + change.loser, le, lm),
         ):
             stmt = self._insert(ratings).values(
-                player_id=player, rating=rating, experience=exp + length, matches=matches + 1
+                player_id=player, rating=rating, experience=exp + length, matches=played + 1
             )
             stmt = stmt.on_conflict_do_update(
                 index_elements=["player_id"],

@@ -41,6 +41,7 @@ CPU_PREFIX = "cpu-"
 OPEN, DEALING, DEALT, CLOSED = "open", "dealing", "dealt", "closed"
 DEALING_SET = "lobby:dealing"  # table id -> ms its deal started
 DEAL_RESUME_S = 30.0  # a deal older than this is undone, not driven on
+LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
 
 
 class WalletPort(Protocol):
@@ -139,7 +140,7 @@ class Lobby:
                     if result is not None:
                         await result
                     pipe.multi()
-                    pipe.set(key, json.dumps(asdict(table)))
+                    pipe.set(key, json.dumps(asdict(table)), ex=LOBBY_TTL_S)
                     if table.public and table.status == OPEN and "" in table.player_ids:
                         pipe.zadd("lobby:open", {table_id: table.created_ms})
                     else:
@@ -177,7 +178,7 @@ class Lobby:
             public=public and not vs_cpu, player_ids=seats,
             code_expires_ms=int(time.time() * 1000) + self.code_ttl_s * 1000,
         )  # fmt: skip
-        await self.redis.set(self._key(table_id), json.dumps(asdict(table)))
+        await self.redis.set(self._key(table_id), json.dumps(asdict(table)), ex=LOBBY_TTL_S)
         if table.public:
             await self.redis.zadd("lobby:open", {table_id: table.created_ms})
         await self._leave_other_scored(player_id, table)
@@ -250,23 +251,54 @@ class Lobby:
                 "INVALID_OPTION", "quick match pairs people; use CreateTable vs CPU", field="level"
             )
         queue = f"lobby:quick:{options_key(opts)}"
+        # Atomic pairing: two players arriving together must not both find the queue empty and
+        # both wait forever. Each one's table exists before it can be found in the queue.
+        mine: Table | None = None
         while True:
             waiting = await self.redis.lpop(queue)
             if waiting is None:
-                break
+                if mine is None:
+                    mine = await self.create(player_id, opts, public=False)
+                pushed = await self._enqueue_if_empty(queue, mine.table_id)
+                if pushed:
+                    return mine
+                continue  # someone queued meanwhile: pair with them
             try:
                 table = await self.get(waiting.decode())
-                if table.host_id == player_id or table.status != OPEN:
-                    if table.host_id == player_id:
-                        await self.redis.rpush(queue, waiting)
-                        return table
+                if table.host_id == player_id:
+                    await self.redis.rpush(queue, waiting)  # my own table is still waiting
+                    if mine is not None:
+                        await self._abandon(mine)
+                    return table
+                if table.status != OPEN:
                     continue
-                return await self.join(player_id, table.table_id)
+                joined = await self.join(player_id, table.table_id)
             except (NotFound, Conflict):
                 continue
-        table = await self.create(player_id, opts, public=False)
-        await self.redis.rpush(queue, table.table_id)
-        return table
+            except ServiceError as err:
+                if err.code != "TABLE_NOT_OPEN":
+                    raise
+                continue
+            if mine is not None:
+                await self._abandon(mine)
+            return joined
+
+    async def _enqueue_if_empty(self, queue: str, table_id: str) -> bool:
+        """Queue `table_id` unless someone is already waiting (then pair with them)."""
+        script = (
+            "if redis.call('LLEN', KEYS[1]) > 0 then return 0 end "
+            "redis.call('RPUSH', KEYS[1], ARGV[1]) return 1"
+        )
+        return bool(await self.redis.eval(script, 1, queue, table_id))
+
+    async def _abandon(self, table: Table) -> None:
+        """Close a quick-match table its host no longer needs (paired elsewhere)."""
+
+        def close(t: Table) -> None:
+            if t.status == OPEN and t.player_ids[1] == "":
+                t.status, t.close_reason = CLOSED, "paired_elsewhere"
+
+        await self._update(table.table_id, close)
 
     async def start(self, player_id: str, table_id: str) -> Table:
         table = await self.get(table_id)

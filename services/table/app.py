@@ -94,5 +94,8 @@ async def _gauge(store: TableStore, metrics: TableMetrics, stop: asyncio.Event) 
     while not stop.is_set():
         with contextlib.suppress(Exception):
             metrics.live_tables.set(await store.live_tables())
+            memory = await store.redis.info("memory")
+            metrics.redis_used.set(memory.get("used_memory", 0))
+            metrics.redis_max.set(memory.get("maxmemory", 0))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 2.0)

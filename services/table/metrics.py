@@ -29,6 +29,14 @@ class TableMetrics:
         self.live_tables = Gauge(
             "bg_table_live_tables", "Tables with a pending deadline.", registry=r
         )
+        self.redis_used = Gauge(
+            "bg_redis_used_memory_bytes", "Valkey/Redis used_memory (INFO memory).", registry=r
+        )
+        self.redis_max = Gauge(
+            "bg_redis_maxmemory_bytes",
+            "Valkey/Redis maxmemory (0: unlimited); writes fail past it (noeviction).",
+            registry=r,
+        )
         self.clock_lateness = Histogram(
             "bg_table_clock_lateness_seconds",
             "Time a deadline was applied minus the deadline.",

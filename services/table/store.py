@@ -12,7 +12,10 @@ Keys (hash tags keep a table's keys together): `t:{id}` (seq, state, meta, relay
 `t:{id}:up` (updates, see services/common/table_feed.py), `clocks` (table id -> deadline ms),
 `relay:pending` (table id -> ms of its oldest unrelayed event), `prefs:<player>`,
 `t:{id}:rec:<match>` (a finished match's record: written by the commit that ends the match, in
-the same script, so an ended match always has its record and its seed revealed).
+the same script, so an ended match always has its record and its seed revealed). The commit
+that ends a match marks the table `finished` (naming its record); once the relay has every event
+of it on Kafka, the table's keys and the record expire after FINISHED_TTL_S (a rematch's commit
+makes the table's keys persistent again), so nothing expires before it is on Kafka.
 """
 
 from __future__ import annotations
@@ -31,7 +34,11 @@ from services.common.table_feed import stream_entries, stream_key, table_key, up
 CLOCKS = "clocks"
 RELAY_PENDING = "relay:pending"
 WAKE_CHANNEL = "clocks:wake"
-RECORD_TTL_S = 30 * 86_400
+# A finished match's keys (state, stream, command ids, record) expire this long after all its
+# events are on Kafka: time enough for a rematch (which persists them again), resuming clients,
+# the wallet's consumer and reconciler. The leaderboard's archive keeps the history for players.
+FINISHED_TTL_S = 3600
+RECORD_TTL_S = 86_400  # the record's own bound, should the relay never catch up
 
 _COMMIT = """
 local cur = redis.call('HGET', KEYS[1], 'seq')
@@ -51,10 +58,17 @@ local n = #ARGV - 9
 for i = 1, n do
   redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[9 + i])
 end
-if ARGV[9] ~= '' then redis.call('SET', KEYS[8], ARGV[9], 'EX', RECORD_TTL) end
+if ARGV[9] ~= '' then
+  redis.call('SET', KEYS[8], ARGV[9], 'EX', RECORD_TTL)
+  redis.call('HSET', KEYS[1], 'finished', KEYS[8])
+end
 local new = seq + n
 redis.call('HSET', KEYS[1], 'seq', new, 'state', ARGV[2])
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'meta', ARGV[7]) end
+if ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[1], 'meta', ARGV[7])
+  redis.call('HDEL', KEYS[1], 'finished')
+  redis.call('PERSIST', KEYS[1]); redis.call('PERSIST', KEYS[2]); redis.call('PERSIST', KEYS[4])
+end
 if ARGV[3] == '' then
   redis.call('ZREM', KEYS[3], ARGV[4])
 else
@@ -77,14 +91,25 @@ return 1
 """
 
 # After the relay published up to ARGV[1]: move the pointer forward, unmark when caught up.
+# A finished table whose events are all on Kafka starts its grace period: its keys expire.
 _RELAY_ACK = """
 local relayed = tonumber(redis.call('HGET', KEYS[1], 'relayed') or '0')
 local upto = tonumber(ARGV[1])
 if upto > relayed then redis.call('HSET', KEYS[1], 'relayed', upto); relayed = upto end
 local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
-if relayed >= seq then redis.call('ZREM', KEYS[2], ARGV[2]) end
+if relayed >= seq then
+  redis.call('ZREM', KEYS[2], ARGV[2])
+  local record = redis.call('HGET', KEYS[1], 'finished')
+  if record then
+    redis.call('EXPIRE', KEYS[1], FINISHED_TTL)
+    redis.call('EXPIRE', KEYS[3], FINISHED_TTL)
+    redis.call('EXPIRE', KEYS[4], FINISHED_TTL)
+    -- The record's name is stored by the final commit: same hash tag, so the same slot.
+    redis.call('EXPIRE', record, FINISHED_TTL)
+  end
+end
 return relayed
-"""
+""".replace("FINISHED_TTL", str(FINISHED_TTL_S))
 
 _UNLOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -292,7 +317,10 @@ class TableStore:
 
     async def relay_ack_many(self, upto: dict[str, int]) -> None:
         """Move each table's relayed pointer (unmarking caught-up tables). One round trip."""
-        calls = [([table_key(t), RELAY_PENDING], [seq, t]) for t, seq in upto.items()]
+        calls = [
+            ([table_key(t), RELAY_PENDING, stream_key(t), commands_key(t)], [seq, t])
+            for t, seq in upto.items()
+        ]
         await self._run_many(self._relay_ack, calls)
 
     async def release_relay(self, table_ids: list[str], token: str) -> None:

@@ -408,10 +408,16 @@ class TableCore:
         record = await self.store.get_record(table_id, match_id)
         if record is None:
             loaded = await self.store.load(table_id)
-            playing = loaded is not None and loaded.meta["match_id"] == match_id
-            return table_pb2.MatchOutcome(
-                state=state.STATE_PLAYING if playing else state.STATE_UNKNOWN
-            )
+            if loaded is None or loaded.meta["match_id"] != match_id:
+                return table_pb2.MatchOutcome(state=state.STATE_UNKNOWN)
+            m = loaded.state.match
+            if not m.finished:
+                return table_pb2.MatchOutcome(state=state.STATE_PLAYING)
+            record = {  # the record expired before the table: its state still says how it ended
+                "winner": -1 if m.winner is None else m.winner,
+                "player_ids": loaded.meta["player_ids"],
+                "cube": max((g.cube for g in m.games), default=m.cube),
+            }
         boosts = [money_keys.boost_hold(match_id, *b) for b in record.get("boosts", [])]
         if record["winner"] < 0:
             return table_pb2.MatchOutcome(state=state.STATE_CLOSED, applied_boosts=boosts)
@@ -444,6 +450,15 @@ class TableCore:
             for i, ev in enumerate(out.events)
         ]
         new_seq = base.seq + len(events)
+        ends = m.finished and any(isinstance(ev, e.MatchEnded | e.TableClosed) for ev in out.events)
+        record = None
+        if ends:  # the end carries every move of the match, and the record is written with it
+            moves = await self._match_moves(table_id, base.seq, meta["match_id"], events)
+            for ev in events:
+                kind = ev.WhichOneof("body")
+                if kind in ("match_ended", "match_closed"):
+                    getattr(ev, kind).moves.extend(moves)
+            record = _record(meta, out.state, moves)
         update = table_pb2.TableUpdate(
             table_id=table_id,
             seq=new_seq,
@@ -454,7 +469,6 @@ class TableCore:
             ],
         )
         due = next_deadline(m)
-        ends = m.finished and any(isinstance(ev, e.MatchEnded | e.TableClosed) for ev in out.events)
         result = await self.store.commit(
             table_id,
             None if create else base.seq,
@@ -465,24 +479,22 @@ class TableCore:
             now,
             meta if new_meta else None,
             update.SerializeToString(),
-            await self._final_record(table_id, base.seq, meta, out.state, events) if ends else None,
+            record,
         )
         if result.status == "OK":
             self.cache.put(table_id, Loaded(result.seq, out.state, meta, base.relayed))
         return result, events
 
-    async def _final_record(
+    async def _match_moves(
         self,
         table_id: str,
         upto_seq: int,
-        meta: dict[str, Any],
-        state: TableState,
+        match_id: str,
         new_events: list[events_pb2.TableEvent],
-    ) -> dict[str, Any]:
-        """The match record written by the commit that ends the match (RULES I-27: the seed
-        revealed with every roll; and every move of the match, from its events)."""
-        match_id = meta["match_id"]
-        earlier: list[events_pb2.TableEvent] = []
+    ) -> list[events_pb2.TableEvent]:
+        """Every move of the match (RECORD_KINDS), from the table's stream up to `upto_seq` and
+        the commit's own events: read once, when the match ends."""
+        moves: list[events_pb2.TableEvent] = []
         after = 0
         while after < upto_seq:
             batch = await self.store.events(table_id, after, 1000)
@@ -493,10 +505,10 @@ class TableCore:
                     break
                 ev = events_pb2.TableEvent()
                 ev.ParseFromString(data)
-                if ev.match_id == match_id:
-                    earlier.append(ev)
+                if ev.match_id == match_id and ev.WhichOneof("body") in RECORD_KINDS:
+                    moves.append(ev)
             after = batch[-1][0]
-        return _record(meta, state, [*earlier, *new_events])
+        return moves + [ev for ev in new_events if ev.WhichOneof("body") in RECORD_KINDS]
 
 
 # The events a match record keeps as its move list (clock chatter, presence and views are not).
@@ -508,20 +520,18 @@ RECORD_KINDS = frozenset({
 
 
 def _record(
-    meta: dict[str, Any], state: TableState, events: list[events_pb2.TableEvent]
+    meta: dict[str, Any], state: TableState, moves: list[events_pb2.TableEvent]
 ) -> dict[str, Any]:
     m = state.match
-    moves = []
-    for ev in events:
+    listed = []
+    for ev in moves:
         kind = ev.WhichOneof("body")
-        if kind not in RECORD_KINDS:
-            continue
         body = json_format.MessageToDict(getattr(ev, kind), preserving_proto_field_name=True)
-        body.pop("info", None)
-        moves.append({"seq": ev.seq, "kind": kind, **body})
+        body.pop("info", None)  # the table facts are the record's own
+        listed.append({"seq": ev.seq, "kind": kind, **body})
     boosts = [
         [ev.boost_applied.game_no, ev.boost_applied.seat, ev.boost_applied.boost_no]
-        for ev in events
+        for ev in moves
         if ev.WhichOneof("body") == "boost_applied"
     ]
     return {
@@ -537,7 +547,7 @@ def _record(
         "score": list(m.score),
         "cube": max((g.cube for g in m.games), default=m.cube),
         "boosts": boosts,
-        "moves": moves,
+        "moves": listed,
     }
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.wallet.metrics import WalletMetrics
@@ -36,12 +36,28 @@ class OutboxRelay:
         make_publisher: Callable[[], Publisher],
         metrics: WalletMetrics | None,
         interval_s: float,
+        keep_published_s: float = 86_400.0,
     ) -> None:
         self.engine = engine
         self.make_publisher = make_publisher  # built inside the running loop, on first use
         self.publisher: Publisher | None = None
         self.metrics = metrics
         self.interval_s = interval_s
+        self.keep_published_s = keep_published_s
+        self._pruned_at = 0.0
+
+    async def prune(self, now_ms: int | None = None) -> int:
+        """Delete rows published more than `keep_published_s` ago (the ledger's operations
+        and transfers are the record; the outbox is only the way out). Returns rows deleted."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        cutoff = now_ms - int(self.keep_published_s * 1000)
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                delete(outbox).where(
+                    outbox.c.published_ms.is_not(None), outbox.c.published_ms < cutoff
+                )
+            )
+        return int(result.rowcount or 0)
 
     async def publish_once(self) -> int:
         """Publish every pending row (in id order); returns how many were published."""
@@ -94,6 +110,9 @@ class OutboxRelay:
         backoff = self.interval_s
         while not stop.is_set():
             try:
+                if time.monotonic() - self._pruned_at > 60:
+                    self._pruned_at = time.monotonic()
+                    await self.prune()
                 published = await self.publish_once()
                 backoff = self.interval_s
                 if published:

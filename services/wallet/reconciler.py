@@ -5,7 +5,8 @@ arrives (a broker that lost it, a consumer stuck, a table whose state was lost, 
 half-way), the escrow would stay open forever. Every `interval_s` the reconciler takes each
 escrow open longer than `bound_s`, asks the table service how the match stands, and settles
 (ENDED), refunds (CLOSED, or UNKNOWN: the table service never had or no longer has the match,
-I-10), or leaves it (PLAYING). The keys are the consumer's (services/common/money_keys.py), so
+I-10; but an escrow older than the table service's memory of finished matches is alerted, not
+refunded), or leaves it (PLAYING). The keys are the consumer's (services/common/money_keys.py), so
 whichever path comes first closes the escrow and the other replays or is refused: exactly once.
 An escrow it can neither resolve nor confirm as playing is counted as stuck: an alert.
 """
@@ -71,6 +72,7 @@ class Reconciler:
         bound_s: float = 600.0,
         interval_s: float = 30.0,
         batch: int = 200,
+        forgotten_after_s: float = 3600.0,
     ) -> None:
         self.ledger = ledger
         self.outcomes = outcomes
@@ -78,6 +80,9 @@ class Reconciler:
         self.bound_s = bound_s
         self.interval_s = interval_s
         self.batch = batch
+        # The table service forgets a finished match this long after its end (FINISHED_TTL_S):
+        # an older escrow it calls unknown may have ended, so it is not refunded but alerted.
+        self.forgotten_after_s = forgotten_after_s
 
     async def run_once(self, now_ms: int | None = None) -> Pass:
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -92,7 +97,8 @@ class Reconciler:
             rows = (await conn.execute(query)).all()
         done = Pass(oldest_open_s=(now_ms - rows[0].created_ms) / 1000 if rows else 0.0)
         for row in rows:
-            done.count(await self._reconcile(row.match_id))
+            age_s = (now_ms - row.created_ms) / 1000
+            done.count(await self._reconcile(row.match_id, age_s))
         if self.metrics:
             self.metrics.escrows_stuck.set(done.actions.get("stuck", 0))
             self.metrics.oldest_open_escrow.set(done.oldest_open_s)
@@ -100,7 +106,7 @@ class Reconciler:
                 self.metrics.reconciled.labels(action).inc(n)
         return done
 
-    async def _reconcile(self, match_id: str) -> str:
+    async def _reconcile(self, match_id: str, age_s: float) -> str:
         table_id = money_keys.table_of_match(match_id)
         try:
             outcome = await self.outcomes.outcome(table_id, match_id)
@@ -117,6 +123,12 @@ class Reconciler:
                     money_keys.settle(match_id), match_id, outcome.winner_id, outcome.cube, boosts
                 )
                 action = "settled"
+            elif outcome.state == State.STATE_UNKNOWN and age_s > self.forgotten_after_s:
+                log.error(
+                    "an old escrow's match is unknown to the table service: not refunded",
+                    extra={"match_id": match_id, "age_s": round(age_s)},
+                )
+                return "stuck"
             elif outcome.state in (State.STATE_CLOSED, State.STATE_UNKNOWN):
                 await self.ledger.refund(money_keys.refund(match_id), match_id, boosts)
                 action = "refunded"

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
 
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
@@ -50,6 +51,16 @@ async def _kafka_messages(bootstrap: str) -> dict[str, list[int]]:
         await consumer.stop()
 
 
+async def _when_kafka_is_up(bootstrap: str) -> dict[str, list[int]]:
+    """The message counts once the restarted broker answers (bounded: ~60 s)."""
+    for _ in range(60):
+        try:
+            return await _kafka_messages(bootstrap)
+        except KafkaError:
+            await asyncio.sleep(1.0)
+    return await _kafka_messages(bootstrap)
+
+
 async def _kill_and_await_restart(cluster: Cluster, data_dir: Path, name: str) -> None:
     proc = next(p for p in cluster.infra if p.name == name)
     assert proc.pid is not None
@@ -80,6 +91,7 @@ async def test_valkey_and_kafka_killed_lose_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
     log = (tmp_path / "cluster.log").open("w")
     cluster = Cluster(ClusterConfig(data_dir=data, base_port=0, table_replicas=1), log)
+    closing = [log]
     await cluster.start()
     channel = grpc.aio.insecure_channel(
         next(i.address for i in cluster.instances if i.service == "gateway")
@@ -109,7 +121,7 @@ async def test_valkey_and_kafka_killed_lose_nothing(tmp_path: Path) -> None:
         assert lobby.table_id == table.table_id
 
         await _kill_and_await_restart(cluster, data, "kafka")
-        again = await _eventually(lambda: _kafka_messages(cluster.kafka_bootstrap), 1)
+        again = await _when_kafka_is_up(cluster.kafka_bootstrap)
         assert [len(again[t]) for t in TOPICS] == list(TOPICS.values())  # never re-created
         for topic in TOPICS:  # every message is still there
             assert all(x >= y for x, y in zip(again[topic], ends[topic], strict=True)), topic
@@ -131,3 +143,5 @@ async def test_valkey_and_kafka_killed_lose_nothing(tmp_path: Path) -> None:
     finally:
         await channel.close(None)
         await cluster.stop()
+        for f in closing:
+            f.close()

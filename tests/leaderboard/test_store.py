@@ -276,3 +276,42 @@ async def test_service_exports_its_metrics(
         )
     finally:
         await host.stop()
+
+
+async def test_finished_matches_are_archived_with_every_move_for_their_players(
+    store: BoardStore,
+) -> None:
+    """Issue 13 req. 6: the history outlives the table's keys in Redis."""
+    handler = EventHandler(store)
+    run = uuid.uuid4().hex[:6]
+    ann, bob = f"ann{run}", f"bob{run}"
+    ended = events_pb2.TableEvent(
+        event_id=f"t{run}:40", table_id=f"t{run}", seq=40, match_id=f"t{run}-1", at_ms=MONDAY + 5
+    )
+    ended.match_ended.info.CopyFrom(info("casual", players=[ann, bob]))
+    ended.match_ended.winner_seat = 1
+    ended.match_ended.seed_hex = "ab" * 16
+    roll = events_pb2.TableEvent(seq=3, match_id=f"t{run}-1")
+    roll.dice_rolled.seat = 0
+    roll.dice_rolled.dice.extend([3, 1])
+    ended.match_ended.moves.append(roll)
+    closed = events_pb2.TableEvent(
+        event_id=f"u{run}:9", table_id=f"u{run}", seq=9, match_id=f"u{run}-1", at_ms=MONDAY + 9
+    )
+    closed.match_closed.info.CopyFrom(info("casual", players=[ann, f"cy{run}"]))
+    for event in (ended, closed, ended):  # a redelivery archives nothing twice
+        await handler.handle(TABLE_EVENTS, event.SerializeToString())
+    history = [events_pb2.TableEvent.FromString(raw) for raw in await store.history(ann, 10, 0)]
+    assert [e.match_id for e in history] == [f"u{run}-1", f"t{run}-1"]  # newest first
+    assert [e.match_id for e in await _history(store, bob)] == [f"t{run}-1"]
+    older = await store.history(ann, 10, MONDAY + 9)
+    assert [events_pb2.TableEvent.FromString(r).match_id for r in older] == [f"t{run}-1"]
+    raw = await store.archived(f"t{run}-1")
+    assert raw is not None
+    kept = events_pb2.TableEvent.FromString(raw).match_ended
+    assert kept.seed_hex == "ab" * 16 and list(kept.moves[0].dice_rolled.dice) == [3, 1]
+    assert await store.archived("nope") is None
+
+
+async def _history(store: BoardStore, player: str) -> list[events_pb2.TableEvent]:
+    return [events_pb2.TableEvent.FromString(raw) for raw in await store.history(player, 10, 0)]

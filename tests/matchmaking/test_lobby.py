@@ -235,3 +235,14 @@ async def test_a_deal_left_half_done_is_undone_after_the_resume_window(  # type:
     assert undone.status == "closed" and undone.close_reason == "deal_abandoned"
     assert wallet.refunded == [stuck.match_id] and tables.created == []
     assert await lb.sweep_deals() == 0  # nothing left to sweep
+
+
+async def test_players_arriving_together_are_all_paired(lobby) -> None:  # type: ignore[no-untyped-def]
+    """Quick match is atomic: six players at once make three dealt tables, nobody waits alone."""
+    lb, _, tables = lobby
+    opts = table_pb2.TableOptions(profile="scored", match_length=1)
+    players = [f"p{i}" for i in range(6)]
+    got = await asyncio.gather(*(lb.quick_match(p, opts) for p in players))
+    now = [await lb.get(t.table_id) for t in got]
+    assert [t.status for t in now] == ["dealt"] * 6
+    assert len(tables.created) == 3 and len({t.table_id for t in now}) == 3

@@ -252,3 +252,55 @@ async def test_the_commit_that_ends_a_match_writes_its_record_and_outcome(
     assert outcome.state == state.STATE_ENDED and outcome.winner_id == P[seat]
     assert list(outcome.applied_boosts) == [f"boost:t1-1:1:{seat}:1"]
     assert (await core.record("t1", "t1-1"))["match_id"] == "t1-1"
+    # The record gone first (its own expiry): the finished state still answers.
+    from services.table.store import record_key
+
+    await core.store.redis.delete(record_key("t1", "t1-1"))
+    again = await core.outcome("t1", "t1-1")
+    assert again.state == state.STATE_ENDED and again.winner_id == P[seat]
+
+
+class _Producer:
+    """Kafka as the relay sees it: every send acknowledged at once."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes]] = []
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[None]:
+        self.sent.append((key.decode(), value))
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+
+async def test_a_finished_tables_keys_expire_once_relayed_and_a_rematch_keeps_them(
+    core: TableCore,
+) -> None:
+    """Issue 13 req. 6: nothing of a finished match stays in Redis past the grace period, and
+    nothing expires before its events are on Kafka."""
+    from services.table.relay import EventRelay
+    from services.table.store import FINISHED_TTL_S, commands_key, record_key, table_key
+
+    redis = core.store.redis
+    keys = [table_key("t1"), stream_key("t1"), commands_key("t1")]
+    await core.create_match("t1", "t1-1", P, options("wagered", match_length=1, bet=100))
+    loaded = await core.store.load("t1")
+    assert loaded is not None
+    seat = loaded.state.match.turn
+    await core.submit("t1", P[seat], seat, "cmd-1", 0, c.Resign(seat))
+    assert [await redis.ttl(k) for k in keys] == [-1, -1, -1]  # not on Kafka yet: kept
+    assert FINISHED_TTL_S < await redis.ttl(record_key("t1", "t1-1")) <= 86_400
+    producer = _Producer()
+    relay = EventRelay(core.store, lambda: producer)
+    assert await relay.run_once() > 0
+    ttls = [await redis.ttl(k) for k in [*keys, record_key("t1", "t1-1")]]
+    assert all(0 < t <= FINISHED_TTL_S for t in ttls), ttls
+    rematch = options("wagered", match_length=1, bet=100)
+    await core.create_match("t1", "t1-2", P, rematch)
+    assert [await redis.ttl(k) for k in keys] == [-1, -1, -1]

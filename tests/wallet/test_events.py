@@ -4,11 +4,12 @@ crash between commit and publish (real Tansu broker)."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bg.events.v1 import events_pb2
@@ -153,6 +154,23 @@ async def test_crash_between_commit_and_publish_then_restart_publishes(
     finally:
         await consumer.stop()
     assert "escrow:mx" in seen
+
+
+async def test_published_outbox_rows_are_pruned_after_a_day_unpublished_never(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    """Issue 13 req. 6: the outbox does not grow forever; a row not yet on Kafka is kept."""
+    await fund(ledger, alice=1000, bob=1000)
+    relay = OutboxRelay(engine, _CrashingPublisher, None, 0.05, keep_published_s=86_400)
+    async with engine.begin() as conn:
+        ids = [r.id for r in (await conn.execute(select(outbox.c.id).order_by(outbox.c.id))).all()]
+        await conn.execute(
+            update(outbox).where(outbox.c.id == ids[0]).values(published_ms=1)  # long ago
+        )
+    now = int(time.time() * 1000)
+    assert await relay.prune(now) == 1
+    assert await relay.prune(now) == 0
+    assert await _unpublished(engine) == 1  # the other one waits for Kafka, however old
 
 
 async def test_consumer_settles_from_the_real_topic(

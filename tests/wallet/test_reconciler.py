@@ -20,7 +20,7 @@ from tests.wallet.conftest import fund
 
 pytestmark = pytest.mark.integration
 State = table_pb2.MatchOutcome.State
-LATER = int(time.time() * 1000) + 3_600_000  # an hour on: every escrow is past the bound
+LATER = int(time.time() * 1000) + 1_200_000  # 20 minutes on: every escrow is past the bound
 
 
 class FakeOutcomes:
@@ -99,3 +99,16 @@ def _match_ended(match_id: str, players: list[str], winner: int) -> bytes:
     ev.match_ended.info.player_ids.extend(players)
     ev.match_ended.winner_seat = winner
     return ev.SerializeToString()
+
+
+async def test_an_old_escrow_unknown_to_the_tables_is_alerted_not_refunded(ledger: Ledger) -> None:
+    """The table service forgets finished matches after its grace period: an escrow older than
+    that which it calls unknown may well have ended, so no refund: stuck, for an operator."""
+    await fund(ledger, ann=1000, bob=1000)
+    await ledger.escrow("escrow:tq-1", "tq-1", ["ann", "bob"], 100)
+    fake = FakeOutcomes()
+    fake.outcomes["tq-1"] = table_pb2.MatchOutcome(state=State.STATE_UNKNOWN)
+    reconciler = Reconciler(ledger, fake, bound_s=600, forgotten_after_s=3600)
+    two_hours = int(time.time() * 1000) + 7_200_000
+    assert (await reconciler.run_once(two_hours)).actions == {"stuck": 1}
+    assert await ledger.balance("ann") == 900

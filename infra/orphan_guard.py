@@ -1,0 +1,31 @@
+"""`python -m infra.orphan_guard CMD ARG...`: exec CMD after asking the kernel to SIGTERM it when
+its parent (the cluster runner) dies, so even a runner killed with SIGKILL leaves no process.
+
+A launcher rather than `preexec_fn`: Python code between fork and exec in a process with threads
+(the runner's gRPC health probes) can deadlock or crash the child; here the prctl runs in a
+fresh, single-threaded interpreter, and the setting survives the exec.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1
+
+
+def main(argv: list[str]) -> None:
+    if not argv:
+        raise SystemExit("usage: python -m infra.orphan_guard CMD [ARG...]")
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() == 1:  # the parent died before the prctl: do not start orphaned
+            raise SystemExit(1)
+    os.execvp(argv[0], argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,359 @@
+"""Issue 13's chaos test: while wagered and casual matches run through the gateway, kill -9 in
+turn a table replica, the gateway, matchmaking, the wallet, the leaderboard, the bots worker,
+Valkey and the Kafka broker; the runner's supervision brings each back. Afterwards: every dealt
+wagered match is settled once or refunded once, in agreement with its table's outcome; the books
+balance to the diamond and no escrow or hold is left open; no table is stuck; no record is
+missing; the leaderboard equals a rebuild from Kafka. Prints the figures per fault.
+
+`make test` runs it short (BG_CHAOS_SECONDS=4 of play after each restart); `make chaos` runs
+it longer (BG_CHAOS_SECONDS=20).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import redis.asyncio as redis_asyncio
+from sqlalchemy import func, select
+
+from bg.events.v1 import events_pb2
+from bg.leaderboard.v1 import leaderboard_pb2
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from client.player import Player
+from infra.runner import Cluster, ClusterConfig
+from infra.status import collect
+from services.common.deps import sql_engine
+from services.common.migrate import migrate
+from services.common.play_wire import FINISHED
+from services.leaderboard.app import MIGRATIONS
+from services.leaderboard.consumer import EventHandler, rebuild
+from services.leaderboard.store import BoardStore
+from services.wallet.ledger import check_invariants
+from services.wallet.schema import escrows, holds, operations, transfers
+
+pytestmark = pytest.mark.e2e
+SECONDS = float(os.environ.get("BG_CHAOS_SECONDS", "4"))
+FAULTS = ["table-1", "gateway", "matchmaking", "wallet", "leaderboard", "bots", "valkey", "kafka"]
+PAIRS = 4  # 3 wagered pairs, 1 casual pair
+BET = 100
+FUNDS = 100_000
+OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
+OutcomeState = table_pb2.MatchOutcome.State
+
+
+@dataclass
+class Fault:
+    name: str
+    downtime_s: float = 0.0
+    failed_calls: int = 0  # driver calls that failed while this fault was active
+    tables_affected: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Run:
+    tables: dict[str, str] = field(default_factory=dict)  # table id -> profile
+    failures: int = 0
+    current: Fault | None = None
+
+    def failed(self, table_id: str = "") -> None:
+        self.failures += 1
+        if self.current is not None:
+            self.current.failed_calls += 1
+            if table_id:
+                self.current.tables_affected.add(table_id)
+
+
+async def _retry(make: Any, until: float) -> Any:
+    """A call retried while the cluster heals (any error) until `until`."""
+    while True:
+        try:
+            return await make()
+        except (grpc.aio.AioRpcError, TimeoutError, ConnectionError):
+            if time.monotonic() > until:
+                raise
+            await asyncio.sleep(0.3)
+
+
+async def _play_pair(pair: list[Player], profile: str, run: Run, stop: asyncio.Event) -> None:
+    """Table after table until `stop`: create, join, play to the end from pushed views; a
+    broken stream reconnects and resumes; a table that cannot go on is left to the clocks."""
+    a, b = pair
+    while not stop.is_set():
+        table_id = ""
+        try:
+            opts = table_pb2.TableOptions(profile=profile, match_length=1)
+            if profile == "wagered":
+                opts.bet = BET
+            table = await a.create_table(opts)
+            table_id = str(table.table_id)
+            run.tables[table_id] = profile
+            await b.join(table.code)
+            if profile == "casual":
+                await a.rpc(a.stub.StartTable, matchmaking_pb2.TableRequest(table_id=table_id))
+            deadline = time.monotonic() + 60
+            for player in pair:
+                player.session = None
+            await asyncio.gather(*(_play_on(p, table_id, deadline, run) for p in pair))
+        except (grpc.aio.AioRpcError, TimeoutError, ConnectionError, AssertionError):
+            run.failed(table_id)
+            await asyncio.sleep(0.5)
+
+
+async def _play_on(player: Player, table_id: str, deadline: float, run: Run) -> None:
+    while time.monotonic() < deadline:
+        try:
+            view = await player.play(table_id, timeout_s=max(1.0, deadline - time.monotonic()))
+            if view.phase in FINISHED:
+                return
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED):
+                return  # the deal was undone: no match here
+            run.failed(table_id)
+            await asyncio.sleep(0.5)
+        except Exception:  # a stream the chaos broke: resume on a new one
+            run.failed(table_id)
+            await asyncio.sleep(0.5)
+
+
+async def _await_back(data_dir: Path, name: str, dead_pid: int, until: float) -> float:
+    started = time.monotonic()
+    while time.monotonic() < until:
+        rows = {r["instance"]: r for r in await collect(data_dir)}
+        row = rows[name]
+        if row["pid"] != dead_pid and row["status"] in ("SERVING", "RUNNING"):
+            return time.monotonic() - started
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{name} did not come back")
+
+
+def _pid_of(cluster: Cluster, name: str) -> int:
+    procs = [i.process for i in cluster.instances if i.process] + cluster.infra
+    pid = next(p.pid for p in procs if p.name == name)
+    assert pid is not None
+    return pid
+
+
+async def _settle_down(wallet_db: Path, until: float) -> tuple[int, int]:
+    """Wait for every escrow and hold to close (clocks end abandoned matches, the consumer and
+    the reconciler settle). Returns (open escrows, open holds) at the end."""
+    engine = sql_engine(f"sqlite+aiosqlite:///{wallet_db}")
+    try:
+        while True:
+            async with engine.connect() as conn:
+                open_escrows = int(
+                    await conn.scalar(
+                        select(func.count()).select_from(escrows).where(escrows.c.status == "open")
+                    )
+                    or 0
+                )
+                open_holds = int(
+                    await conn.scalar(
+                        select(func.count()).select_from(holds).where(holds.c.status == "held")
+                    )
+                    or 0
+                )
+            if (open_escrows == 0 and open_holds == 0) or time.monotonic() > until:
+                return open_escrows, open_holds
+            await asyncio.sleep(1.0)
+    finally:
+        await engine.dispose()
+
+
+async def test_chaos_every_part_killed_in_turn_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BG_CLOCK_SCALE", "0.05")
+    monkeypatch.setenv("BG_LOG_LEVEL", "WARNING")
+    monkeypatch.setenv("BG_WALLET_ESCROW_BOUND_S", "15")
+    monkeypatch.setenv("BG_WALLET_RECONCILE_INTERVAL_S", "1")
+    data = tmp_path / "data"
+    log = (tmp_path / "cluster.log").open("w")
+    cluster = Cluster(ClusterConfig(data_dir=data, base_port=0, table_replicas=2), log)
+    await cluster.start()
+    gateway = next(i.address for i in cluster.instances if i.service == "gateway")
+    wallet_address = next(i.address for i in cluster.instances if i.service == "wallet")
+    channels = [grpc.aio.insecure_channel(gateway, options=OPTIONS) for _ in range(2 * PAIRS)]
+    run = Run()
+    faults: list[Fault] = []
+    stop = asyncio.Event()
+    drivers: list[asyncio.Task[None]] = []
+    try:
+        tag = uuid.uuid4().hex[:6]
+        players = [Player(ch, f"chaos{tag}{i}", seed=i) for i, ch in enumerate(channels)]
+        for p in players:
+            await p.login()
+        async with grpc.aio.insecure_channel(wallet_address) as wch:
+            wallet = wallet_pb2_grpc.WalletServiceStub(wch)
+            for p in players:
+                request = wallet_pb2.DepositRequest(
+                    idempotency_key=f"fund:{p.player_id}", player_id=p.player_id, amount=FUNDS
+                )
+                await wallet.Deposit(
+                    request, metadata=[("x-operator-token", cluster.operator_token)]
+                )
+        pairs = [players[i : i + 2] for i in range(0, len(players), 2)]
+        drivers = [
+            asyncio.create_task(_play_pair(pair, "casual" if i == 0 else "wagered", run, stop))
+            for i, pair in enumerate(pairs)
+        ]
+        await asyncio.sleep(SECONDS)
+        rng = random.Random(13)
+        for name in FAULTS:
+            fault = Fault(name)
+            faults.append(fault)
+            run.current = fault
+            dead = _pid_of(cluster, name)
+            os.kill(dead, signal.SIGKILL)
+            fault.downtime_s = await _await_back(data, name, dead, time.monotonic() + 90)
+            await asyncio.sleep(SECONDS + rng.random())
+        run.current = None
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*drivers, return_exceptions=True), 90)
+
+        # Quiescence: abandoned matches end by their clocks; every escrow and hold closes.
+        open_escrows, open_holds = await _settle_down(data / "wallet.db", time.monotonic() + 120)
+        wallet_engine = sql_engine(f"sqlite+aiosqlite:///{data / 'wallet.db'}")
+        try:
+            assert await check_invariants(wallet_engine) == []
+            assert (open_escrows, open_holds) == (0, 0)
+            async with wallet_engine.connect() as conn:
+                closed = (await conn.execute(select(escrows))).all()
+                payouts = (
+                    await conn.execute(
+                        select(transfers.c.debit, transfers.c.credit, operations.c.kind)
+                        .join(operations, operations.c.id == transfers.c.operation_id)
+                        .where(operations.c.kind == "settle")
+                    )
+                ).all()
+        finally:
+            await wallet_engine.dispose()
+        winners = {
+            t.debit.removeprefix("escrow:"): t.credit.removeprefix("player:")
+            for t in payouts
+            if t.credit.startswith("player:")
+        }
+        wagered = [t for t, profile in run.tables.items() if profile == "wagered"]
+        assert wagered and closed, "no wagered match was dealt"
+
+        # Each escrow closed once, as its table says the match went; every record is there.
+        tables = [
+            table_pb2_grpc.TableServiceStub(grpc.aio.insecure_channel(i.address))
+            for i in cluster.instances
+            if i.service == "table"
+        ]
+        for e in closed:
+            table_id = e.match_id.rsplit("-", 1)[0]
+            outcome = await tables[0].GetMatchOutcome(
+                table_pb2.GetMatchOutcomeRequest(table_id=table_id, match_id=e.match_id)
+            )
+            if e.status == "settled":
+                assert outcome.state == OutcomeState.STATE_ENDED, e.match_id
+                assert winners[e.match_id] == outcome.winner_id, e.match_id
+                record = await tables[0].GetMatchRecord(
+                    table_pb2.GetMatchRecordRequest(table_id=table_id, match_id=e.match_id)
+                )
+                assert record.seed_hex and record.winner in (0, 1)
+            else:
+                assert e.status == "refunded"
+                assert outcome.state in (OutcomeState.STATE_CLOSED, OutcomeState.STATE_UNKNOWN)
+
+        # No table stuck: every dealt table finished; none left dealing (the saga's sweeper
+        # undoes a deal a fault cut in half).
+        stuck = []
+        for table_id in run.tables:
+            lobby = await _retry(
+                lambda t=table_id: players[0].rpc(
+                    players[0].stub.GetTable, matchmaking_pb2.TableRequest(table_id=t)
+                ),
+                time.monotonic() + 30,
+            )
+            if lobby.status == "dealt":
+                view = await tables[0].GetView(
+                    table_pb2.GetViewRequest(table_id=table_id, player_id=lobby.player_ids[0])
+                )
+                if view.phase not in FINISHED:
+                    stuck.append((table_id, events_pb2.Phase.Name(view.phase)))
+            elif lobby.status not in ("closed", "open"):  # open: waits for a player, holds nothing
+                stuck.append((table_id, lobby.status))
+        assert stuck == []
+
+        # Every settled match is in its players' archive, with its moves and seed; nobody
+        # else may read it.
+        by_id = {p.player_id: p for p in players}
+        settled = [e for e in closed if e.status == "settled"]
+        for e in settled:
+            owner = by_id[e.player_a]
+            archived = await _retry(
+                lambda m=e.match_id, o=owner: o.rpc(
+                    o.stub.GetArchivedMatch, leaderboard_pb2.ArchivedMatchRequest(match_id=m)
+                ),
+                time.monotonic() + 30,
+            )
+            assert archived.moves and archived.seed_hex and archived.summary.winner_seat in (0, 1)
+        outsider = next(
+            p for p in players if p.player_id not in (closed[0].player_a, closed[0].player_b)
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await outsider.rpc(
+                outsider.stub.GetArchivedMatch,
+                leaderboard_pb2.ArchivedMatchRequest(match_id=closed[0].match_id),
+            )
+        assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+
+        # The leaderboard equals a rebuild from Kafka (both topics from the start).
+        live_engine = sql_engine(f"sqlite+aiosqlite:///{data / 'leaderboard.db'}")
+        fresh_engine = sql_engine(f"sqlite+aiosqlite:///{tmp_path / 'rebuilt.db'}")
+        fresh_redis = redis_asyncio.Redis.from_url(cluster.redis_url.rsplit("/", 1)[0] + "/1")
+        try:
+            await migrate(fresh_engine, MIGRATIONS)
+            fresh = BoardStore(fresh_engine, fresh_redis)
+            await rebuild(EventHandler(fresh), cluster.kafka_bootstrap)
+            live = BoardStore(live_engine, fresh_redis)
+            for p in players:
+                assert await live.profile(p.player_id) == await fresh.profile(p.player_id)
+        finally:
+            await fresh_redis.aclose()
+            await live_engine.dispose()
+            await fresh_engine.dispose()
+
+        figures = {
+            "seconds_between_faults": SECONDS,
+            "tables": len(run.tables),
+            "wagered_closed": {
+                "settled": sum(e.status == "settled" for e in closed),
+                "refunded": sum(e.status == "refunded" for e in closed),
+            },
+            "diamonds_stuck": 0,
+            "faults": [
+                {
+                    "killed": f.name,
+                    "downtime_s": round(f.downtime_s, 1),
+                    "failed_calls": f.failed_calls,
+                    "tables_affected": len(f.tables_affected),
+                }
+                for f in faults
+            ],
+        }
+        print(json.dumps(figures, indent=1))
+        (tmp_path / "chaos.json").write_text(json.dumps(figures))
+    finally:
+        stop.set()
+        for task in drivers:
+            task.cancel()
+        for ch in channels:
+            await ch.close(None)
+        await cluster.stop()
+        log.close()
