@@ -5,6 +5,12 @@ work and the others replay it."""
 
 from __future__ import annotations
 
+# A deal (escrow, then the match) is driven on for this long and undone after it (matchmaking's
+# saga). An escrow whose match the table service does not know may still be mid-deal until then,
+# so the reconciler refunds an unknown match only when its escrow is well past this window.
+DEAL_WINDOW_S = 30.0
+UNKNOWN_REFUND_AFTER_S = 4 * DEAL_WINDOW_S
+
 
 def raise_hold(match_id: str, game_no: int, cube: int) -> str:
     """The hold of a double offered in `game_no`, to `cube` if taken."""

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from redis.exceptions import WatchError
 
 from bg.table.v1 import table_pb2
+from services.common import money_keys
 from services.common.errors import (
     Conflict,
     InvalidArgument,
@@ -40,7 +41,7 @@ CODE_LENGTH = 6
 CPU_PREFIX = "cpu-"
 OPEN, DEALING, DEALT, CLOSED = "open", "dealing", "dealt", "closed"
 DEALING_SET = "lobby:dealing"  # table id -> ms its deal started
-DEAL_RESUME_S = 30.0  # a deal older than this is undone, not driven on
+DEAL_RESUME_S = money_keys.DEAL_WINDOW_S  # a deal older than this is undone, not driven on
 LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
 
 
@@ -72,6 +73,7 @@ class Table:
     code_expires_ms: int = 0
     matches: int = 0
     dealing_since_ms: int = 0
+    quick: bool = False  # paired by quick match: dealt when full, casual too (no host to Start)
     created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
     def proto_options(self) -> table_pb2.TableOptions:
@@ -164,7 +166,9 @@ class Lobby:
 
     # -- lobby operations --------------------------------------------------------------------
 
-    async def create(self, player_id: str, opts: table_pb2.TableOptions, public: bool) -> Table:
+    async def create(
+        self, player_id: str, opts: table_pb2.TableOptions, public: bool, quick: bool = False
+    ) -> Table:
         _check_player(player_id)
         rules_from_proto(opts)  # validates every option, naming the bad field
         table_id = "t" + secrets.token_hex(8)
@@ -176,7 +180,7 @@ class Lobby:
         table = Table(
             table_id=table_id, code=code, host_id=player_id, options=_options_json(opts),
             public=public and not vs_cpu, player_ids=seats,
-            code_expires_ms=int(time.time() * 1000) + self.code_ttl_s * 1000,
+            code_expires_ms=int(time.time() * 1000) + self.code_ttl_s * 1000, quick=quick,
         )  # fmt: skip
         await self.redis.set(self._key(table_id), json.dumps(asdict(table)), ex=LOBBY_TTL_S)
         if table.public:
@@ -239,7 +243,8 @@ class Lobby:
 
         table = await self._update(table_id, sit)
         await self._leave_other_scored(player_id, table)
-        if "" not in table.player_ids and table.options.get("profile") != "casual":
+        casual = table.options.get("profile") == "casual"
+        if "" not in table.player_ids and (not casual or table.quick):
             return await self.deal(table_id)
         return table
 
@@ -258,7 +263,7 @@ class Lobby:
             waiting = await self.redis.lpop(queue)
             if waiting is None:
                 if mine is None:
-                    mine = await self.create(player_id, opts, public=False)
+                    mine = await self.create(player_id, opts, public=False, quick=True)
                 pushed = await self._enqueue_if_empty(queue, mine.table_id)
                 if pushed:
                     return mine

@@ -449,14 +449,7 @@ class Ledger:
 
         async def body(op: _Op) -> Outcome:
             await self._ensure(op.conn, HOUSE, "house", op.now)
-            balances = await self._lock(op.conn, [acct, HOUSE])
-            if acct not in balances:
-                raise NotFound(
-                    "UNKNOWN_PLAYER", f"no account for player {player_id}", field="player_id"
-                )
-            if balances[acct] < amount:
-                raise InsufficientFunds([player_id])
-            await self._move(op, acct, HOUSE, amount)
+            await self._take_from(op, player_id, HOUSE, amount)
             event = events_pb2.WalletEvent(match_id=match_id)
             return await self._finish(op, Outcome(op.id, op.kind), event, acct)
 
@@ -503,14 +496,7 @@ class Ledger:
 
         async def body(op: _Op) -> Outcome:
             await self._ensure(op.conn, hold, "hold", op.now)
-            balances = await self._lock(op.conn, [acct, hold])
-            if acct not in balances:
-                raise NotFound(
-                    "UNKNOWN_PLAYER", f"no account for player {player_id}", field="player_id"
-                )
-            if balances[acct] < amount:
-                raise InsufficientFunds([player_id])
-            await self._move(op, acct, hold, amount)
+            await self._take_from(op, player_id, hold, amount)
             await self._add_hold(op, key, match_id, player_id, amount, "boost", 0)
             event = events_pb2.WalletEvent(match_id=match_id)
             return await self._finish(op, Outcome(op.id, op.kind), event, acct)
@@ -550,6 +536,18 @@ class Ledger:
             return await self._finish(op, Outcome(op.id, op.kind), event, hold_account(match_id))
 
         return await self._run(key, how, {"h": hold_key}, body, None)
+
+    async def _take_from(self, op: _Op, player_id: str, to: str, amount: int) -> None:
+        """Move `amount` from a player to `to`, refusing an unknown player or a short one."""
+        acct = player_account(player_id)
+        balances = await self._lock(op.conn, [acct, to])
+        if acct not in balances:
+            raise NotFound(
+                "UNKNOWN_PLAYER", f"no account for player {player_id}", field="player_id"
+            )
+        if balances[acct] < amount:
+            raise InsufficientFunds([player_id])
+        await self._move(op, acct, to, amount)
 
     async def _add_hold(
         self, op: _Op, key: str, match_id: str, player_id: str, amount: int, purpose: str, cube: int

@@ -123,6 +123,8 @@ class Reconciler:
                     money_keys.settle(match_id), match_id, outcome.winner_id, outcome.cube, boosts
                 )
                 action = "settled"
+            elif outcome.state == State.STATE_UNKNOWN and age_s < money_keys.UNKNOWN_REFUND_AFTER_S:
+                return "playing"  # maybe still being dealt: matchmaking drives it on or undoes it
             elif outcome.state == State.STATE_UNKNOWN and age_s > self.forgotten_after_s:
                 log.error(
                     "an old escrow's match is unknown to the table service: not refunded",

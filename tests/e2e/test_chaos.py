@@ -254,14 +254,25 @@ async def test_chaos_every_part_killed_in_turn_loses_nothing(
             for i in cluster.instances
             if i.service == "table"
         ]
+        # And every balance is exact to the diamond, worked out from the tables' side alone:
+        # a settled match moves bet x final cube from loser to winner less 8% of each side
+        # (I-11), a refunded one nothing (I-10); an applied boost costs 10.
+        expected = {p.player_id: FUNDS for p in players}
         for e in closed:
             table_id = e.match_id.rsplit("-", 1)[0]
             outcome = await tables[0].GetMatchOutcome(
                 table_pb2.GetMatchOutcomeRequest(table_id=table_id, match_id=e.match_id)
             )
+            seats = [e.player_a, e.player_b]
+            for key in outcome.applied_boosts:  # boost:<match>:<game>:<seat>:<n>
+                expected[seats[int(key.split(":")[-2])]] -= 10
             if e.status == "settled":
                 assert outcome.state == OutcomeState.STATE_ENDED, e.match_id
                 assert winners[e.match_id] == outcome.winner_id, e.match_id
+                stake = BET * outcome.cube
+                loser = seats[1 - seats.index(outcome.winner_id)]
+                expected[outcome.winner_id] += stake - 2 * (stake * 800 // 10_000)
+                expected[loser] -= stake
                 record = await tables[0].GetMatchRecord(
                     table_pb2.GetMatchRecordRequest(table_id=table_id, match_id=e.match_id)
                 )
@@ -269,6 +280,9 @@ async def test_chaos_every_part_killed_in_turn_loses_nothing(
             else:
                 assert e.status == "refunded"
                 assert outcome.state in (OutcomeState.STATE_CLOSED, OutcomeState.STATE_UNKNOWN)
+
+        for p in players:
+            assert await _retry(p.balance, time.monotonic() + 30) == expected[p.player_id]
 
         # No table stuck: every dealt table finished; none left dealing (the saga's sweeper
         # undoes a deal a fault cut in half).

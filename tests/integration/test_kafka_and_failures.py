@@ -87,3 +87,22 @@ def test_store_and_network_failures_are_unavailable(exc: Exception, code: str) -
 )
 def test_other_failures_are_not_disguised_as_outages(exc: Exception) -> None:
     assert infrastructure_failure(exc) is None
+
+
+async def test_a_wallet_that_cannot_be_reached_is_unavailable_to_the_table() -> None:
+    """Issue 13 req. 3: the table's wallet calls fail as retryable UNAVAILABLE (never UNKNOWN),
+    so an offer or a boost during a wallet outage is refused and can be sent again."""
+    from infra.embedded import free_port
+    from services.common.errors import ServiceError
+    from services.table.wallet_port import GrpcWallet
+
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}") as nowhere:
+        wallet = GrpcWallet(nowhere, timeout_s=2)
+        for call in (
+            wallet.hold_raise("raise:m:1:2", "m", 2),
+            wallet.hold_spend("boost:m:1:0:1", "ann", 10, "boost", "m"),
+            wallet.capture("raise:m:1:2"),
+        ):
+            with pytest.raises(ServiceError) as err:
+                await call
+            assert err.value.status == grpc.StatusCode.UNAVAILABLE

@@ -246,3 +246,16 @@ async def test_players_arriving_together_are_all_paired(lobby) -> None:  # type:
     now = [await lb.get(t.table_id) for t in got]
     assert [t.status for t in now] == ["dealt"] * 6
     assert len(tables.created) == 3 and len({t.table_id for t in now}) == 3
+
+
+async def test_a_casual_quick_match_deals_when_full_a_party_table_waits_for_start(lobby) -> None:  # type: ignore[no-untyped-def]
+    """Strangers paired by quick match have no host to press Start: their casual table deals
+    when full; a casual party table still waits for its host (I-22's Start)."""
+    lb, _, tables = lobby
+    casual = table_pb2.TableOptions(profile="casual", match_length=1)
+    await lb.quick_match("ann", casual)
+    paired = await lb.quick_match("bob", casual)
+    assert paired.status == "dealt" and tables.created == [paired.match_id]
+    party = await lb.create("cat", casual, public=False)
+    joined = await lb.join("dan", party.table_id)
+    assert joined.status == "open" and len(tables.created) == 1

@@ -112,3 +112,19 @@ async def test_an_old_escrow_unknown_to_the_tables_is_alerted_not_refunded(ledge
     two_hours = int(time.time() * 1000) + 7_200_000
     assert (await reconciler.run_once(two_hours)).actions == {"stuck": 1}
     assert await ledger.balance("ann") == 900
+
+
+async def test_an_escrow_still_within_the_deal_window_is_not_refunded(ledger: Ledger) -> None:
+    """The table service does not know a match that is still being dealt: the reconciler waits
+    until matchmaking's deal window is well past, or a refund could race the match's creation."""
+    await fund(ledger, ann=1000, bob=1000)
+    await ledger.escrow("escrow:tw-1", "tw-1", ["ann", "bob"], 100)
+    fake = FakeOutcomes()
+    fake.outcomes["tw-1"] = table_pb2.MatchOutcome(state=State.STATE_UNKNOWN)
+    reconciler = Reconciler(ledger, fake, bound_s=10)
+    soon = int(time.time() * 1000) + 60_000  # past the bound, within the deal window x 4
+    assert (await reconciler.run_once(soon)).actions == {"playing": 1}
+    assert await ledger.balance("ann") == 900
+    later = int(time.time() * 1000) + 600_000
+    assert (await reconciler.run_once(later)).actions == {"refunded": 1}
+    assert await ledger.balance("ann") == 1000
