@@ -371,11 +371,22 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         await self._report(table_id, player, connected)
 
     async def _report(self, table_id: str, player: str, connected: bool) -> None:
-        with contextlib.suppress(ServiceError):
-            request = table_pb2.SetPresenceRequest(
-                table_id=table_id, player_id=player, connected=connected
-            )
-            await self.replicas.call("SetPresence", request, timeout=5, key=table_id)
+        """Tell the table a player (dis)connected; retried while the table service restarts,
+        since a lost disconnect would never start the away rule (I-8)."""
+        request = table_pb2.SetPresenceRequest(
+            table_id=table_id, player_id=player, connected=connected
+        )
+        for attempt in range(5):
+            try:
+                await self.replicas.call("SetPresence", request, timeout=5, key=table_id)
+                return
+            except ServiceError as err:
+                if err.status != grpc.StatusCode.UNAVAILABLE or attempt == 4:
+                    log.warning(
+                        "presence report lost", extra={"table_id": table_id, "code": err.code}
+                    )
+                    return
+            await asyncio.sleep(1.0 + attempt)
 
     async def _commands(
         self,
