@@ -14,6 +14,7 @@ import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
+PARENT_ENV = "BG_ORPHAN_GUARD_PARENT"  # the runner's pid, set by infra.processes
 
 
 def main(argv: list[str]) -> None:
@@ -22,7 +23,8 @@ def main(argv: list[str]) -> None:
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() == 1:  # the parent died before the prctl: do not start orphaned
+        parent = os.environ.pop(PARENT_ENV, "")
+        if parent and os.getppid() != int(parent):  # it died before the prctl: stay unborn
             raise SystemExit(1)
     os.execvp(argv[0], argv)
 

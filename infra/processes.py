@@ -50,7 +50,10 @@ class ManagedProcess:
         return self.proc.returncode if self.proc else None
 
     async def start(self) -> None:
-        env = {**os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1"}
+        env = {
+            **os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1",
+            "BG_ORPHAN_GUARD_PARENT": str(os.getpid()),
+        }  # fmt: skip
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
