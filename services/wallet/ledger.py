@@ -393,7 +393,7 @@ class Ledger:
             await op.conn.execute(
                 escrows.insert().values(
                     match_id=match_id, player_a=players[0], player_b=players[1], stake_a=stake,
-                    stake_b=stake, status="open", created_ms=op.now,
+                    stake_b=stake, bet=stake, status="open", created_ms=op.now,
                 )
             )  # fmt: skip
             await self._move(op, pa, pot, stake)
@@ -457,12 +457,14 @@ class Ledger:
         return await self._run(key, "spend", params, body, match_id or None)
 
     async def hold_raise(self, key: str, match_id: str, cube: int) -> Outcome:
-        """A double to `cube` is offered: hold each player's current stake (I-4: both must cover
-        it), captured into the escrow if the double is taken, released if not."""
+        """A double to `cube` is offered: hold what each stake grows by (I-4: both must cover
+        it), captured into the escrow if the double is taken, released if not. The raise is
+        bet x cube/2 from the bet, not the stakes: a take's capture may still be on its way (the
+        table captures after its commit, best effort) when the next double is offered."""
         _check_id("match_id", match_id)
-        if cube < 2:
+        if cube < 2 or cube & (cube - 1):
             raise InvalidArgument(
-                "INVALID_CUBE", "a raise doubles the cube to 2 or more", field="cube"
+                "INVALID_CUBE", "a raise doubles the cube to a power of two from 2", field="cube"
             )
         hold = hold_account(match_id)
 
@@ -471,15 +473,16 @@ class Ledger:
             pa, pb = player_account(row.player_a), player_account(row.player_b)
             await self._ensure(op.conn, hold, "hold", op.now)
             balances = await self._lock(op.conn, [pa, pb, hold])
-            sides = ((row.player_a, pa, row.stake_a), (row.player_b, pb, row.stake_b))
-            short = [p for p, acct, need in sides if balances.get(acct, 0) < need]
+            amount = (row.bet or row.stake_a) * (cube // 2)
+            sides = ((row.player_a, pa), (row.player_b, pb))
+            short = [p for p, acct in sides if balances.get(acct, 0) < amount]
             if short:
                 raise InsufficientFunds(short)
-            for player, acct, amount in sides:
+            for player, acct in sides:
                 await self._move(op, acct, hold, amount)
                 await self._add_hold(op, key, match_id, player, amount, "raise", cube)
-            outcome = Outcome(op.id, op.kind, stake=row.stake_a)
-            event = events_pb2.WalletEvent(match_id=match_id, stake=row.stake_a)
+            outcome = Outcome(op.id, op.kind, stake=amount)
+            event = events_pb2.WalletEvent(match_id=match_id, stake=amount)
             return await self._finish(op, outcome, event, hold)
 
         return await self._run(key, "hold_raise", {"m": match_id, "c": cube}, body, match_id)

@@ -69,6 +69,9 @@ escrows = Table(
     Column("player_b", String(200), nullable=False),
     Column("stake_a", BigInteger, nullable=False),
     Column("stake_b", BigInteger, nullable=False),
+    # The stake each side opened with: raises are sized from it (bet x cube / 2), never from the
+    # stakes, which lag while a take's capture is still on its way.
+    Column("bet", BigInteger, nullable=False, server_default="0"),
     Column("status", String(16), nullable=False),
     Column("closed_operation_id", Integer, ForeignKey("operations.id"), nullable=True, unique=True),
     Column("created_ms", BigInteger, nullable=False),

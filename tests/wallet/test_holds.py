@@ -96,6 +96,25 @@ async def test_settlement_captures_a_raise_still_held_when_the_cube_says_taken(
     assert await _balance(engine, "escrow:m") == 0 and await _balance(engine, "hold:m") == 0
 
 
+async def test_i4_a_redouble_holds_from_the_bet_while_the_take_before_is_not_captured_yet(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    """The table captures a take after its commit, best effort; when the wallet was away the
+    next double can be offered first. Its raise is bet x 2 all the same (found by the chaos
+    test: the loser at cube 4 paid 300, not 400)."""
+    await fund(ledger, alice=1000, bob=1000)
+    await ledger.escrow("e", "m", ["alice", "bob"], 100)
+    await ledger.hold_raise(RAISE, "m", 2)  # taken; its capture is still on its way
+    redouble = await ledger.hold_raise(money_keys.raise_hold("m", 1, 4), "m", 4)
+    assert redouble.stake == 200
+    assert (await ledger.balance("alice"), await ledger.balance("bob")) == (600, 600)
+    await ledger.capture(money_keys.capture(RAISE), RAISE)  # the late capture
+    out = await ledger.settle(money_keys.settle("m"), "m", "alice", cube=4)
+    assert (out.payout, out.fees) == (800 - 64, 64)
+    assert (await ledger.balance("alice"), await ledger.balance("bob")) == (600 + 736, 600)
+    assert await _balance(engine, "escrow:m") == 0 and await _balance(engine, "hold:m") == 0
+
+
 async def test_a_boost_is_charged_only_if_applied(ledger: Ledger, engine: AsyncEngine) -> None:
     await fund(ledger, alice=1000, bob=1000)
     await ledger.escrow("e", "m", ["alice", "bob"], 100)
@@ -134,6 +153,7 @@ async def test_hold_mistakes_get_typed_errors_and_change_nothing(
     cases = [
         (ledger.hold_raise("k1", "nope", 2), "UNKNOWN_MATCH"),
         (ledger.hold_raise("k2", "m", 1), "INVALID_CUBE"),
+        (ledger.hold_raise("k2b", "m", 6), "INVALID_CUBE"),
         (ledger.hold_spend("k3", "alice", 0, "boost", "m"), "INVALID_AMOUNT"),
         (ledger.hold_spend("k4", "carol", 10, "boost", "m"), "UNKNOWN_PLAYER"),
         (ledger.hold_spend("k5", "alice", 5000, "boost", "m"), "INSUFFICIENT_FUNDS"),
