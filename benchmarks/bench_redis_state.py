@@ -23,6 +23,7 @@ from engine import bots
 from engine import commands as c
 from engine.position import Position
 from infra.embedded import start_valkey
+from services.common.shards import clocks_key, relay_key, shard_of
 from services.table.relay import EventRelay
 from services.table.store import FINISHED_TTL_S, TableStore
 from services.table.tables import TableCore
@@ -104,8 +105,11 @@ async def _main(url: str) -> None:
         ttl = int(await redis.ttl(key))
         if ttl == -1 or ttl > FINISHED_TTL_S:
             left += size
-    leftovers = [await redis.zscore(s, f"done{i}") for s in ("clocks", "relay:pending")
-                 for i in range(FINISHED)]  # fmt: skip
+    leftovers = [
+        await redis.zscore(key(shard_of(f"done{i}")), f"done{i}")
+        for key in (clocks_key, relay_key)
+        for i in range(FINISHED)
+    ]
     print(
         f"   finished match: {during / FINISHED:8.0f} bytes each during the {FINISHED_TTL_S} s "
         f"grace ({len(keys) / FINISHED:.0f} keys, all expiring), {left / FINISHED:.0f} bytes "

@@ -2,21 +2,25 @@
 
 The table service writes; the gateways read (ARCHITECTURE: "gateways read it to push events to
 players"). What the two share lives here, nothing else:
-- `t:{<table>}:ev`, a Redis stream whose entry ids are the event seqs (`<seq>-0`), each entry's
-  field `e` a serialized `bg.events.v1.TableEvent`: the durable record, read to resume;
-- `t:{<table>}:up`, a pub/sub channel on which each commit publishes a `bg.table.v1.TableUpdate`
-  (its events and both seats' views): the live push. Pub/sub is at most once, so readers detect
-  a gap by seq and fill it from the stream.
-The `{...}` hash tag keeps a table's keys in one Redis Cluster slot.
+- `t:{s<shard>}:<table>:ev`, a Redis stream whose entry ids are the event seqs (`<seq>-0`),
+  each entry's field `e` a serialized `bg.events.v1.TableEvent`: the durable record, read to
+  resume;
+- `t:{s<shard>}:<table>:up`, a pub/sub channel on which each commit publishes a
+  `bg.table.v1.TableUpdate` (its events and both seats' views): the live push.
+  Pub/sub is at most once, so readers detect a gap by seq and fill it from the stream.
+The `{s<shard>}` hash tag keeps a table's keys in one Redis Cluster slot with its shard's clock
+and relay sets (services/common/shards.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from services.common.shards import shard_of, shard_tag
+
 
 def table_key(table_id: str) -> str:
-    return "t:{" + table_id + "}"
+    return "t:" + shard_tag(shard_of(table_id)) + ":" + table_id
 
 
 def stream_key(table_id: str) -> str:
@@ -28,8 +32,8 @@ def update_channel(table_id: str) -> str:
 
 
 def table_of_channel(channel: str) -> str:
-    """The table id of an update channel name."""
-    return channel[3 : channel.rindex("}")]
+    """The table id of an update channel name (table ids hold no `}` or `:`)."""
+    return channel[channel.index("}:") + 2 : channel.rindex(":up")]
 
 
 def stream_entries(entries: list[Any]) -> list[tuple[int, bytes]]:

@@ -17,6 +17,7 @@ from services.table.clock import ClockWorker
 from services.table.metrics import TableMetrics
 from services.table.relay import EventRelay
 from services.table.settings import load_settings
+from services.table.shard_leases import ShardLeases
 from services.table.store import TableStore
 from services.table.tables import TableCore
 from services.table.wallet_port import GrpcWallet
@@ -54,21 +55,27 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         return [SERVICE_NAME]
 
     async def start() -> None:
+        replica = settings.replica or "table"
+        leases = ShardLeases(redis, replica, on_change=lambda owned: metrics.shards.set(len(owned)))
+        with contextlib.suppress(Exception):  # Redis not up yet: the lease task keeps trying
+            await leases.renew()
+        tasks.append(asyncio.create_task(leases.run(stop), name="shard-leases"))
         if settings.clock_workers:
-            worker = ClockWorker(store, core())
+            worker = ClockWorker(store, core(), leases)
             tasks.append(asyncio.create_task(worker.run(stop), name="clock"))
         if settings.relay:
-            replica = settings.replica or "table"
             relay = EventRelay(
                 store,
                 lambda: kafka.producer(
                     settings.kafka_bootstrap, settings.kafka_idempotence, f"{replica}-relay"
                 ),
                 metrics,
+                leases=leases,
             )
+            core().on_commit = relay.committed
             parts["relay"] = relay
             tasks.append(asyncio.create_task(relay.run(stop), name="relay"))
-        tasks.append(asyncio.create_task(_gauge(store, metrics, stop), name="gauges"))
+        tasks.append(asyncio.create_task(_gauge(store, leases, metrics, stop), name="gauges"))
 
     async def close() -> None:
         stop.set()
@@ -90,10 +97,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     return app
 
 
-async def _gauge(store: TableStore, metrics: TableMetrics, stop: asyncio.Event) -> None:
+async def _gauge(
+    store: TableStore, leases: ShardLeases, metrics: TableMetrics, stop: asyncio.Event
+) -> None:
     while not stop.is_set():
         with contextlib.suppress(Exception):
-            metrics.live_tables.set(await store.live_tables())
+            metrics.live_tables.set(await store.live_tables(leases.owned()))
             memory = await store.redis.info("memory")
             metrics.redis_used.set(memory.get("used_memory", 0))
             metrics.redis_max.set(memory.get("maxmemory", 0))

@@ -27,7 +27,14 @@ class TableMetrics:
             registry=r,
         )
         self.live_tables = Gauge(
-            "bg_table_live_tables", "Tables with a pending deadline.", registry=r
+            "bg_table_live_tables",
+            "Tables with a pending deadline in the shards this replica looks after (sum them).",
+            registry=r,
+        )
+        self.shards = Gauge(
+            "bg_table_shards_owned",
+            "Virtual shards whose clocks and relay this replica looks after.",
+            registry=r,
         )
         self.redis_used = Gauge(
             "bg_redis_used_memory_bytes", "Valkey/Redis used_memory (INFO memory).", registry=r

@@ -1,11 +1,14 @@
 """Relays every table's Redis stream to the Kafka topic `table-events`, at least once.
 
-Tables with unrelayed events sit in `relay:pending`. Each pass, a replica takes a short lease on
-each of them (so one relay at a time publishes a table, in order), reads the streams after each
-table's `relayed` pointer, publishes in order keyed by table id, waits for Kafka's
-acknowledgements, then moves the pointers; every step is one pipelined round trip for the
-whole batch. A crash after publishing and before the pointer moves re-publishes the same
-events, in the same order: consumers dedupe on (table_id, seq).
+Tables with unrelayed events sit in their shard's `relay:{s<n>}` set. Each pass takes the tables
+this replica committed since the last pass (the core tells it: the events leave at once) and,
+every SWEEP_S, every pending table of the shards it looks after (the tables other replicas
+committed and died before relaying). It takes a short lease on each table (so one relay at a
+time publishes a table, in order), reads the streams after each table's `relayed` pointer,
+publishes in order keyed by table id, waits for Kafka's acknowledgements, then moves the
+pointers; every step is one pipelined round trip for the whole batch. A crash after publishing
+and before the pointer moves re-publishes the same events, in the
+same order: consumers dedupe on (table_id, seq).
 """
 
 from __future__ import annotations
@@ -20,11 +23,14 @@ from typing import Any
 
 from services.common.topics import TABLE_EVENTS
 from services.table.metrics import TableMetrics
+from services.table.shard_leases import AllShards, ShardLeases
 from services.table.store import TableStore
 
 log = logging.getLogger("bg.table.relay")
 LEASE_MS = 10_000
 BACKLOG = 1000  # events in one pass that mean "behind": go again without waiting
+SWEEP_S = 1.0  # look at every owned shard's pending tables this often
+PER_SHARD = 50  # pending tables read per shard in one sweep
 
 
 class EventRelay:
@@ -35,6 +41,7 @@ class EventRelay:
         metrics: TableMetrics | None = None,
         interval_s: float = 0.05,
         topic: str = TABLE_EVENTS,
+        leases: ShardLeases | AllShards | None = None,
     ) -> None:
         self.store = store
         self.make_producer = make_producer
@@ -43,22 +50,36 @@ class EventRelay:
         self.topic = topic
         self.producer: Any = None
         self.token = secrets.token_hex(8)
+        self.leases = leases or AllShards()
+        self._committed: set[str] = set()
+        self._swept = 0.0
 
-    async def run_once(self) -> int:
-        """One pass over every table with unrelayed events, in four Redis round trips however
-        many tables: the pending list, leases and pointers, the streams, the acknowledgements."""
-        pending = await self.store.pending_tables(200)
-        if self.metrics:
-            oldest = min((score for _, score in pending), default=None)
-            self.metrics.relay_lag.set(
-                0 if oldest is None else max(0.0, time.time() - oldest / 1000)
-            )
-        if not pending:
+    def committed(self, table_id: str) -> None:
+        """The core committed events to this table: relay it in the next pass."""
+        self._committed.add(table_id)
+
+    async def run_once(self, sweep: bool = True) -> int:
+        """One pass over the tables committed here since the last pass and, with `sweep`, every
+        pending table of the owned shards: at most four Redis round trips however many tables
+        (the pending sets, leases and pointers, the streams, the acknowledgements)."""
+        tables = set(self._committed)
+        self._committed.clear()
+        if sweep:
+            self._swept = time.monotonic()
+            pending = await self.store.pending_tables(self.leases.owned(), PER_SHARD)
+            tables.update(table_id for table_id, _ in pending)
+            if self.metrics:
+                oldest = min((score for _, score in pending), default=None)
+                self.metrics.relay_lag.set(
+                    0 if oldest is None else max(0.0, time.time() - oldest / 1000)
+                )
+        if not tables:
             return 0
-        tables = [table_id for table_id, _ in pending]
-        owned = await self.store.lease_for_relay(tables, self.token, LEASE_MS)
+        owned = await self.store.lease_for_relay(sorted(tables), self.token, LEASE_MS)
+        # Tables another relay holds: try again next pass (it may have read before our commit).
+        self._committed.update(tables - owned.keys())
         if not owned:
-            return 0  # other replicas are relaying these tables
+            return 0
         try:
             streams = await self.store.events_after(owned)
             if any(events for events in streams.values()) and self.producer is None:
@@ -85,7 +106,7 @@ class EventRelay:
         backoff = self.interval_s
         while not stop.is_set():
             try:
-                moved = await self.run_once()
+                moved = await self.run_once(sweep=time.monotonic() - self._swept >= SWEEP_S)
                 backoff = self.interval_s
                 if moved >= BACKLOG:
                     continue  # behind: the next pass at once

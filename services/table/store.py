@@ -1,18 +1,20 @@
-"""Table state in Redis: one hash per table, its event stream, and the clocks sorted set.
+"""Table state in Redis: one hash per table, its event stream, and its shard's clock set.
 
 Every change goes through one Lua script that checks the table's `seq`, writes the new state,
 appends the events to the table's stream (stream ids are the event seqs), sets or clears the
-table's deadline in the clocks sorted set, remembers the command id (scoped to its seat, I-34),
+table's deadline in its shard's clock set, remembers the command id (scoped to its seat, I-34),
 marks the table for the Kafka relay, and publishes the commit's `TableUpdate` (events and both
 seats' views) on the table's update channel for the gateways, atomically: one round trip. A
 stale `seq` means another replica won: the caller re-reads and retries.
 
-Keys (hash tags keep a table's keys together): `t:{id}` (seq, state, meta, relayed),
-`t:{id}:ev` (stream), `t:{id}:cmd` ("<seat>:<command id>" -> "seq:count"), channel
-`t:{id}:up` (updates, see services/common/table_feed.py), `clocks` (table id -> deadline ms),
-`relay:pending` (table id -> ms of its oldest unrelayed event), `prefs:<player>`,
-`t:{id}:rec:<match>` (a finished match's record: written by the commit that ends the match, in
-the same script, so an ended match always has its record and its seed revealed). The commit
+Keys, all with the table's shard hash tag `{s<n>}` (services/common/shards.py), so each script
+touches one Redis Cluster slot: `t:{s<n>}:<id>` (seq, state, meta, relayed), `...:<id>:ev`
+(stream), `...:<id>:cmd` ("<seat>:<command id>" -> "seq:count"), channel `...:<id>:up` (updates,
+see services/common/table_feed.py), `clocks:{s<n>}` (table id -> deadline ms), `relay:{s<n>}`
+(table id -> ms of its oldest unrelayed event), `...:<id>:rec:<match>` (a finished match's
+record: written by the commit that ends the match, in the same script, so an ended match always
+has its record and its seed revealed); and `prefs:<player>`. The clock wake-up channel is no key:
+the script names it in ARGV (a channel is not bound to a slot). The commit
 that ends a match marks the table `finished` (naming its record); once the relay has every event
 of it on Kafka, the table's keys and the record expire after FINISHED_TTL_S (a rematch's commit
 makes the table's keys persistent again), so nothing expires before it is on Kafka.
@@ -21,6 +23,7 @@ makes the table's keys persistent again), so nothing expires before it is on Kaf
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +32,10 @@ from redis.exceptions import NoScriptError
 
 from engine import codec
 from engine.state import TableState
+from services.common.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
 from services.common.table_feed import stream_entries, stream_key, table_key, update_channel
 
-CLOCKS = "clocks"
-RELAY_PENDING = "relay:pending"
-WAKE_CHANNEL = "clocks:wake"
+WAKE_CHANNEL = "clocks:wake"  # "<shard>:<deadline ms>" when a commit sets its shard's earliest
 # A finished match's keys (state, stream, command ids, record) expire this long after all its
 # events are on Kafka: time enough for a rematch (which persists them again), resuming clients,
 # the wallet's consumer and reconciler. The leaderboard's archive keeps the history for players.
@@ -54,13 +56,13 @@ if ARGV[5] ~= '' then
 end
 if ARGV[1] ~= '-1' and cur ~= ARGV[1] then return {'CONFLICT', cur} end
 local seq = tonumber(cur)
-local n = #ARGV - 9
+local n = #ARGV - 11
 for i = 1, n do
-  redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[9 + i])
+  redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[11 + i])
 end
 if ARGV[9] ~= '' then
-  redis.call('SET', KEYS[8], ARGV[9], 'EX', RECORD_TTL)
-  redis.call('HSET', KEYS[1], 'finished', KEYS[8])
+  redis.call('SET', KEYS[7], ARGV[9], 'EX', RECORD_TTL)
+  redis.call('HSET', KEYS[1], 'finished', KEYS[7])
 end
 local new = seq + n
 redis.call('HSET', KEYS[1], 'seq', new, 'state', ARGV[2])
@@ -74,11 +76,11 @@ if ARGV[3] == '' then
 else
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
-  if first[1] == ARGV[4] then redis.call('PUBLISH', KEYS[6], ARGV[3]) end
+  if first[1] == ARGV[4] then redis.call('PUBLISH', ARGV[10], ARGV[11] .. ':' .. ARGV[3]) end
 end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[4], ARGV[5], new .. ':' .. n) end
 if n > 0 then redis.call('ZADD', KEYS[5], 'NX', ARGV[6], ARGV[4]) end
-if ARGV[8] ~= '' then redis.call('PUBLISH', KEYS[7], ARGV[8]) end
+if ARGV[8] ~= '' then redis.call('PUBLISH', KEYS[6], ARGV[8]) end
 return {'OK', tostring(new)}
 """.replace("RECORD_TTL", str(RECORD_TTL_S))
 
@@ -118,7 +120,7 @@ return 0
 
 
 def _relay_lock(table_id: str) -> str:
-    return "relay:lock:{" + table_id + "}"
+    return "relay:lock:" + shard_tag(shard_of(table_id)) + ":" + table_id
 
 
 def commands_key(table_id: str) -> str:
@@ -212,6 +214,7 @@ class TableStore:
         """Atomically apply a transition. `expected_seq=None` creates the table. `update` is
         published to the table's gateways once committed; `record` (the match record, when this
         commit ends the match) is stored with it."""
+        shard = shard_of(table_id)
         args: list[Any] = [
             "-1" if expected_seq is None else str(expected_seq),
             encode_state(state),
@@ -222,11 +225,13 @@ class TableStore:
             "" if meta is None else json.dumps(meta),
             update,
             "" if record is None else json.dumps(record),
+            WAKE_CHANNEL,
+            str(shard),
             *events,
         ]
         keys = [
-            table_key(table_id), stream_key(table_id), CLOCKS, commands_key(table_id),
-            RELAY_PENDING, WAKE_CHANNEL, update_channel(table_id),
+            table_key(table_id), stream_key(table_id), clocks_key(shard), commands_key(table_id),
+            relay_key(shard), update_channel(table_id),
             record_key(table_id, record["match_id"] if record else ""),
         ]  # fmt: skip
         status, value = await self._run(self._commit, keys, args)
@@ -251,7 +256,7 @@ class TableStore:
 
     async def reschedule(self, table_id: str, seq: int, deadline_ms: int | None) -> bool:
         done = await self._reschedule(
-            keys=[table_key(table_id), CLOCKS],
+            keys=[table_key(table_id), clocks_key(shard_of(table_id))],
             args=[str(seq), "" if deadline_ms is None else str(deadline_ms), table_id],
         )
         return bool(done)
@@ -275,19 +280,52 @@ class TableStore:
         return out
 
     async def unschedule(self, table_id: str) -> None:
-        await self.redis.zrem(CLOCKS, table_id)
+        await self.redis.zrem(clocks_key(shard_of(table_id)), table_id)
 
-    async def due(self, now_ms: int, limit: int) -> list[str]:
-        items = await self.redis.zrangebyscore(CLOCKS, "-inf", now_ms, start=0, num=limit)
-        return [i.decode() for i in items]
+    async def due(self, shards: Iterable[int], now_ms: int, limit: int) -> list[str]:
+        """Tables whose deadline has come, over `shards` (at most `limit` each). One round
+        trip (a pipeline: on a Valkey Cluster, one per node)."""
+        replies = await self._each(
+            shards, lambda pipe, s: pipe.zrangebyscore(clocks_key(s), "-inf", now_ms, 0, limit)
+        )
+        return [i.decode() for items in replies.values() for i in items]
 
-    async def earliest(self) -> int | None:
-        first = await self.redis.zrange(CLOCKS, 0, 0, withscores=True)
-        return int(first[0][1]) if first else None
+    async def earliest(self, shards: Iterable[int]) -> dict[int, int]:
+        """Each shard's earliest deadline (shards without one are left out). One round trip."""
+        replies = await self._each(
+            shards, lambda pipe, s: pipe.zrange(clocks_key(s), 0, 0, withscores=True)
+        )
+        return {s: int(first[0][1]) for s, first in replies.items() if first}
 
-    async def pending_tables(self, limit: int) -> list[tuple[str, int]]:
-        items = await self.redis.zrange(RELAY_PENDING, 0, limit - 1, withscores=True)
-        return [(i.decode(), int(score)) for i, score in items]
+    async def pending_tables(
+        self, shards: Iterable[int] | None = None, limit: int = 50
+    ) -> list[tuple[str, int]]:
+        """Tables with unrelayed events and the ms of the oldest, over `shards` (all when None),
+        at most `limit` per shard, oldest first. One round trip."""
+        replies = await self._each(
+            range(VIRTUAL_SHARDS) if shards is None else shards,
+            lambda pipe, s: pipe.zrange(relay_key(s), 0, limit - 1, withscores=True),
+        )
+        found = [(i.decode(), int(score)) for items in replies.values() for i, score in items]
+        return sorted(found, key=lambda pair: pair[1])
+
+    async def live_tables(self, shards: Iterable[int] | None = None) -> int:
+        """Tables with a pending deadline, over `shards` (all when None)."""
+        replies = await self._each(
+            range(VIRTUAL_SHARDS) if shards is None else shards,
+            lambda pipe, s: pipe.zcard(clocks_key(s)),
+        )
+        return sum(int(n) for n in replies.values())
+
+    async def _each(self, shards: Iterable[int], call: Any) -> dict[int, Any]:
+        """One command per shard, pipelined: {shard: reply}."""
+        listed = list(shards)
+        if not listed:
+            return {}
+        pipe = self.redis.pipeline(transaction=False)
+        for shard in listed:
+            call(pipe, shard)
+        return dict(zip(listed, await pipe.execute(), strict=True))
 
     async def lease_for_relay(
         self, table_ids: list[str], token: str, ttl_ms: int
@@ -318,7 +356,7 @@ class TableStore:
     async def relay_ack_many(self, upto: dict[str, int]) -> None:
         """Move each table's relayed pointer (unmarking caught-up tables). One round trip."""
         calls = [
-            ([table_key(t), RELAY_PENDING, stream_key(t), commands_key(t)], [seq, t])
+            ([table_key(t), relay_key(shard_of(t)), stream_key(t), commands_key(t)], [seq, t])
             for t, seq in upto.items()
         ]
         await self._run_many(self._relay_ack, calls)
@@ -336,6 +374,3 @@ class TableStore:
     async def get_record(self, table_id: str, match_id: str) -> dict[str, Any] | None:
         raw = await self.redis.get(record_key(table_id, match_id))
         return None if raw is None else dict(json.loads(raw))
-
-    async def live_tables(self) -> int:
-        return int(await self.redis.zcard(CLOCKS))

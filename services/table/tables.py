@@ -117,6 +117,8 @@ class TableCore:
         self.clock_scale = clock_scale
         self.now = now
         self.cache = StateCache(cache_size)
+        # Told of every table this replica commits events to (the relay sends them at once).
+        self.on_commit: Callable[[str], None] | None = None
 
     # -- creating ----------------------------------------------------------------------------
 
@@ -483,6 +485,8 @@ class TableCore:
         )
         if result.status == "OK":
             self.cache.put(table_id, Loaded(result.seq, out.state, meta, base.relayed))
+            if events and self.on_commit is not None:
+                self.on_commit(table_id)
         return result, events
 
     async def _match_moves(

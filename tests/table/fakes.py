@@ -3,6 +3,8 @@ diamonds out of a balance; a capture spends them (a raise into the match's escro
 
 from __future__ import annotations
 
+import asyncio
+
 from services.common.errors import ServiceError
 
 
@@ -61,3 +63,22 @@ class FakeWallet:
         match_id, amounts = self.holds[hold_key]
         if hold_key.startswith("raise:"):
             self.escrow[match_id] += amounts[0][1]
+
+
+class FakeProducer:
+    """Kafka as the relay sees it: every send acknowledged at once."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes]] = []
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[None]:
+        self.sent.append((key.decode(), value))
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done

@@ -126,4 +126,4 @@ async def test_scripts_reload_after_redis_forgets_them(redis: redis_asyncio.Redi
     await redis.script_flush()
     await core.store.relay_ack_many({"t1": moved.seq})
     assert await core.store.relayed("t1") == moved.seq
-    assert await core.store.pending_tables(10) == []  # caught up: unmarked
+    assert await core.store.pending_tables() == []  # caught up: unmarked

@@ -10,12 +10,15 @@ import pytest
 from bg.table.v1 import table_pb2
 from engine import commands as c
 from services.common.errors import ServiceError
+from services.common.shards import clocks_key, shard_of
 from services.table.clock import ClockWorker
-from services.table.store import CLOCKS, stream_key
+from services.table.store import stream_key
 from services.table.tables import TableCore
 from tests.helpers import kind
 from tests.table.driver import options, play
-from tests.table.fakes import FakeWallet
+from tests.table.fakes import FakeProducer, FakeWallet
+
+CLOCKS = clocks_key(shard_of("t1"))
 
 pytestmark = pytest.mark.integration
 P = ["alice", "bob"]
@@ -260,25 +263,6 @@ async def test_the_commit_that_ends_a_match_writes_its_record_and_outcome(
     assert again.state == state.STATE_ENDED and again.winner_id == P[seat]
 
 
-class _Producer:
-    """Kafka as the relay sees it: every send acknowledged at once."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, bytes]] = []
-
-    async def start(self) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
-    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[None]:
-        self.sent.append((key.decode(), value))
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        done.set_result(None)
-        return done
-
-
 async def test_a_finished_tables_keys_expire_once_relayed_and_a_rematch_keeps_them(
     core: TableCore,
 ) -> None:
@@ -296,7 +280,7 @@ async def test_a_finished_tables_keys_expire_once_relayed_and_a_rematch_keeps_th
     await core.submit("t1", P[seat], seat, "cmd-1", 0, c.Resign(seat))
     assert [await redis.ttl(k) for k in keys] == [-1, -1, -1]  # not on Kafka yet: kept
     assert FINISHED_TTL_S < await redis.ttl(record_key("t1", "t1-1")) <= 86_400
-    producer = _Producer()
+    producer = FakeProducer()
     relay = EventRelay(core.store, lambda: producer)
     assert await relay.run_once() > 0
     ttls = [await redis.ttl(k) for k in [*keys, record_key("t1", "t1-1")]]

@@ -1,0 +1,106 @@
+"""Which virtual shards this table replica's clock worker and relay look after.
+
+Each replica renews a membership lease (a score in `table:replicas`: its expiry) every
+`ttl_ms / 3`; the live members divide the shards by rendezvous hashing, so when a replica
+comes or goes only its share moves, and a dead replica's shards pass to the others once its
+lease runs out. Ownership is about work, not correctness: while two replicas briefly disagree
+(one has not yet seen the other), both look at a shard, and the commit's compare-and-set still
+lets one deadline fire once and the per-table relay lock keeps each table's events in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from services.common.shards import VIRTUAL_SHARDS
+
+log = logging.getLogger("bg.table.shards")
+MEMBERS = "table:replicas"
+TTL_MS = 3000
+
+
+def _wall_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)
+
+
+def assign(members: list[str], shards: int = VIRTUAL_SHARDS) -> dict[str, list[int]]:
+    """Rendezvous hashing: each shard goes to the member with the highest hash of (member,
+    shard). Deterministic, so every replica computes the same split from the same members."""
+    owned: dict[str, list[int]] = {m: [] for m in members}
+    if not members:
+        return owned
+    for shard in range(shards):
+        best = max(
+            members,
+            key=lambda m: hashlib.blake2b(f"{m}/{shard}".encode(), digest_size=8).digest(),
+        )
+        owned[best].append(shard)
+    return owned
+
+
+class ShardLeases:
+    def __init__(
+        self,
+        redis: Any,
+        name: str = "",
+        ttl_ms: int = TTL_MS,
+        now: Callable[[], int] = _wall_ms,
+        on_change: Callable[[list[int]], None] | None = None,
+    ) -> None:
+        self.redis = redis
+        self.member = f"{name or 'table'}-{secrets.token_hex(4)}"
+        self.ttl_ms = ttl_ms
+        self.now = now
+        self.on_change = on_change
+        self.members: list[str] = []
+        self._owned: list[int] = []
+
+    def owned(self) -> list[int]:
+        return self._owned
+
+    async def renew(self) -> list[int]:
+        """Renew this replica's lease and recompute its shards from the live members (one
+        pipelined round trip)."""
+        now = self.now()
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.zadd(MEMBERS, {self.member: now + self.ttl_ms})
+        pipe.zremrangebyscore(MEMBERS, "-inf", now)
+        pipe.zrangebyscore(MEMBERS, now, "+inf")
+        *_, live = await pipe.execute()
+        members = sorted(m.decode() if isinstance(m, bytes) else m for m in live)
+        if members != self.members:
+            self.members = members
+            self._owned = assign(members).get(self.member, [])
+            log.info(
+                "shards rebalanced",
+                extra={"replicas": len(members), "owned": len(self._owned)},
+            )
+            if self.on_change:
+                self.on_change(self._owned)
+        return self._owned
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.renew()
+            except Exception as exc:  # Redis away: keep the shards we had, try again
+                log.warning("shard lease renewal failed", extra={"error": repr(exc)[:200]})
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.ttl_ms / 3000)
+        with contextlib.suppress(Exception):
+            await self.redis.zrem(MEMBERS, self.member)  # hand the shards over at once
+
+
+class AllShards:
+    """One replica looks after every shard (tests, tools, a single-replica deployment)."""
+
+    def owned(self) -> list[int]:
+        return list(range(VIRTUAL_SHARDS))
