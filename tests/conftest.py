@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from infra import embedded
+from infra.valkey_cluster import RunningCluster, start_valkey_cluster
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +24,16 @@ def valkey_url(infra_dir: Path) -> Iterator[str]:
         yield server.address
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def valkey_cluster(infra_dir: Path) -> Iterator[RunningCluster]:
+    """A real Valkey Cluster: 3 primaries, each with a replica (issue 14), for the session."""
+    cluster = start_valkey_cluster(infra_dir / "valkey-cluster", primaries=3, replicas=1)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")

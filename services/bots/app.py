@@ -16,7 +16,11 @@ from services.gateway.auth import TokenSigner
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("bots", settings)
-    redis = redis_client(settings.redis_url, round_trips=app.metrics.redis_round_trips)
+    redis = redis_client(
+        settings.redis_url,
+        round_trips=app.metrics.redis_round_trips,
+        cluster=settings.redis_cluster,
+    )
     stop = asyncio.Event()
     parts: dict[str, object] = {}
 

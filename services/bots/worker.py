@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 import secrets
@@ -21,6 +22,7 @@ from bg.gateway.v1 import gateway_pb2_grpc
 from engine import bots
 from services.common.play_wire import PlaySession, next_command
 from services.gateway.auth import Identity, TokenSigner
+from services.matchmaking.lobby import lobby_key
 
 log = logging.getLogger("bg.bots")
 BOT_TABLES = "bots:tables"
@@ -40,12 +42,10 @@ class BotWorker:
     async def _play(self, table_id: str) -> None:
         lease = f"bots:lease:{table_id}"
         try:
-            raw = await self.redis.get(f"lobby:t:{table_id}")
+            raw = await self.redis.get(lobby_key(table_id))
             if raw is None:
                 await self.redis.srem(BOT_TABLES, table_id)
                 return
-            import json
-
             seats = json.loads(raw)["player_ids"]
             bot_id = next(p for p in seats if p.startswith("cpu-"))
             level = bot_id.split("-")[1]

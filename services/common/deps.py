@@ -7,14 +7,17 @@ player-facing services out of the load balancer.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, Protocol
 
 import redis.asyncio as redis_asyncio
 from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -57,19 +60,63 @@ class CountingRedis(redis_asyncio.Redis):
         return pipe
 
 
+class CountingClusterPipeline(ClusterPipeline):
+    counter: _Counted | None = None
+
+    async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
+        if self.counter is not None and len(self):
+            self.counter.inc()
+        return await super().execute(raise_on_error, allow_redirections)
+
+
+class CountingRedisCluster(RedisCluster):
+    """CountingRedis for a Valkey Cluster: a pipeline counts once (it is one round trip to
+    each node it touches, in parallel)."""
+
+    counter: _Counted | None = None
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        if self.counter is not None:
+            self.counter.inc()
+        return await super().execute_command(*args, **kwargs)
+
+    def pipeline(
+        self, transaction: Any | None = None, shard_hint: Any | None = None
+    ) -> ClusterPipeline:
+        pipe = CountingClusterPipeline(self, transaction)  # type: ignore[abstract]  # as redis-py
+        pipe.counter = self.counter
+        return pipe
+
+
 def redis_client(
-    url: str, max_connections: int = 200, round_trips: _Counted | None = None
-) -> redis_asyncio.Redis:
+    url: str,
+    max_connections: int = 200,
+    round_trips: _Counted | None = None,
+    cluster: bool = False,
+) -> Any:
     """A pooled client; connects lazily, so building it does no I/O. At `max_connections`
     a caller waits (up to 5 s) for a free connection instead of failing at once. Replies are
     parsed by hiredis when it is installed (redis-py picks it up by itself).
     A command that meets a dead connection (Valkey restarted) is sent again on a new one, up to
     3 times: safe, because every write the services make is a script that checks the table's
-    `seq` or a command id, or is idempotent (stream acks, set adds)."""
+    `seq` or a command id, or is idempotent (stream acks, set adds).
+    With `cluster`, `url` names any node of a Valkey Cluster: the client learns the slots and
+    follows MOVED/ASK redirections and failovers by itself (same retries)."""
+    retry = Retry(ExponentialBackoff(cap=1.0, base=0.1), 3)
+    if cluster:
+        node = make_url_parts(url)
+        counted = CountingRedisCluster(
+            host=node[0], port=node[1], max_connections=max_connections,
+            require_full_coverage=False,  # a primary failing over: the other slots still serve
+            socket_connect_timeout=2.0, health_check_interval=10, retry=retry,
+            retry_on_error=[RedisConnectionError, RedisTimeoutError],
+        )  # fmt: skip
+        counted.counter = round_trips
+        return counted
     pool = redis_asyncio.BlockingConnectionPool.from_url(
         url, max_connections=max_connections, timeout=5, socket_connect_timeout=2.0,
         health_check_interval=10,
-        retry=Retry(ExponentialBackoff(cap=1.0, base=0.1), 3),
+        retry=retry,
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
     )  # fmt: skip
     client = CountingRedis(connection_pool=pool)
@@ -77,7 +124,15 @@ def redis_client(
     return client
 
 
-def redis_check(client: redis_asyncio.Redis) -> ReadinessCheck:
+def make_url_parts(url: str) -> tuple[str, int]:
+    """(host, port) of a redis:// URL."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 6379
+
+
+def redis_check(client: Any) -> ReadinessCheck:
     async def probe() -> object:
         return await client.ping()
 
@@ -98,3 +153,25 @@ def sql_check(engine: AsyncEngine) -> ReadinessCheck:
             return (await conn.execute(text("SELECT 1"))).scalar_one()
 
     return ReadinessCheck("sql", probe)
+
+
+async def evalsha_many(
+    client: Any, script: Any, calls: list[tuple[list[str], list[Any]]]
+) -> list[Any]:
+    """One registered script many times: pipelined in one round trip (EVALSHA; redis-py's
+    pipelined scripts would first ask SCRIPT EXISTS every time), or, on a cluster (whose
+    pipelines refuse scripts), sent concurrently, each to its key's node. Loads the script when
+    Redis lost it (a restart)."""
+    if isinstance(client, RedisCluster):
+        return list(await asyncio.gather(*(script(keys=k, args=a) for k, a in calls)))
+    for attempt in range(2):
+        pipe = client.pipeline(transaction=False)
+        for keys, args in calls:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        try:
+            return list(await pipe.execute())
+        except NoScriptError:
+            if attempt:
+                raise
+            await client.script_load(script.script)
+    raise AssertionError("unreachable")

@@ -171,6 +171,11 @@ class ServiceSettings:
     readiness_interval_s: float = setting(
         "BG_READINESS_INTERVAL_S", 2.0, "Seconds between dependency checks.", min=0.05
     )
+    redis_cluster: bool = setting(
+        "BG_REDIS_CLUSTER",
+        False,
+        "BG_REDIS_URL names a node of a Valkey/Redis Cluster (the client finds the others).",
+    )
     event_loop: EventLoop = setting(
         "BG_EVENT_LOOP",
         "asyncio",

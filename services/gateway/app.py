@@ -29,7 +29,11 @@ log = logging.getLogger("bg.gateway")
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("gateway", settings)
-    redis = redis_client(settings.redis_url, round_trips=app.metrics.redis_round_trips)
+    redis = redis_client(
+        settings.redis_url,
+        round_trips=app.metrics.redis_round_trips,
+        cluster=settings.redis_cluster,
+    )
     secret = settings.token_secret
     if not secret:
         # One replica alone can sign with a random secret; replicas must share BG_TOKEN_SECRET.

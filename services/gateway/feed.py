@@ -59,6 +59,7 @@ class TableFeed:
             subs.add(sub)
             if len(subs) == 1:
                 try:
+                    await self.redis.initialize()  # a cluster client learns its nodes first
                     await self._channel().subscribe(update_channel(table_id))
                 except (RedisError, OSError) as exc:  # the reader reconnects and resubscribes
                     log.warning("table feed down at subscribe", extra={"error": repr(exc)})
@@ -134,6 +135,7 @@ class TableFeed:
             channels = [update_channel(t) for t in self.subscribers]
             try:
                 if channels:
+                    await self.redis.initialize()
                     await self._channel().subscribe(*channels)
             except Exception as exc:
                 log.warning("table feed still down", extra={"error": repr(exc)})

@@ -1,7 +1,8 @@
 """Presence as leases: which players have a live Play stream to a table, across gateways.
 
-Each open stream holds a lease in Redis (`presence:{table}:{player}`, a sorted set of stream ids
-scored by expiry, plus one entry per lease in the global `presence:leases`), renewed every
+Each open stream holds a lease in Redis (`presence:{s<n>}:<table>:<player>`, a sorted set of
+stream ids scored by expiry, plus one entry per lease in its shard's `presence:leases:{s<n>}`,
+both with the table's shard hash tag so each script touches one Redis Cluster slot), renewed every
 `ttl_s / 3` by the gateway that serves it. The first lease of a (table, player) reports a
 connect; the last one to go, closed or expired, a disconnect. A gateway that dies stops renewing:
 its leases expire after `ttl_s` and any gateway's sweeper reports the disconnect, so the away rule
@@ -18,12 +19,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from services.common.deps import evalsha_many
+from services.common.shards import VIRTUAL_SHARDS, shard_of, shard_tag
+
 log = logging.getLogger("bg.gateway.presence")
-LEASES = "presence:leases"  # "<table>\0<player>\0<stream>" -> expiry ms
 
 # The pair set outlives its last lease by 10 minutes (a sweeper must still find it to report the
 # disconnect), then goes by itself.
-# KEYS: pair set, LEASES. ARGV: stream, lease member, expiry ms, now ms.
+# KEYS: pair set, its shard's leases. ARGV: stream, lease member, expiry ms, now ms.
 # Returns 1 when this is the pair's only live lease (a connect to report).
 _OPEN = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[4])
@@ -34,7 +37,7 @@ if redis.call('ZCARD', KEYS[1]) == 1 then return 1 end
 return 0
 """
 
-# KEYS: pair set, LEASES. ARGV: stream, lease member, now ms.
+# KEYS: pair set, its shard's leases. ARGV: stream, lease member, now ms.
 # Returns 1 when this removed the pair's last live lease (a disconnect to report).
 _CLOSE = """
 local had = redis.call('ZREM', KEYS[1], ARGV[1])
@@ -45,7 +48,8 @@ if redis.call('ZCARD', KEYS[1]) == 0 then return 1 end
 return 0
 """
 
-# KEYS: pair set, LEASES. ARGV: stream, lease member, expiry ms. Renew only a lease that exists.
+# KEYS: pair set, its shard's leases. ARGV: stream, lease member, expiry ms.
+# Renews only a lease that exists.
 _RENEW = """
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   redis.call('ZADD', KEYS[1], 'XX', ARGV[3], ARGV[1])
@@ -58,7 +62,16 @@ return 0
 
 
 def _pair_key(table_id: str, player_id: str) -> str:
-    return f"presence:{table_id}:{player_id}"
+    return f"presence:{shard_tag(shard_of(table_id))}:{table_id}:{player_id}"
+
+
+def leases_key(shard: int) -> str:
+    """The shard's leases: "<table>\\0<player>\\0<stream>" -> expiry ms."""
+    return f"presence:leases:{shard_tag(shard)}"
+
+
+def _keys(table_id: str, player_id: str) -> list[str]:
+    return [_pair_key(table_id, player_id), leases_key(shard_of(table_id))]
 
 
 def _member(table_id: str, player_id: str, stream: str) -> str:
@@ -82,7 +95,7 @@ class Presence:
         now = self._now()
         self.mine[stream] = (table_id, player_id)
         first = await self._open(
-            keys=[_pair_key(table_id, player_id), LEASES],
+            keys=_keys(table_id, player_id),
             args=[stream, _member(table_id, player_id, stream), now + int(self.ttl_s * 1000), now],
         )
         return bool(first)
@@ -91,7 +104,7 @@ class Presence:
         """Give the lease back; True when it was the player's last live stream to the table."""
         self.mine.pop(stream, None)
         last = await self._close(
-            keys=[_pair_key(table_id, player_id), LEASES],
+            keys=_keys(table_id, player_id),
             args=[stream, _member(table_id, player_id, stream), self._now()],
         )
         return bool(last)
@@ -104,32 +117,34 @@ class Presence:
             return []
         expiry = self._now() + int(self.ttl_s * 1000)
         live = list(self.mine.items())
-        pipe = self.redis.pipeline(transaction=False)
-        for stream, (table_id, player_id) in live:
-            await self._renew(
-                keys=[_pair_key(table_id, player_id), LEASES],
-                args=[stream, _member(table_id, player_id, stream), expiry],
-                client=pipe,
-            )
-        renewed = await pipe.execute()
+        renewed = await evalsha_many(
+            self.redis,
+            self._renew,
+            [
+                (_keys(table_id, player_id), [stream, _member(table_id, player_id, stream), expiry])
+                for stream, (table_id, player_id) in live
+            ],
+        )
         return [
             (table_id, player_id, stream)
             for (stream, (table_id, player_id)), ok in zip(live, renewed, strict=True)
             if not ok and stream in self.mine
         ]
 
-    async def expired(self, limit: int = 200) -> list[tuple[str, str]]:
+    async def expired(self, limit: int = 20) -> list[tuple[str, str]]:
         """Remove leases past their expiry (their gateway died); returns the (table, player)
-        pairs that lost their last live stream: disconnects the caller must report."""
+        pairs that lost their last live stream: disconnects the caller must report. Every
+        shard is looked at in one pipelined round trip (at most `limit` leases each)."""
         now = self._now()
-        members = await self.redis.zrangebyscore(LEASES, "-inf", now, start=0, num=limit)
+        pipe = self.redis.pipeline(transaction=False)
+        for shard in range(VIRTUAL_SHARDS):
+            pipe.zrangebyscore(leases_key(shard), "-inf", now, start=0, num=limit)
+        members = [m for found in await pipe.execute() for m in found]
         gone = []
         for raw in members:
             member = raw.decode() if isinstance(raw, bytes) else str(raw)
             table_id, player_id, stream = member.split("\0")
-            last = await self._close(
-                keys=[_pair_key(table_id, player_id), LEASES], args=[stream, member, now]
-            )
+            last = await self._close(keys=_keys(table_id, player_id), args=[stream, member, now])
             if last:
                 gone.append((table_id, player_id))
         return gone

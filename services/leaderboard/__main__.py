@@ -18,7 +18,7 @@ def _rebuild() -> None:
     async def run() -> None:
         settings = load_settings()
         engine = sql_engine(settings.database_url)
-        redis = redis_client(settings.redis_url)
+        redis = redis_client(settings.redis_url, cluster=settings.redis_cluster)
         await migrate(engine, MIGRATIONS)
         store = BoardStore(engine, redis, settings.season_days * 86_400_000)
         applied = await rebuild(EventHandler(store), settings.kafka_bootstrap)

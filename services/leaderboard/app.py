@@ -52,7 +52,11 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app = base_app("leaderboard", settings)
     metrics = LeaderboardMetrics(app.metrics.registry)
     engine = sql_engine(settings.database_url)
-    redis = redis_client(settings.redis_url, round_trips=app.metrics.redis_round_trips)
+    redis = redis_client(
+        settings.redis_url,
+        round_trips=app.metrics.redis_round_trips,
+        cluster=settings.redis_cluster,
+    )
     store = BoardStore(engine, redis, settings.season_days * 86_400_000)
     handler = EventHandler(store, metrics)
     stop = asyncio.Event()

@@ -26,7 +26,11 @@ SERVICE_NAME = matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"]
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("matchmaking", settings)
-    redis = redis_client(settings.redis_url, round_trips=app.metrics.redis_round_trips)
+    redis = redis_client(
+        settings.redis_url,
+        round_trips=app.metrics.redis_round_trips,
+        cluster=settings.redis_cluster,
+    )
     channels: list[grpc.aio.Channel] = []
     lobbies: list[Lobby] = []
     stop = asyncio.Event()

@@ -1,13 +1,17 @@
 """The lobby: tables, party codes, quick match and the deal, on Redis (stateless replicas).
 
-A table's lobby document is one JSON value at `lobby:t:<id>`, changed with optimistic
-transactions (WATCH/MULTI): two players racing for the last seat cannot both get it. The deal
+A table's lobby document is one JSON value at `lobby:{lobby}:t:<id>`, changed with optimistic
+transactions (WATCH/MULTI) that also keep the open and dealing indexes: two players racing for
+the last seat cannot both get it. The `{lobby}` hash tag puts the documents and the indexes in one
+Redis Cluster slot, so the transaction is legal there (lobby traffic is a few writes per match,
+far below one node's capacity; party codes, quick-match queues and scored pairings are single
+keys and spread over the cluster). The deal
 (escrow for wagered tables, then the match on the table service) uses idempotent keys derived
 from the match id, so a retried or repeated deal never escrows twice or creates two matches.
 
 The deal is a saga: if the match cannot be created, the escrow is refunded and the table closes
 (players can leave it). A deal a crash left half-done is driven on by the next call within
-DEAL_RESUME_S, and compensated after that (by any call, or the sweeper over `lobby:dealing`), so
+DEAL_RESUME_S, and compensated after that (by any call, or the sweeper over DEALING_SET), so
 the stakes are never held for a match that will not be played; the wallet's reconciler, whose
 bound is far longer, is the last line.
 """
@@ -40,9 +44,16 @@ CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: readable alo
 CODE_LENGTH = 6
 CPU_PREFIX = "cpu-"
 OPEN, DEALING, DEALT, CLOSED = "open", "dealing", "dealt", "closed"
-DEALING_SET = "lobby:dealing"  # table id -> ms its deal started
+LOBBY_TAG = "{lobby}"
+OPEN_SET = f"lobby:{LOBBY_TAG}:open"  # public tables with a free seat -> ms created
+DEALING_SET = f"lobby:{LOBBY_TAG}:dealing"  # table id -> ms its deal started
 DEAL_RESUME_S = money_keys.DEAL_WINDOW_S  # a deal older than this is undone, not driven on
 LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
+
+
+def lobby_key(table_id: str) -> str:
+    """A table's lobby document (read by the bots too, to find their seat)."""
+    return f"lobby:{LOBBY_TAG}:t:{table_id}"
 
 
 class WalletPort(Protocol):
@@ -117,7 +128,7 @@ class Lobby:
 
     @staticmethod
     def _key(table_id: str) -> str:
-        return f"lobby:t:{table_id}"
+        return lobby_key(table_id)
 
     async def get(self, table_id: str) -> Table:
         raw = await self.redis.get(self._key(table_id))
@@ -144,9 +155,9 @@ class Lobby:
                     pipe.multi()
                     pipe.set(key, json.dumps(asdict(table)), ex=LOBBY_TTL_S)
                     if table.public and table.status == OPEN and "" in table.player_ids:
-                        pipe.zadd("lobby:open", {table_id: table.created_ms})
+                        pipe.zadd(OPEN_SET, {table_id: table.created_ms})
                     else:
-                        pipe.zrem("lobby:open", table_id)
+                        pipe.zrem(OPEN_SET, table_id)
                     if table.status == DEALING:
                         pipe.zadd(DEALING_SET, {table_id: table.dealing_since_ms})
                     else:
@@ -184,7 +195,7 @@ class Lobby:
         )  # fmt: skip
         await self.redis.set(self._key(table_id), json.dumps(asdict(table)), ex=LOBBY_TTL_S)
         if table.public:
-            await self.redis.zadd("lobby:open", {table_id: table.created_ms})
+            await self.redis.zadd(OPEN_SET, {table_id: table.created_ms})
         await self._leave_other_scored(player_id, table)
         if vs_cpu:
             await self.redis.sadd("bots:tables", table_id)
@@ -200,13 +211,13 @@ class Lobby:
         limit: int = 50,
     ) -> list[Table]:
         limit = 50 if limit <= 0 else min(limit, 200)
-        ids = await self.redis.zrevrange("lobby:open", 0, 499)
+        ids = await self.redis.zrevrange(OPEN_SET, 0, 499)
         out = []
         for raw_id in ids:
             try:
                 table = await self.get(raw_id.decode())
             except NotFound:
-                await self.redis.zrem("lobby:open", raw_id)
+                await self.redis.zrem(OPEN_SET, raw_id)
                 continue
             o = table.options
             if profile and o.get("profile") != profile:

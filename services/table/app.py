@@ -29,7 +29,11 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("table", settings)
     metrics = TableMetrics(app.metrics)
-    redis = redis_client(settings.redis_url, round_trips=app.metrics.redis_round_trips)
+    redis = redis_client(
+        settings.redis_url,
+        round_trips=app.metrics.redis_round_trips,
+        cluster=settings.redis_cluster,
+    )
     store = TableStore(redis)
     stop = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
@@ -56,7 +60,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     async def start() -> None:
         replica = settings.replica or "table"
-        leases = ShardLeases(redis, replica, on_change=lambda owned: metrics.shards.set(len(owned)))
+        leases = ShardLeases(
+            redis, settings.replica, on_change=lambda owned: metrics.shards.set(len(owned))
+        )
         with contextlib.suppress(Exception):  # Redis not up yet: the lease task keeps trying
             await leases.renew()
         tasks.append(asyncio.create_task(leases.run(stop), name="shard-leases"))

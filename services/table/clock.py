@@ -44,18 +44,33 @@ class ClockWorker:
         self._earliest: dict[int, int] = {}  # owned shard -> its earliest deadline, as last seen
         self._hinted: dict[int, int] = {}  # wake-ups since the last read from Redis began
         self._swept_ms = 0
+        self._owned: set[int] = set()
         self.fired = 0
 
     async def _listen(self, stop: asyncio.Event) -> None:
-        pubsub = self.store.redis.pubsub()
-        await pubsub.subscribe(WAKE_CHANNEL)
-        try:
-            while not stop.is_set():
-                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
-                if message is not None:
-                    self.hint(message["data"])
-        finally:
-            await pubsub.aclose()
+        """Wake-ups, resubscribing after Redis (or the cluster node it listens on) fails; the
+        sweeps cover what was published meanwhile."""
+        while not stop.is_set():
+            pubsub = None
+            try:
+                await self.store.redis.initialize()  # a cluster client learns its nodes first
+                pubsub = self.store.redis.pubsub()
+                await pubsub.subscribe(WAKE_CHANNEL)
+                while not stop.is_set():
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                    if message is not None:
+                        self.hint(message["data"])
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("clock wake-ups lost; resubscribing", extra={"error": repr(exc)})
+                self._swept_ms = 0
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 0.5)
+            finally:
+                if pubsub is not None:
+                    with contextlib.suppress(Exception):
+                        await pubsub.aclose()
 
     def hint(self, data: bytes | str) -> None:
         """A wake-up message: note the shard's new earliest deadline and wake the loop."""
@@ -97,9 +112,10 @@ class ClockWorker:
         """Fire everything due now in the owned shards (sweeping first when the in-memory view
         is older than SWEEP_S); returns how many tables were due."""
         now = self.now()
-        if now - self._swept_ms >= SWEEP_S * 1000:
-            await self.sweep()
         owned = set(self.leases.owned())
+        if now - self._swept_ms >= SWEEP_S * 1000 or owned != self._owned:
+            self._owned = owned  # new shards (a replica left): their deadlines may be due now
+            await self.sweep()
         shards = [s for s, at in self._earliest.items() if at <= now and s in owned]
         if not shards:
             return 0

@@ -53,6 +53,7 @@ class EventRelay:
         self.leases = leases or AllShards()
         self._committed: set[str] = set()
         self._swept = 0.0
+        self._owned: list[int] = []
 
     def committed(self, table_id: str) -> None:
         """The core committed events to this table: relay it in the next pass."""
@@ -106,7 +107,10 @@ class EventRelay:
         backoff = self.interval_s
         while not stop.is_set():
             try:
-                moved = await self.run_once(sweep=time.monotonic() - self._swept >= SWEEP_S)
+                owned = self.leases.owned()
+                due = time.monotonic() - self._swept >= SWEEP_S or owned != self._owned
+                self._owned = owned
+                moved = await self.run_once(sweep=due)
                 backoff = self.interval_s
                 if moved >= BACKLOG:
                     continue  # behind: the next pass at once

@@ -1,11 +1,15 @@
 """Which virtual shards this table replica's clock worker and relay look after.
 
 Each replica renews a membership lease (a score in `table:replicas`: its expiry) every
-`ttl_ms / 3`; the live members divide the shards by rendezvous hashing, so when a replica
-comes or goes only its share moves, and a dead replica's shards pass to the others once its
-lease runs out. Ownership is about work, not correctness: while two replicas briefly disagree
-(one has not yet seen the other), both look at a shard, and the commit's compare-and-set still
-lets one deadline fire once and the per-table relay lock keeps each table's events in order.
+`ttl_ms / 4`; the live members divide the shards by rendezvous hashing, so when a replica
+comes or goes only its share moves. A replica killed outright holds its shards until its lease
+runs out (TTL_MS): that long, at worst, its shards' deadlines wait, unless it comes back first
+under the same name (a supervised restart, a StatefulSet pod) and takes them up again. A replica
+that stops cleanly hands them over at once.
+
+Ownership is about work, not correctness: while two replicas briefly disagree (one has not yet
+seen the other), both look at a shard, and the commit's compare-and-set still lets one deadline
+fire once and the per-table relay lock keeps each table's events in order.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from services.common.shards import VIRTUAL_SHARDS
 
 log = logging.getLogger("bg.table.shards")
 MEMBERS = "table:replicas"
-TTL_MS = 3000
+TTL_MS = 2000
 
 
 def _wall_ms() -> int:
@@ -56,7 +60,8 @@ class ShardLeases:
         on_change: Callable[[list[int]], None] | None = None,
     ) -> None:
         self.redis = redis
-        self.member = f"{name or 'table'}-{secrets.token_hex(4)}"
+        # A stable name (the replica's) keeps a restarted replica on its own shards.
+        self.member = name or f"table-{secrets.token_hex(4)}"
         self.ttl_ms = ttl_ms
         self.now = now
         self.on_change = on_change
@@ -94,7 +99,7 @@ class ShardLeases:
             except Exception as exc:  # Redis away: keep the shards we had, try again
                 log.warning("shard lease renewal failed", extra={"error": repr(exc)[:200]})
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.ttl_ms / 3000)
+                await asyncio.wait_for(stop.wait(), self.ttl_ms / 4000)
         with contextlib.suppress(Exception):
             await self.redis.zrem(MEMBERS, self.member)  # hand the shards over at once
 

@@ -32,6 +32,7 @@ from redis.exceptions import NoScriptError
 
 from engine import codec
 from engine.state import TableState
+from services.common.deps import evalsha_many
 from services.common.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
 from services.common.table_feed import stream_entries, stream_key, table_key, update_channel
 
@@ -176,19 +177,7 @@ class TableStore:
             return await script(keys=keys, args=args)
 
     async def _run_many(self, script: Any, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
-        """One script many times in one pipelined round trip (EVALSHA; redis-py's pipelined
-        scripts would first ask SCRIPT EXISTS every time)."""
-        for attempt in range(2):
-            pipe = self.redis.pipeline(transaction=False)
-            for keys, args in calls:
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
-            try:
-                return list(await pipe.execute())
-            except NoScriptError:
-                if attempt:
-                    raise
-                await self.redis.script_load(script.script)  # Redis lost it (a restart)
-        raise AssertionError("unreachable")
+        return await evalsha_many(self.redis, script, calls)
 
     async def load(self, table_id: str) -> Loaded | None:
         seq, state, meta, relayed = await self.redis.hmget(

@@ -16,6 +16,7 @@ from services.common.errors import ServiceError, error_from
 from services.common.host import ServiceHost
 from services.table.app import build_app
 from tests.helpers import kind
+from tests.table.conftest import Valkey
 
 pytestmark = pytest.mark.integration
 P = ["alice", "bob"]
@@ -23,12 +24,12 @@ P = ["alice", "bob"]
 
 @pytest.fixture
 async def stub(
-    valkey_url: str, redis: redis_asyncio.Redis
+    valkey: Valkey, redis: redis_asyncio.Redis
 ) -> AsyncIterator[table_pb2_grpc.TableServiceStub]:
     host = ServiceHost(
         build_app(
             {
-                "BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", "BG_REDIS_URL": valkey_url,
+                "BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", **valkey.env,
                 "BG_TABLE_RELAY": "false", "BG_CLOCK_SCALE": "0.01",
             }
         )

@@ -26,6 +26,7 @@ from services.table.clock import ClockWorker
 from services.table.store import TableStore
 from services.table.tables import TableCore
 from tests.helpers import kind
+from tests.table.conftest import Valkey
 from tests.table.driver import options
 from tests.table.fakes import FakeWallet
 
@@ -34,9 +35,9 @@ P = ["alice", "bob"]
 
 
 async def test_two_replicas_racing_the_same_commands(
-    valkey_url: str, redis: redis_asyncio.Redis
+    valkey: Valkey, redis: redis_asyncio.Redis
 ) -> None:
-    clients = [redis_asyncio.Redis.from_url(valkey_url) for _ in range(2)]
+    clients = [valkey.client() for _ in range(2)]
     cores = [TableCore(TableStore(cl), FakeWallet()) for cl in clients]
     try:
         await cores[0].create_match("t1", "m1", P, options("casual", match_length=1))
@@ -79,9 +80,9 @@ async def test_two_replicas_racing_the_same_commands(
 
 
 async def test_two_clock_workers_fire_each_deadline_once(
-    valkey_url: str, redis: redis_asyncio.Redis
+    valkey: Valkey, redis: redis_asyncio.Redis
 ) -> None:
-    clients = [redis_asyncio.Redis.from_url(valkey_url) for _ in range(3)]
+    clients = [valkey.client() for _ in range(3)]
     cores = [TableCore(TableStore(cl), FakeWallet(), clock_scale=0.001) for cl in clients]
     stop = asyncio.Event()
     workers = [asyncio.create_task(ClockWorker(core.store, core).run(stop)) for core in cores[1:]]
@@ -147,7 +148,7 @@ async def _serving(port: int) -> None:
 
 
 async def test_kill_9_one_replica_mid_match(
-    tmp_path: Path, valkey_url: str, kafka_bootstrap: str, redis: redis_asyncio.Redis
+    tmp_path: Path, valkey: Valkey, kafka_bootstrap: str, redis: redis_asyncio.Redis
 ) -> None:
     """Deadlines pending on replica A when it dies: B fires them; matches finish; every event
     reaches Kafka in order per table."""
@@ -156,7 +157,7 @@ async def test_kill_9_one_replica_mid_match(
     procs = []
     for i, port in enumerate(ports):
         env = {
-            "BG_GRPC_PORT": str(port), "BG_METRICS_PORT": "0", "BG_REDIS_URL": valkey_url,
+            "BG_GRPC_PORT": str(port), "BG_METRICS_PORT": "0", **valkey.env,
             "BG_KAFKA_BOOTSTRAP": kafka_bootstrap, "BG_CLOCK_SCALE": "0.001",
             "BG_REPLICA": f"table-{i + 1}",
             "BG_WALLET_ADDR": f"127.0.0.1:{free_port()}", "BG_LOG_FORMAT": "text",

