@@ -29,9 +29,19 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=50050,
         help="gateway at N+1, matchmaking N+2, wallet N+3, leaderboard N+4, "
-        "tables N+10.., metrics +1000; Valkey N-40, Kafka N-41; 0 = free ports",
+        "tables N+10.., more gateways N+22.., metrics +1000; Valkey N-40 (a cluster's nodes "
+        "N+60..), Kafka N-41; 0 = free ports",
     )
     up.add_argument("--table-replicas", type=int, default=2)
+    up.add_argument("--gateway-replicas", type=int, default=1)
+    up.add_argument(
+        "--valkey-cluster",
+        type=int,
+        default=0,
+        metavar="PRIMARIES",
+        help="run a Valkey Cluster of this many primaries, each with a replica, "
+        "instead of one Valkey",
+    )
     up.add_argument("--redis-url", help="use this Redis/Valkey instead of the embedded Valkey")
     up.add_argument("--kafka-bootstrap", help="use this Kafka instead of the embedded Tansu")
     up.add_argument(
@@ -77,11 +87,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _up(args: argparse.Namespace) -> int:
-    if args.table_replicas < 1:
-        print("bgcluster: --table-replicas must be at least 1", file=sys.stderr)
+    for flag, value, least in (
+        ("--table-replicas", args.table_replicas, 1),
+        ("--gateway-replicas", args.gateway_replicas, 1),
+        ("--valkey-cluster", args.valkey_cluster, 0),
+    ):
+        if value < least or value > 9:
+            print(f"bgcluster: {flag} must be {least}..9", file=sys.stderr)
+            return 2
+    if args.valkey_cluster and args.redis_url:
+        print("bgcluster: --valkey-cluster and --redis-url exclude each other", file=sys.stderr)
         return 2
     cluster = Cluster(ClusterConfig(
         data_dir=args.data_dir, base_port=args.base_port, table_replicas=args.table_replicas,
+        gateway_replicas=args.gateway_replicas, valkey_cluster=args.valkey_cluster,
         redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
         database_url=args.database_url, startup_timeout_s=args.startup_timeout,
         prometheus=args.prometheus,

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from infra import embedded
+from infra import embedded, valkey_cluster
 from infra.processes import ManagedProcess, ProcSpec
 from infra.supervision import Supervisor
 
@@ -39,7 +39,10 @@ PORT_OFFSETS = {
     "table": 10,
 }
 METRICS_OFFSET = 1000
-WS_OFFSET = 30  # gateway WebSocket: N+30 (50080 by default)
+EXTRA_GATEWAY_OFFSET = 20  # gateway-2..K: N+22.. (gateway-1 keeps N+1)
+WS_OFFSET = 30  # gateway WebSocket: N+30 (50080 by default), gateway-i at N+29+i
+VALKEY_CLUSTER_OFFSET = 60  # --valkey-cluster nodes: N+60.. (50110.. by default)
+VALKEY_BUS_OFFSET = 100  # and their cluster bus ports: N+100..
 PROMETHEUS_OFFSET = 40  # --prometheus: N+40 (50090 by default)
 STATE_FILE = "cluster.json"
 
@@ -53,6 +56,8 @@ class ClusterConfig:
     data_dir: Path = Path(".data")
     base_port: int = 50050  # 0: every port free-picked (tests)
     table_replicas: int = 2
+    gateway_replicas: int = 1
+    valkey_cluster: int = 0  # primaries of an embedded Valkey Cluster (each with a replica)
     redis_url: str | None = None  # external Redis/Valkey instead of the embedded one
     kafka_bootstrap: str | None = None  # external Kafka instead of the embedded Tansu
     database_url: str | None = None  # external SQL for wallet and leaderboard
@@ -111,16 +116,20 @@ class Cluster:
 
     def _plan(self) -> list[Instance]:
         plan = []
+        counts = {"table": self.config.table_replicas, "gateway": self.config.gateway_replicas}
         for service in SERVICES:
-            count = self.config.table_replicas if service == "table" else 1
+            count = counts.get(service, 1)
             for i in range(count):
-                name = f"{service}-{i + 1}" if service == "table" else service
+                # One gateway keeps its plain name; replicated services number theirs.
+                name = f"{service}-{i + 1}" if service == "table" or count > 1 else service
                 offset = PORT_OFFSETS[service] + i
+                if service == "gateway" and i:
+                    offset = EXTRA_GATEWAY_OFFSET + i + 1
                 inst = Instance(
                     name, service, self._port(offset), self._port(offset + METRICS_OFFSET)
                 )
                 if service == "gateway":
-                    inst.ws_port = self._port(WS_OFFSET)
+                    inst.ws_port = self._port(WS_OFFSET + i)
                 plan.append(inst)
         return plan
 
@@ -133,6 +142,7 @@ class Cluster:
             "BG_METRICS_PORT": str(inst.metrics_port),
             "BG_REPLICA": inst.name,
             "BG_REDIS_URL": self.redis_url,
+            "BG_REDIS_CLUSTER": "true" if self.config.valkey_cluster else "false",
             "BG_KAFKA_BOOTSTRAP": self.kafka_bootstrap,
             "BG_DATABASE_URL": db,
             "BG_DATA_DIR": str(self.data_dir),
@@ -140,7 +150,7 @@ class Cluster:
             "BG_WALLET_ADDR": by["wallet"].address,
             "BG_MATCHMAKING_ADDR": by["matchmaking"].address,
             "BG_LEADERBOARD_ADDR": by["leaderboard"].address,
-            "BG_GATEWAY_ADDR": by["gateway"].address,
+            "BG_GATEWAY_ADDR": next(i for i in self.instances if i.service == "gateway").address,
             "BG_TOKEN_SECRET": self.token_secret,
             "BG_WALLET_OPERATOR_TOKEN": self.operator_token,
         }
@@ -219,7 +229,9 @@ class Cluster:
 
     async def _start_infra(self) -> None:
         waits = []
-        if not self.redis_url:
+        if not self.redis_url and self.config.valkey_cluster:
+            await self._start_valkey_cluster(self.config.valkey_cluster)
+        elif not self.redis_url:
             port = self._port(-40)  # 50010 by default
             self.redis_url = f"redis://127.0.0.1:{port}/0"
             await self._spawn_infra("valkey", embedded.valkey_argv(port, self.data_dir / "valkey"))
@@ -244,6 +256,20 @@ class Cluster:
             )
         waits.append(self._guard("kafka", self._kafka_ready()))
         await asyncio.gather(*waits)
+
+    async def _start_valkey_cluster(self, primaries: int) -> None:
+        """A Valkey Cluster of `primaries` primaries, each with one replica: every node a
+        supervised process with its own folder (nodes.conf and append-only file), so a node
+        started again rejoins as it was."""
+        ports = [self._port(VALKEY_CLUSTER_OFFSET + i) for i in range(2 * primaries)]
+        buses = [self._port(VALKEY_BUS_OFFSET + i) for i in range(2 * primaries)]
+        for i, (port, bus) in enumerate(zip(ports, buses, strict=True)):
+            folder = self.data_dir / "valkey-cluster" / f"node-{i}"
+            argv = valkey_cluster.cluster_node_argv(port, bus, folder)
+            await self._spawn_infra(f"valkey-{i + 1}", argv)
+            self.infra_addresses[f"valkey-{i + 1}"] = f"redis://127.0.0.1:{port}/0"
+        self.redis_url = f"redis://127.0.0.1:{ports[0]}/0"
+        await self._guard("valkey", valkey_cluster.form_cluster(ports, buses, primaries))
 
     async def _kafka_ready(self) -> None:
         await embedded.wait_kafka(self.kafka_bootstrap)

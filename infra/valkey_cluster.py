@@ -23,12 +23,14 @@ SLOTS = 16_384
 NODE_TIMEOUT_MS = 2000
 
 
-def cluster_node_argv(port: int, workdir: Path) -> list[str]:
+def cluster_node_argv(port: int, bus_port: int, workdir: Path) -> list[str]:
     """A durable Valkey node (see valkey_argv) in cluster mode. Partial coverage is allowed: while
-    a dead primary's replica takes over, the other primaries keep serving their slots."""
+    a dead primary's replica takes over, the other primaries keep serving their slots. The bus
+    port is named (the default, port + 10,000, may be any process's: an outgoing connection's)."""
     return [
         *valkey_argv(port, workdir),
         "--cluster-enabled", "yes",
+        "--cluster-port", str(bus_port),
         "--cluster-config-file", "nodes.conf",
         "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
         "--cluster-require-full-coverage", "no",
@@ -53,9 +55,12 @@ async def _info(client: Any) -> dict[str, str]:
     return dict(line.split(":", 1) for line in raw.splitlines() if ":" in line)
 
 
-async def form_cluster(ports: list[int], primaries: int, timeout: float = 60.0) -> None:
-    """Join the nodes on `ports` into a cluster whose first `primaries` nodes own the slots and
-    the rest replicate them in turn. Does nothing to a cluster already formed (a restart)."""
+async def form_cluster(
+    ports: list[int], bus_ports: list[int], primaries: int, timeout: float = 60.0
+) -> None:
+    """Join the nodes on `ports` (cluster buses on `bus_ports`) into a cluster whose first
+    `primaries` nodes own the slots and the rest replicate them in turn. Does nothing to a
+    cluster already formed (a restart)."""
     import redis.asyncio as redis_asyncio
 
     clients: list[Any] = [redis_asyncio.Redis(host="127.0.0.1", port=p) for p in ports]
@@ -69,7 +74,7 @@ async def form_cluster(ports: list[int], primaries: int, timeout: float = 60.0) 
             if int((await _info(client)).get("cluster_slots_assigned", "0")) == 0:
                 await client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
         for client in clients[1:]:
-            await client.execute_command("CLUSTER", "MEET", "127.0.0.1", ports[0])
+            await client.execute_command("CLUSTER", "MEET", "127.0.0.1", ports[0], bus_ports[0])
         deadline = time.monotonic() + timeout
         while True:  # every node must know every other before a replica can name its primary
             known = [len(_text(await c.execute_command("CLUSTER", "NODES")).splitlines())
@@ -141,13 +146,14 @@ class RunningCluster:
 def start_valkey_cluster(workdir: Path, primaries: int = 3, replicas: int = 1) -> RunningCluster:
     """`primaries` primaries with `replicas` replicas each, every node in `workdir/node-<i>`."""
     ports = [free_port() for _ in range(primaries * (1 + replicas))]
+    buses = [free_port() for _ in ports]
     nodes = []
     try:
-        for i, port in enumerate(ports):
+        for i, (port, bus) in enumerate(zip(ports, buses, strict=True)):
             folder = workdir / f"node-{i}"
-            proc = _popen(cluster_node_argv(port, folder), folder / "valkey.log")
+            proc = _popen(cluster_node_argv(port, bus, folder), folder / "valkey.log")
             nodes.append(RunningServer(f"valkey-{i}", proc, f"redis://127.0.0.1:{port}/0"))
-        _run_sync(form_cluster(ports, primaries))
+        _run_sync(form_cluster(ports, buses, primaries))
     except BaseException:
         for node in nodes:
             node.stop()

@@ -9,6 +9,7 @@ import pytest
 
 from infra import embedded
 from infra.valkey_cluster import RunningCluster, start_valkey_cluster
+from tests.helpers import Valkey
 
 
 @pytest.fixture(scope="session")
@@ -54,3 +55,10 @@ def postgres_url(infra_dir: Path) -> Iterator[str]:
         yield server.address
     finally:
         server.stop()
+
+
+@pytest.fixture(params=["valkey", "valkey-cluster"])
+def valkey(request: pytest.FixtureRequest) -> Valkey:
+    if request.param == "valkey":
+        return Valkey(request.getfixturevalue("valkey_url"), cluster=False)
+    return Valkey(request.getfixturevalue("valkey_cluster").url, cluster=True)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import urllib.request
+from dataclasses import dataclass
 from typing import Any
+
+from services.common.deps import redis_client
 
 
 async def scrape_metrics(port: int) -> str:
@@ -17,6 +21,36 @@ async def scrape_metrics(port: int) -> str:
     return await asyncio.to_thread(fetch)
 
 
+async def retried(make: Any, until: float) -> Any:
+    """`make()` retried while the cluster heals (a gRPC error, a timeout, a refused connection)
+    until `until` (time.monotonic()); then the last error."""
+    import grpc
+
+    while True:
+        try:
+            return await make()
+        except (grpc.aio.AioRpcError, TimeoutError, ConnectionError):
+            if time.monotonic() > until:
+                raise
+            await asyncio.sleep(0.3)
+
+
 def kind(event: Any) -> str:
     """A TableEvent's type: the name of its `body` oneof field ("dice_rolled", ...)."""
     return str(event.WhichOneof("body"))
+
+
+@dataclass(frozen=True)
+class Valkey:
+    """A single Valkey or a Valkey Cluster, as the tests reach it."""
+
+    url: str
+    cluster: bool
+
+    def client(self) -> Any:
+        return redis_client(self.url, cluster=self.cluster)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What a spawned service needs to reach it."""
+        return {"BG_REDIS_URL": self.url, "BG_REDIS_CLUSTER": "true" if self.cluster else "false"}

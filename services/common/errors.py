@@ -169,42 +169,6 @@ async def remote_call(awaitable: Any) -> Any:
 
 
 def home_replica(key: str, replicas: int) -> int:
-    """The replica a key (a table id) is sent to first: the same in every gateway and in
-    matchmaking, so a table's calls meet one replica's state cache."""
+    """Which of `replicas` lines a key (a table id) takes first: the same every time, so a
+    table's commands meet one replica's state cache."""
     return zlib.crc32(key.encode()) % replicas
-
-
-class Replicas:
-    """Stubs for the replicas of one service (any replica serves any request). A call with a
-    `key` (a table id) goes to the replica the key hashes to, so each table's commands meet
-    the same replica's state cache; others rotate. A replica that does not answer
-    (UNAVAILABLE) hands the call to the next. Only for idempotent calls (reads, and writes keyed
-    by a command or match id)."""
-
-    def __init__(self, stubs: list[Any]) -> None:
-        if not stubs:
-            raise ValueError("no replicas")
-        self.stubs = stubs
-        self._next = 0
-
-    def _first(self, key: str | None) -> int:
-        if key is None:
-            self._next = (self._next + 1) % len(self.stubs)
-            return self._next
-        return home_replica(key, len(self.stubs))
-
-    async def call(
-        self, method: str, request: Any, timeout: float = 10.0, key: str | None = None
-    ) -> Any:
-        start = self._first(key)
-        failure: ServiceError | None = None
-        for i in range(len(self.stubs)):
-            stub = self.stubs[(start + i) % len(self.stubs)]
-            try:
-                return await remote_call(getattr(stub, method)(request, timeout=timeout))
-            except ServiceError as err:
-                if err.status != grpc.StatusCode.UNAVAILABLE:
-                    raise
-                failure = err
-        assert failure is not None
-        raise failure

@@ -23,6 +23,7 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
 from services.common import logs, tracing
+from services.common.balanced import SERVER_KEEPALIVE_OPTIONS
 from services.common.metrics import MetricsInterceptor
 from services.common.service import ServiceApp
 from services.common.settings import ServiceSettings, SettingsError, redacted
@@ -59,7 +60,8 @@ class ServiceHost:
             *tracing.server_interceptors(self.app.tracer_provider),
             MetricsInterceptor(self.app.metrics),
         ]
-        server = grpc.aio.server(interceptors=interceptors)
+        # Clients keep idle connections alive with pings (services/common/balanced.py).
+        server = grpc.aio.server(interceptors=interceptors, options=SERVER_KEEPALIVE_OPTIONS)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         self._service_names = self.app.register(server)
         reflection.enable_server_reflection(

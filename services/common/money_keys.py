@@ -10,6 +10,9 @@ from __future__ import annotations
 # so the reconciler refunds an unknown match only when its escrow is well past this window.
 DEAL_WINDOW_S = 30.0
 UNKNOWN_REFUND_AFTER_S = 4 * DEAL_WINDOW_S
+# The table service forgets a finished match (state, stream, record) this long after all its
+# events are on Kafka; the wallet's reconciler must not read "unknown" as "never played" after it.
+FINISHED_TTL_S = 3600
 
 
 def raise_hold(match_id: str, game_no: int, cube: int) -> str:

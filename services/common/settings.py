@@ -187,6 +187,15 @@ def redis_url_setting() -> Any:
     return setting("BG_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis/Valkey URL.", secret=False)
 
 
+def table_addrs_setting() -> Any:
+    return setting(
+        "BG_TABLE_ADDRS",
+        ("127.0.0.1:50061",),
+        "Table service replicas: IP:port,... or one name resolved by DNS to every replica "
+        "(dns:///table-headless:50061); calls are balanced round robin, UNAVAILABLE retried.",
+    )
+
+
 def kafka_bootstrap_setting() -> Any:
     return setting(
         "BG_KAFKA_BOOTSTRAP", "127.0.0.1:9092", "Kafka bootstrap servers (host:port,...)."

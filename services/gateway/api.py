@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any, cast
@@ -26,7 +25,6 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.errors import (
     InvalidArgument,
     PermissionDenied,
-    Replicas,
     ServiceError,
     Unauthenticated,
     abort,
@@ -39,30 +37,12 @@ from services.gateway.auth import IdentityProvider, TokenSigner
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import GAP, Subscription, TableFeed
 from services.gateway.presence import Presence
+from services.gateway.rate_limits import RateLimits, peer_address
 
 call = remote_call
 
 log = logging.getLogger("bg.gateway")
 Context = grpc.aio.ServicerContext[Any, Any]
-
-
-class RateLimiter:
-    """A token bucket per connection: `rate` per second, bursts of twice that."""
-
-    def __init__(self, rate: float) -> None:
-        self.rate = rate
-        self.capacity = rate * 2
-        self.tokens = self.capacity
-        self.at = time.monotonic()
-
-    def allow(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(self.capacity, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return True
-        return False
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
@@ -72,45 +52,37 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         identities: IdentityProvider,
         matchmaking: grpc.aio.Channel,
         wallet: grpc.aio.Channel,
-        tables: list[grpc.aio.Channel],
+        tables: grpc.aio.Channel,
         presence: Presence,
-        rate_per_s: float,
+        limits: RateLimits,
         leaderboard: grpc.aio.Channel | None = None,
         feed: TableFeed | None = None,
+        command_streams: int = 4,
     ) -> None:
         self.signer = signer
         self.identities = identities
         self.lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(matchmaking)
         self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
-        stubs = [table_pb2_grpc.TableServiceStub(ch) for ch in tables]
-        self.replicas = Replicas(stubs)
-        self.lines = CommandLines(stubs)  # commands: one stream per replica
+        # One balanced channel to every table replica (services/common/balanced.py).
+        self.tables = table_pb2_grpc.TableServiceStub(tables)
+        self.lines = CommandLines(self.tables, streams=command_streams)
         self.presence = presence
         self.feed = feed or TableFeed(presence.redis)
-        self.rate_per_s = rate_per_s
+        self.limits = limits
         self.boards = (
             leaderboard_pb2_grpc.LeaderboardServiceStub(leaderboard) if leaderboard else None
         )
-        self._limiters: dict[str, RateLimiter] = {}
         self._background: set[asyncio.Task[None]] = set()
 
     def _limit(self, context: Context) -> None:
-        """Per-connection limit on unary calls (the peer address names the connection)."""
+        """The caller's address, over every gateway (a flood guard: many players may share one
+        address behind a NAT or proxy, so its limit is far above a player's)."""
         peer = context.peer() if hasattr(context, "peer") else "local"
-        limiter = self._limiters.get(peer)
-        if limiter is None:
-            if len(self._limiters) > 10_000:
-                self._limiters.clear()  # forget idle connections wholesale; cheap and bounded
-            limiter = self._limiters[peer] = RateLimiter(self.rate_per_s)
-        if not limiter.allow():
-            raise ServiceError(
-                "RATE_LIMITED",
-                f"at most {self.rate_per_s:g} calls per second",
-                status=grpc.StatusCode.RESOURCE_EXHAUSTED,
-            )
+        self.limits.check_peer(peer_address(peer))
 
     def player(self, context: Context, request: Any = None) -> str:
-        """The caller's player id from the verified token; `request`'s strings bounded."""
+        """The caller's player id from the verified token, within the player's rate limit over
+        every gateway; `request`'s strings bounded."""
         self._limit(context)
         if request is not None:
             limits.check(request)
@@ -118,7 +90,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         header = str(metadata.get("authorization", ""))
         if not header.startswith("Bearer "):
             raise Unauthenticated("NO_TOKEN", "send authorization: Bearer <token>")
-        return self.signer.verify(header.removeprefix("Bearer ")).player_id
+        player_id = self.signer.verify(header.removeprefix("Bearer ")).player_id
+        self.limits.check_player(player_id)
+        return player_id
 
     # -- session and lobby -------------------------------------------------------------------
 
@@ -175,14 +149,14 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def GetView(self, request: gateway_pb2.ViewRequest, context: Context) -> Any:
         player = self.player(context, request)
         view = table_pb2.GetViewRequest(table_id=request.table_id, player_id=player)
-        return await self.replicas.call("GetView", view, timeout=10, key=request.table_id)
+        return await call(self.tables.GetView(view, timeout=10))
 
     @grpc_errors
     async def GetMatchRecord(
         self, request: table_pb2.GetMatchRecordRequest, context: Context
     ) -> Any:
         player = self.player(context, request)
-        record: Any = await self.replicas.call("GetMatchRecord", request, timeout=10)
+        record: Any = await call(self.tables.GetMatchRecord(request, timeout=10))
         if player not in record.player_ids:
             raise PermissionDenied("NOT_SEATED", "only the match's players get its record")
         return record
@@ -239,7 +213,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     ) -> gateway_pb2.PreferencesResponse:
         player = self.player(context, request)
         prefs = table_pb2.SetPreferencesRequest(player_id=player, auto_roll=request.auto_roll)
-        await self.replicas.call("SetPreferences", prefs, timeout=10)
+        await call(self.tables.SetPreferences(prefs, timeout=10))
         return gateway_pb2.PreferencesResponse()
 
     # -- the play stream ---------------------------------------------------------------------
@@ -266,10 +240,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         # Subscribe before reading the state, so no commit falls between the two.
         sub = await self.feed.subscribe(table_id)
         try:
-            view: Any = await self.replicas.call(
-                "GetView",
-                table_pb2.GetViewRequest(table_id=table_id, player_id=player),
-                key=table_id,
+            view: Any = await call(
+                self.tables.GetView(
+                    table_pb2.GetViewRequest(table_id=table_id, player_id=player), timeout=10
+                )
             )
             backlog = await self.feed.events_between(table_id, first.join.from_seq, view.seq)
         except (ServiceError, RedisError) as exc:
@@ -317,10 +291,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             update = await sub.queue.get()
             try:
                 if update is GAP:
-                    view: Any = await self.replicas.call(
-                        "GetView",
-                        table_pb2.GetViewRequest(table_id=table_id, player_id=player),
-                        key=table_id,
+                    view: Any = await call(
+                        self.tables.GetView(
+                            table_pb2.GetViewRequest(table_id=table_id, player_id=player),
+                            timeout=10,
+                        )
                     )
                     seq, mine = view.seq, view
                     events = await self.feed.events_between(table_id, last, seq)
@@ -378,7 +353,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         )
         for attempt in range(5):
             try:
-                await self.replicas.call("SetPresence", request, timeout=5, key=table_id)
+                await call(self.tables.SetPresence(request, timeout=5))
                 return
             except ServiceError as err:
                 if err.status != grpc.StatusCode.UNAVAILABLE or attempt == 4:
@@ -396,7 +371,6 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         seat: int,
         queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
     ) -> None:
-        limiter = RateLimiter(self.rate_per_s)
         try:
             async for message in requests:
                 cmd = message.command
@@ -406,10 +380,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                             "MALFORMED", "after join, send commands", field="command"
                         )
                     command_id = limits.bounded(cmd.command_id, "command.command_id", 64)
-                    if not limiter.allow():
-                        raise ServiceError(
-                            "RATE_LIMITED", f"at most {self.rate_per_s:g} commands per second"
-                        )
+                    self.limits.check_player(player)
                     request = table_pb2.SubmitCommandRequest(
                         table_id=table_id, player_id=player, seat=seat,
                         # an id makes the command safe to hand to another replica on failover

@@ -13,12 +13,14 @@ import grpc
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common import tracing
+from services.common.balanced import table_channel
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 from services.gateway.api import GatewayServicer
 from services.gateway.auth import GuestIdentities, TokenSigner
 from services.gateway.feed import TableFeed
 from services.gateway.presence import Presence
+from services.gateway.rate_limits import RateLimits
 from services.gateway.settings import load_settings
 from services.gateway.ws import MAX_MESSAGE, WsGateway
 
@@ -41,6 +43,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     signer = TokenSigner(secret, settings.token_ttl_s)
     feed = TableFeed(redis)
     presence = Presence(redis, settings.presence_ttl_s)
+    limits = RateLimits(redis, settings.rate_per_s, settings.rate_per_peer_s, settings.rate_sync_s)
     channels: list[grpc.aio.Channel] = []
     parts: dict[str, Any] = {}
     stop = asyncio.Event()
@@ -51,11 +54,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         interceptors = tracing.client_interceptors(app.tracer_provider)
         mm = grpc.aio.insecure_channel(settings.matchmaking_addr, interceptors=interceptors)
         wallet = grpc.aio.insecure_channel(settings.wallet_addr, interceptors=interceptors)
-        tables = [
-            grpc.aio.insecure_channel(a, interceptors=interceptors) for a in settings.table_addrs
-        ]
+        tables = table_channel(settings.table_addrs, interceptors)
         boards = grpc.aio.insecure_channel(settings.leaderboard_addr, interceptors=interceptors)
-        channels.extend([mm, wallet, boards, *tables])
+        channels.extend([mm, wallet, boards, tables])
         servicer = GatewayServicer(
             signer,
             GuestIdentities(),
@@ -63,9 +64,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             wallet,
             tables,
             presence,
-            settings.rate_per_s,
+            limits,
             boards,
             feed,
+            settings.command_streams,
         )
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         parts["servicer"] = servicer
@@ -82,12 +84,14 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         parts["presence"] = asyncio.create_task(
             presence.run(parts["servicer"].report_presence, stop), name="presence"
         )
+        parts["limits"] = asyncio.create_task(limits.run(stop), name="rate-limits")
 
     async def close() -> None:
         stop.set()
-        if "presence" in parts:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(parts["presence"], 5)
+        for task in ("presence", "limits"):
+            if task in parts:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(parts[task], 5)
         if "ws" in parts:
             parts["ws"].close()
             await parts["ws"].wait_closed()

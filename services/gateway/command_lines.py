@@ -1,9 +1,12 @@
-"""Commands to the table replicas over one long-lived stream per replica (`SubmitCommands`)
-instead of a unary call per command: the same request and outcome, cheaper per command.
+"""Commands to the table replicas over a few long-lived streams (`SubmitCommands`) instead of a
+unary call per command: the same request and outcome, cheaper per command.
 
-Each outcome is matched to its call by id. When a stream breaks, every call still waiting on it
-fails with UNAVAILABLE (so the caller may hand it to another replica: commands carry ids and
-are applied once), and the next call opens a new stream.
+The streams are opened on one balanced channel (services/common/balanced.py), so round_robin
+puts each on a replica; a table's commands always take the same stream (its id's hash), so they
+meet the same replica's state cache while that stream lives. Each outcome is matched to its call
+by id. When a stream breaks (its replica died or is draining), every call still waiting on it
+fails with UNAVAILABLE and is handed to the next stream (commands carry ids and are applied
+once), and the next call on the broken one opens a new stream, on a live replica.
 """
 
 from __future__ import annotations
@@ -107,11 +110,11 @@ def _status(code: int) -> grpc.StatusCode:
 
 
 class CommandLines:
-    """A line per replica; a table's commands go to the replica its id hashes to (the same one
-    `Replicas` picks), and to the next one when that one is unavailable."""
+    """`streams` lines on one balanced stub; a table's commands take the line its id hashes to,
+    and the next one when that one is unavailable."""
 
-    def __init__(self, stubs: list[table_pb2_grpc.TableServiceStub]) -> None:
-        self.lines = [CommandLine(stub) for stub in stubs]
+    def __init__(self, stub: table_pb2_grpc.TableServiceStub, streams: int = 4) -> None:
+        self.lines = [CommandLine(stub) for _ in range(max(1, streams))]
 
     async def submit(
         self, request: table_pb2.SubmitCommandRequest, timeout: float = 10.0

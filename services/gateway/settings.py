@@ -11,6 +11,7 @@ from services.common.settings import (
     load,
     redis_url_setting,
     setting,
+    table_addrs_setting,
 )
 
 
@@ -41,8 +42,13 @@ class GatewaySettings(ServiceSettings):
     leaderboard_addr: str = setting(
         "BG_LEADERBOARD_ADDR", "127.0.0.1:50054", "Leaderboard service address."
     )
-    table_addrs: tuple[str, ...] = setting(
-        "BG_TABLE_ADDRS", ("127.0.0.1:50061",), "Table service replicas (comma-separated)."
+    table_addrs: tuple[str, ...] = table_addrs_setting()
+    command_streams: int = setting(
+        "BG_TABLE_COMMAND_STREAMS",
+        4,
+        "SubmitCommands streams to the table replicas (a table's commands keep to one).",
+        min=1,
+        max=64,
     )
     presence_ttl_s: float = setting(
         "BG_PRESENCE_TTL_S",
@@ -54,8 +60,22 @@ class GatewaySettings(ServiceSettings):
     rate_per_s: float = setting(
         "BG_RATE_PER_S",
         50.0,
-        "Calls (and Play commands) per second allowed per connection (burst: twice that).",
+        "Calls (and Play commands) per second allowed per player, over every gateway.",
         min=0.1,
+    )
+    rate_per_peer_s: float = setting(
+        "BG_RATE_PER_PEER_S",
+        1000.0,
+        "Calls per second allowed per client address, over every gateway (a flood guard: "
+        "players behind one NAT or proxy share it).",
+        min=0.1,
+    )
+    rate_sync_s: float = setting(
+        "BG_RATE_SYNC_S",
+        0.1,
+        "How often a gateway shares its call counts through Redis (the limits' slack).",
+        min=0.01,
+        max=1.0,
     )
 
 

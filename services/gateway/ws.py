@@ -122,7 +122,8 @@ class WsGateway:
 
     async def handle(self, connection: Any) -> None:
         token = ""
-        conn_id = f"ws:{id(connection)}"
+        remote = getattr(connection, "remote_address", None) or ("local", 0)
+        conn_id = f"ipv4:{remote[0]}:{remote[1]}"  # a gRPC-style peer: limits count per address
         streams: dict[str, tuple[asyncio.Queue[gateway_pb2.PlayRequest | None], asyncio.Task[None]]]
         streams = {}
         try:

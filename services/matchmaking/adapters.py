@@ -6,7 +6,7 @@ import grpc
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.errors import Replicas, remote_call
+from services.common.errors import remote_call
 
 call = remote_call  # the lobby's calls to the wallet and tables
 
@@ -27,10 +27,11 @@ class GrpcWallet:
 
 
 class GrpcTables:
-    """Any table replica serves any table; an unreachable one hands the call to the next."""
+    """Any table replica serves any table: one balanced channel to them all (an unreachable one
+    hands the call to the next, services/common/balanced.py)."""
 
-    def __init__(self, channels: list[grpc.aio.Channel]) -> None:
-        self.replicas = Replicas([table_pb2_grpc.TableServiceStub(ch) for ch in channels])
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.stub = table_pb2_grpc.TableServiceStub(channel)
 
     async def create_match(
         self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
@@ -38,7 +39,7 @@ class GrpcTables:
         request = table_pb2.CreateMatchRequest(
             table_id=table_id, match_id=match_id, player_ids=players, options=options
         )
-        reply = await self.replicas.call("CreateMatch", request, timeout=5, key=table_id)
+        reply = await call(self.stub.CreateMatch(request, timeout=5))
         return str(reply.fingerprint)
 
     async def leave(self, table_id: str, player_id: str, seat: int) -> None:
@@ -46,9 +47,9 @@ class GrpcTables:
             table_id=table_id, player_id=player_id, seat=seat,
             command=table_pb2.Command(leave=table_pb2.Empty()),
         )  # fmt: skip
-        await self.replicas.call("SubmitCommand", request, timeout=5, key=table_id)
+        await call(self.stub.SubmitCommand(request, timeout=5))
 
     async def rematch_agreed(self, table_id: str, player_id: str) -> bool:
         request = table_pb2.GetViewRequest(table_id=table_id, player_id=player_id)
-        reply = await self.replicas.call("GetView", request, timeout=5, key=table_id)
+        reply = await call(self.stub.GetView(request, timeout=5))
         return bool(reply.rematch_agreed)

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.common.settings import ServiceSettings, load, redis_url_setting, setting
+from services.common.settings import (
+    ServiceSettings,
+    load,
+    redis_url_setting,
+    setting,
+    table_addrs_setting,
+)
 
 
 @dataclass(frozen=True)
@@ -14,9 +20,7 @@ class MatchmakingSettings(ServiceSettings):
     metrics_port: int = setting("BG_METRICS_PORT", 9102, "Metrics HTTP port.", min=0, max=65535)
     redis_url: str = redis_url_setting()
     wallet_addr: str = setting("BG_WALLET_ADDR", "127.0.0.1:50053", "Wallet service address.")
-    table_addrs: tuple[str, ...] = setting(
-        "BG_TABLE_ADDRS", ("127.0.0.1:50061",), "Table service replicas (comma-separated)."
-    )
+    table_addrs: tuple[str, ...] = table_addrs_setting()
     code_ttl_s: int = setting("BG_CODE_TTL_S", 3600, "Seconds a party code stays valid.", min=60)
     invite_base: str = setting(
         "BG_INVITE_BASE", "https://play.example/join/", "Invite link prefix (the code is appended)."

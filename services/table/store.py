@@ -32,15 +32,16 @@ from redis.exceptions import NoScriptError
 
 from engine import codec
 from engine.state import TableState
+from services.common import money_keys
 from services.common.deps import evalsha_many
 from services.common.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
 from services.common.table_feed import stream_entries, stream_key, table_key, update_channel
 
 WAKE_CHANNEL = "clocks:wake"  # "<shard>:<deadline ms>" when a commit sets its shard's earliest
-# A finished match's keys (state, stream, command ids, record) expire this long after all its
-# events are on Kafka: time enough for a rematch (which persists them again), resuming clients,
-# the wallet's consumer and reconciler. The leaderboard's archive keeps the history for players.
-FINISHED_TTL_S = 3600
+# A finished match's keys (state, stream, command ids, record) expire FINISHED_TTL_S after all
+# its events are on Kafka: time enough for a rematch (which persists them again), resuming
+# clients, the wallet's consumer and reconciler. The leaderboard's archive keeps the history.
+FINISHED_TTL_S = money_keys.FINISHED_TTL_S
 RECORD_TTL_S = 86_400  # the record's own bound, should the relay never catch up
 
 _COMMIT = """

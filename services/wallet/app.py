@@ -11,6 +11,7 @@ import grpc
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common import kafka, tracing
+from services.common.balanced import table_channel
 from services.common.deps import sql_check, sql_engine
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS
@@ -71,12 +72,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             tasks.append(asyncio.create_task(keep, name="consumer"))
         tasks.append(asyncio.create_task(_audit(metrics, ledger, stop), name="audit"))
         interceptors = tracing.client_interceptors(app.tracer_provider)
-        channels.extend(
-            grpc.aio.insecure_channel(a, interceptors=interceptors) for a in settings.table_addrs
-        )
+        channels.append(table_channel(settings.table_addrs, interceptors))
         reconciler = Reconciler(
             ledger,
-            GrpcOutcomes(channels),
+            GrpcOutcomes(channels[-1]),
             metrics,
             settings.escrow_bound_s,
             settings.reconcile_interval_s,

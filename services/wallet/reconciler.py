@@ -25,7 +25,7 @@ from sqlalchemy import and_, select
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common import money_keys
-from services.common.errors import Replicas, ServiceError
+from services.common.errors import ServiceError, remote_call
 from services.wallet.ledger import Ledger
 from services.wallet.metrics import WalletMetrics
 from services.wallet.schema import escrows
@@ -39,15 +39,15 @@ class OutcomePort(Protocol):
 
 
 class GrpcOutcomes:
-    """Asks the table service (any replica; the table's home replica first)."""
+    """Asks the table service (any replica, over one balanced channel)."""
 
-    def __init__(self, channels: list[grpc.aio.Channel]) -> None:
-        self.replicas = Replicas([table_pb2_grpc.TableServiceStub(ch) for ch in channels])
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.stub = table_pb2_grpc.TableServiceStub(channel)
 
     async def outcome(self, table_id: str, match_id: str) -> table_pb2.MatchOutcome:
         request = table_pb2.GetMatchOutcomeRequest(table_id=table_id, match_id=match_id)
-        reply: table_pb2.MatchOutcome = await self.replicas.call(
-            "GetMatchOutcome", request, timeout=5, key=table_id
+        reply: table_pb2.MatchOutcome = await remote_call(
+            self.stub.GetMatchOutcome(request, timeout=5)
         )
         return reply
 
@@ -72,7 +72,7 @@ class Reconciler:
         bound_s: float = 600.0,
         interval_s: float = 30.0,
         batch: int = 200,
-        forgotten_after_s: float = 3600.0,
+        forgotten_after_s: float = money_keys.FINISHED_TTL_S,
     ) -> None:
         self.ledger = ledger
         self.outcomes = outcomes
@@ -80,8 +80,8 @@ class Reconciler:
         self.bound_s = bound_s
         self.interval_s = interval_s
         self.batch = batch
-        # The table service forgets a finished match this long after its end (FINISHED_TTL_S):
-        # an older escrow it calls unknown may have ended, so it is not refunded but alerted.
+        # The table service forgets a finished match this long after its end: an older escrow
+        # it calls unknown may have ended, so it is not refunded but alerted.
         self.forgotten_after_s = forgotten_after_s
 
     async def run_once(self, now_ms: int | None = None) -> Pass:

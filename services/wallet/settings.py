@@ -12,6 +12,7 @@ from services.common.settings import (
     kafka_idempotence_setting,
     load,
     setting,
+    table_addrs_setting,
 )
 
 
@@ -41,11 +42,7 @@ class WalletSettings(ServiceSettings):
     consume_table_events: bool = setting(
         "BG_WALLET_CONSUME", True, "Consume table-events to settle/refund ended matches."
     )
-    table_addrs: tuple[str, ...] = setting(
-        "BG_TABLE_ADDRS",
-        ("127.0.0.1:50061",),
-        "Table service replicas (comma-separated): the reconciler asks them about open escrows.",
-    )
+    table_addrs: tuple[str, ...] = table_addrs_setting()  # the reconciler asks about escrows
     escrow_bound_s: float = setting(
         "BG_WALLET_ESCROW_BOUND_S",
         600.0,

@@ -20,7 +20,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
@@ -43,6 +42,7 @@ from services.leaderboard.consumer import EventHandler, rebuild
 from services.leaderboard.store import BoardStore
 from services.wallet.ledger import check_invariants
 from services.wallet.schema import escrows, holds, operations, transfers
+from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e
 SECONDS = float(os.environ.get("BG_CHAOS_SECONDS", "4"))
@@ -74,17 +74,6 @@ class Run:
             self.current.failed_calls += 1
             if table_id:
                 self.current.tables_affected.add(table_id)
-
-
-async def _retry(make: Any, until: float) -> Any:
-    """A call retried while the cluster heals (any error) until `until`."""
-    while True:
-        try:
-            return await make()
-        except (grpc.aio.AioRpcError, TimeoutError, ConnectionError):
-            if time.monotonic() > until:
-                raise
-            await asyncio.sleep(0.3)
 
 
 async def _play_pair(pair: list[Player], profile: str, run: Run, stop: asyncio.Event) -> None:
@@ -282,13 +271,13 @@ async def test_chaos_every_part_killed_in_turn_loses_nothing(
                 assert outcome.state in (OutcomeState.STATE_CLOSED, OutcomeState.STATE_UNKNOWN)
 
         for p in players:
-            assert await _retry(p.balance, time.monotonic() + 30) == expected[p.player_id]
+            assert await retried(p.balance, time.monotonic() + 30) == expected[p.player_id]
 
         # No table stuck: every dealt table finished or moving on its clock; none left dealing
         # (the saga's sweeper undoes a deal a fault cut in half).
         stuck = []
         for table_id in run.tables:
-            lobby = await _retry(
+            lobby = await retried(
                 lambda t=table_id: players[0].rpc(
                     players[0].stub.GetTable, matchmaking_pb2.TableRequest(table_id=t)
                 ),
@@ -319,7 +308,7 @@ async def test_chaos_every_part_killed_in_turn_loses_nothing(
         settled = [e for e in closed if e.status == "settled"]
         for e in settled:
             owner = by_id[e.player_a]
-            archived = await _retry(
+            archived = await retried(
                 lambda m=e.match_id, o=owner: o.rpc(
                     o.stub.GetArchivedMatch, leaderboard_pb2.ArchivedMatchRequest(match_id=m)
                 ),

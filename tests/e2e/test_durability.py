@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
@@ -22,6 +22,7 @@ from client.player import Player
 from infra.runner import Cluster, ClusterConfig
 from infra.status import collect
 from services.common.topics import TABLE_EVENTS, TOPICS
+from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e
 
@@ -75,18 +76,6 @@ async def _kill_and_await_restart(cluster: Cluster, data_dir: Path, name: str) -
     raise AssertionError(f"{name} did not come back")
 
 
-async def _eventually(make: Any, attempts: int = 150) -> Any:
-    """Call `make()` until it stops failing as UNAVAILABLE (a part is restarting)."""
-    for _ in range(attempts):
-        try:
-            return await make()
-        except grpc.aio.AioRpcError as exc:
-            if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                raise
-        await asyncio.sleep(0.2)
-    return await make()
-
-
 async def test_valkey_and_kafka_killed_lose_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
     log = (tmp_path / "cluster.log").open("w")
@@ -115,9 +104,9 @@ async def test_valkey_and_kafka_killed_lose_nothing(tmp_path: Path) -> None:
         assert sum(ends[TABLE_EVENTS]) >= before.seq
 
         await _kill_and_await_restart(cluster, data, "valkey")
-        after = await _eventually(lambda: a.view(table.table_id))
+        after = await retried(lambda: a.view(table.table_id), time.monotonic() + 30)
         assert after.seq == before.seq and after.position_id == before.position_id
-        lobby = await _eventually(lambda: b.table(table.table_id))
+        lobby = await retried(lambda: b.table(table.table_id), time.monotonic() + 30)
         assert lobby.table_id == table.table_id
 
         await _kill_and_await_restart(cluster, data, "kafka")
@@ -127,8 +116,9 @@ async def test_valkey_and_kafka_killed_lose_nothing(tmp_path: Path) -> None:
             assert all(x >= y for x, y in zip(again[topic], ends[topic], strict=True)), topic
 
         # Still a working cluster: a new table is dealt and its events reach Kafka.
-        second = await _eventually(
-            lambda: a.create_table(table_pb2.TableOptions(profile="casual", match_length=1))
+        second = await retried(
+            lambda: a.create_table(table_pb2.TableOptions(profile="casual", match_length=1)),
+            time.monotonic() + 30,
         )
         await b.join(second.code)
         await a.rpc(a.stub.StartTable, matchmaking_pb2.TableRequest(table_id=second.table_id))

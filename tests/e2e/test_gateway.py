@@ -569,13 +569,14 @@ async def test_rematch_through_the_gateway(cluster: dict[str, Any]) -> None:
 
 
 async def test_rate_limits_answer_a_clear_error(tmp_path: Path, valkey_url: str) -> None:
-    """Per-connection limits: past the burst, RESOURCE_EXHAUSTED / RATE_LIMITED."""
+    """Limits per address (Login) and per player: past them, RESOURCE_EXHAUSTED / RATE_LIMITED."""
     from services.common.host import ServiceHost
     from services.gateway.app import build_app
 
     host = ServiceHost(
         build_app({"BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", "BG_WS_PORT": "0",
-                   "BG_REDIS_URL": valkey_url, "BG_RATE_PER_S": "2", "BG_TOKEN_SECRET": SECRET})
+                   "BG_REDIS_URL": valkey_url, "BG_RATE_PER_S": "2", "BG_RATE_PER_PEER_S": "4",
+                   "BG_TOKEN_SECRET": SECRET})
     )  # fmt: skip
     await host.start()
     try:
@@ -589,7 +590,7 @@ async def test_rate_limits_answer_a_clear_error(tmp_path: Path, valkey_url: str)
                 except grpc.aio.AioRpcError as exc:
                     assert exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
                     codes.append(error_from(exc).code)  # type: ignore[union-attr]
-        assert codes[:4] == ["OK"] * 4 and "RATE_LIMITED" in codes[4:]
+        assert codes[:2] == ["OK"] * 2 and "RATE_LIMITED" in codes[2:]
     finally:
         await host.stop()
 

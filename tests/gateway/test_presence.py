@@ -8,18 +8,21 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import redis.asyncio as redis_asyncio
 
 from services.gateway.presence import Presence
+from tests.helpers import Valkey
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-async def redis(valkey_url: str) -> AsyncIterator[redis_asyncio.Redis]:
-    client = redis_asyncio.Redis.from_url(valkey_url)
+async def redis(valkey: Valkey) -> AsyncIterator[Any]:
+    """A single Valkey and a Valkey Cluster (issue 14: leases are kept per shard)."""
+    client = valkey.client()
     yield client
     await client.aclose()
 

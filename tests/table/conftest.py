@@ -5,36 +5,14 @@ Cluster (issue 14: the table service works unchanged on both)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from services.common.deps import redis_client
 from services.table.store import TableStore
 from services.table.tables import TableCore
+from tests.helpers import Valkey
 from tests.table.fakes import FakeWallet
-
-
-@dataclass(frozen=True)
-class Valkey:
-    url: str
-    cluster: bool
-
-    def client(self) -> Any:
-        return redis_client(self.url, cluster=self.cluster)
-
-    @property
-    def env(self) -> dict[str, str]:
-        """What a spawned service needs to reach it."""
-        return {"BG_REDIS_URL": self.url, "BG_REDIS_CLUSTER": "true" if self.cluster else "false"}
-
-
-@pytest.fixture(params=["valkey", "valkey-cluster"])
-def valkey(request: pytest.FixtureRequest) -> Valkey:
-    if request.param == "valkey":
-        return Valkey(request.getfixturevalue("valkey_url"), cluster=False)
-    return Valkey(request.getfixturevalue("valkey_cluster").url, cluster=True)
 
 
 @pytest.fixture

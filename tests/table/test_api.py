@@ -15,8 +15,7 @@ from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common.errors import ServiceError, error_from
 from services.common.host import ServiceHost
 from services.table.app import build_app
-from tests.helpers import kind
-from tests.table.conftest import Valkey
+from tests.helpers import Valkey, kind
 
 pytestmark = pytest.mark.integration
 P = ["alice", "bob"]
@@ -36,7 +35,9 @@ async def stub(
     )  # fmt: skip
     await host.start()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel:
-        yield table_pb2_grpc.TableServiceStub(channel)
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        stub.address = f"127.0.0.1:{host.grpc_port}"  # type: ignore[attr-defined]
+        yield stub
     await host.stop()
 
 
@@ -170,10 +171,11 @@ async def test_presence_and_preferences(stub: table_pb2_grpc.TableServiceStub) -
 async def test_commands_over_one_stream_with_failover(
     stub: table_pb2_grpc.TableServiceStub,
 ) -> None:
-    """The gateway's command lines: many commands on one SubmitCommands stream, typed errors
-    carried back, and a dead replica's calls handed to the live one."""
+    """The gateway's command lines on one balanced channel (issue 14 req. 2): many commands on
+    a SubmitCommands stream, typed errors carried back, and a dead replica among the addresses
+    skipped by round robin (its calls retried on the live one)."""
     from infra.embedded import free_port
-    from services.common.errors import home_replica
+    from services.common.balanced import table_channel
     from services.gateway.command_lines import CommandLines
 
     await stub.CreateMatch(
@@ -182,10 +184,9 @@ async def test_commands_over_one_stream_with_failover(
             options=table_pb2.TableOptions(profile="casual"),
         )
     )  # fmt: skip
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}") as dead:
-        stubs = [stub, stub]
-        stubs[home_replica("s1", 2)] = table_pb2_grpc.TableServiceStub(dead)
-        lines = CommandLines(stubs)  # the table's home replica is the dead one
+    live = stub.address  # type: ignore[attr-defined]
+    async with table_channel([f"127.0.0.1:{free_port()}", live]) as balanced:
+        lines = CommandLines(table_pb2_grpc.TableServiceStub(balanced), streams=3)
         view = await stub.GetView(table_pb2.GetViewRequest(table_id="s1", player_id=P[0]))
         mover = view.turn
         request = table_pb2.SubmitCommandRequest(

@@ -25,8 +25,7 @@ from services.common.topics import TABLE_EVENTS
 from services.table.clock import ClockWorker
 from services.table.store import TableStore
 from services.table.tables import TableCore
-from tests.helpers import kind
-from tests.table.conftest import Valkey
+from tests.helpers import Valkey, kind
 from tests.table.driver import options
 from tests.table.fakes import FakeWallet
 

@@ -17,8 +17,7 @@ from services.table.relay import EventRelay
 from services.table.shard_leases import MEMBERS, ShardLeases, assign
 from services.table.store import TableStore
 from services.table.tables import TableCore
-from tests.helpers import kind
-from tests.table.conftest import Valkey
+from tests.helpers import Valkey, kind
 from tests.table.driver import options
 from tests.table.fakes import FakeProducer, FakeWallet
 

@@ -20,7 +20,12 @@ from tests.wallet.conftest import fund
 
 pytestmark = pytest.mark.integration
 State = table_pb2.MatchOutcome.State
-LATER = int(time.time() * 1000) + 1_200_000  # 20 minutes on: every escrow is past the bound
+
+
+def later() -> int:
+    """20 minutes from now: every escrow opened so far is past the bound. (Read when a test
+    runs, not when the module is collected: the suite takes longer than the bound.)"""
+    return int(time.time() * 1000) + 1_200_000
 
 
 class FakeOutcomes:
@@ -57,7 +62,7 @@ async def test_open_escrows_are_closed_by_their_tables_outcome_exactly_once(
     metrics = WalletMetrics(ServiceMetrics("wallet-test"))
     reconciler = Reconciler(ledger, fake, metrics, bound_s=600)
     assert (await reconciler.run_once(int(time.time() * 1000))).actions == {}  # none too old
-    done = await reconciler.run_once(LATER)
+    done = await reconciler.run_once(later())
     assert done.actions == {"settled": 1, "refunded": 2, "playing": 1, "stuck": 1}
     assert ("ta", "ta-1") in fake.asked  # table id from the match id
     # ta-1: pot 2,000 after the raise, fees 160; the boost stays with the house.
@@ -66,7 +71,7 @@ async def test_open_escrows_are_closed_by_their_tables_outcome_exactly_once(
     assert await ledger.balance("ann") == 5000 - 1000 - 10 - 500 - 500
     assert metrics.escrows_stuck._value.get() == 1  # type: ignore[attr-defined]
 
-    again = await reconciler.run_once(LATER)
+    again = await reconciler.run_once(later())
     assert again.actions == {"playing": 1, "stuck": 1}  # closed ones are not looked at again
     # The consumer's MatchEnded arriving late: skipped, not paid twice.
     handler = TableEventsHandler(ledger)
@@ -86,7 +91,7 @@ async def test_a_refund_racing_the_consumer_settles_once(ledger: Ledger) -> None
             await ledger.settle(money_keys.settle(match_id), match_id, "ann")
             return table_pb2.MatchOutcome(state=State.STATE_CLOSED)
 
-    done = await Reconciler(ledger, Racing(), bound_s=600).run_once(LATER)
+    done = await Reconciler(ledger, Racing(), bound_s=600).run_once(later())
     assert done.actions == {"closed_meanwhile": 1}
     assert await ledger.balance("ann") == 900 + 184 and await ledger.balance("bob") == 900
 

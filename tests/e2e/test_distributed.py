@@ -1,0 +1,189 @@
+"""Issue 14 on real distributed parts: `bgcluster up` with a 3-primary Valkey Cluster (each
+primary with a replica), two gateways and three table replicas. The two players of a wagered
+match sit on different gateways; the Valkey primary holding the table's slot is killed -9 mid-
+match (frozen until its replica takes the slot over, then killed -9: the supervisor brings it back
+as a replica); the match plays to its end on both gateways, the winner is paid once and the
+books balance."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import redis.asyncio as redis_asyncio
+from redis.crc import key_slot
+from sqlalchemy import select
+
+from bg.table.v1 import table_pb2
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from client.player import Player
+from infra.runner import Cluster, ClusterConfig
+from infra.valkey_cluster import wait_cluster_ok
+from services.common.deps import redis_client, sql_engine
+from services.common.play_wire import FINISHED
+from services.common.table_feed import table_key
+from services.table.shard_leases import MEMBERS
+from services.wallet.ledger import check_invariants
+from services.wallet.schema import escrows
+
+pytestmark = pytest.mark.e2e
+OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
+FUNDS = 10_000
+BET = 100
+
+
+async def _primary_of(node_url: str, slot: int) -> int:
+    """The port of the primary serving `slot`, as the cluster says."""
+    client: Any = redis_asyncio.Redis.from_url(node_url)
+    try:
+        for line in (await client.execute_command("CLUSTER", "NODES")).decode().splitlines():
+            fields = line.split()
+            if "master" not in fields[2] or "fail" in fields[2]:
+                continue
+            for part in fields[8:]:
+                low, _, high = part.partition("-")
+                if low.isdigit() and int(low) <= slot <= int(high or low):
+                    return int(fields[1].split("@")[0].rsplit(":", 1)[1])
+    finally:
+        await client.aclose()
+    raise AssertionError(f"no primary serves slot {slot}")
+
+
+async def _roles(ports: list[int]) -> dict[str, int]:
+    """How many nodes are primaries and replicas, once every replica is attached."""
+    roles: dict[str, int] = {}
+    for _ in range(100):
+        roles = {}
+        for port in ports:
+            client: Any = redis_asyncio.Redis(host="127.0.0.1", port=port)
+            try:
+                reply = await client.execute_command("ROLE")
+            finally:
+                await client.aclose()
+            role = reply[0].decode()
+            roles[role] = roles.get(role, 0) + 1
+        if roles.get("slave") == max(1, len(ports) // 2):
+            break
+        await asyncio.sleep(0.2)
+    return roles
+
+
+async def _play_to_the_end(player: Player, table_id: str, until: float) -> table_pb2.TableView:
+    """Play from pushed views, resuming on a new stream when one breaks (the failover)."""
+    while True:
+        try:
+            view = await player.play(table_id, timeout_s=max(1.0, until - time.monotonic()))
+            if view.phase in FINISHED:
+                return view
+        except (grpc.aio.AioRpcError, ConnectionError, TimeoutError):
+            if time.monotonic() > until:
+                raise
+            await asyncio.sleep(0.3)
+
+
+async def test_players_on_two_gateways_over_a_valkey_cluster_survive_a_primarys_death(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BG_CLOCK_SCALE", "0.05")
+    monkeypatch.setenv("BG_LOG_LEVEL", "WARNING")
+    data = tmp_path / "data"
+    log = (tmp_path / "cluster.log").open("w")
+    config = ClusterConfig(
+        data_dir=data, base_port=0, table_replicas=3, gateway_replicas=2, valkey_cluster=3
+    )
+    cluster = Cluster(config, log)
+    await cluster.start()
+    channels: list[grpc.aio.Channel] = []
+    try:
+        gateways = [i.address for i in cluster.instances if i.service == "gateway"]
+        assert len(gateways) == 2
+        channels = [grpc.aio.insecure_channel(g, options=OPTIONS) for g in gateways]
+        tag = uuid.uuid4().hex[:6]
+        alice, bob = (Player(ch, f"dist{tag}{i}", seed=i) for i, ch in enumerate(channels))
+        for p in (alice, bob):
+            await p.login()
+        wallet_address = next(i.address for i in cluster.instances if i.service == "wallet")
+        async with grpc.aio.insecure_channel(wallet_address) as wch:
+            wallet = wallet_pb2_grpc.WalletServiceStub(wch)
+            for p in (alice, bob):
+                await wallet.Deposit(
+                    wallet_pb2.DepositRequest(
+                        idempotency_key=f"fund:{p.player_id}", player_id=p.player_id, amount=FUNDS
+                    ),
+                    metadata=[("x-operator-token", cluster.operator_token)],
+                )
+        redis = redis_client(cluster.redis_url, cluster=True)
+        try:
+            info = (await redis.execute_command("CLUSTER", "INFO")).decode()
+            assert "cluster_state:ok" in info and "cluster_size:3" in info
+            assert len(await redis.zrange(MEMBERS, 0, -1)) == 3  # three table replicas lease
+        finally:
+            await redis.aclose()
+
+        opts = table_pb2.TableOptions(profile="wagered", match_length=1, bet=BET)
+        table = await alice.create_table(opts)
+        await bob.join(table.code)
+        table_id = str(table.table_id)
+        until = time.monotonic() + 120
+        games = [asyncio.create_task(_play_to_the_end(p, table_id, until)) for p in (alice, bob)]
+        await asyncio.sleep(1.0)  # some moves made
+        port = await _primary_of(cluster.redis_url, key_slot(table_key(table_id).encode()))
+        address = f"redis://127.0.0.1:{port}/0"
+        victim = next(p for p in cluster.infra if cluster.infra_addresses.get(p.name) == address)
+        assert victim.pid is not None
+        # Frozen first, so the cluster fails it over (node timeout 2 s) while the game goes on;
+        # then killed -9 and restarted by the supervisor: it must rejoin as a replica.
+        os.kill(victim.pid, signal.SIGSTOP)
+        other = next(a for n, a in cluster.infra_addresses.items()
+                     if n.startswith("valkey-") and a != address)  # fmt: skip
+        slot = key_slot(table_key(table_id).encode())
+        for _ in range(150):
+            try:
+                promoted = await _primary_of(other, slot)
+            except AssertionError:
+                promoted = port  # no primary for the slot in the middle of the failover
+            if promoted != port:
+                break
+            await asyncio.sleep(0.1)
+        assert promoted != port  # the replica took over the table's slot
+        os.kill(victim.pid, signal.SIGKILL)
+        views = await asyncio.gather(*games)
+        assert all(v.phase in FINISHED for v in views)
+        assert len({v.seq for v in views}) == 1  # both gateways saw the table to its last event
+        for _ in range(100):  # the supervisor brings the node back
+            if cluster.supervisor.restarts(victim.name) >= 1:
+                break
+            await asyncio.sleep(0.1)
+        assert cluster.supervisor.restarts(victim.name) >= 1
+        nodes = [int(a.rsplit(":", 1)[1].split("/")[0]) for n, a in cluster.infra_addresses.items()
+                 if n.startswith("valkey-")]  # fmt: skip
+        await wait_cluster_ok(nodes)
+        assert await _roles(nodes) == {"master": 3, "slave": 3}
+        assert await _roles([port]) == {"slave": 1}  # the old primary now replicates
+
+        engine = sql_engine(f"sqlite+aiosqlite:///{data / 'wallet.db'}")
+        try:
+            for _ in range(100):  # the wallet's consumer settles from the event stream
+                async with engine.connect() as conn:
+                    rows = (await conn.execute(select(escrows.c.status))).all()
+                if rows and all(r.status == "settled" for r in rows):
+                    break
+                await asyncio.sleep(0.2)
+            assert [r.status for r in rows] == ["settled"]
+            assert await check_invariants(engine) == []
+        finally:
+            await engine.dispose()
+        balances = [await p.balance() for p in (alice, bob)]
+        assert sum(balances) < 2 * FUNDS and max(balances) > FUNDS  # paid once, fees taken
+    finally:
+        for ch in channels:
+            await ch.close()
+        await cluster.stop()
+        log.close()
