@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 BUF_VERSION := 1.75.0
 BUF := .tools/node_modules/.bin/buf
 
-.PHONY: setup up test chaos bench load lint proto-release protos clean
+.PHONY: setup up test chaos bench soak load lint proto-release protos clean
 
 setup: $(VENV)/.installed bg/.generated
 
@@ -41,6 +41,13 @@ chaos: setup
 
 bench: setup
 	$(BIN)/python -m benchmarks
+
+# Issue 14's soak: a Valkey Cluster, 2 gateways, 3 table replicas, TABLES live tables (two Play
+# streams each) for MINUTES, a table replica and a Valkey primary killed on the way.
+TABLES ?= 10000
+MINUTES ?= 10
+soak: setup
+	$(BIN)/python -m benchmarks.soak --tables $(TABLES) --minutes $(MINUTES) --json .soak.json
 
 # Headless Locust against a local cluster it starts; prints a summary JSON, fails on any
 # correctness failure. make load USERS=60 SPAWN_RATE=10 DURATION=170 PROCESSES=2 CHAOS=1

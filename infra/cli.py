@@ -10,7 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
-from infra.runner import Cluster, ClusterConfig, StartupError
+from infra.runner import SERVICES, Cluster, ClusterConfig, StartupError
 from infra.status import NoCluster, UnknownProcess, collect, healthy, render, restart
 
 
@@ -29,11 +29,19 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=50050,
         help="gateway at N+1, matchmaking N+2, wallet N+3, leaderboard N+4, "
-        "tables N+10.., more gateways N+22.., metrics +1000; Valkey N-40 (a cluster's nodes "
+        "tables N+10.., more instances N+200.., metrics +1000; Valkey N-40 (a cluster's nodes "
         "N+60..), Kafka N-41; 0 = free ports",
     )
     up.add_argument("--table-replicas", type=int, default=2)
     up.add_argument("--gateway-replicas", type=int, default=1)
+    up.add_argument(
+        "--replicas",
+        action="append",
+        default=[],
+        metavar="SERVICE=N",
+        help="run N instances of a service (repeatable): --replicas wallet=2 --replicas "
+        "leaderboard=2; Kafka consumers share their topics' partitions in one group",
+    )
     up.add_argument(
         "--valkey-cluster",
         type=int,
@@ -95,12 +103,22 @@ async def _up(args: argparse.Namespace) -> int:
         if value < least or value > 9:
             print(f"bgcluster: {flag} must be {least}..9", file=sys.stderr)
             return 2
+    replicas: dict[str, int] = {}
+    for item in args.replicas:
+        service, _, count = item.partition("=")
+        if service not in SERVICES or not count.isdigit() or not 1 <= int(count) <= 9:
+            print(f"bgcluster: --replicas {item}: SERVICE=1..9, SERVICE one of "
+                  f"{', '.join(SERVICES)}", file=sys.stderr)  # fmt: skip
+            return 2
+        replicas[service] = int(count)
     if args.valkey_cluster and args.redis_url:
         print("bgcluster: --valkey-cluster and --redis-url exclude each other", file=sys.stderr)
         return 2
     cluster = Cluster(ClusterConfig(
-        data_dir=args.data_dir, base_port=args.base_port, table_replicas=args.table_replicas,
+        data_dir=args.data_dir, base_port=args.base_port,
+        table_replicas=replicas.pop("table", args.table_replicas),
         gateway_replicas=args.gateway_replicas, valkey_cluster=args.valkey_cluster,
+        replicas=replicas,
         redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
         database_url=args.database_url, startup_timeout_s=args.startup_timeout,
         prometheus=args.prometheus,

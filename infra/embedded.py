@@ -303,6 +303,15 @@ class RunningServer:
                 self.process.wait()
 
 
+def _still_ours(server: RunningServer) -> None:
+    """After a readiness check passed: the answer came from our process, not from another that
+    holds the port (a server that lost the race for its port exits, and whoever holds the port
+    answers the check: a concurrent test run's broker, say)."""
+    time.sleep(0.2)  # a failed bind exits at once
+    if server.process.poll() is not None:
+        raise OSError(f"{server.name} exited ({server.process.returncode}): its port was taken")
+
+
 def _run_sync(coro: Coroutine[Any, Any, None]) -> None:
     """Run `coro` to completion from sync code, even when called inside a running loop."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -322,13 +331,24 @@ def _popen(
 
 def start_valkey(workdir: Path, port: int | None = None) -> RunningServer:
     """Valkey with its append-only file in `workdir` (reusing `port` and `workdir` restarts the
-    same data)."""
+    same data). A free-picked port another process took first is picked again."""
+    for attempt in range(3):
+        try:
+            return _start_valkey(workdir, port)
+        except OSError:
+            if port is not None or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_valkey(workdir: Path, port: int | None) -> RunningServer:
     port = port or free_port()
     proc = _popen(valkey_argv(port, workdir), workdir / "valkey.log")
     url = f"redis://127.0.0.1:{port}/0"
     server = RunningServer("valkey", proc, url)
     try:
         _run_sync(wait_redis(url))
+        _still_ours(server)
     except BaseException:
         server.stop()
         raise
@@ -342,6 +362,7 @@ def start_seaweed(workdir: Path, ports: SeaweedPorts | None = None) -> RunningSe
     server = RunningServer("seaweedfs", proc, ports.s3_url)
     try:
         _run_sync(wait_s3_bucket(ports.s3_url))
+        _still_ours(server)
     except BaseException:
         server.stop()
         raise
@@ -355,7 +376,20 @@ def start_tansu(
     port: int | None = None,
 ) -> RunningServer:
     """Tansu on memory storage, or durable on the S3 store at `s3_url` (reusing `port` lets a
-    restarted broker keep its address)."""
+    restarted broker keep its address). A free-picked port another process took first is picked
+    again."""
+    for attempt in range(3):
+        try:
+            return _start_tansu(workdir, topics, s3_url, port)
+        except OSError:
+            if port is not None or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_tansu(
+    workdir: Path, topics: dict[str, int] | None, s3_url: str | None, port: int | None
+) -> RunningServer:
     port = port or free_port()
     storage = f"s3://{TANSU_BUCKET}/" if s3_url else "memory://tansu/"
     env = {**os.environ, **tansu_env(s3_url)} if s3_url else None
@@ -364,6 +398,7 @@ def start_tansu(
     server = RunningServer("kafka", proc, bootstrap)
     try:
         _run_sync(_ready_with_topics(bootstrap, topics))
+        _still_ours(server)
     except BaseException:
         server.stop()
         raise

@@ -39,7 +39,9 @@ PORT_OFFSETS = {
     "table": 10,
 }
 METRICS_OFFSET = 1000
-EXTRA_GATEWAY_OFFSET = 20  # gateway-2..K: N+22.. (gateway-1 keeps N+1)
+# More replicas of a service: N+200 + 10 x (its place in SERVICES) + i, i.e. gateway-2 N+201,
+# matchmaking-2 N+211, table replicas keep N+10.. (gateway-1 etc. keep their ports).
+EXTRA_OFFSET = 200
 WS_OFFSET = 30  # gateway WebSocket: N+30 (50080 by default), gateway-i at N+29+i
 VALKEY_CLUSTER_OFFSET = 60  # --valkey-cluster nodes: N+60.. (50110.. by default)
 VALKEY_BUS_OFFSET = 100  # and their cluster bus ports: N+100..
@@ -57,6 +59,7 @@ class ClusterConfig:
     base_port: int = 50050  # 0: every port free-picked (tests)
     table_replicas: int = 2
     gateway_replicas: int = 1
+    replicas: dict[str, int] = field(default_factory=dict)  # more of any service: {"wallet": 2}
     valkey_cluster: int = 0  # primaries of an embedded Valkey Cluster (each with a replica)
     redis_url: str | None = None  # external Redis/Valkey instead of the embedded one
     kafka_bootstrap: str | None = None  # external Kafka instead of the embedded Tansu
@@ -116,15 +119,19 @@ class Cluster:
 
     def _plan(self) -> list[Instance]:
         plan = []
-        counts = {"table": self.config.table_replicas, "gateway": self.config.gateway_replicas}
-        for service in SERVICES:
+        counts = {
+            **self.config.replicas,
+            "table": self.config.table_replicas,
+            "gateway": max(self.config.gateway_replicas, self.config.replicas.get("gateway", 1)),
+        }
+        for n, service in enumerate(SERVICES):
             count = counts.get(service, 1)
             for i in range(count):
-                # One gateway keeps its plain name; replicated services number theirs.
+                # A single instance keeps its plain name; replicated services number theirs.
                 name = f"{service}-{i + 1}" if service == "table" or count > 1 else service
                 offset = PORT_OFFSETS[service] + i
-                if service == "gateway" and i:
-                    offset = EXTRA_GATEWAY_OFFSET + i + 1
+                if service != "table" and i:
+                    offset = EXTRA_OFFSET + 10 * n + i
                 inst = Instance(
                     name, service, self._port(offset), self._port(offset + METRICS_OFFSET)
                 )
@@ -256,6 +263,14 @@ class Cluster:
             )
         waits.append(self._guard("kafka", self._kafka_ready()))
         await asyncio.gather(*waits)
+        await asyncio.sleep(0.2)  # a server that lost the race for its port exits at once
+        for proc in self.infra:
+            if proc.returncode is not None or self.supervisor.restarts(proc.name):
+                # It died at once (its port taken?): whoever holds the port answered the checks.
+                raise StartupError(
+                    f"{proc.name} exited with code {proc.returncode} (its port taken?)\n    "
+                    + "\n    ".join(proc.tail)
+                )
 
     async def _start_valkey_cluster(self, primaries: int) -> None:
         """A Valkey Cluster of `primaries` primaries, each with one replica: every node a

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-CRDS = {"Kafka", "KafkaNodePool", "KafkaTopic", "ServiceMonitor"}  # operators' kinds
+CRDS = {"Kafka", "KafkaNodePool", "KafkaTopic", "ServiceMonitor", "PrometheusRule"}  # operators'
+
 K8S_VERSION = "1.32.0"
 
 
@@ -45,7 +46,7 @@ def test_every_resource_validates(docs: list[dict[str, Any]]) -> None:
     kinds = {d["kind"] for d in docs}
     expected = {
         "Deployment", "Service", "ServiceAccount", "HorizontalPodAutoscaler",
-        "PodDisruptionBudget", "StatefulSet", "NetworkPolicy", "ConfigMap", "Secret",
+        "PodDisruptionBudget", "StatefulSet", "NetworkPolicy", "ConfigMap", "Secret", "Ingress",
     }  # fmt: skip
     assert expected <= kinds
     assert kinds >= CRDS
@@ -99,7 +100,53 @@ def test_prod_replicates_kafka_three_times_with_idempotent_producers(tmp_path: P
     assert all(
         d["spec"]["replicas"] == 3 for d in docs if d["kind"] in ("KafkaNodePool", "KafkaTopic")
     )
-    settings = next(d for d in docs if d["kind"] == "ConfigMap")["data"]
+    settings = next(d for d in docs if d["metadata"]["name"].startswith("bg-settings"))["data"]
     assert settings["BG_KAFKA_IDEMPOTENCE"] == "true"
     secret = next(d for d in docs if d["kind"] == "Secret")
     assert "dev-only" not in str(secret)
+
+
+def test_alerts_dashboards_and_scrapes_agree(docs: list[dict[str, Any]]) -> None:
+    """Issue 14 req. 5: the PrometheusRule is alerts.yml (regenerate with python -m
+    infra.k8s_rules); the ServiceMonitor names its job as the rules expect (ServiceDown reads
+    up{job="bgcluster"}); the dashboards ship as ConfigMaps Grafana's sidecar loads."""
+    from infra.k8s_rules import MANIFEST, render
+
+    assert MANIFEST.read_text() == render(), "run: python -m infra.k8s_rules"
+    rule = next(d for d in docs if d["kind"] == "PrometheusRule")
+    alerts = yaml.safe_load((ROOT / "infra/prometheus/alerts.yml").read_text())
+    assert rule["spec"]["groups"] == alerts["groups"]
+    monitor = next(d for d in docs if d["kind"] == "ServiceMonitor")
+    job_label = monitor["spec"]["jobLabel"]
+    services = [d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] != "valkey"]
+    jobs = {s["metadata"]["labels"].get(job_label) for s in services}
+    assert jobs == {"bgcluster"}
+    assert 'up{job="bgcluster"}' in str(alerts)
+    boards = next(d for d in docs if d["metadata"]["name"] == "bg-dashboards")
+    assert boards["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert {"overview.json", "money.json"} <= set(boards["data"])
+
+
+def test_the_gateway_is_served_over_tls_and_every_workload_spreads(
+    docs: list[dict[str, Any]],
+) -> None:
+    ingresses = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Ingress"}
+    grpc_in, ws_in = ingresses["gateway-grpc"], ingresses["gateway-ws"]
+    assert grpc_in["metadata"]["annotations"]["nginx.ingress.kubernetes.io/backend-protocol"] == (
+        "GRPC"
+    )
+    for ing, port in ((grpc_in, "grpc"), (ws_in, "ws")):
+        hosts = {h for t in ing["spec"]["tls"] for h in t["hosts"]}
+        for rule in ing["spec"]["rules"]:
+            assert rule["host"] in hosts  # never served in the clear
+            backend = rule["http"]["paths"][0]["backend"]["service"]
+            assert backend == {"name": "gateway", "port": {"name": port}}
+    for d in docs:
+        if d["kind"] == "Deployment":
+            spread = d["spec"]["template"]["spec"]["topologySpreadConstraints"]
+            keys = {c["topologyKey"] for c in spread}
+            assert keys == {"topology.kubernetes.io/zone", "kubernetes.io/hostname"}
+    headless = next(d for d in docs if d["metadata"]["name"] == "table-headless")
+    assert headless["spec"]["clusterIP"] == "None"
+    settings = next(d for d in docs if d["metadata"]["name"].startswith("bg-settings"))
+    assert settings["data"]["BG_TABLE_ADDRS"] == "dns:///table-headless:50061"

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 
 ROOT = Path(__file__).resolve().parents[2]
 PROM = ROOT / "infra" / "prometheus"
-GRAFANA = ROOT / "infra" / "grafana"
+GRAFANA = ROOT / "k8s" / "base" / "dashboards"
 BUILTIN = {"up"}
 
 

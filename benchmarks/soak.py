@@ -1,0 +1,388 @@
+"""`make soak` / `python -m benchmarks.soak`: many live tables on real distributed parts.
+
+Starts `bgcluster up --valkey-cluster 3 --gateway-replicas 2 --table-replicas 3`, deals
+`--tables` scored matches between guests (the two players of a table log in on different
+gateways), opens every player's Play stream (two per table), lets a fraction of the tables play
+(scripted players) while the rest sit idle on their move clocks, and runs for `--minutes`. A third
+of the way in it kills -9 a table replica; two thirds in it freezes the Valkey primary that
+holds one table's slot until its replica takes over, then kills it -9. Prints (and writes as JSON
+with --json) memory per open stream and per live table (gateways, table replicas, Valkey),
+clock lateness p50/p99/max from the `timed_out` events the streams receive, commands/s,
+errors, and deadlines doubled (two timeouts of one deadline) or missed (a table whose announced
+deadline is long past at the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from bg.table.v1 import table_pb2
+from client.player import Player
+from infra.runner import Cluster, ClusterConfig
+from services.common.play_wire import FINISHED
+
+MISSED_AFTER_MS = 10_000  # a deadline this far past at the end was missed (not merely late)
+
+
+@dataclass
+class Stats:
+    lateness_ms: list[int] = field(default_factory=list)
+    timeouts: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # table -> seen
+    doubled: int = 0
+    events: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    commands: int = 0
+    streams_open: int = 0
+
+    def error(self, what: str) -> None:
+        self.errors[what] = self.errors.get(what, 0) + 1
+
+    def timed_out(self, table_id: str, seq: int, deadline_ms: int, now_ms: int) -> None:
+        seen = self.timeouts.setdefault(table_id, set())
+        if any(d == deadline_ms and s != seq for s, d in seen):
+            self.doubled += 1
+        if (seq, deadline_ms) not in seen:
+            seen.add((seq, deadline_ms))
+            self.lateness_ms.append(max(0, now_ms - deadline_ms))
+
+
+def _percentile(values: list[int], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))])
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+async def _valkey_used(cluster: Cluster) -> int:
+    import redis.asyncio as redis_asyncio
+
+    total = 0
+    for name, url in cluster.infra_addresses.items():
+        if not name.startswith("valkey"):
+            continue
+        client: Any = redis_asyncio.Redis.from_url(url, socket_connect_timeout=1)
+        try:
+            role = (await client.execute_command("ROLE"))[0].decode()
+            if role == "master":
+                total += int((await client.info("memory"))["used_memory"])
+        except Exception:
+            pass
+        finally:
+            await client.aclose()
+    return total
+
+
+def _memory(cluster: Cluster) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for inst in cluster.instances:
+        if inst.process is not None and inst.process.pid is not None:
+            out[inst.service] = out.get(inst.service, 0) + _rss_kib(inst.process.pid) * 1024
+    return out
+
+
+async def _idle_stream(
+    stub: gateway_pb2_grpc.GatewayServiceStub,
+    token: str,
+    table_id: str,
+    report: bool,
+    stats: Stats,
+    stop: asyncio.Event,
+) -> None:
+    """A player connected and doing nothing: its table's clocks play for it. Resumes from the
+    last seq it saw when the stream breaks (a gateway or Valkey failing over)."""
+    last = 0
+    metadata = [("authorization", f"Bearer {token}")]
+    while not stop.is_set():
+        requests: asyncio.Queue[gateway_pb2.PlayRequest | None] = asyncio.Queue()
+        await requests.put(
+            gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id, from_seq=last))
+        )
+
+        async def outgoing(q: asyncio.Queue[gateway_pb2.PlayRequest | None] = requests) -> Any:
+            while (item := await q.get()) is not None:
+                yield item
+
+        call = stub.Play(outgoing(), metadata=metadata)
+        stats.streams_open += 1
+        try:
+            async for message in call:
+                if stop.is_set():
+                    break
+                if message.WhichOneof("kind") != "update":
+                    continue
+                for event in message.update.events:
+                    last = max(last, event.seq)
+                    stats.events += 1
+                    if report and event.WhichOneof("body") == "timed_out":
+                        out = event.timed_out
+                        stats.timed_out(table_id, event.seq, out.deadline_ms, out.now_ms)
+                if message.update.view.phase in FINISHED:
+                    return
+        except grpc.aio.AioRpcError as exc:
+            if not stop.is_set():
+                stats.error(f"stream:{exc.code().name}")
+                await asyncio.sleep(1.0)
+        finally:
+            stats.streams_open -= 1
+            await requests.put(None)
+            call.cancel()
+
+
+async def _player_loop(player: Player, table_id: str, stats: Stats, stop: asyncio.Event) -> None:
+    """A playing seat: plays from pushed views, resuming after failures, until `stop`."""
+    while not stop.is_set():
+        try:
+            view = await player.play(table_id, timeout_s=3600)
+            if view.phase in FINISHED:
+                return
+        except (grpc.aio.AioRpcError, TimeoutError, ConnectionError, EOFError) as exc:
+            if stop.is_set():
+                return
+            stats.error(f"player:{type(exc).__name__}")
+            await asyncio.sleep(1.0)
+
+
+async def _deal(
+    channels: list[list[grpc.aio.Channel]], i: int, move_time_s: int, stats: Stats
+) -> tuple[Player, Player, str]:
+    """Two guests on different gateways and a scored table between them."""
+    tag = uuid.uuid4().hex[:8]
+    a = Player(channels[0][i % len(channels[0])], f"soak{tag}a", seed=i)
+    b = Player(channels[1][i % len(channels[1])], f"soak{tag}b", seed=i + 1)
+    for _ in range(20):
+        try:
+            await a.login()
+            await b.login()
+            options = table_pb2.TableOptions(
+                profile="scored", match_length=7, move_time_s=move_time_s
+            )
+            table = await a.create_table(options)
+            await b.join(table.code)
+            return a, b, str(table.table_id)
+        except grpc.aio.AioRpcError as exc:
+            stats.error(f"deal:{exc.code().name}")
+            await asyncio.sleep(0.5)
+    raise RuntimeError("could not deal a table")
+
+
+async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
+    """Freeze the Valkey primary of `table_id`'s slot until the cluster promotes its replica,
+    then kill it -9 (the supervisor brings it back as a replica). Returns the seconds frozen."""
+    import redis.asyncio as redis_asyncio
+    from redis.crc import key_slot
+
+    from services.common.table_feed import table_key
+
+    slot = key_slot(table_key(table_id).encode())
+
+    async def primary_of(url: str) -> int:
+        client: Any = redis_asyncio.Redis.from_url(url, socket_connect_timeout=1)
+        try:
+            for line in (await client.execute_command("CLUSTER", "NODES")).decode().splitlines():
+                f = line.split()
+                if "master" in f[2] and "fail" not in f[2]:
+                    for part in f[8:]:
+                        low, _, high = part.partition("-")
+                        if low.isdigit() and int(low) <= slot <= int(high or low):
+                            return int(f[1].split("@")[0].rsplit(":", 1)[1])
+        finally:
+            await client.aclose()
+        return 0
+
+    urls = {n: u for n, u in cluster.infra_addresses.items() if n.startswith("valkey")}
+    port = await primary_of(next(iter(urls.values())))
+    victim_name = next(n for n, u in urls.items() if u.endswith(f":{port}/0"))
+    victim = next(p for p in cluster.infra if p.name == victim_name)
+    other = next(u for n, u in urls.items() if n != victim_name)
+    assert victim.pid is not None
+    started = time.monotonic()
+    os.kill(victim.pid, signal.SIGSTOP)
+    while time.monotonic() - started < 30:
+        try:
+            if await primary_of(other) not in (0, port):
+                break
+        except Exception:
+            pass
+        await asyncio.sleep(0.2)
+    frozen = time.monotonic() - started
+    os.kill(victim.pid, signal.SIGKILL)
+    return frozen
+
+
+async def soak(args: argparse.Namespace) -> dict[str, Any]:
+    data = Path(args.data_dir or tempfile.mkdtemp(prefix="bg-soak-"))
+    data.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (before anything runs)
+    log = (data / "cluster.log").open("w")
+    os.environ.setdefault("BG_LOG_LEVEL", "WARNING")
+    # Every simulated player comes from 127.0.0.1: the per-address flood guard would count them
+    # as one client. Per-player limits stay as configured.
+    os.environ.setdefault("BG_RATE_PER_PEER_S", "1000000")
+    config = ClusterConfig(
+        data_dir=data / "data", base_port=0, table_replicas=3, gateway_replicas=2,
+        valkey_cluster=3, startup_timeout_s=120,
+    )  # fmt: skip
+    cluster = Cluster(config, log)
+    await cluster.start()
+    stats = Stats()
+    stop = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+    options = [("grpc.use_local_subchannel_pool", 1), ("grpc.max_concurrent_streams", 100_000)]
+    gateways = [i.address for i in cluster.instances if i.service == "gateway"]
+    channels = [
+        [grpc.aio.insecure_channel(g, options=options) for _ in range(args.connections)]
+        for g in gateways
+    ]
+    result: dict[str, Any] = {"tables": args.tables, "minutes": args.minutes}
+    try:
+        before = _memory(cluster)
+        valkey_before = await _valkey_used(cluster)
+        started = time.monotonic()
+        sem = asyncio.Semaphore(args.concurrency)
+
+        async def deal(i: int) -> tuple[Player, Player, str]:
+            async with sem:
+                return await _deal(channels, i, args.move_time, stats)
+
+        dealt = await asyncio.gather(*(deal(i) for i in range(args.tables)))
+        result["deal_s"] = round(time.monotonic() - started, 1)
+        playing = set(random.Random(7).sample(range(len(dealt)), int(args.playing * len(dealt))))
+        players: list[Player] = []
+        for i, (a, b, table_id) in enumerate(dealt):
+            if i in playing:
+                players += [a, b]
+                tasks += [
+                    asyncio.create_task(_player_loop(p, table_id, stats, stop)) for p in (a, b)
+                ]
+            else:
+                for p, report in ((a, True), (b, False)):
+                    tasks.append(asyncio.create_task(
+                        _idle_stream(p.stub, p.token, table_id, report, stats, stop)
+                    ))  # fmt: skip
+        for _ in range(600):  # every stream open (playing sessions open their own)
+            if stats.streams_open >= 2 * (len(dealt) - len(playing)):
+                break
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(5)
+        after = _memory(cluster)
+        valkey_after = await _valkey_used(cluster)
+        streams = 2 * len(dealt)
+        result["memory"] = {
+            "gateway_bytes_per_stream": round(
+                (after.get("gateway", 0) - before.get("gateway", 0)) / streams
+            ),
+            "table_bytes_per_table": round(
+                (after.get("table", 0) - before.get("table", 0)) / len(dealt)
+            ),
+            "valkey_bytes_per_table": round((valkey_after - valkey_before) / len(dealt)),
+            "rss_mib": {k: round(v / 2**20) for k, v in after.items()},
+        }
+        result["streams_open"] = stats.streams_open
+        print(
+            f"soak: {len(dealt)} tables dealt in {result['deal_s']} s, {stats.streams_open} "
+            f"idle streams open; running {args.minutes} min",
+            file=sys.stderr,
+            flush=True,
+        )
+        run_s = args.minutes * 60
+        t0 = time.monotonic()
+        commands0 = sum(p.commands for p in players)
+        await asyncio.sleep(run_s / 3)
+        victim = next(i for i in cluster.instances if i.name == "table-2")
+        assert victim.process is not None and victim.process.pid is not None
+        os.kill(victim.process.pid, signal.SIGKILL)
+        result["killed_table_replica"] = "table-2"
+        await asyncio.sleep(run_s / 3)
+        result["valkey_primary_frozen_s"] = round(await _fail_a_primary(cluster, dealt[0][2]), 1)
+        await asyncio.sleep(max(0.0, run_s - (time.monotonic() - t0)))
+        elapsed = time.monotonic() - t0
+        commands = sum(p.commands for p in players) - commands0
+
+        # Missed deadlines: a live table whose announced deadline is long past.
+        now_ms = int(time.time() * 1000)
+        missed = 0
+        for a, _, table_id in dealt:
+            try:
+                view = await a.view(table_id)
+            except grpc.aio.AioRpcError:
+                stats.error("final_view")
+                continue
+            if (
+                view.phase not in FINISHED
+                and view.deadline_ms
+                and (now_ms - view.deadline_ms > MISSED_AFTER_MS)
+            ):
+                missed += 1
+        result.update({
+            "clock_lateness_ms": {
+                "count": len(stats.lateness_ms), "p50": _percentile(stats.lateness_ms, 0.5),
+                "p99": _percentile(stats.lateness_ms, 0.99),
+                "max": max(stats.lateness_ms, default=0),
+            },
+            "deadlines_doubled": stats.doubled, "deadlines_missed": missed,
+            "commands_per_s": round(commands / elapsed, 1), "events_received": stats.events,
+            "errors": stats.errors, "restarts": {
+                n: cluster.supervisor.restarts(n)
+                for n in [*(i.name for i in cluster.instances), *(p.name for p in cluster.infra)]
+                if cluster.supervisor.restarts(n)
+            },
+        })  # fmt: skip
+    finally:
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for group in channels:
+            for ch in group:
+                await ch.close(None)
+        await cluster.stop()
+        log.close()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.soak", description=__doc__)
+    p.add_argument("--tables", type=int, default=10_000)
+    p.add_argument("--playing", type=float, default=0.02, help="fraction of tables playing")
+    p.add_argument("--minutes", type=float, default=10.0)
+    p.add_argument("--move-time", type=int, default=120, help="scored move time, seconds")
+    p.add_argument("--connections", type=int, default=16, help="channels per gateway")
+    p.add_argument("--concurrency", type=int, default=64, help="deals in flight")
+    p.add_argument("--data-dir")
+    p.add_argument("--json", help="also write the summary here")
+    args = p.parse_args(argv)
+    result = asyncio.run(soak(args))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text)
+    ok = result.get("deadlines_doubled") == 0 and result.get("deadlines_missed") == 0
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""`bgcluster up`'s plan of instances (issue 14): replicas of any service get numbered names and
+their own ports, one instance keeps its plain name and its documented port."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from infra.runner import Cluster, ClusterConfig
+
+
+def test_replicas_of_any_service_get_their_own_names_and_ports(tmp_path: Path) -> None:
+    config = ClusterConfig(
+        data_dir=tmp_path, base_port=50050, table_replicas=3, gateway_replicas=2,
+        replicas={"wallet": 2, "leaderboard": 2},
+    )  # fmt: skip
+    plan = Cluster(config)._plan()
+    names = [i.name for i in plan]
+    assert names == [
+        "gateway-1", "gateway-2", "matchmaking", "table-1", "table-2", "table-3",
+        "wallet-1", "wallet-2", "leaderboard-1", "leaderboard-2", "bots",
+    ]  # fmt: skip
+    ports = [p for i in plan for p in (i.grpc_port, i.metrics_port, i.ws_port) if p]
+    assert len(ports) == len(set(ports))  # nothing shares a port
+    by = {i.name: i for i in plan}
+    assert by["gateway-1"].grpc_port == 50051 and by["matchmaking"].grpc_port == 50052
+    assert by["wallet-1"].grpc_port == 50053 and by["wallet-2"].grpc_port == 50281
+    assert (by["gateway-1"].ws_port, by["gateway-2"].ws_port) == (50080, 50081)
+
+
+def test_one_of_each_keeps_the_documented_layout(tmp_path: Path) -> None:
+    plan = Cluster(ClusterConfig(data_dir=tmp_path, base_port=50050, table_replicas=1))._plan()
+    assert {i.name: i.grpc_port for i in plan} == {
+        "gateway": 50051, "matchmaking": 50052, "table-1": 50060, "wallet": 50053,
+        "leaderboard": 50054, "bots": 50055,
+    }  # fmt: skip
