@@ -193,29 +193,14 @@ async def _deal(
 async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
     """Freeze the Valkey primary of `table_id`'s slot until the cluster promotes its replica,
     then kill it -9 (the supervisor brings it back as a replica). Returns the seconds frozen."""
-    import redis.asyncio as redis_asyncio
     from redis.crc import key_slot
 
+    from infra.valkey_cluster import primary_of
     from services.common.table_feed import table_key
 
     slot = key_slot(table_key(table_id).encode())
-
-    async def primary_of(url: str) -> int:
-        client: Any = redis_asyncio.Redis.from_url(url, socket_connect_timeout=1)
-        try:
-            for line in (await client.execute_command("CLUSTER", "NODES")).decode().splitlines():
-                f = line.split()
-                if "master" in f[2] and "fail" not in f[2]:
-                    for part in f[8:]:
-                        low, _, high = part.partition("-")
-                        if low.isdigit() and int(low) <= slot <= int(high or low):
-                            return int(f[1].split("@")[0].rsplit(":", 1)[1])
-        finally:
-            await client.aclose()
-        return 0
-
     urls = {n: u for n, u in cluster.infra_addresses.items() if n.startswith("valkey")}
-    port = await primary_of(next(iter(urls.values())))
+    port = await primary_of(next(iter(urls.values())), slot)
     victim_name = next(n for n, u in urls.items() if u.endswith(f":{port}/0"))
     victim = next(p for p in cluster.infra if p.name == victim_name)
     other = next(u for n, u in urls.items() if n != victim_name)
@@ -224,7 +209,7 @@ async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
     os.kill(victim.pid, signal.SIGSTOP)
     while time.monotonic() - started < 30:
         try:
-            if await primary_of(other) not in (0, port):
+            if await primary_of(other, slot) not in (0, port):
                 break
         except Exception:
             pass

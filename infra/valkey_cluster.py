@@ -159,3 +159,23 @@ def start_valkey_cluster(workdir: Path, primaries: int = 3, replicas: int = 1) -
             node.stop()
         raise
     return RunningCluster(nodes, ports, primaries, workdir)
+
+
+async def primary_of(node_url: str, slot: int) -> int:
+    """The port of the primary serving `slot`, as the node at `node_url` sees the cluster
+    (0 when none does: in the middle of a failover)."""
+    import redis.asyncio as redis_asyncio
+
+    client: Any = redis_asyncio.Redis.from_url(node_url, socket_connect_timeout=1)
+    try:
+        for line in _text(await client.execute_command("CLUSTER", "NODES")).splitlines():
+            fields = line.split()
+            if "master" not in fields[2] or "fail" in fields[2]:
+                continue
+            for part in fields[8:]:
+                low, _, high = part.partition("-")
+                if low.isdigit() and int(low) <= slot <= int(high or low):
+                    return int(fields[1].split("@")[0].rsplit(":", 1)[1])
+    finally:
+        await client.aclose()
+    return 0

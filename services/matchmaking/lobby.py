@@ -11,7 +11,7 @@ from the match id, so a retried or repeated deal never escrows twice or creates 
 
 The deal is a saga: if the match cannot be created, the escrow is refunded and the table closes
 (players can leave it). A deal a crash left half-done is driven on by the next call within
-DEAL_RESUME_S, and compensated after that (by any call, or the sweeper over DEALING_SET), so
+DEAL_RESUME_S (by any call, or the sweeper over DEALING_SET), and compensated after that, so
 the stakes are never held for a match that will not be played; the wallet's reconciler, whose
 bound is far longer, is the last line.
 """
@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+import grpc
 from redis.exceptions import WatchError
 
 from bg.table.v1 import table_pb2
@@ -48,7 +49,12 @@ LOBBY_TAG = "{lobby}"
 OPEN_SET = f"lobby:{LOBBY_TAG}:open"  # public tables with a free seat -> ms created
 DEALING_SET = f"lobby:{LOBBY_TAG}:dealing"  # table id -> ms its deal started
 DEAL_RESUME_S = money_keys.DEAL_WINDOW_S  # a deal older than this is undone, not driven on
+SWEEP_AFTER_S = 5.0  # the sweeper drives on deals half-done this long
 LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
+# Failures after which a create may or may not have happened (the answer was lost).
+AMBIGUOUS = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNKNOWN}
+)
 
 
 def lobby_key(table_id: str) -> str:
@@ -379,9 +385,17 @@ class Lobby:
         table = await self._update(table_id, claim)
         if table.status != DEALING:
             return table
-        if self._stale(table):
-            return await self._undo_deal(table, "deal_abandoned")
         opts = table.proto_options()
+        if self._stale(table):
+            # One more try first: an earlier create whose answer was lost may have made the
+            # match (create is idempotent), and a match being played must keep its stakes.
+            try:
+                fingerprint = await self.tables.create_match(
+                    table_id, table.match_id, table.player_ids, opts
+                )
+            except ServiceError:
+                return await self._undo_deal(table, "deal_abandoned")
+            return await self._dealt(table, fingerprint, opts)
         if opts.profile == "wagered":
             try:
                 await self.wallet.escrow(
@@ -397,19 +411,33 @@ class Lobby:
                 table_id, table.match_id, table.player_ids, opts
             )
         except ServiceError as err:
+            if err.status in AMBIGUOUS:
+                # The table service may have made the match and lost the answer: undoing now
+                # could refund a match that is then played. The deal stays DEALING; the next
+                # call or the sweeper drives it on (or undoes it once DEAL_RESUME_S has passed).
+                log.warning(
+                    "the match may not have been created; the deal stays open",
+                    extra={"table_id": table_id, "match_id": table.match_id, "code": err.code},
+                )
+                raise
             log.warning(
                 "the match could not be created; undoing the deal",
                 extra={"table_id": table_id, "match_id": table.match_id, "code": err.code},
             )
             return await self._undo_deal(table, "deal_failed")
+        return await self._dealt(table, fingerprint, opts)
+
+    async def _dealt(self, table: Table, fingerprint: str, opts: table_pb2.TableOptions) -> Table:
+        match_id = table.match_id
 
         def dealt(t: Table) -> None:
-            t.status, t.fingerprint = DEALT, fingerprint
+            if t.status == DEALING and t.match_id == match_id:
+                t.status, t.fingerprint = DEALT, fingerprint
 
-        table = await self._update(table_id, dealt)
+        table = await self._update(table.table_id, dealt)
         if opts.profile == "scored":
             for p in table.player_ids:
-                await self.redis.set(f"lobby:scored:{p}", table_id, ex=86_400)
+                await self.redis.set(f"lobby:scored:{p}", table.table_id, ex=86_400)
         return table
 
     @staticmethod
@@ -438,8 +466,10 @@ class Lobby:
         return await self._update(table.table_id, close)
 
     async def sweep_deals(self) -> int:
-        """Undo every deal left half-done past DEAL_RESUME_S; returns how many were undone."""
-        cutoff = time.time() * 1000 - DEAL_RESUME_S * 1000
+        """Drive on every deal left half-done for a few seconds (its create may have been lost),
+        and undo those past DEAL_RESUME_S that still cannot be made; returns how many were
+        undone."""
+        cutoff = time.time() * 1000 - min(DEAL_RESUME_S, SWEEP_AFTER_S) * 1000
         stale = await self.redis.zrangebyscore(DEALING_SET, "-inf", cutoff, start=0, num=100)
         undone = 0
         for raw in stale:
@@ -451,7 +481,8 @@ class Lobby:
                 continue
             except ServiceError as err:
                 log.warning(
-                    "cannot undo a deal yet", extra={"table_id": table_id, "code": err.code}
+                    "cannot finish or undo a deal yet",
+                    extra={"table_id": table_id, "code": err.code},
                 )
                 continue
             undone += table.status == CLOSED

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import grpc
 import pytest
 import redis.asyncio as redis_asyncio
 
@@ -46,12 +47,25 @@ class FakeTables:
         self.left: list[tuple[str, str]] = []
         self.agreed = False
         self.down = False
+        self.refuse = False
+        self.lost_answers = 0  # creates that happen but whose answer never arrives
 
     async def create_match(
         self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
     ) -> str:
         if self.down:
-            raise ServiceError("UPSTREAM_UNAVAILABLE", "UNAVAILABLE: no table replica")
+            raise ServiceError(
+                "UPSTREAM_UNAVAILABLE", "no table replica", status=grpc.StatusCode.UNAVAILABLE
+            )
+        if self.refuse:
+            raise ServiceError("INVALID_OPTIONS", "the table service refuses these options")
+        if self.lost_answers:
+            self.lost_answers -= 1
+            if match_id not in self.created:
+                self.created.append(match_id)
+            raise ServiceError(
+                "UPSTREAM_UNAVAILABLE", "timed out", status=grpc.StatusCode.DEADLINE_EXCEEDED
+            )
         if match_id not in self.created:
             self.created.append(match_id)
         return "f" * 64
@@ -196,10 +210,10 @@ def test_codes_are_normalised_and_checked() -> None:
 
 
 async def test_a_deal_whose_table_cannot_be_created_is_refunded_and_closed(lobby) -> None:  # type: ignore[no-untyped-def]
-    """Issue 13 (saga): every table replica down at the deal: the escrow is refunded, the table
+    """Issue 13 (saga): the table service refuses the match: the escrow is refunded, the table
     closes, and leaving it works."""
     lb, wallet, tables = lobby
-    tables.down = True
+    tables.refuse = True
     table = await lb.create("ann", WAGERED, public=False)
     closed = await lb.join("bob", table.table_id)
     assert closed.status == "closed" and closed.close_reason == "deal_failed"
@@ -207,6 +221,35 @@ async def test_a_deal_whose_table_cannot_be_created_is_refunded_and_closed(lobby
     assert tables.created == []
     left = await lb.leave("bob", table.table_id)
     assert left.status == "closed"
+
+
+async def test_a_create_whose_answer_was_lost_is_never_refunded_while_its_match_is_played(  # type: ignore[no-untyped-def]
+    lobby, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The create happened but its answer was lost (a replica killed, a timeout): undoing the
+    deal then would refund a match that is played (the chaos test caught a refunded escrow whose
+    table said PLAYING). The deal stays open; the sweeper drives it on: dealt, stakes kept."""
+    lb, wallet, tables = lobby
+    tables.lost_answers = 1
+    table = await lb.create("ann", WAGERED, public=False)
+    with pytest.raises(ServiceError) as err:
+        await lb.join("bob", table.table_id)
+    assert err.value.status == grpc.StatusCode.DEADLINE_EXCEEDED
+    open_deal = await lb.get(table.table_id)
+    assert open_deal.status == "dealing" and wallet.refunded == []
+    monkeypatch.setattr(lobby_module, "SWEEP_AFTER_S", 0.0)
+    assert await lb.sweep_deals() == 0
+    dealt = await lb.get(table.table_id)
+    assert dealt.status == "dealt" and tables.created == [dealt.match_id]
+    assert wallet.refunded == [] and list(wallet.escrows) == [dealt.match_id]
+    # Past the resume window a lost answer is retried once more before any undo.
+    second = await lb.create("cat", WAGERED, public=False)
+    tables.lost_answers = 1
+    with pytest.raises(ServiceError):
+        await lb.join("dan", second.table_id)
+    monkeypatch.setattr(lobby_module, "DEAL_RESUME_S", 0.0)
+    assert await lb.sweep_deals() == 0
+    assert (await lb.get(second.table_id)).status == "dealt" and wallet.refunded == []
 
 
 async def test_a_deal_left_half_done_is_undone_after_the_resume_window(  # type: ignore[no-untyped-def]
