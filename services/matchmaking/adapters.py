@@ -53,3 +53,8 @@ class GrpcTables:
         request = table_pb2.GetViewRequest(table_id=table_id, player_id=player_id)
         reply = await call(self.stub.GetView(request, timeout=5))
         return bool(reply.rematch_agreed)
+
+    async def match_exists(self, table_id: str, match_id: str) -> bool:
+        request = table_pb2.GetMatchOutcomeRequest(table_id=table_id, match_id=match_id)
+        reply = await call(self.stub.GetMatchOutcome(request, timeout=5))
+        return bool(reply.state != table_pb2.MatchOutcome.State.STATE_UNKNOWN)

@@ -11,7 +11,8 @@ from the match id, so a retried or repeated deal never escrows twice or creates 
 
 The deal is a saga: if the match cannot be created, the escrow is refunded and the table closes
 (players can leave it). A deal a crash left half-done is driven on by the next call within
-DEAL_RESUME_S (by any call, or the sweeper over DEALING_SET), and compensated after that, so
+DEAL_RESUME_S, and after that settled by any call or the sweeper over DEALING_SET (completed if its
+match exists, compensated if not), so
 the stakes are never held for a match that will not be played; the wallet's reconciler, whose
 bound is far longer, is the last line.
 """
@@ -48,8 +49,7 @@ OPEN, DEALING, DEALT, CLOSED = "open", "dealing", "dealt", "closed"
 LOBBY_TAG = "{lobby}"
 OPEN_SET = f"lobby:{LOBBY_TAG}:open"  # public tables with a free seat -> ms created
 DEALING_SET = f"lobby:{LOBBY_TAG}:dealing"  # table id -> ms its deal started
-DEAL_RESUME_S = money_keys.DEAL_WINDOW_S  # a deal older than this is undone, not driven on
-SWEEP_AFTER_S = 5.0  # the sweeper drives on deals half-done this long
+DEAL_RESUME_S = money_keys.DEAL_WINDOW_S  # a deal older than this is settled, not driven on
 LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
 # Failures after which a create may or may not have happened (the answer was lost).
 AMBIGUOUS = frozenset(
@@ -73,6 +73,7 @@ class TablePort(Protocol):
     ) -> str: ...
     async def leave(self, table_id: str, player_id: str, seat: int) -> None: ...
     async def rematch_agreed(self, table_id: str, player_id: str) -> bool: ...
+    async def match_exists(self, table_id: str, match_id: str) -> bool: ...
 
 
 @dataclass
@@ -387,14 +388,14 @@ class Lobby:
             return table
         opts = table.proto_options()
         if self._stale(table):
-            # One more try first: an earlier create whose answer was lost may have made the
-            # match (create is idempotent), and a match being played must keep its stakes.
-            try:
-                fingerprint = await self.tables.create_match(
-                    table_id, table.match_id, table.player_ids, opts
-                )
-            except ServiceError:
+            # An earlier create whose answer was lost may have made the match: a match that
+            # exists keeps its stakes (the deal completes), one that does not is undone. The
+            # table service unreachable: asked again on the next call or sweep.
+            if not await self.tables.match_exists(table_id, table.match_id):
                 return await self._undo_deal(table, "deal_abandoned")
+            fingerprint = await self.tables.create_match(  # idempotent: the existing match's
+                table_id, table.match_id, table.player_ids, opts
+            )
             return await self._dealt(table, fingerprint, opts)
         if opts.profile == "wagered":
             try:
@@ -413,8 +414,9 @@ class Lobby:
         except ServiceError as err:
             if err.status in AMBIGUOUS:
                 # The table service may have made the match and lost the answer: undoing now
-                # could refund a match that is then played. The deal stays DEALING; the next
-                # call or the sweeper drives it on (or undoes it once DEAL_RESUME_S has passed).
+                # could refund a match that is then played. The deal stays DEALING: the next
+                # call drives it on; past DEAL_RESUME_S the sweeper completes it if the match
+                # exists and undoes it if not.
                 log.warning(
                     "the match may not have been created; the deal stays open",
                     extra={"table_id": table_id, "match_id": table.match_id, "code": err.code},
@@ -466,10 +468,9 @@ class Lobby:
         return await self._update(table.table_id, close)
 
     async def sweep_deals(self) -> int:
-        """Drive on every deal left half-done for a few seconds (its create may have been lost),
-        and undo those past DEAL_RESUME_S that still cannot be made; returns how many were
-        undone."""
-        cutoff = time.time() * 1000 - min(DEAL_RESUME_S, SWEEP_AFTER_S) * 1000
+        """Settle every deal left half-done past DEAL_RESUME_S: completed when its match exists
+        (a create whose answer was lost), undone when not; returns how many were undone."""
+        cutoff = time.time() * 1000 - DEAL_RESUME_S * 1000
         stale = await self.redis.zrangebyscore(DEALING_SET, "-inf", cutoff, start=0, num=100)
         undone = 0
         for raw in stale:

@@ -76,6 +76,13 @@ class FakeTables:
     async def rematch_agreed(self, table_id: str, player_id: str) -> bool:
         return self.agreed
 
+    async def match_exists(self, table_id: str, match_id: str) -> bool:
+        if self.down:
+            raise ServiceError(
+                "UPSTREAM_UNAVAILABLE", "no table replica", status=grpc.StatusCode.UNAVAILABLE
+            )
+        return match_id in self.created
+
 
 @pytest.fixture
 async def lobby(valkey_url: str) -> AsyncIterator[tuple[Lobby, FakeWallet, FakeTables]]:
@@ -228,7 +235,9 @@ async def test_a_create_whose_answer_was_lost_is_never_refunded_while_its_match_
 ) -> None:
     """The create happened but its answer was lost (a replica killed, a timeout): undoing the
     deal then would refund a match that is played (the chaos test caught a refunded escrow whose
-    table said PLAYING). The deal stays open; the sweeper drives it on: dealt, stakes kept."""
+    table said PLAYING). The deal stays open; the next call drives it on; past the resume window
+    the sweeper completes it because the match exists (stakes kept), and undoes a deal whose
+    match was never made (stakes returned), never making a match nobody is waiting for."""
     lb, wallet, tables = lobby
     tables.lost_answers = 1
     table = await lb.create("ann", WAGERED, public=False)
@@ -237,27 +246,34 @@ async def test_a_create_whose_answer_was_lost_is_never_refunded_while_its_match_
     assert err.value.status == grpc.StatusCode.DEADLINE_EXCEEDED
     open_deal = await lb.get(table.table_id)
     assert open_deal.status == "dealing" and wallet.refunded == []
-    monkeypatch.setattr(lobby_module, "SWEEP_AFTER_S", 0.0)
-    assert await lb.sweep_deals() == 0
-    dealt = await lb.get(table.table_id)
-    assert dealt.status == "dealt" and tables.created == [dealt.match_id]
-    assert wallet.refunded == [] and list(wallet.escrows) == [dealt.match_id]
-    # Past the resume window a lost answer is retried once more before any undo.
+    driven = await lb.deal(table.table_id)  # a player's next call
+    assert driven.status == "dealt" and tables.created == [driven.match_id]
     second = await lb.create("cat", WAGERED, public=False)
     tables.lost_answers = 1
     with pytest.raises(ServiceError):
         await lb.join("dan", second.table_id)
+    third = await lb.create("eve", WAGERED, public=False)
+    tables.down = True
+    with pytest.raises(ServiceError):
+        await lb.join("fay", third.table_id)  # never made
+    tables.down = False
     monkeypatch.setattr(lobby_module, "DEAL_RESUME_S", 0.0)
-    assert await lb.sweep_deals() == 0
-    assert (await lb.get(second.table_id)).status == "dealt" and wallet.refunded == []
+    assert await lb.sweep_deals() == 1
+    done = await lb.get(second.table_id)
+    assert done.status == "dealt" and done.match_id in tables.created
+    undone = await lb.get(third.table_id)
+    assert undone.status == "closed" and undone.close_reason == "deal_abandoned"
+    assert wallet.refunded == [undone.match_id]
+    assert undone.match_id not in tables.created
 
 
 async def test_a_deal_left_half_done_is_undone_after_the_resume_window(  # type: ignore[no-untyped-def]
     lobby, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A crash between the escrow and the match: within DEAL_RESUME_S the next call drives the
-    deal on; after it, the sweeper (or a player leaving) refunds and closes. The wallet down
-    meanwhile: nothing closes until the refund is done."""
+    deal on; after it, the sweeper (or a player leaving) refunds and closes once the table
+    service says the match was never made. The wallet or the tables down meanwhile: nothing
+    closes until the refund is done."""
     lb, wallet, tables = lobby
     table = await lb.create("ann", WAGERED, public=False)
     tables.down = True
@@ -273,6 +289,8 @@ async def test_a_deal_left_half_done_is_undone_after_the_resume_window(  # type:
     assert await lb.sweep_deals() == 0  # wallet still down: nothing closed, stakes not lost
     assert (await lb.get(table.table_id)).status == "dealing"
     wallet.down = False
+    assert await lb.sweep_deals() == 0  # the tables cannot say whether the match exists: wait
+    tables.down = False
     assert await lb.sweep_deals() == 1
     undone = await lb.get(table.table_id)
     assert undone.status == "closed" and undone.close_reason == "deal_abandoned"
