@@ -12,6 +12,7 @@ replica (cluster-node-timeout 2 s) and comes back as a replica.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,9 +114,8 @@ async def wait_cluster_ok(ports: list[int], timeout: float = 30.0) -> None:
                 host="127.0.0.1", port=port, socket_connect_timeout=0.5
             )
             try:
-                states.append((await _info(client)).get("cluster_state"))
-            except Exception:
-                pass  # a dead node says nothing
+                with contextlib.suppress(Exception):  # a dead node says nothing
+                    states.append((await _info(client)).get("cluster_state"))
             finally:
                 await client.aclose()
         if states and all(s == "ok" for s in states):

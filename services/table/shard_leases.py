@@ -23,16 +23,11 @@ from collections.abc import Callable
 from typing import Any
 
 from services.common.shards import VIRTUAL_SHARDS
+from services.table.tables import wall_ms
 
 log = logging.getLogger("bg.table.shards")
 MEMBERS = "table:replicas"
 TTL_MS = 2000
-
-
-def _wall_ms() -> int:
-    import time
-
-    return int(time.time() * 1000)
 
 
 def assign(members: list[str], shards: int = VIRTUAL_SHARDS) -> dict[str, list[int]]:
@@ -56,7 +51,7 @@ class ShardLeases:
         redis: Any,
         name: str = "",
         ttl_ms: int = TTL_MS,
-        now: Callable[[], int] = _wall_ms,
+        now: Callable[[], int] = wall_ms,
         on_change: Callable[[list[int]], None] | None = None,
     ) -> None:
         self.redis = redis
