@@ -1,9 +1,12 @@
 """`make soak` / `python -m benchmarks.soak`: many live tables on real distributed parts.
 
-Starts `bgcluster up --valkey-cluster 3 --gateway-replicas 2 --table-replicas 3`, deals
-`--tables` scored matches between guests (the two players of a table log in on different
-gateways), opens every player's Play stream (two per table), lets a fraction of the tables play
-(scripted players) while the rest sit idle on their move clocks, and runs for `--minutes`. A third
+Starts `bgcluster up --valkey-cluster 3 --gateway-replicas 2 --table-replicas 3 --replicas
+wallet=2 --replicas leaderboard=2` (on an embedded PostgreSQL), deals `--tables` wagered matches
+to 1 between funded guests (the two players of a table log in on different gateways), opens every
+player's Play stream (two per table), lets a fraction of the tables play (scripted pairs, a new
+table after each match) while the rest sit idle on their turn clocks (each 46.5 s timeout rolls,
+plays the first legal play and starts the opponent's clock: RULES turn clock, I-7), and runs for
+`--minutes`. A third
 of the way in it kills -9 a table replica; two thirds in it freezes the Valkey primary that
 holds one table's slot until its replica takes over, then kills it -9. Prints (and writes as JSON
 with --json) memory per open stream and per live table (gateways, table replicas, Valkey),
@@ -32,21 +35,27 @@ import grpc
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.table.v1 import table_pb2
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from infra.runner import Cluster, ClusterConfig
+from services.common import balanced
 from services.common.play_wire import FINISHED
 
-MISSED_AFTER_MS = 10_000  # a deadline this far past at the end was missed (not merely late)
+BET = 100
+FUNDS = 1_000_000  # diamonds each simulated player is given: match after match, never short
+MISSED_AFTER_MS = 10_000
+# A deadline due within this long of a kill (or of the end of a Valkey primary's freeze) counts
+# as "in a failover": the shard lease (2 s) or the cluster's failover must pass first.
+FAILOVER_WINDOW_MS = 10_000  # a deadline this far past at the end was missed (not merely late)
 
 
 @dataclass
 class Stats:
-    lateness_ms: list[int] = field(default_factory=list)
+    lateness_ms: list[tuple[int, int]] = field(default_factory=list)  # (deadline, lateness)
     timeouts: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # table -> seen
     doubled: int = 0
     events: int = 0
     errors: dict[str, int] = field(default_factory=dict)
-    commands: int = 0
     streams_open: int = 0
 
     def error(self, what: str) -> None:
@@ -58,7 +67,14 @@ class Stats:
             self.doubled += 1
         if (seq, deadline_ms) not in seen:
             seen.add((seq, deadline_ms))
-            self.lateness_ms.append(max(0, now_ms - deadline_ms))
+            self.lateness_ms.append((deadline_ms, max(0, now_ms - deadline_ms)))
+
+
+def _lateness(values: list[int]) -> dict[str, float]:
+    return {
+        "count": len(values), "p50": _percentile(values, 0.5),
+        "p99": _percentile(values, 0.99), "max": max(values, default=0),
+    }  # fmt: skip
 
 
 def _percentile(values: list[int], q: float) -> float:
@@ -95,6 +111,27 @@ async def _valkey_used(cluster: Cluster) -> int:
         finally:
             await client.aclose()
     return total
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds `pid` has used (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(cluster: Cluster) -> dict[str, float]:
+    """CPU seconds by part: services by service, infrastructure by kind (valkey-3 -> valkey),
+    and this load generator."""
+    out: dict[str, float] = {"load generator": _cpu_s(os.getpid())}
+    procs = [(i.service, i.process) for i in cluster.instances if i.process is not None]
+    procs += [(p.name.split("-")[0], p) for p in cluster.infra]
+    for kind, proc in procs:
+        if proc.pid is not None:
+            out[kind] = out.get(kind, 0.0) + _cpu_s(proc.pid)
+    return out
 
 
 def _memory(cluster: Cluster) -> dict[str, int]:
@@ -153,41 +190,82 @@ async def _idle_stream(
             call.cancel()
 
 
-async def _player_loop(player: Player, table_id: str, stats: Stats, stop: asyncio.Event) -> None:
-    """A playing seat: plays from pushed views, resuming after failures, until `stop`."""
+async def _playing_pair(
+    pair: tuple[Player, Player],
+    table_id: str,
+    wallet: wallet_pb2_grpc.WalletServiceStub,
+    token: str,
+    stats: Stats,
+    stop: asyncio.Event,
+) -> None:
+    """Two scripted players playing match after match (a new table each) until `stop`, each
+    resuming after failures, so the number of live tables holds steady."""
+    while not stop.is_set():
+        views = await asyncio.gather(*(_play_out(p, table_id, stats, stop) for p in pair))
+        if stop.is_set() or not all(v is not None and v.phase in FINISHED for v in views):
+            return
+        table_id = await _table_between(pair, wallet, token, stats)
+
+
+async def _play_out(
+    player: Player, table_id: str, stats: Stats, stop: asyncio.Event
+) -> table_pb2.TableView | None:
     while not stop.is_set():
         try:
             view = await player.play(table_id, timeout_s=3600)
             if view.phase in FINISHED:
-                return
+                return view
         except (grpc.aio.AioRpcError, TimeoutError, ConnectionError, EOFError) as exc:
             if stop.is_set():
-                return
+                return None
             stats.error(f"player:{type(exc).__name__}")
             await asyncio.sleep(1.0)
+    return None
 
 
-async def _deal(
-    channels: list[list[grpc.aio.Channel]], i: int, move_time_s: int, stats: Stats
-) -> tuple[Player, Player, str]:
-    """Two guests on different gateways and a scored table between them."""
-    tag = uuid.uuid4().hex[:8]
-    a = Player(channels[0][i % len(channels[0])], f"soak{tag}a", seed=i)
-    b = Player(channels[1][i % len(channels[1])], f"soak{tag}b", seed=i + 1)
+async def _table_between(
+    pair: tuple[Player, Player],
+    wallet: wallet_pb2_grpc.WalletServiceStub,
+    token: str,
+    stats: Stats,
+) -> str:
+    """A wagered match to 1 between the pair (logged in and funded here the first time)."""
+    a, b = pair
     for _ in range(20):
         try:
-            await a.login()
-            await b.login()
-            options = table_pb2.TableOptions(
-                profile="scored", match_length=7, move_time_s=move_time_s
-            )
+            for p in pair:
+                if not p.token:
+                    await p.login()
+                    await wallet.Deposit(
+                        wallet_pb2.DepositRequest(
+                            idempotency_key=f"soak:{p.player_id}", player_id=p.player_id,
+                            amount=FUNDS,
+                        ),
+                        metadata=[("x-operator-token", token)],
+                    )  # fmt: skip
+            options = table_pb2.TableOptions(profile="wagered", match_length=1, bet=BET)
             table = await a.create_table(options)
             await b.join(table.code)
-            return a, b, str(table.table_id)
+            return str(table.table_id)
         except grpc.aio.AioRpcError as exc:
             stats.error(f"deal:{exc.code().name}")
             await asyncio.sleep(0.5)
     raise RuntimeError("could not deal a table")
+
+
+async def _deal(
+    channels: list[list[grpc.aio.Channel]],
+    i: int,
+    wallet: wallet_pb2_grpc.WalletServiceStub,
+    token: str,
+    stats: Stats,
+    think_s: float,
+) -> tuple[Player, Player, str]:
+    """Two guests on different gateways and a wagered table between them."""
+    tag = uuid.uuid4().hex[:8]
+    a = Player(channels[0][i % len(channels[0])], f"soak{tag}a", seed=i, think_s=think_s)
+    b = Player(channels[1][i % len(channels[1])], f"soak{tag}b", seed=i + 1, think_s=think_s)
+    return a, b, await _table_between((a, b), wallet, token, stats)
 
 
 async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
@@ -229,7 +307,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
     os.environ.setdefault("BG_RATE_PER_PEER_S", "1000000")
     config = ClusterConfig(
         data_dir=data / "data", base_port=0, table_replicas=3, gateway_replicas=2,
-        valkey_cluster=3, startup_timeout_s=120,
+        valkey_cluster=3, replicas={"wallet": 2, "leaderboard": 2}, startup_timeout_s=120,
     )  # fmt: skip
     cluster = Cluster(config, log)
     await cluster.start()
@@ -242,27 +320,35 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         [grpc.aio.insecure_channel(g, options=options) for _ in range(args.connections)]
         for g in gateways
     ]
+    wallet_address = ",".join(i.address for i in cluster.instances if i.service == "wallet")
+    wallet_channel = balanced.wallet_channel(wallet_address)
+    wallet = wallet_pb2_grpc.WalletServiceStub(wallet_channel)
     result: dict[str, Any] = {"tables": args.tables, "minutes": args.minutes}
     try:
         before = _memory(cluster)
         valkey_before = await _valkey_used(cluster)
         started = time.monotonic()
+        deal_cpu0 = _cpu(cluster)
         sem = asyncio.Semaphore(args.concurrency)
 
         async def deal(i: int) -> tuple[Player, Player, str]:
             async with sem:
-                return await _deal(channels, i, args.move_time, stats)
+                return await _deal(channels, i, wallet, cluster.operator_token, stats, args.think)
 
         dealt = await asyncio.gather(*(deal(i) for i in range(args.tables)))
         result["deal_s"] = round(time.monotonic() - started, 1)
+        result["deal_cpu_percent_of_a_core"] = {
+            k: round(100 * (v - deal_cpu0.get(k, 0.0)) / result["deal_s"], 1)
+            for k, v in sorted(_cpu(cluster).items(), key=lambda kv: -kv[1])
+        }
         playing = set(random.Random(7).sample(range(len(dealt)), int(args.playing * len(dealt))))
         players: list[Player] = []
         for i, (a, b, table_id) in enumerate(dealt):
             if i in playing:
                 players += [a, b]
-                tasks += [
-                    asyncio.create_task(_player_loop(p, table_id, stats, stop)) for p in (a, b)
-                ]
+                tasks.append(asyncio.create_task(_playing_pair(
+                    (a, b), table_id, wallet, cluster.operator_token, stats, stop
+                )))  # fmt: skip
             else:
                 for p, report in ((a, True), (b, False)):
                     tasks.append(asyncio.create_task(
@@ -295,39 +381,51 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         )
         run_s = args.minutes * 60
         t0 = time.monotonic()
-        commands0 = sum(p.commands for p in players)
+        commands0 = sum(p.commands_sent for p in players)
+        cpu0 = _cpu(cluster)
         await asyncio.sleep(run_s / 3)
+        failovers: list[tuple[int, int]] = []  # (from, to) wall ms: a part dead, and after
+        killed_ms = int(time.time() * 1000)
         victim = next(i for i in cluster.instances if i.name == "table-2")
         assert victim.process is not None and victim.process.pid is not None
         os.kill(victim.process.pid, signal.SIGKILL)
         result["killed_table_replica"] = "table-2"
+        failovers.append((killed_ms, killed_ms + FAILOVER_WINDOW_MS))
         await asyncio.sleep(run_s / 3)
+        frozen_ms = int(time.time() * 1000)
         result["valkey_primary_frozen_s"] = round(await _fail_a_primary(cluster, dealt[0][2]), 1)
+        failovers.append((frozen_ms, int(time.time() * 1000) + FAILOVER_WINDOW_MS))
         await asyncio.sleep(max(0.0, run_s - (time.monotonic() - t0)))
         elapsed = time.monotonic() - t0
-        commands = sum(p.commands for p in players) - commands0
+        commands = sum(p.commands_sent for p in players) - commands0
+        cpu = {k: v - cpu0.get(k, 0.0) for k, v in _cpu(cluster).items()}
+        result["cpu_percent_of_a_core"] = {  # a killed process's own seconds are lost
+            k: round(100 * v / elapsed, 1) for k, v in sorted(cpu.items(), key=lambda kv: -kv[1])
+        }
 
         # Missed deadlines: a live table whose announced deadline is long past.
         now_ms = int(time.time() * 1000)
-        missed = 0
-        for a, _, table_id in dealt:
-            try:
-                view = await a.view(table_id)
-            except grpc.aio.AioRpcError:
-                stats.error("final_view")
-                continue
-            if (
-                view.phase not in FINISHED
-                and view.deadline_ms
-                and (now_ms - view.deadline_ms > MISSED_AFTER_MS)
-            ):
-                missed += 1
+
+        async def missed_on(player: Player, table_id: str) -> bool:
+            async with sem:
+                try:
+                    view = await asyncio.wait_for(player.view(table_id), 10)
+                except (grpc.aio.AioRpcError, TimeoutError):
+                    stats.error("final_view")
+                    return False
+            late = now_ms - view.deadline_ms > MISSED_AFTER_MS
+            return view.phase not in FINISHED and bool(view.deadline_ms) and late
+
+        missed = sum(await asyncio.gather(*(missed_on(a, t) for a, _, t in dealt)))
         result.update({
-            "clock_lateness_ms": {
-                "count": len(stats.lateness_ms), "p50": _percentile(stats.lateness_ms, 0.5),
-                "p99": _percentile(stats.lateness_ms, 0.99),
-                "max": max(stats.lateness_ms, default=0),
-            },
+            "clock_lateness_ms": _lateness([late for _, late in stats.lateness_ms]),
+            "clock_lateness_steady_ms": _lateness([
+                late for at, late in stats.lateness_ms
+                if not any(a <= at <= b for a, b in failovers)
+            ]),
+            "clock_lateness_in_failovers_ms": _lateness([
+                late for at, late in stats.lateness_ms if any(a <= at <= b for a, b in failovers)
+            ]),
             "deadlines_doubled": stats.doubled, "deadlines_missed": missed,
             "commands_per_s": round(commands / elapsed, 1), "events_received": stats.events,
             "errors": stats.errors, "restarts": {
@@ -344,6 +442,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         for group in channels:
             for ch in group:
                 await ch.close(None)
+        await wallet_channel.close(None)
         await cluster.stop()
         log.close()
     return result
@@ -354,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tables", type=int, default=10_000)
     p.add_argument("--playing", type=float, default=0.02, help="fraction of tables playing")
     p.add_argument("--minutes", type=float, default=10.0)
-    p.add_argument("--move-time", type=int, default=120, help="scored move time, seconds")
+    p.add_argument("--think", type=float, default=2.0, help="playing seats' seconds a command")
     p.add_argument("--connections", type=int, default=16, help="channels per gateway")
     p.add_argument("--concurrency", type=int, default=64, help="deals in flight")
     p.add_argument("--data-dir")

@@ -21,7 +21,12 @@ __all__ = ["PlaySession", "Player", "next_command"]
 
 class Player:
     def __init__(
-        self, channel: grpc.aio.Channel, name: str, strategy: str = "normal", seed: int = 0
+        self,
+        channel: grpc.aio.Channel,
+        name: str,
+        strategy: str = "normal",
+        seed: int = 0,
+        think_s: float = 0.0,
     ) -> None:
         self.stub = gateway_pb2_grpc.GatewayServiceStub(channel)
         self.name = name
@@ -32,6 +37,7 @@ class Player:
         self.commands = 0
         self.errors: list[str] = []
         self.session: PlaySession | None = None
+        self.think_s = think_s  # seconds before each command, as a person takes (load tests)
 
     async def rpc(self, method: Any, request: Any, auth: bool = True) -> Any:
         """A unary call; over the connection's rate limit, back off and retry (politely)."""
@@ -88,7 +94,13 @@ class Player:
         async with self.session_for(table_id) as session:
             self.session = session
             try:
-                return await session.play_out(self.decide, timeout_s)
+                return await session.play_out(self.decide, timeout_s, self.think_s)
             finally:
+                self.session = None
                 self.commands += session.commands
                 self.errors += session.errors
+
+    @property
+    def commands_sent(self) -> int:
+        """Commands sent so far, the live session's included (a load test reads it mid-match)."""
+        return self.commands + (self.session.commands if self.session else 0)

@@ -57,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
         help="SQLAlchemy async URL for wallet and leaderboard "
         "(default: SQLite files in the data directory)",
     )
+    up.add_argument(
+        "--postgres",
+        action="store_true",
+        help="an embedded PostgreSQL for wallet and leaderboard instead of SQLite files "
+        "(implied by --replicas wallet=N or leaderboard=N above 1)",
+    )
     up.add_argument("--startup-timeout", type=float, default=60.0)
     up.add_argument(
         "--prometheus",
@@ -121,7 +127,7 @@ async def _up(args: argparse.Namespace) -> int:
         replicas=replicas,
         redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
         database_url=args.database_url, startup_timeout_s=args.startup_timeout,
-        prometheus=args.prometheus,
+        prometheus=args.prometheus, postgres=args.postgres,
     ))  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -425,7 +425,7 @@ def _pg_bin(name: str) -> str:
     return str(POSTGRES_BIN_PATH / name)
 
 
-def _pg_user() -> str | None:
+def pg_user() -> str | None:
     import os
 
     if os.geteuid() != 0:
@@ -437,12 +437,10 @@ def _pg_user() -> str | None:
     return PG_SYSTEM_USER
 
 
-def _as_pg_user(user: str | None) -> dict[str, Any]:
+def as_user(user: str | None) -> dict[str, Any]:
     """subprocess arguments to run as `user` with its own group (root's group would otherwise
     decide folder access)."""
-    if user is None:
-        return {}
-    return {"user": user, "group": user, "extra_groups": []}
+    return {} if user is None else {"user": user, "group": user, "extra_groups": []}
 
 
 def _open_up(path: Path) -> None:
@@ -470,12 +468,27 @@ async def wait_postgres(url: str, timeout: float = 30.0) -> None:
             await asyncio.sleep(0.1)
 
 
+async def create_databases(url: str, names: tuple[str, ...]) -> None:
+    """CREATE DATABASE each of `names` that does not exist yet (a restarted cluster keeps its
+    data)."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url, timeout=5)
+    try:
+        have = {r["datname"] for r in await conn.fetch("SELECT datname FROM pg_database")}
+        for name in names:
+            if name not in have:
+                await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
 def postgres_argv(workdir: Path, port: int) -> list[str]:
     """initdb (once) then the `postgres` command line, on loopback, data in `workdir`."""
     import pwd
     import shutil
 
-    user = _pg_user()
+    user = pg_user()
     pgdata = workdir / "pgdata"
     workdir.mkdir(parents=True, exist_ok=True)
     _open_up(workdir)
@@ -488,7 +501,7 @@ def postgres_argv(workdir: Path, port: int) -> list[str]:
             os_chown(pgdata, entry.pw_uid, entry.pw_gid)
         subprocess.run(
             [_pg_bin("initdb"), "-D", str(pgdata), "--auth=trust", "-U", "postgres", "-E", "UTF8"],
-            check=True, capture_output=True, timeout=120, **_as_pg_user(user),
+            check=True, capture_output=True, timeout=120, **as_user(user),
         )  # fmt: skip
     return [
         _pg_bin("postgres"), "-D", str(pgdata), "-p", str(port), "-h", "127.0.0.1",
@@ -510,7 +523,7 @@ def start_postgres(workdir: Path) -> RunningServer:
     with log.open("wb") as out:
         proc = subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, **_as_pg_user(_pg_user()),
+            start_new_session=True, **as_user(pg_user()),
         )  # fmt: skip
     url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
     server = RunningServer(

@@ -15,11 +15,26 @@ import sys
 
 PR_SET_PDEATHSIG = 1
 PARENT_ENV = "BG_ORPHAN_GUARD_PARENT"  # the runner's pid, set by infra.processes
+USER_ENV = "BG_ORPHAN_GUARD_USER"  # run CMD as this system user (PostgreSQL refuses root)
+
+
+def _become(user: str) -> None:
+    """Drop to `user` and its own group only. Before the prctl: a change of user clears the
+    parent-death signal."""
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    os.setgroups([])
+    os.setgid(entry.pw_gid)
+    os.setuid(entry.pw_uid)
+    os.environ["HOME"] = entry.pw_dir
 
 
 def main(argv: list[str]) -> None:
     if not argv:
         raise SystemExit("usage: python -m infra.orphan_guard CMD [ARG...]")
+    if user := os.environ.pop(USER_ENV, ""):
+        _become(user)
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)

@@ -24,6 +24,7 @@ class ProcSpec:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    user: str | None = None  # run as this system user, with its own group (PostgreSQL)
 
 
 class ManagedProcess:
@@ -54,6 +55,8 @@ class ManagedProcess:
             **os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1",
             "BG_ORPHAN_GUARD_PARENT": str(os.getpid()),
         }  # fmt: skip
+        if self.spec.user:
+            env["BG_ORPHAN_GUARD_USER"] = self.spec.user  # the launcher drops to it
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

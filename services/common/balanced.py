@@ -90,6 +90,33 @@ def balanced_channel(
     )
 
 
+def addresses_of(setting_value: str | Sequence[str]) -> list[str]:
+    """A replica list from a setting: "a:1,b:2" or a sequence of addresses."""
+    items = setting_value.split(",") if isinstance(setting_value, str) else setting_value
+    return [a.strip() for a in items if a.strip()]
+
+
+def wallet_channel(
+    addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
+) -> grpc.aio.Channel:
+    """The balanced channel to the wallet's replicas: every write carries an idempotency key,
+    so a retried call cannot move diamonds twice."""
+    from bg.wallet.v1 import wallet_pb2
+
+    service = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
+    return balanced_channel(addresses_of(addresses), service, interceptors)
+
+
+def leaderboard_channel(
+    addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
+) -> grpc.aio.Channel:
+    """The balanced channel to the leaderboard's replicas (reads only)."""
+    from bg.leaderboard.v1 import leaderboard_pb2
+
+    service = leaderboard_pb2.DESCRIPTOR.services_by_name["LeaderboardService"].full_name
+    return balanced_channel(addresses_of(addresses), service, interceptors)
+
+
 def table_channel(
     addresses: Sequence[str], interceptors: Sequence[Any] | None = None
 ) -> grpc.aio.Channel:

@@ -25,6 +25,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from services.common.service import ReadinessCheck
 
+PUBSUB_HEADROOM = 8  # a cluster node's connections kept for pub/sub beyond the calls in flight
+
 
 class _Counted(Protocol):
     def inc(self, amount: float = 1) -> None: ...
@@ -62,29 +64,43 @@ class CountingRedis(redis_asyncio.Redis):
 
 class CountingClusterPipeline(ClusterPipeline):
     counter: _Counted | None = None
+    slots: asyncio.Semaphore | None = None
 
     async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
         if self.counter is not None and len(self):
             self.counter.inc()
-        return await super().execute(raise_on_error, allow_redirections)
+        if self.slots is None:
+            return await super().execute(raise_on_error, allow_redirections)
+        async with self.slots:
+            return await super().execute(raise_on_error, allow_redirections)
 
 
 class CountingRedisCluster(RedisCluster):
     """CountingRedis for a Valkey Cluster: a pipeline counts once (it is one round trip to
-    each node it touches, in parallel)."""
+    each node it touches, in parallel).
+
+    redis-py's cluster client fails a command at once (MaxConnectionsError) when a node's pool
+    is exhausted, where the plain client waits for a connection: a burst (thousands of Play
+    streams opening) then turns into errors. So calls in flight are bounded here, below the
+    pool size, and a burst queues instead."""
 
     counter: _Counted | None = None
+    slots: asyncio.Semaphore | None = None
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         if self.counter is not None:
             self.counter.inc()
-        return await super().execute_command(*args, **kwargs)
+        if self.slots is None:
+            return await super().execute_command(*args, **kwargs)
+        async with self.slots:
+            return await super().execute_command(*args, **kwargs)
 
     def pipeline(
         self, transaction: Any | None = None, shard_hint: Any | None = None
     ) -> ClusterPipeline:
         pipe = CountingClusterPipeline(self, transaction)  # type: ignore[abstract]  # as redis-py
         pipe.counter = self.counter
+        pipe.slots = self.slots
         return pipe
 
 
@@ -112,6 +128,8 @@ def redis_client(
             retry_on_error=[RedisConnectionError, RedisTimeoutError],
         )  # fmt: skip
         counted.counter = round_trips
+        # Each call holds at most one connection per node; pub/sub connections come on top.
+        counted.slots = asyncio.Semaphore(max(1, max_connections - PUBSUB_HEADROOM))
         return counted
     pool = redis_asyncio.BlockingConnectionPool.from_url(
         url, max_connections=max_connections, timeout=5, socket_connect_timeout=2.0,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -81,6 +82,40 @@ def never_create_topics(client: AIOKafkaClient) -> None:
     client._metadata_update = update
 
 
+COMMIT_EVERY_S = 1.0
+
+
+class Committer:
+    """Commits a consumer's processed offsets at most every `every_s`, not after each batch: on
+    Tansu over S3 every commit is an object write, and committing per batch cost the broker's
+    store more CPU than the events themselves. A crash re-delivers at most that much more;
+    every consumer of ours dedupes."""
+
+    def __init__(
+        self,
+        consumer: Any,
+        every_s: float = COMMIT_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.consumer = consumer
+        self.every_s = every_s
+        self.clock = clock
+        self._dirty = False
+        self._last = clock()
+
+    async def tick(self, processed: bool) -> None:
+        """After each poll: `processed` says a batch was handled."""
+        self._dirty = self._dirty or processed
+        if self._dirty and self.clock() - self._last >= self.every_s:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if self._dirty:
+            await self.consumer.commit()
+            self._dirty = False
+        self._last = self.clock()
+
+
 async def keep_consuming(
     make_consumer: Callable[[], Any],
     run: Callable[[Any], Awaitable[None]],
@@ -88,8 +123,9 @@ async def keep_consuming(
     name: str,
 ) -> None:
     """Run a consumer loop until `stop`; when it fails (broker down, rebalance error), log it and
-    start over with a new consumer after 2 s. Offsets are committed after processing, so a
-    restart re-delivers at most the last batch (consumers are idempotent)."""
+    start over with a new consumer after 2 s. Offsets are committed after processing (at most
+    every COMMIT_EVERY_S), so a restart re-delivers at most that much (consumers are
+    idempotent)."""
     while not stop.is_set():
         try:
             await run(make_consumer())

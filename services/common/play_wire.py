@@ -202,8 +202,10 @@ class PlaySession:
         self,
         decide: Callable[[table_pb2.TableView], table_pb2.Command | None],
         timeout_s: float = 300.0,
+        think_s: float = 0.0,
     ) -> table_pb2.TableView:
-        """Act on every pushed view until the match is over; returns the last view."""
+        """Act on every pushed view until the match is over; returns the last view. With
+        `think_s`, wait that long before each command, as a person would (load tests)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
@@ -218,6 +220,10 @@ class PlaySession:
             if cmd is None:
                 await self.wait_newer(v.seq, left)
                 continue
+            if think_s:
+                await asyncio.sleep(min(think_s, left))
+                if self.view is not v:
+                    continue  # the table moved on meanwhile (a clock): decide afresh
             try:
                 await self.send(cmd, expected_seq=v.seq, timeout_s=min(left, 30.0))
             except CommandRefused as refused:

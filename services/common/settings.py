@@ -187,6 +187,15 @@ def redis_url_setting() -> Any:
     return setting("BG_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis/Valkey URL.", secret=False)
 
 
+def wallet_addr_setting() -> Any:
+    return setting(
+        "BG_WALLET_ADDR",
+        "127.0.0.1:50053",
+        "Wallet replicas: IP:port,... or one dns:/// name (balanced, UNAVAILABLE retried: every "
+        "write carries an idempotency key).",
+    )
+
+
 def table_addrs_setting() -> Any:
     return setting(
         "BG_TABLE_ADDRS",

@@ -13,7 +13,7 @@ import grpc
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common import tracing
-from services.common.balanced import table_channel
+from services.common.balanced import leaderboard_channel, table_channel, wallet_channel
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 from services.gateway.api import GatewayServicer
@@ -53,9 +53,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             log.warning("BG_TOKEN_SECRET is unset: tokens are valid on this replica only")
         interceptors = tracing.client_interceptors(app.tracer_provider)
         mm = grpc.aio.insecure_channel(settings.matchmaking_addr, interceptors=interceptors)
-        wallet = grpc.aio.insecure_channel(settings.wallet_addr, interceptors=interceptors)
+        wallet = wallet_channel(settings.wallet_addr, interceptors)
         tables = table_channel(settings.table_addrs, interceptors)
-        boards = grpc.aio.insecure_channel(settings.leaderboard_addr, interceptors=interceptors)
+        boards = leaderboard_channel(settings.leaderboard_addr, interceptors)
         channels.extend([mm, wallet, boards, tables])
         servicer = GatewayServicer(
             signer,

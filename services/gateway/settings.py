@@ -12,6 +12,7 @@ from services.common.settings import (
     redis_url_setting,
     setting,
     table_addrs_setting,
+    wallet_addr_setting,
 )
 
 
@@ -38,9 +39,11 @@ class GatewaySettings(ServiceSettings):
     matchmaking_addr: str = setting(
         "BG_MATCHMAKING_ADDR", "127.0.0.1:50052", "Matchmaking address."
     )
-    wallet_addr: str = setting("BG_WALLET_ADDR", "127.0.0.1:50053", "Wallet service address.")
+    wallet_addr: str = wallet_addr_setting()
     leaderboard_addr: str = setting(
-        "BG_LEADERBOARD_ADDR", "127.0.0.1:50054", "Leaderboard service address."
+        "BG_LEADERBOARD_ADDR",
+        "127.0.0.1:50054",
+        "Leaderboard replicas: IP:port,... or one dns:/// name (balanced).",
     )
     table_addrs: tuple[str, ...] = table_addrs_setting()
     command_streams: int = setting(

@@ -10,6 +10,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bg.events.v1 import events_pb2
+from services.common import kafka
 from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
 from services.leaderboard.store import BoardStore, Effects, table_effects, wallet_effects
 
@@ -54,14 +55,14 @@ async def consume(
     handler: EventHandler, consumer: Any, stop: asyncio.Event, lag: Any = None
 ) -> None:
     await consumer.start()
+    committer = kafka.Committer(consumer)
     try:
         while not stop.is_set():
             batches = await consumer.getmany(timeout_ms=500, max_records=500)
             for records in batches.values():
                 for record in records:
                     await handler.handle(record.topic, record.value)
-            if batches:
-                await consumer.commit()
+            await committer.tick(bool(batches))
             if lag is not None:
                 total = 0
                 for tp in consumer.assignment():
@@ -69,6 +70,7 @@ async def consume(
                     if end is not None:
                         total += max(0, end - await consumer.position(tp))
                 lag.set(total)
+        await committer.flush()
     finally:
         await consumer.stop()
 

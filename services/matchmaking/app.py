@@ -11,7 +11,7 @@ import grpc
 
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from services.common import tracing
-from services.common.balanced import table_channel
+from services.common.balanced import table_channel, wallet_channel
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 from services.matchmaking.adapters import GrpcTables, GrpcWallet
@@ -39,7 +39,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     def register(server: grpc.aio.Server) -> list[str]:
         interceptors = tracing.client_interceptors(app.tracer_provider)
-        wallet = grpc.aio.insecure_channel(settings.wallet_addr, interceptors=interceptors)
+        wallet = wallet_channel(settings.wallet_addr, interceptors)
         tables = table_channel(settings.table_addrs, interceptors)
         channels.extend([wallet, tables])
         lobby = Lobby(redis, GrpcWallet(wallet), GrpcTables(tables), settings.code_ttl_s)

@@ -11,6 +11,7 @@ from services.common.settings import (
     redis_url_setting,
     setting,
     table_addrs_setting,
+    wallet_addr_setting,
 )
 
 
@@ -19,7 +20,7 @@ class MatchmakingSettings(ServiceSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50052, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9102, "Metrics HTTP port.", min=0, max=65535)
     redis_url: str = redis_url_setting()
-    wallet_addr: str = setting("BG_WALLET_ADDR", "127.0.0.1:50053", "Wallet service address.")
+    wallet_addr: str = wallet_addr_setting()
     table_addrs: tuple[str, ...] = table_addrs_setting()
     code_ttl_s: int = setting("BG_CODE_TTL_S", 3600, "Seconds a party code stays valid.", min=60)
     invite_base: str = setting(

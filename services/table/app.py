@@ -10,6 +10,7 @@ import grpc
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common import kafka, tracing
+from services.common.balanced import wallet_channel
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 from services.table.api import TableServicer
@@ -44,8 +45,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     def register(server: grpc.aio.Server) -> list[str]:
         # Runs inside the event loop (grpc.aio channels need it), before start().
-        channel = grpc.aio.insecure_channel(
-            settings.wallet_addr, interceptors=tracing.client_interceptors(app.tracer_provider)
+        channel = wallet_channel(
+            settings.wallet_addr, tracing.client_interceptors(app.tracer_provider)
         )
         parts["channel"] = channel
         parts["core"] = TableCore(

@@ -13,6 +13,7 @@ from services.common.settings import (
     load,
     redis_url_setting,
     setting,
+    wallet_addr_setting,
 )
 
 
@@ -26,7 +27,7 @@ class TableSettings(ServiceSettings):
     redis_url: str = redis_url_setting()
     kafka_bootstrap: str = kafka_bootstrap_setting()
     kafka_idempotence: bool = kafka_idempotence_setting()
-    wallet_addr: str = setting("BG_WALLET_ADDR", "127.0.0.1:50053", "Wallet service address.")
+    wallet_addr: str = wallet_addr_setting()
     clock_scale: float = setting(
         "BG_CLOCK_SCALE", 1.0, "Multiplies every rules duration (tests and load tests).", min=0.0001
     )

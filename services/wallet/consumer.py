@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from bg.events.v1 import events_pb2
-from services.common import money_keys
+from services.common import kafka, money_keys
 from services.common.errors import ServiceError
 from services.wallet.ledger import Ledger
 from services.wallet.metrics import WalletMetrics
@@ -83,15 +83,17 @@ class TableEventsHandler:
 
 
 async def consume(handler: TableEventsHandler, consumer: Any, stop: asyncio.Event) -> None:
-    """Consume until `stop`: process a batch, then commit its offsets (at least once)."""
+    """Consume until `stop`: process batches, committing their offsets after them (at least
+    once; see kafka.Committer)."""
     await consumer.start()
+    committer = kafka.Committer(consumer)
     try:
         while not stop.is_set():
             batches = await consumer.getmany(timeout_ms=500, max_records=200)
             for records in batches.values():
                 for record in records:
                     await handler.handle(record.value)
-            if batches:
-                await consumer.commit()
+            await committer.tick(bool(batches))
+        await committer.flush()
     finally:
         await consumer.stop()

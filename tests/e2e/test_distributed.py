@@ -1,9 +1,10 @@
 """Issue 14 on real distributed parts: `bgcluster up` with a 3-primary Valkey Cluster (each
-primary with a replica), two gateways and three table replicas. The two players of a wagered
-match sit on different gateways; the Valkey primary holding the table's slot is killed -9 mid-
-match (frozen until its replica takes the slot over, then killed -9: the supervisor brings it back
-as a replica); the match plays to its end on both gateways, the winner is paid once and the
-books balance."""
+primary with a replica), two gateways, three table replicas, and two replicas each of wallet and
+leaderboard on an embedded PostgreSQL (their Kafka consumers share a group). The two players of
+a wagered match sit on different gateways; the Valkey primary holding the table's slot is killed
+-9 mid-match (frozen until its replica takes the slot over, then killed -9: the supervisor
+brings it back as a replica); the match plays to its end on both gateways, the winner is paid
+once and the books balance."""
 
 from __future__ import annotations
 
@@ -79,8 +80,9 @@ async def test_players_on_two_gateways_over_a_valkey_cluster_survive_a_primarys_
     data = tmp_path / "data"
     log = (tmp_path / "cluster.log").open("w")
     config = ClusterConfig(
-        data_dir=data, base_port=0, table_replicas=3, gateway_replicas=2, valkey_cluster=3
-    )
+        data_dir=data, base_port=0, table_replicas=3, gateway_replicas=2, valkey_cluster=3,
+        replicas={"wallet": 2, "leaderboard": 2},  # on an embedded PostgreSQL
+    )  # fmt: skip
     cluster = Cluster(config, log)
     await cluster.start()
     channels: list[grpc.aio.Channel] = []
@@ -148,7 +150,8 @@ async def test_players_on_two_gateways_over_a_valkey_cluster_survive_a_primarys_
         assert await _roles(nodes) == {"master": 3, "slave": 3}
         assert await _roles([port]) == {"slave": 1}  # the old primary now replicates
 
-        engine = sql_engine(f"sqlite+aiosqlite:///{data / 'wallet.db'}")
+        assert cluster.postgres_url  # two wallets share one database, two consumers one group
+        engine = sql_engine(f"{cluster.postgres_url}/wallet")
         try:
             for _ in range(100):  # the wallet's consumer settles from the event stream
                 async with engine.connect() as conn:

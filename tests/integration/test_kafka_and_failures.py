@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import pytest
 import redis.asyncio as redis_asyncio
@@ -11,6 +13,7 @@ from redis import exceptions as redis_errors
 from sqlalchemy import exc as sql_errors
 
 from infra.embedded import create_topics
+from infra.valkey_cluster import RunningCluster
 from services.common import kafka
 from services.common.deps import redis_client
 from services.common.errors import InvalidArgument, infrastructure_failure
@@ -62,6 +65,28 @@ async def test_a_dead_redis_connection_is_retried_on_a_new_one(valkey_url: str) 
     finally:
         await client.aclose()
         await admin.aclose()
+
+
+async def test_a_burst_beyond_the_cluster_pool_queues_instead_of_failing(
+    valkey_cluster: RunningCluster,
+) -> None:
+    """Issue 14 soak: thousands of Play streams opening at once made redis-py's cluster client
+    fail with MaxConnectionsError (its pools do not wait, the plain client's do). With the
+    bound in services.common.deps, 400 concurrent commands through 16 connections all land."""
+    client = redis_client(valkey_cluster.url, max_connections=16, cluster=True)
+    try:
+        await client.initialize()
+        keys = [f"burst:{{s{i % 50}}}:{i}" for i in range(400)]
+        await asyncio.gather(*(client.set(k, "1", ex=60) for k in keys))
+        pipes = []
+        for i in range(50):
+            pipe = client.pipeline()
+            pipe.get(keys[i]).get(keys[i + 50])
+            pipes.append(pipe.execute())
+        assert all(r == [b"1", b"1"] for r in await asyncio.gather(*pipes))
+        assert sum(await asyncio.gather(*(client.exists(k) for k in keys))) == 400
+    finally:
+        await client.aclose()
 
 
 @pytest.mark.parametrize(

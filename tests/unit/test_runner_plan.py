@@ -33,3 +33,25 @@ def test_one_of_each_keeps_the_documented_layout(tmp_path: Path) -> None:
         "gateway": 50051, "matchmaking": 50052, "table-1": 50060, "wallet": 50053,
         "leaderboard": 50054, "bots": 50055,
     }  # fmt: skip
+
+
+def test_replicated_sql_services_get_postgres_and_peers_reach_every_replica(
+    tmp_path: Path,
+) -> None:
+    """Several wallet (or leaderboard) processes need one shared database, so the runner starts
+    an embedded PostgreSQL for them; every peer gets the whole replica list for its balanced
+    channel."""
+    assert not Cluster(ClusterConfig(data_dir=tmp_path)).wants_postgres
+    assert Cluster(ClusterConfig(data_dir=tmp_path, postgres=True)).wants_postgres
+    config = ClusterConfig(data_dir=tmp_path, base_port=50050, replicas={"leaderboard": 2})
+    cluster = Cluster(config)
+    assert cluster.wants_postgres
+    external = ClusterConfig(data_dir=tmp_path, replicas={"wallet": 2}, database_url="x://y")
+    assert not Cluster(external).wants_postgres  # an operator's own database is used as given
+    cluster.instances = cluster._plan()
+    cluster.postgres_url = "postgresql+asyncpg://postgres@127.0.0.1:50012"
+    env = cluster._service_env(next(i for i in cluster.instances if i.name == "gateway"))
+    assert env["BG_LEADERBOARD_ADDR"] == "127.0.0.1:50054,127.0.0.1:50291"
+    assert env["BG_WALLET_ADDR"] == "127.0.0.1:50053"
+    board = cluster._service_env(next(i for i in cluster.instances if i.name == "leaderboard-2"))
+    assert board["BG_DATABASE_URL"] == "postgresql+asyncpg://postgres@127.0.0.1:50012/leaderboard"

@@ -88,3 +88,26 @@ async def test_settle_and_refund_racing_close_the_escrow_once(pg_engine: AsyncEn
         for r in results
         if r not in winners
     )
+
+
+async def test_replicas_starting_together_migrate_a_fresh_database_once(postgres_url: str) -> None:
+    """Several wallet replicas on one PostgreSQL database (`bgcluster up --replicas wallet=3`)
+    run their migrations at the same moment: the advisory lock lets one migrate and the others
+    find the schema at head, where without it they raced to CREATE TABLE alembic_version."""
+    from alembic.migration import MigrationContext
+
+    name = f"wallet_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(postgres_url.replace("+asyncpg", ""))
+    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.close()
+    url = postgres_url.rsplit("/", 1)[0] + f"/{name}"
+    engines = [sql_engine(url) for _ in range(3)]
+    try:
+        await asyncio.gather(*(migrate(e) for e in engines))
+        async with engines[0].connect() as c:
+            heads = await c.run_sync(lambda s: MigrationContext.configure(s).get_current_heads())
+        assert len(heads) == 1
+        assert await check_invariants(engines[0]) == []
+    finally:
+        for e in engines:
+            await e.dispose()
