@@ -113,24 +113,39 @@ async def _valkey_used(cluster: Cluster) -> int:
     return total
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds `pid` has used (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _processes() -> dict[int, tuple[int, float]]:
+    """Every process: pid -> (parent pid, user + system CPU seconds used)."""
+    out: dict[int, tuple[int, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    return out
 
 
 def _cpu(cluster: Cluster) -> dict[str, float]:
-    """CPU seconds by part: services by service, infrastructure by kind (valkey-3 -> valkey),
-    and this load generator."""
-    out: dict[str, float] = {"load generator": _cpu_s(os.getpid())}
+    """CPU seconds by part, each process with its children (PostgreSQL's backends): services
+    by service, infrastructure by kind (valkey-3 -> valkey), and this load generator. A process
+    that died takes its seconds with it."""
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+
+    def tree(pid: int) -> float:
+        return table.get(pid, (0, 0.0))[1] + sum(tree(c) for c in children.get(pid, []))
+
+    out: dict[str, float] = {"load generator": table.get(os.getpid(), (0, 0.0))[1]}
     procs = [(i.service, i.process) for i in cluster.instances if i.process is not None]
     procs += [(p.name.split("-")[0], p) for p in cluster.infra]
     for kind, proc in procs:
         if proc.pid is not None:
-            out[kind] = out.get(kind, 0.0) + _cpu_s(proc.pid)
+            out[kind] = out.get(kind, 0.0) + tree(proc.pid)
     return out
 
 
@@ -204,7 +219,10 @@ async def _playing_pair(
         views = await asyncio.gather(*(_play_out(p, table_id, stats, stop) for p in pair))
         if stop.is_set() or not all(v is not None and v.phase in FINISHED for v in views):
             return
-        table_id = await _table_between(pair, wallet, token, stats)
+        next_table = await _table_between(pair, wallet, token, stats)
+        if next_table is None:
+            return
+        table_id = next_table
 
 
 async def _play_out(
@@ -228,8 +246,9 @@ async def _table_between(
     wallet: wallet_pb2_grpc.WalletServiceStub,
     token: str,
     stats: Stats,
-) -> str:
-    """A wagered match to 1 between the pair (logged in and funded here the first time)."""
+) -> str | None:
+    """A wagered match to 1 between the pair (logged in and funded here the first time), or
+    None when 20 tries failed (an overloaded cluster: counted in the errors, not fatal)."""
     a, b = pair
     for _ in range(20):
         try:
@@ -250,7 +269,7 @@ async def _table_between(
         except grpc.aio.AioRpcError as exc:
             stats.error(f"deal:{exc.code().name}")
             await asyncio.sleep(0.5)
-    raise RuntimeError("could not deal a table")
+    return None
 
 
 async def _deal(
@@ -260,12 +279,13 @@ async def _deal(
     token: str,
     stats: Stats,
     think_s: float,
-) -> tuple[Player, Player, str]:
+) -> tuple[Player, Player, str] | None:
     """Two guests on different gateways and a wagered table between them."""
     tag = uuid.uuid4().hex[:8]
     a = Player(channels[0][i % len(channels[0])], f"soak{tag}a", seed=i, think_s=think_s)
     b = Player(channels[1][i % len(channels[1])], f"soak{tag}b", seed=i + 1, think_s=think_s)
-    return a, b, await _table_between((a, b), wallet, token, stats)
+    table_id = await _table_between((a, b), wallet, token, stats)
+    return None if table_id is None else (a, b, table_id)
 
 
 async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
@@ -331,11 +351,12 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         deal_cpu0 = _cpu(cluster)
         sem = asyncio.Semaphore(args.concurrency)
 
-        async def deal(i: int) -> tuple[Player, Player, str]:
+        async def deal(i: int) -> tuple[Player, Player, str] | None:
             async with sem:
                 return await _deal(channels, i, wallet, cluster.operator_token, stats, args.think)
 
-        dealt = await asyncio.gather(*(deal(i) for i in range(args.tables)))
+        dealt = [d for d in await asyncio.gather(*(deal(i) for i in range(args.tables))) if d]
+        result["tables_dealt"] = len(dealt)
         result["deal_s"] = round(time.monotonic() - started, 1)
         result["deal_cpu_percent_of_a_core"] = {
             k: round(100 * (v - deal_cpu0.get(k, 0.0)) / result["deal_s"], 1)

@@ -34,3 +34,23 @@ async def test_processed_batches_are_committed_once_a_second_and_at_the_end() ->
     assert consumer.commits == 2
     await committer.flush()
     assert consumer.commits == 2
+
+
+async def test_a_commit_refused_by_a_rebalance_does_not_stop_the_consumer() -> None:
+    """Restarting on CommitFailedError joined the group as a new member, which rebalanced it
+    again and failed the other member's commit: a storm (soak, two wallets and two
+    leaderboards). The refused offsets are the new owner's to re-read (consumers dedupe)."""
+    from aiokafka.errors import CommitFailedError
+
+    class Refusing(_Consumer):
+        async def commit(self) -> None:
+            self.commits += 1
+            raise CommitFailedError("the group has already rebalanced")
+
+    consumer = Refusing()
+    committer = Committer(consumer, every_s=0.0)
+    await committer.tick(processed=True)  # refused, and no exception
+    await committer.tick(processed=False)
+    assert consumer.commits == 1  # not retried: those offsets belong to the new owner now
+    await committer.tick(processed=True)
+    assert consumer.commits == 2
