@@ -483,8 +483,10 @@ async def create_databases(url: str, names: tuple[str, ...]) -> None:
         await conn.close()
 
 
-def postgres_argv(workdir: Path, port: int) -> list[str]:
-    """initdb (once) then the `postgres` command line, on loopback, data in `workdir`."""
+def postgres_argv(workdir: Path, port: int, durable: bool = False) -> list[str]:
+    """initdb (once) then the `postgres` command line, on loopback, data in `workdir`. Tests run
+    without fsync; `durable` (the cluster's wallet ledger) keeps PostgreSQL's own defaults, so a
+    committed transfer survives a machine crash."""
     import pwd
     import shutil
 
@@ -505,7 +507,8 @@ def postgres_argv(workdir: Path, port: int) -> list[str]:
         )  # fmt: skip
     return [
         _pg_bin("postgres"), "-D", str(pgdata), "-p", str(port), "-h", "127.0.0.1",
-        "-k", str(pgdata), "-c", "fsync=off", "-c", "max_connections=200",
+        "-k", str(pgdata), "-c", "max_connections=200",
+        *([] if durable else ["-c", "fsync=off"]),
     ]  # fmt: skip
 
 

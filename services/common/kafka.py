@@ -87,9 +87,9 @@ COMMIT_EVERY_S = 1.0
 
 class Committer:
     """Commits a consumer's processed offsets at most every `every_s`, not after each batch: on
-    Tansu over S3 every commit is an object write, and committing per batch cost the broker's
-    store more CPU than the events themselves. A crash re-delivers at most that much more;
-    every consumer of ours dedupes."""
+    Tansu over S3 every commit is an object write, and in the soak the broker's store was the
+    busiest process. A crash re-delivers at most that much more; every consumer of ours
+    dedupes."""
 
     def __init__(
         self,

@@ -1,5 +1,6 @@
 """Issue 13 req. 7: a client whose Play stream open is refused (rate limited) hears it at once
-and can retry, instead of sending into a dead stream and stalling for its timeout."""
+and can retry, instead of sending into a dead stream and stalling for its timeout. Issue 14: a
+load test's players think before they act."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import grpc
 import pytest
 
 from bg.table.v1 import table_pb2
-from services.common.play_wire import PlaySession
+from services.common.play_wire import FINISHED, PlaySession
 
 
 class _RefusedCall:
@@ -55,3 +56,40 @@ async def test_a_refused_stream_open_fails_fast_and_a_retry_opens_again() -> Non
             await session.send(table_pb2.Command(roll=table_pb2.Empty()))
         await session.close()
         assert stub.opened == attempt
+
+
+class _Scripted(PlaySession):
+    """A session whose pushed views the test sets; `send` records and the table moves on."""
+
+    def __init__(self) -> None:
+        super().__init__(_Stub(), "t1", [])  # type: ignore[arg-type]
+        self.sent: list[tuple[int, float]] = []  # (expected seq, loop time)
+
+    async def send(
+        self, cmd: table_pb2.Command, expected_seq: int = 0, timeout_s: float = 30.0
+    ) -> Any:
+        self.sent.append((expected_seq, asyncio.get_running_loop().time()))
+        self.view = table_pb2.TableView(seq=expected_seq + 1, phase=FINISHED[0])
+        return None
+
+
+async def test_a_thinking_player_waits_before_acting_and_skips_a_view_the_table_left() -> None:
+    """Load tests pace their players like people (issue 14 soak: 2 s a command). A view the
+    table moved past while the player thought (a clock fired) gets no command: the player
+    decides afresh on the new one."""
+    session = _Scripted()
+    session.view = table_pb2.TableView(seq=5)
+    last = await session.play_out(lambda v: table_pb2.Command(roll=table_pb2.Empty()), 10, 0.2)
+    assert last.phase in FINISHED and [seq for seq, _ in session.sent] == [5]
+
+    moved = _Scripted()
+    moved.view = table_pb2.TableView(seq=5)
+
+    async def a_clock_fires() -> None:
+        await asyncio.sleep(0.05)
+        moved.view = table_pb2.TableView(seq=6)
+
+    clock = asyncio.create_task(a_clock_fires())
+    await moved.play_out(lambda v: table_pb2.Command(roll=table_pb2.Empty()), 10, 0.2)
+    await clock
+    assert [seq for seq, _ in moved.sent] == [6]  # nothing sent for seq 5
