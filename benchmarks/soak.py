@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -298,7 +299,14 @@ async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
 
     slot = key_slot(table_key(table_id).encode())
     urls = {n: u for n, u in cluster.infra_addresses.items() if n.startswith("valkey")}
-    port = await primary_of(next(iter(urls.values())), slot)
+    port = 0
+    for _ in range(10):  # any node knows; an overloaded one may not answer in time
+        for url in urls.values():
+            with contextlib.suppress(Exception):
+                port = port or await primary_of(url, slot)
+        if port:
+            break
+        await asyncio.sleep(1.0)
     victim_name = next(n for n, u in urls.items() if u.endswith(f":{port}/0"))
     victim = next(p for p in cluster.infra if p.name == victim_name)
     other = next(u for n, u in urls.items() if n != victim_name)
