@@ -6,13 +6,12 @@ to 1 between funded guests (the two players of a table log in on different gatew
 player's Play stream (two per table), lets a fraction of the tables play (scripted pairs, a new
 table after each match) while the rest sit idle on their turn clocks (each 46.5 s timeout rolls,
 plays the first legal play and starts the opponent's clock: RULES turn clock, I-7), and runs for
-`--minutes`. A third
-of the way in it kills -9 a table replica; two thirds in it freezes the Valkey primary that
-holds one table's slot until its replica takes over, then kills it -9. Prints (and writes as JSON
-with --json) memory per open stream and per live table (gateways, table replicas, Valkey),
-clock lateness p50/p99/max from the `timed_out` events the streams receive, commands/s,
-errors, and deadlines doubled (two timeouts of one deadline) or missed (a table whose announced
-deadline is long past at the end).
+`--minutes`. A third of the way in it kills -9 a table replica; two thirds in it freezes the
+Valkey primary that holds one table's slot until its replica takes over, then kills it -9.
+Prints (and writes as JSON with --json) memory per open stream and per live table (gateways,
+table replicas, Valkey), clock lateness p50/p99/max from the `timed_out` events the streams
+receive, commands/s, errors, and deadlines doubled (two timeouts of one deadline) or missed (a
+table whose announced deadline is long past at the end).
 """
 
 from __future__ import annotations
@@ -44,10 +43,10 @@ from services.common.play_wire import FINISHED
 
 BET = 100
 FUNDS = 1_000_000  # diamonds each simulated player is given: match after match, never short
-MISSED_AFTER_MS = 10_000
+MISSED_AFTER_MS = 10_000  # a deadline this far past at the end was missed (not merely late)
 # A deadline due within this long of a kill (or of the end of a Valkey primary's freeze) counts
 # as "in a failover": the shard lease (2 s) or the cluster's failover must pass first.
-FAILOVER_WINDOW_MS = 10_000  # a deadline this far past at the end was missed (not merely late)
+FAILOVER_WINDOW_MS = 10_000
 
 
 @dataclass

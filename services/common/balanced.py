@@ -96,6 +96,13 @@ def addresses_of(setting_value: str | Sequence[str]) -> list[str]:
     return [a.strip() for a in items if a.strip()]
 
 
+def _service_channel(
+    descriptor: Any, name: str, addresses: str | Sequence[str], interceptors: Sequence[Any] | None
+) -> grpc.aio.Channel:
+    service = descriptor.services_by_name[name].full_name
+    return balanced_channel(addresses_of(addresses), service, interceptors)
+
+
 def wallet_channel(
     addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
 ) -> grpc.aio.Channel:
@@ -103,8 +110,7 @@ def wallet_channel(
     so a retried call cannot move diamonds twice."""
     from bg.wallet.v1 import wallet_pb2
 
-    service = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
-    return balanced_channel(addresses_of(addresses), service, interceptors)
+    return _service_channel(wallet_pb2.DESCRIPTOR, "WalletService", addresses, interceptors)
 
 
 def leaderboard_channel(
@@ -113,15 +119,14 @@ def leaderboard_channel(
     """The balanced channel to the leaderboard's replicas (reads only)."""
     from bg.leaderboard.v1 import leaderboard_pb2
 
-    service = leaderboard_pb2.DESCRIPTOR.services_by_name["LeaderboardService"].full_name
-    return balanced_channel(addresses_of(addresses), service, interceptors)
+    descriptor = leaderboard_pb2.DESCRIPTOR
+    return _service_channel(descriptor, "LeaderboardService", addresses, interceptors)
 
 
 def table_channel(
-    addresses: Sequence[str], interceptors: Sequence[Any] | None = None
+    addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
 ) -> grpc.aio.Channel:
     """The balanced channel to the table service's replicas (gateway, matchmaking, wallet)."""
     from bg.table.v1 import table_pb2
 
-    service = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
-    return balanced_channel(addresses, service, interceptors)
+    return _service_channel(table_pb2.DESCRIPTOR, "TableService", addresses, interceptors)

@@ -8,6 +8,7 @@ player-facing services out of the load balancer.
 from __future__ import annotations
 
 import asyncio
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -64,13 +65,11 @@ class CountingRedis(redis_asyncio.Redis):
 
 class CountingClusterPipeline(ClusterPipeline):
     counter: _Counted | None = None
-    slots: asyncio.Semaphore | None = None
+    slots: AbstractAsyncContextManager[Any] = nullcontext()
 
     async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
         if self.counter is not None and len(self):
             self.counter.inc()
-        if self.slots is None:
-            return await super().execute(raise_on_error, allow_redirections)
         async with self.slots:
             return await super().execute(raise_on_error, allow_redirections)
 
@@ -85,13 +84,11 @@ class CountingRedisCluster(RedisCluster):
     pool size, and a burst queues instead."""
 
     counter: _Counted | None = None
-    slots: asyncio.Semaphore | None = None
+    slots: AbstractAsyncContextManager[Any] = nullcontext()  # redis_client bounds it
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         if self.counter is not None:
             self.counter.inc()
-        if self.slots is None:
-            return await super().execute_command(*args, **kwargs)
         async with self.slots:
             return await super().execute_command(*args, **kwargs)
 

@@ -92,8 +92,11 @@ class EventRelay:
                 for table_id, events in streams.items()
                 for _, data in events
             ]
-            for future in futures:
-                await future  # acknowledged by Kafka, in order per table (one partition each)
+            # Acknowledged by Kafka, in order per table (one partition each). Every future is
+            # awaited even when one fails, so none is left with an unretrieved exception.
+            acks = await asyncio.gather(*futures, return_exceptions=True)
+            if failed := next((a for a in acks if isinstance(a, BaseException)), None):
+                raise failed
             acked = {t: events[-1][0] if events else owned[t] for t, events in streams.items()}
             await self.store.relay_ack_many(acked)
             moved = sum(len(events) for events in streams.values())
