@@ -55,11 +55,23 @@ class Stats:
     timeouts: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # table -> seen
     doubled: int = 0
     events: int = 0
-    errors: dict[str, int] = field(default_factory=dict)
+    errors: list[tuple[int, str]] = field(default_factory=list)  # (wall ms, what)
     streams_open: int = 0
 
     def error(self, what: str) -> None:
-        self.errors[what] = self.errors.get(what, 0) + 1
+        self.errors.append((int(time.time() * 1000), what))
+
+    def error_counts(self, since_ms: int, failovers: list[tuple[int, int]]) -> dict[str, Any]:
+        """Errors while dealing, then in the run split into steady and within a failover."""
+        out: dict[str, dict[str, int]] = {"dealing": {}, "steady": {}, "in_failovers": {}}
+        for at, what in self.errors:
+            phase = (
+                "dealing" if at < since_ms
+                else "in_failovers" if any(a <= at <= b for a, b in failovers)
+                else "steady"
+            )  # fmt: skip
+            out[phase][what] = out[phase].get(what, 0) + 1
+        return out
 
     def timed_out(self, table_id: str, seq: int, deadline_ms: int, now_ms: int) -> None:
         seen = self.timeouts.setdefault(table_id, set())
@@ -409,6 +421,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         )
         run_s = args.minutes * 60
         t0 = time.monotonic()
+        run_from_ms = int(time.time() * 1000)
         commands0 = sum(p.commands_sent for p in players)
         cpu0 = _cpu(cluster)
         await asyncio.sleep(run_s / 3)
@@ -456,7 +469,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             ]),
             "deadlines_doubled": stats.doubled, "deadlines_missed": missed,
             "commands_per_s": round(commands / elapsed, 1), "events_received": stats.events,
-            "errors": stats.errors, "restarts": {
+            "errors": stats.error_counts(run_from_ms, failovers), "restarts": {
                 n: cluster.supervisor.restarts(n)
                 for n in [*(i.name for i in cluster.instances), *(p.name for p in cluster.infra)]
                 if cluster.supervisor.restarts(n)

@@ -170,6 +170,18 @@ def sql_check(engine: AsyncEngine) -> ReadinessCheck:
     return ReadinessCheck("sql", probe)
 
 
+async def evalsha(client: Any, script: Any, keys: list[str], args: list[Any]) -> Any:
+    """Run a registered script: EVALSHA straight away (the hot path), loading the script only
+    when Redis lacks it (a restart). Not redis-py's `script(...)`: that first asks
+    isinstance(client, Pipeline), a runtime Protocol check that cost a gateway a tenth of its
+    CPU on a cluster client."""
+    try:
+        return await client.evalsha(script.sha, len(keys), *keys, *args)
+    except NoScriptError:
+        await client.script_load(script.script)
+        return await client.evalsha(script.sha, len(keys), *keys, *args)
+
+
 async def evalsha_many(
     client: Any, script: Any, calls: list[tuple[list[str], list[Any]]]
 ) -> list[Any]:
@@ -178,7 +190,7 @@ async def evalsha_many(
     pipelines refuse scripts), sent concurrently, each to its key's node. Loads the script when
     Redis lost it (a restart)."""
     if isinstance(client, RedisCluster):
-        return list(await asyncio.gather(*(script(keys=k, args=a) for k, a in calls)))
+        return list(await asyncio.gather(*(evalsha(client, script, k, a) for k, a in calls)))
     for attempt in range(2):
         pipe = client.pipeline(transaction=False)
         for keys, args in calls:

@@ -56,7 +56,7 @@ class GatewaySettings(ServiceSettings):
     presence_ttl_s: float = setting(
         "BG_PRESENCE_TTL_S",
         15.0,
-        "Seconds a Play stream's presence lease lives unrenewed: after a gateway dies, its "
+        "Seconds a gateway's presence lease lives unrenewed: after a gateway dies, its "
         "players count as disconnected this long later (then the 60 s away rule starts).",
         min=1,
     )

@@ -28,12 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as redis_asyncio
-from redis.exceptions import NoScriptError
 
 from engine import codec
 from engine.state import TableState
 from services.common import money_keys
-from services.common.deps import evalsha_many
+from services.common.deps import evalsha, evalsha_many
 from services.common.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
 from services.common.table_feed import stream_entries, stream_key, table_key, update_channel
 
@@ -171,11 +170,7 @@ class TableStore:
         self._unlock = client.register_script(_UNLOCK)
 
     async def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
-        """EVALSHA straight away (the hot path), loading the script only when Redis lacks it."""
-        try:
-            return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return await script(keys=keys, args=args)
+        return await evalsha(self.redis, script, keys, args)
 
     async def _run_many(self, script: Any, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
         return await evalsha_many(self.redis, script, calls)

@@ -1,7 +1,8 @@
-"""Presence leases on a real Valkey (issue 13 req. 5): the first stream reports a connect, the
-last a disconnect; a gateway that dies without closing its streams has its players reported
-disconnected once their leases expire, exactly once across sweepers; a stalled gateway whose
-leases were swept reports its players back."""
+"""Presence on a real Valkey and a Valkey Cluster (issue 13 req. 5, issue 14): the first stream
+reports a connect, the last a disconnect; a gateway that dies without closing its streams has its
+players reported disconnected once its lease lapses, exactly once across sweepers; a stalled
+gateway whose streams were swept reports its players back; renewing costs one call per gateway
+however many streams it serves."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import Any
 import pytest
 import redis.asyncio as redis_asyncio
 
-from services.gateway.presence import Presence
+from services.common.deps import redis_client
+from services.gateway.presence import GATEWAYS_KEY, Presence, streams_key
 from tests.helpers import Valkey
 
 pytestmark = pytest.mark.integration
@@ -79,3 +81,63 @@ async def test_a_stalled_gateway_reports_its_swept_players_back(
     stop.set()
     await task
     assert reports == [(table, player, True)]
+
+
+class _Calls:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def inc(self, amount: float = 1) -> None:
+        self.n += int(amount)
+
+
+async def test_renewing_costs_one_call_however_many_streams(valkey: Valkey) -> None:
+    calls = _Calls()
+    client = redis_client(valkey.url, cluster=valkey.cluster, round_trips=calls)
+    try:
+        gateway = Presence(client, ttl_s=5)
+        for i in range(200):
+            await gateway.opened(f"t{uuid.uuid4().hex[:8]}", f"p{i}", f"s{i}")
+        before = calls.n
+        assert await gateway.renew_all() == []
+        assert calls.n - before == 1
+    finally:
+        await client.aclose()
+
+
+async def test_a_lapsed_gateway_moves_its_streams_to_a_new_lease_without_transitions(
+    redis: redis_asyncio.Redis,
+) -> None:
+    """Nobody swept it yet: the players never looked away, so nothing is reported, and the old
+    lease is left with no streams for the sweepers to forget."""
+    stalled, sweeper = Presence(redis, ttl_s=1), Presence(redis, ttl_s=1)
+    table, player = _ids()
+    assert await stalled.opened(table, player, "s1")
+    old = stalled.gateway
+    await asyncio.sleep(1.2)
+    moved = await stalled.renew_all()
+    assert moved == [(table, player, "s1")] and stalled.gateway != old
+    assert await stalled.reopen(*moved[0]) is False  # still connected: no report
+    assert await redis.scard(streams_key(old)) == 0
+    reports = []  # other tests' dead gateways are swept too (one Valkey for all)
+    for _ in range(50):
+        reports += await sweeper.expired()
+        if await redis.zscore(GATEWAYS_KEY, old) is None:
+            break  # forgotten
+    assert await redis.zscore(GATEWAYS_KEY, old) is None
+    assert (table, player) not in reports  # the old lease had no streams: nothing to report
+    assert await stalled.closed(table, player, "s1") is True  # the disconnect, once
+
+
+async def test_a_stream_closed_while_it_opens_leaves_nothing_behind(
+    redis: redis_asyncio.Redis,
+) -> None:
+    gateway = Presence(redis, ttl_s=5)
+    await gateway.renew_all()  # registered: opened() records the stream before its first await
+    table, player = _ids()
+    opening = asyncio.create_task(gateway.opened(table, player, "s1"))
+    await asyncio.sleep(0)  # opened() has recorded the stream and awaits Redis
+    assert await gateway.closed(table, player, "s1") is False  # not yet counted
+    assert await opening is False
+    assert await redis.scard(streams_key(gateway.gateway)) == 0
+    assert await gateway.opened(table, player, "s2") is True  # so the next one is the first
