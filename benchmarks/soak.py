@@ -61,12 +61,18 @@ class Stats:
     def error(self, what: str) -> None:
         self.errors.append((int(time.time() * 1000), what))
 
-    def error_counts(self, since_ms: int, failovers: list[tuple[int, int]]) -> dict[str, Any]:
-        """Errors while dealing, then in the run split into steady and within a failover."""
-        out: dict[str, dict[str, int]] = {"dealing": {}, "steady": {}, "in_failovers": {}}
+    def error_counts(
+        self, dealt_ms: int, run_ms: int, failovers: list[tuple[int, int]]
+    ) -> dict[str, Any]:
+        """Errors while dealing, while every stream opened, then in the run split into steady
+        and within a failover."""
+        out: dict[str, dict[str, int]] = {
+            "dealing": {}, "opening_streams": {}, "steady": {}, "in_failovers": {},
+        }  # fmt: skip
         for at, what in self.errors:
             phase = (
-                "dealing" if at < since_ms
+                "dealing" if at < dealt_ms
+                else "opening_streams" if at < run_ms
                 else "in_failovers" if any(a <= at <= b for a, b in failovers)
                 else "steady"
             )  # fmt: skip
@@ -80,6 +86,14 @@ class Stats:
         if (seq, deadline_ms) not in seen:
             seen.add((seq, deadline_ms))
             self.lateness_ms.append((deadline_ms, max(0, now_ms - deadline_ms)))
+
+
+def _gist(exc: BaseException) -> str:
+    """An error's message without its ids (tables, seconds), to count alike errors together."""
+    if isinstance(exc, grpc.aio.AioRpcError):
+        return exc.code().name
+    words = str(exc).split()[:6]
+    return " ".join(w for w in words if not any(ch.isdigit() for ch in w)) or "-"
 
 
 def _lateness(values: list[int]) -> dict[str, float]:
@@ -248,7 +262,7 @@ async def _play_out(
         except (grpc.aio.AioRpcError, TimeoutError, ConnectionError, EOFError) as exc:
             if stop.is_set():
                 return None
-            stats.error(f"player:{type(exc).__name__}")
+            stats.error(f"player:{type(exc).__name__}:{_gist(exc)}")
             await asyncio.sleep(1.0)
     return None
 
@@ -375,6 +389,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
                 return await _deal(channels, i, wallet, cluster.operator_token, stats, args.think)
 
         dealt = [d for d in await asyncio.gather(*(deal(i) for i in range(args.tables))) if d]
+        dealt_ms = int(time.time() * 1000)
         result["tables_dealt"] = len(dealt)
         result["deal_s"] = round(time.monotonic() - started, 1)
         result["deal_cpu_percent_of_a_core"] = {
@@ -469,7 +484,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             ]),
             "deadlines_doubled": stats.doubled, "deadlines_missed": missed,
             "commands_per_s": round(commands / elapsed, 1), "events_received": stats.events,
-            "errors": stats.error_counts(run_from_ms, failovers), "restarts": {
+            "errors": stats.error_counts(dealt_ms, run_from_ms, failovers), "restarts": {
                 n: cluster.supervisor.restarts(n)
                 for n in [*(i.name for i in cluster.instances), *(p.name for p in cluster.infra)]
                 if cluster.supervisor.restarts(n)

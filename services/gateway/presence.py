@@ -158,8 +158,8 @@ class Presence:
         """A live stream of a lapsed lease, under this gateway's new id; True when that reports
         a connect (a sweeper had reported the player away)."""
         held = self.mine.get(stream)
-        if held is None:
-            return False  # closed meanwhile
+        if held is None or held[2] == self.gateway:
+            return False  # closed meanwhile, or opened under the new lease already
         first = await self.opened(table_id, player_id, stream)
         # Opened under the new id first, so closing the old member reports nothing.
         await self._close(held[2], table_id, player_id, stream)

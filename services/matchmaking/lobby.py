@@ -1,13 +1,13 @@
 """The lobby: tables, party codes, quick match and the deal, on Redis (stateless replicas).
 
-A table's lobby document is one JSON value at `lobby:{lobby}:t:<id>`, changed with optimistic
-transactions (WATCH/MULTI) that also keep the open and dealing indexes: two players racing for
-the last seat cannot both get it. The `{lobby}` hash tag puts the documents and the indexes in one
-Redis Cluster slot, so the transaction is legal there (lobby traffic is a few writes per match,
-far below one node's capacity; party codes, quick-match queues and scored pairings are single
-keys and spread over the cluster). The deal
-(escrow for wagered tables, then the match on the table service) uses idempotent keys derived
-from the match id, so a retried or repeated deal never escrows twice or creates two matches.
+A table's lobby document is one JSON value at `lobby:{lobby}:t:<id>`, changed by compare-and-set
+(a script writes it only if it is still what was read, and keeps the open and dealing indexes):
+two players racing for the last seat cannot both get it. The `{lobby}` hash tag puts the
+documents and the indexes in one Redis Cluster slot, so the script is legal there (lobby traffic
+is a few writes per match, far below one node's capacity; party codes, quick-match queues and
+scored pairings are single keys and spread over the cluster). The deal (escrow for wagered
+tables, then the match on the table service) uses idempotent keys derived from the match id, so
+a retried or repeated deal never escrows twice or creates two matches.
 
 The deal is a saga: if the match cannot be created, the escrow is refunded and the table closes
 (players can leave it). A deal a crash left half-done is driven on by the next call within
@@ -28,10 +28,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import grpc
-from redis.exceptions import WatchError
 
 from bg.table.v1 import table_pb2
 from services.common import money_keys
+from services.common.deps import evalsha
 from services.common.errors import (
     Conflict,
     InvalidArgument,
@@ -55,6 +55,20 @@ LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
 AMBIGUOUS = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNKNOWN}
 )
+
+
+# KEYS: the document, OPEN_SET, DEALING_SET. ARGV: the document as read, as changed, its TTL,
+# the table id, its open-index score ("" = not listed), its dealing-index score ("" = not
+# dealing). Writes only if nobody changed the document since it was read; returns 1 if written.
+_SAVE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
+else redis.call('ZREM', KEYS[2], ARGV[4]) end
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[4])
+else redis.call('ZREM', KEYS[3], ARGV[4]) end
+return 1
+"""
 
 
 def lobby_key(table_id: str) -> str:
@@ -130,6 +144,7 @@ class Lobby:
         self.wallet = wallet
         self.tables = tables
         self.code_ttl_s = code_ttl_s
+        self._save = redis.register_script(_SAVE)
 
     # -- storage -----------------------------------------------------------------------------
 
@@ -146,33 +161,27 @@ class Lobby:
     async def _update(
         self, table_id: str, change: Callable[[Table], Awaitable[None] | None]
     ) -> Table:
-        """Read-modify-write under WATCH; `change` raises to refuse, mutates to accept."""
+        """Read, change, then write only if the document is still what was read (one script:
+        compare-and-set, retried on a race); `change` raises to refuse, mutates to accept.
+        Not WATCH/MULTI: redis-py's cluster client runs each command inside a transaction on a
+        new thread with its own event loop, blocking this one (a third of matchmaking's CPU)."""
         key = self._key(table_id)
         for _ in range(50):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                try:
-                    await pipe.watch(key)
-                    raw = await pipe.get(key)
-                    if raw is None:
-                        raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
-                    table = Table(**json.loads(raw))
-                    result = change(table)
-                    if result is not None:
-                        await result
-                    pipe.multi()
-                    pipe.set(key, json.dumps(asdict(table)), ex=LOBBY_TTL_S)
-                    if table.public and table.status == OPEN and "" in table.player_ids:
-                        pipe.zadd(OPEN_SET, {table_id: table.created_ms})
-                    else:
-                        pipe.zrem(OPEN_SET, table_id)
-                    if table.status == DEALING:
-                        pipe.zadd(DEALING_SET, {table_id: table.dealing_since_ms})
-                    else:
-                        pipe.zrem(DEALING_SET, table_id)
-                    await pipe.execute()
-                    return table
-                except WatchError:
-                    continue
+            raw = await self.redis.get(key)
+            if raw is None:
+                raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
+            table = Table(**json.loads(raw))
+            result = change(table)
+            if result is not None:
+                await result
+            listed = table.public and table.status == OPEN and "" in table.player_ids
+            args = [
+                raw, json.dumps(asdict(table)), LOBBY_TTL_S, table_id,
+                table.created_ms if listed else "",
+                table.dealing_since_ms if table.status == DEALING else "",
+            ]  # fmt: skip
+            if await evalsha(self.redis, self._save, [key, OPEN_SET, DEALING_SET], args):
+                return table
         raise ServiceError("BUSY", "the table is busy; try again")
 
     async def _new_code(self, table_id: str) -> str:

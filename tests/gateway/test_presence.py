@@ -141,3 +141,15 @@ async def test_a_stream_closed_while_it_opens_leaves_nothing_behind(
     assert await opening is False
     assert await redis.scard(streams_key(gateway.gateway)) == 0
     assert await gateway.opened(table, player, "s2") is True  # so the next one is the first
+
+
+async def test_reopening_a_stream_already_under_the_current_lease_changes_nothing(
+    redis: redis_asyncio.Redis,
+) -> None:
+    """A stream opened while the lapse was handled is under the new lease already."""
+    gateway = Presence(redis, ttl_s=5)
+    table, player = _ids()
+    assert await gateway.opened(table, player, "s1")
+    assert await gateway.reopen(table, player, "s1") is False
+    assert await redis.scard(streams_key(gateway.gateway)) == 1
+    assert await gateway.closed(table, player, "s1") is True  # still counted until now

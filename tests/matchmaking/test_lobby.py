@@ -1,4 +1,5 @@
-"""The lobby on real Valkey, with fakes behind its wallet and table ports."""
+"""The lobby on a real Valkey and a real Valkey Cluster, with fakes behind its wallet and table
+ports."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
-import redis.asyncio as redis_asyncio
 
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
 from services.matchmaking import lobby as lobby_module
 from services.matchmaking.lobby import CODE_ALPHABET, Lobby, normalize_code
+from tests.helpers import Valkey
 
 pytestmark = pytest.mark.integration
 
@@ -85,8 +86,9 @@ class FakeTables:
 
 
 @pytest.fixture
-async def lobby(valkey_url: str) -> AsyncIterator[tuple[Lobby, FakeWallet, FakeTables]]:
-    client = redis_asyncio.Redis.from_url(valkey_url)
+async def lobby(valkey: Valkey) -> AsyncIterator[tuple[Lobby, FakeWallet, FakeTables]]:
+    """On a single Valkey and a Valkey Cluster (the lobby's scripts keep to one slot)."""
+    client = valkey.client()
     await client.flushdb()
     wallet, tables = FakeWallet({"poor"}), FakeTables()
     yield Lobby(client, wallet, tables), wallet, tables
