@@ -433,6 +433,11 @@ class Cluster:
             for i in self.instances
             if i.ws_port
         ]
+        rows += [  # the browser client, served on the WebSocket port
+            ("browser client", f"http://127.0.0.1:{i.ws_port}/", "")
+            for i in self.instances
+            if i.ws_port
+        ]
         rows += [("valkey", self.redis_url, ""), ("kafka", self.kafka_bootstrap, "")]
         if self.prometheus_port:
             rows.append(("prometheus", f"http://127.0.0.1:{self.prometheus_port}/", ""))

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from services.common.deps import redis_client
@@ -54,3 +62,27 @@ class Valkey:
     def env(self) -> dict[str, str]:
         """What a spawned service needs to reach it."""
         return {"BG_REDIS_URL": self.url, "BG_REDIS_CLUSTER": "true" if self.cluster else "false"}
+
+
+@contextlib.contextmanager
+def running_cluster(data: Path, env: dict[str, str], *args: str) -> Iterator[dict[str, Any]]:
+    """`bgcluster up --base-port 0 --data-dir <data> <args>` as a real process; yields its state
+    file (cluster.json) once every service serves, and stops it (SIGTERM) afterwards."""
+    log = (data / "up.log").open("w")
+    proc = subprocess.Popen(
+        [Path(sys.executable).parent / "bgcluster", "up", "--base-port", "0",
+         "--data-dir", str(data), *args],
+        env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    state_file = data / "cluster.json"
+    try:
+        for _ in range(600):
+            if state_file.exists() and "all services SERVING" in (data / "up.log").read_text():
+                break
+            assert proc.poll() is None, (data / "up.log").read_text()
+            time.sleep(0.1)
+        yield json.loads(state_file.read_text())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        log.close()

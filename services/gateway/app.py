@@ -22,6 +22,7 @@ from services.gateway.feed import TableFeed
 from services.gateway.presence import Presence
 from services.gateway.rate_limits import RateLimits
 from services.gateway.settings import load_settings
+from services.gateway.static_files import StaticFiles
 from services.gateway.ws import MAX_MESSAGE, WsGateway
 
 SERVICE_NAME = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
@@ -77,7 +78,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         from websockets.asyncio.server import serve
 
         ws = WsGateway(parts["servicer"])
-        server = await serve(ws.handle, settings.host, settings.ws_port, max_size=MAX_MESSAGE)
+        server = await serve(
+            ws.handle,
+            settings.host,
+            settings.ws_port,
+            max_size=MAX_MESSAGE,
+            process_request=StaticFiles(),  # the browser client, on the same origin
+        )
         parts["ws"] = server
         app.ports["ws"] = server.sockets[0].getsockname()[1]
         log.info("websocket listening", extra={"ws_port": app.ports["ws"]})

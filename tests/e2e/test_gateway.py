@@ -7,9 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -27,6 +24,7 @@ from client.player import Player
 from services.common.errors import error_from
 from services.common.play_wire import phase_of, reason_of
 from services.gateway.auth import Identity, TokenSigner
+from tests.helpers import running_cluster
 
 pytestmark = pytest.mark.e2e
 SECRET = "e2e-token-secret-0123456789"
@@ -38,34 +36,13 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory, valkey_url: str, kafka_bootstrap: str
 ) -> Iterator[dict[str, Any]]:
     data = tmp_path_factory.mktemp("gw-cluster")
-    env = {
-        **os.environ,
-        "BG_CLOCK_SCALE": "0.05",
-        "BG_TOKEN_SECRET": SECRET,
-        "BG_RATE_PER_S": "500",
-    }
-    log = (data / "up.log").open("w")
-    proc = subprocess.Popen(
-        [BIN / "bgcluster", "up", "--base-port", "0", "--data-dir", str(data),
-         "--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    state_file = data / "cluster.json"
-    try:
-        for _ in range(600):
-            if state_file.exists() and "all services SERVING" in (data / "up.log").read_text():
-                break
-            assert proc.poll() is None, (data / "up.log").read_text()
-            time.sleep(0.1)
-        state = json.loads(state_file.read_text())
+    env = {"BG_CLOCK_SCALE": "0.05", "BG_TOKEN_SECRET": SECRET, "BG_RATE_PER_S": "500"}
+    args = ("--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap)
+    with running_cluster(data, env, *args) as state:
         yield {s["instance"]: s["address"] for s in state["services"]} | {
             "operator": state["operator_token"],
             "data": str(data),
         }
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-        log.close()
 
 
 async def _players(

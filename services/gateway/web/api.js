@@ -1,0 +1,127 @@
+// The gateway's WebSocket API (docs/protocol.md): unary calls by id, Play streams per table,
+// reconnecting by itself. After a dropped connection it joins every table again from the last
+// seq it processed (each event arrives once) and sends again the commands that got no answer,
+// with the same command ids (a repeated id is applied once, I-34).
+
+export class ApiError extends Error {
+  constructor(error) {
+    super(error.message || error.code || "error");
+    this.code = error.code || error.status || "ERROR";
+    this.status = error.status || "";
+    this.field = error.field || "";
+  }
+}
+
+export class Connection {
+  constructor(url, { onUpdate, onStatus }) {
+    this.url = url;
+    this.onUpdate = onUpdate;
+    this.onStatus = onStatus;
+    this.token = "";
+    this.nextId = 1;
+    this.calls = new Map(); // id -> {resolve, reject}
+    this.commands = new Map(); // commandId -> {message, resolve, reject}
+    this.tables = new Map(); // tableId -> last seq processed
+    this.ws = null;
+    this.backoffMs = 250;
+    this.opened = null;
+  }
+
+  connect() {
+    if (this.opened) return this.opened;
+    this.opened = new Promise((resolve) => {
+      const ws = new WebSocket(this.url);
+      this.ws = ws;
+      ws.onopen = () => {
+        this.backoffMs = 250;
+        this.onStatus("online");
+        for (const [tableId, seq] of this.tables) this._join(tableId, seq);
+        for (const pending of this.commands.values()) ws.send(JSON.stringify(pending.message));
+        resolve();
+      };
+      ws.onmessage = (event) => this._receive(JSON.parse(event.data));
+      ws.onclose = () => {
+        this.opened = null;
+        this.onStatus("offline");
+        for (const call of this.calls.values()) {
+          call.reject(new ApiError({ code: "UNAVAILABLE", message: "connection lost" }));
+        }
+        this.calls.clear();
+        setTimeout(() => this.connect(), this.backoffMs);
+        this.backoffMs = Math.min(this.backoffMs * 2, 5000);
+      };
+    });
+    return this.opened;
+  }
+
+  async call(method, request = {}) {
+    await this.connect();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.calls.set(id, { resolve, reject });
+      this.ws.send(JSON.stringify({ id, method, request, token: this.token }));
+    });
+  }
+
+  async join(tableId, fromSeq = 0) {
+    if (this.tables.has(tableId)) return; // one stream per table per connection
+    const open = this.ws && this.ws.readyState === WebSocket.OPEN;
+    this.tables.set(tableId, fromSeq);
+    if (open) this._join(tableId, fromSeq);
+    else await this.connect(); // joins every table once open
+  }
+
+  leave(tableId) {
+    this.tables.delete(tableId);
+  }
+
+  _join(tableId, fromSeq) {
+    const request = { join: { tableId, fromSeq: String(fromSeq) } };
+    this.ws.send(JSON.stringify({ method: "Play", request, token: this.token }));
+  }
+
+  // Sends one command; resolves with its result or rejects with the refusal.
+  command(tableId, commandId, expectedSeq, command) {
+    const message = {
+      method: "Play", tableId, token: this.token,
+      request: { command: { commandId, expectedSeq: String(expectedSeq), command } },
+    };
+    return new Promise((resolve, reject) => {
+      this.commands.set(commandId, { message, resolve, reject });
+      if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+    });
+  }
+
+  _receive(message) {
+    if (message.update) {
+      const update = message.update;
+      if (update.update) {
+        const seq = Number(update.update.seq || 0);
+        if (seq > (this.tables.get(update.tableId) ?? -1)) this.tables.set(update.tableId, seq);
+        this.onUpdate(update.tableId, update.update);
+      } else if (update.result || update.error) {
+        const answer = update.result || update.error;
+        const pending = this.commands.get(answer.commandId);
+        if (pending) {
+          this.commands.delete(answer.commandId);
+          if (update.result) pending.resolve(update.result);
+          else pending.reject(new ApiError(update.error.error || {}));
+        }
+      }
+      return;
+    }
+    const call = this.calls.get(message.id);
+    if (call) {
+      this.calls.delete(message.id);
+      if (message.error) call.reject(new ApiError(message.error));
+      else call.resolve(message.response || {});
+    } else if (message.error) {
+      this.onStatus("error", new ApiError(message.error)); // a Play join refused
+    }
+  }
+
+  // Drops the socket as a network failure would (the reconnect path); used by the tests.
+  drop() {
+    if (this.ws) this.ws.close(4000, "dropped");
+  }
+}

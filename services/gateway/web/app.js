@@ -1,0 +1,493 @@
+// The browser client: login, lobby, waiting for a deal, the table, the end of the match.
+// Everything it shows comes from the server's pushed updates (docs/protocol.md); it sends
+// commands with the seq of the view they were decided on. The session (token, table) lives in
+// sessionStorage, so a reload resumes the table where it stood.
+
+import { ApiError, Connection } from "./api.js";
+import { Board, pointName } from "./board.js";
+import { verifyRolls } from "./verify.js";
+
+const $ = (id) => document.getElementById(id);
+const OVER = new Set(["PHASE_MATCH_OVER", "PHASE_CLOSED"]);
+const WAITING = new Set(["PHASE_BETWEEN_GAMES", ...OVER]);
+const REASONS = {
+  END_REASON_POINTS: "on points", END_REASON_LEFT: "a player left",
+  END_REASON_AWAY: "a player stayed away", END_REASON_MOVE_TIME: "out of move time",
+  END_REASON_DOUBLER_LEFT: "the doubler left", END_REASON_BOTH_AWAY: "both players away",
+  END_REASON_ASYNC_EXPIRED: "the turn-based clock ran out", END_REASON_ABANDONED: "abandoned",
+};
+
+const state = {
+  screen: "login",
+  playerId: "",
+  name: "",
+  tableId: "",
+  table: null, // the lobby's table
+  view: null,
+  eventSeqs: [], // the seq of every event received, in order (each must come once)
+  seenRolls: [], // every roll this client saw, in order: checked against the revealed seed
+  ended: null, // the match_ended / match_closed event
+  balance: null,
+  trophies: null,
+  autoRoll: false,
+  verify: "",
+  commands: 0,
+  leaveArmed: false,
+};
+
+const conn = new Connection(
+  `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`,
+  { onUpdate, onStatus },
+);
+let board = null;
+
+// -- helpers -----------------------------------------------------------------------------
+
+function show(screen) {
+  state.screen = screen;
+  for (const id of ["login", "lobby", "waiting", "table"]) $(id).hidden = id !== screen;
+}
+
+function save() {
+  sessionStorage.setItem("bg", JSON.stringify({
+    token: conn.token, playerId: state.playerId, name: state.name, tableId: state.tableId,
+  }));
+}
+
+function fail(where, err) {
+  $(where).textContent = err instanceof ApiError ? `${err.code}: ${err.message}` : String(err);
+}
+
+function onStatus(status, err) {
+  $("net").textContent = status === "online" ? "" : status === "offline" ? "reconnecting…" : "";
+  $("net").className = "net " + status;
+  if (err) fail(state.screen === "table" ? "table-error" : "lobby-error", err);
+}
+
+function seatOf(v) { return v.seat || 0; }
+
+function other(v) { return 1 - seatOf(v); }
+
+function opponentName(v) {
+  const id = (v.playerIds || [])[other(v)] || "";
+  if (id.startsWith("cpu-")) return `CPU (${id.split("-")[1]})`;
+  return id ? `Opponent ${id.slice(0, 6)}` : "Opponent";
+}
+
+function who(v, seat) { return (seat || 0) === seatOf(v) ? "You" : opponentName(v); }
+
+function phaseOf(v) { return v.phase || "PHASE_UNSPECIFIED"; }
+
+function myTurn(v) {
+  return (v.decider || 0) === seatOf(v) && !WAITING.has(phaseOf(v));
+}
+
+// -- login and lobby ---------------------------------------------------------------------
+
+async function login(name) {
+  const reply = await conn.call("Login", { guestName: name });
+  conn.token = reply.token;
+  state.playerId = reply.playerId;
+  state.name = name;
+  save();
+}
+
+async function refreshMe() {
+  $("me").textContent = state.name ? `${state.name}` : "";
+  try {
+    state.balance = Number((await conn.call("GetBalance", {})).balance || 0);
+  } catch { /* the wallet answers again later */ }
+  try {
+    const profile = await conn.call("GetProfile", { playerId: state.playerId });
+    state.trophies = Number(profile.trophies || 0);
+  } catch { /* no profile yet */ }
+  const parts = [state.name];
+  if (state.balance !== null) parts.push(`${state.balance} diamonds`);
+  if (state.trophies !== null) parts.push(`${state.trophies} trophies`);
+  $("me").textContent = parts.join(" · ");
+  $("me").setAttribute("aria-label",
+    `${state.name}, ${state.balance ?? "?"} diamonds, ${state.trophies ?? "?"} trophies`);
+}
+
+async function toLobby() {
+  state.tableId = "";
+  state.table = null;
+  state.view = null;
+  save();
+  show("lobby");
+  $("end").hidden = true;
+  await refreshMe();
+}
+
+async function lobbyAction(run) {
+  $("lobby-error").textContent = "";
+  try {
+    await waitForDeal(await run());
+  } catch (err) {
+    fail("lobby-error", err);
+  }
+}
+
+function matchOptions(profile, extra = {}) {
+  const options = { profile, matchLength: 1, ...extra };
+  if (profile === "wagered" && !options.bet) options.bet = String($("qm-bet").value);
+  return options;
+}
+
+// -- waiting for the deal ----------------------------------------------------------------
+
+async function waitForDeal(table) {
+  state.table = table;
+  state.tableId = table.tableId;
+  save();
+  for (;;) {
+    if (table.status === "dealt") return openTable(table.tableId);
+    if (table.status === "closed") {
+      await toLobby();
+      $("lobby-error").textContent = `the table closed: ${table.closeReason || "closed"}`;
+      return;
+    }
+    show("waiting");
+    const players = table.playerIds || [];
+    const full = players.length === 2 && players.every((p) => p);
+    const host = table.hostId === state.playerId;
+    const casual = table.options && table.options.profile === "casual";
+    $("waiting-info").textContent = table.code
+      ? `Share the code ${table.code} or the link below.` : "Finding an opponent…";
+    $("invite-link").value = table.code ? `${location.origin}/?join=${table.code}` : "";
+    $("invite-link").hidden = !table.code;
+    const startable = full && host && casual;
+    $("start-table").hidden = !startable;
+    if (startable && players[1].startsWith("cpu-")) {
+      table = await conn.call("StartTable", { tableId: table.tableId });
+      continue;
+    }
+    await new Promise((r) => setTimeout(r, 700));
+    if (state.tableId !== table.tableId) return; // left meanwhile
+    table = await conn.call("GetTable", { tableId: table.tableId });
+    state.table = table;
+  }
+}
+
+// -- the table ---------------------------------------------------------------------------
+
+async function openTable(tableId) {
+  if (state.screen === "table" && state.tableId === tableId) return; // open already
+  state.tableId = tableId;
+  state.view = null;
+  state.seenRolls = [];
+  state.eventSeqs = [];
+  state.ended = null;
+  state.verify = "";
+  save();
+  $("log").replaceChildren();
+  $("end").hidden = true;
+  show("table");
+  board = new Board($("board-wrap"), (from, to) => send({ move: { from, to } }));
+  await conn.join(tableId, 0);
+}
+
+function describe(event, v) {
+  const body = Object.keys(event).find((k) => !["eventId", "tableId", "seq", "matchId", "atMs"].includes(k));
+  const e = event[body] || {};
+  const seat = who(v, e.seat);
+  switch (body) {
+    case "gameStarted": return `Game ${e.gameNo || 1} starts${e.crawford ? " (Crawford)" : ""}`;
+    case "openingRoll": return `Opening roll ${(e.dice || []).join("-")}`;
+    case "diceRolled": return `${seat} rolled ${(e.dice || []).join("-")}${e.auto ? " (auto)" : ""}`;
+    case "checkersMoved":
+      return `${seat} moved ${(e.steps || []).map((s) => `${pointName(s.from)}/${pointName(s.to || 0)}`).join(" ")}`;
+    case "turnPassed": return `${seat} cannot move`;
+    case "timedOut": return `${seat} ran out of time`;
+    case "doubleOffered": return `${seat} doubled to ${e.cube}`;
+    case "doubleTaken": return `${seat} took`;
+    case "doubleDropped": return `${seat} dropped`;
+    case "boostApplied": return `${seat} boosted the clock`;
+    case "playerAway": return `${seat} disconnected`;
+    case "playerBack": return `${seat} is back`;
+    case "gameEnded": return `Game ${e.gameNo || 1} to ${who(v, e.winnerSeat)} (${e.points} point${e.points === 1 ? "" : "s"})`;
+    case "matchEnded": return `Match to ${who(v, e.winnerSeat)}`;
+    case "matchClosed": return "The match closed";
+    case "rematchOffered": return `${seat} offers a rematch`;
+    case "rematchAgreed": return "Rematch agreed";
+    default: return null;
+  }
+}
+
+function onUpdate(tableId, update) {
+  if (tableId !== state.tableId) return;
+  const view = update.view || {};
+  for (const event of update.events || []) {
+    state.eventSeqs.push(Number(event.seq || 0));
+    if (event.openingRoll) state.seenRolls.push(event.openingRoll.dice || []);
+    if (event.diceRolled) state.seenRolls.push(event.diceRolled.dice || []);
+    if (event.gameStarted && !state.ended) { /* same match */ }
+    if (event.matchEnded || event.matchClosed) state.ended = event.matchEnded || event.matchClosed;
+    if (event.rematchAgreed) { state.seenRolls = []; state.ended = null; state.verify = ""; }
+    const text = describe(event, view);
+    if (text) {
+      const li = document.createElement("li");
+      li.textContent = text;
+      $("log").appendChild(li);
+      $("log").scrollTop = $("log").scrollHeight;
+    }
+  }
+  const before = state.view;
+  state.view = view;
+  state.autoRoll = !!view.autoRoll;
+  renderTable();
+  if (OVER.has(phaseOf(view)) && !(before && OVER.has(phaseOf(before)))) settling();
+}
+
+// A wagered match settles through the event stream a moment after it ends: show the balance
+// again until it moves (or for 20 s).
+async function settling() {
+  const tableId = state.tableId;
+  let first;
+  for (let i = 0; i < 20 && state.tableId === tableId; i++) {
+    await refreshMe();
+    if (state.view) renderEnd(state.view);
+    if (i === 0) first = state.balance;
+    else if (state.balance !== first) return;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+async function send(command) {
+  const v = state.view;
+  if (!v) return;
+  $("table-error").textContent = "";
+  const id = `${Date.now().toString(36)}-${++state.commands}`;
+  // Leaving holds whatever the table did meanwhile: no seq check.
+  const seq = command.leave ? 0 : Number(v.seq || 0);
+  try {
+    await conn.command(state.tableId, id, seq, command);
+  } catch (err) {
+    fail("table-error", err);
+  }
+}
+
+function button(label, command, opts = {}) {
+  const b = document.createElement("button");
+  b.textContent = label;
+  b.dataset.action = opts.action || Object.keys(command || {})[0] || label.toLowerCase();
+  if (opts.aria) b.setAttribute("aria-label", opts.aria);
+  b.addEventListener("click", () => (opts.run ? opts.run() : send(command)));
+  return b;
+}
+
+function clockText(v) {
+  const deadline = Number(v.deadlineMs || 0);
+  if (!deadline) return "";
+  const left = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+  return ` · ${left} s left`;
+}
+
+function renderSeats() {
+  const v = state.view;
+  if (!v) return;
+  const acting = v.decider || 0;
+  const pips = v.pips || [];
+  const away = v.away || [];
+  const me = seatOf(v);
+  $("seat-me").textContent = `You · ${pips[0] || 0} pips${acting === me && !WAITING.has(phaseOf(v)) ? clockText(v) : ""}`;
+  $("seat-them").textContent = `${opponentName(v)} · ${pips[1] || 0} pips${away[other(v)] ? " · away" : ""}`
+    + `${acting !== me && !WAITING.has(phaseOf(v)) ? clockText(v) : ""}`;
+  $("seat-me").classList.toggle("acting", acting === me);
+  $("seat-them").classList.toggle("acting", acting !== me);
+}
+
+function renderTable() {
+  const v = state.view;
+  if (!v) return;
+  board.render(v);
+  renderSeats();
+  const score = v.score || [];
+  const me = seatOf(v);
+  const phase = phaseOf(v).replace("PHASE_", "").toLowerCase().replace(/_/g, " ");
+  const cube = v.cube && v.cube > 1 ? ` · cube ${v.cube}` : "";
+  $("match-info").textContent = `${score[me] || 0}-${score[1 - me] || 0} (match to ${v.matchLength || 1})`
+    + ` · game ${v.gameNo || 1}${v.crawford ? " (Crawford)" : ""}${cube} · ${phase}`
+    + (myTurn(v) ? " · your move" : "");
+  const actions = $("actions");
+  actions.replaceChildren();
+  const mine = myTurn(v);
+  const p = phaseOf(v);
+  const wagered = v.options && v.options.profile === "wagered";
+  if (mine && p === "PHASE_AWAIT_ROLL") actions.appendChild(button("Roll", { roll: {} }));
+  if (v.canDouble) actions.appendChild(button("Double", { offerDouble: {} }));
+  if (mine && p === "PHASE_DOUBLE_OFFERED") {
+    actions.appendChild(button("Take", { take: {} }));
+    actions.appendChild(button("Drop", { drop: {} }));
+  }
+  if (mine && (p === "PHASE_MOVING" || p === "PHASE_CONFIRMING") && (v.steps || []).length) {
+    actions.appendChild(button("Undo", { undo: {} }));
+  }
+  if (v.canConfirm) actions.appendChild(button(p === "PHASE_NO_MOVE" ? "Got it" : "Done", { confirm: {} }));
+  if (wagered && mine && (v.boostsLeft || 0) > 0 && Number(v.deadlineMs || 0)) {
+    actions.appendChild(button("Boost +10 s", { boost: {} }, { aria: "Boost the clock by 10 seconds for 10 diamonds" }));
+  }
+  if (wagered && !WAITING.has(p)) actions.appendChild(button("Resign", { resign: {} }));
+  if (wagered && !OVER.has(p)) {
+    const auto = button(v.autoRoll ? "Auto roll: on" : "Auto roll: off", { setAutoRoll: { on: !v.autoRoll } }, { action: "autoRoll" });
+    auto.setAttribute("aria-pressed", String(!!v.autoRoll));
+    actions.appendChild(auto);
+  }
+  if (!OVER.has(p)) {
+    actions.appendChild(button(state.leaveArmed ? "Really leave?" : "Leave", null, {
+      action: "leave",
+      run: () => {
+        if (state.leaveArmed) { state.leaveArmed = false; send({ leave: {} }); }
+        else { state.leaveArmed = true; renderTable(); }
+      },
+    }));
+  }
+  renderEnd(v);
+}
+
+function renderEnd(v) {
+  const p = phaseOf(v);
+  if (!OVER.has(p)) { $("end").hidden = true; return; }
+  const me = seatOf(v);
+  const winner = v.winner ?? 0;
+  const closed = p === "PHASE_CLOSED" || winner < 0;
+  $("end-title").textContent = closed ? "Match closed" : winner === me ? "You won the match" : "You lost the match";
+  const score = v.score || [];
+  const money = v.options && v.options.profile === "wagered" && state.balance !== null ? ` · ${state.balance} diamonds` : "";
+  $("end-detail").textContent = `${score[me] || 0}-${score[1 - me] || 0} (match to ${v.matchLength || 1}), `
+    + `${REASONS[v.endReason] || ""}${money}`;
+  $("end-seed").textContent = (state.ended && state.ended.seedHex) || "";
+  $("end-fingerprint").textContent = v.fingerprint || "";
+  $("verify-result").textContent = state.verify;
+  const offeredBy = v.rematchOfferedBy ?? 0;
+  const rematch = $("rematch");
+  rematch.disabled = !!v.rematchAgreed;
+  rematch.textContent = offeredBy === 1 - me ? "Accept the rematch" : offeredBy === me ? "Rematch offered" : "Rematch";
+  rematch.disabled = offeredBy === me || !!v.rematchAgreed;
+  $("end").hidden = false;
+}
+
+// The revealed seed must reproduce the record's rolls, and the record must hold every roll
+// this client saw (in order).
+async function verifyDice() {
+  const v = state.view;
+  state.verify = "checking…";
+  renderEnd(v);
+  try {
+    const record = await conn.call("GetMatchRecord", { tableId: state.tableId, matchId: v.matchId });
+    const rolls = (record.rolls || []).map((r) => [r.a || 0, r.b || 0]);
+    let i = 0;
+    for (const seen of state.seenRolls) {
+      while (i < rolls.length && !(rolls[i][0] === seen[0] && rolls[i][1] === seen[1])) i++;
+      if (i++ >= rolls.length) throw new Error(`the roll ${seen.join("-")} shown in the game is not in the record`);
+    }
+    const result = await verifyRolls(record.seedHex || "", record.fingerprint || "", rolls);
+    if (result.ok && record.fingerprint !== v.fingerprint) {
+      throw new Error("the record's fingerprint is not the one published at the start");
+    }
+    state.verify = (result.ok ? "✓ " : "✗ ") + result.reason;
+  } catch (err) {
+    state.verify = `✗ ${err.message || err}`;
+  }
+  renderEnd(v);
+}
+
+function rematch() {
+  const v = state.view;
+  const offeredBy = v.rematchOfferedBy ?? 0;
+  send(offeredBy === other(v) ? { acceptRematch: {} } : { offerRematch: {} });
+}
+
+// -- boot --------------------------------------------------------------------------------
+
+function wire() {
+  $("login-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      await login($("guest-name").value.trim());
+      await toLobby();
+      const code = new URLSearchParams(location.search).get("join");
+      if (code) await lobbyAction(() => conn.call("JoinByCode", { code }));
+    } catch (err) {
+      fail("lobby-error", err);
+      show("login");
+    }
+  });
+  for (const b of document.querySelectorAll("[data-quick]")) {
+    b.addEventListener("click", () => lobbyAction(
+      () => conn.call("QuickMatch", { options: matchOptions(b.dataset.quick) })));
+  }
+  for (const b of document.querySelectorAll("[data-cpu]")) {
+    const [profile, level] = b.dataset.cpu.split(":");
+    b.addEventListener("click", () => lobbyAction(
+      () => conn.call("CreateTable", { options: { profile, matchLength: 1, level } })));
+  }
+  $("create-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const profile = $("ct-profile").value;
+    const options = { profile, matchLength: Number($("ct-length").value) };
+    if (profile === "wagered") options.bet = String($("ct-bet").value);
+    if (profile === "casual" && $("ct-cube").checked) options.cube = true;
+    if (profile === "scored") options.level = "players";
+    lobbyAction(() => conn.call("CreateTable", { options, public: $("ct-public").checked }));
+  });
+  $("join-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    lobbyAction(() => conn.call("JoinByCode", { code: $("join-code").value.trim() }));
+  });
+  $("pref-auto-roll").addEventListener("change", async (e) => {
+    try {
+      await conn.call("SetPreferences", { autoRoll: e.target.checked });
+      state.autoRoll = e.target.checked;
+    } catch (err) {
+      fail("lobby-error", err);
+    }
+  });
+  $("start-table").addEventListener("click", async () => {
+    try {
+      await conn.call("StartTable", { tableId: state.tableId }); // the waiting loop sees the deal
+    } catch (err) {
+      fail("lobby-error", err);
+    }
+  });
+  $("cancel-table").addEventListener("click", async () => {
+    const tableId = state.tableId;
+    state.tableId = "";
+    try { await conn.call("LeaveTable", { tableId }); } catch { /* closed already */ }
+    await toLobby();
+  });
+  $("verify-dice").addEventListener("click", verifyDice);
+  $("rematch").addEventListener("click", rematch);
+  $("to-lobby").addEventListener("click", () => { conn.leave(state.tableId); toLobby(); });
+  setInterval(renderSeats, 500); // the clocks count down between updates
+}
+
+async function boot() {
+  wire();
+  const saved = JSON.parse(sessionStorage.getItem("bg") || "{}");
+  if (!saved.token) { show("login"); return; }
+  conn.token = saved.token;
+  state.playerId = saved.playerId;
+  state.name = saved.name;
+  if (!saved.tableId) { await toLobby(); return; }
+  try {
+    await refreshMe();
+    await waitForDeal(await conn.call("GetTable", { tableId: saved.tableId }));
+  } catch (err) {
+    if (err.status === "UNAUTHENTICATED") { sessionStorage.removeItem("bg"); show("login"); return; }
+    await toLobby();
+  }
+}
+
+// What the page shows, for tests and for debugging from the console.
+window.bg = {
+  state: () => ({
+    screen: state.screen, playerId: state.playerId, tableId: state.tableId,
+    seq: state.view ? Number(state.view.seq || 0) : 0, phase: state.view ? phaseOf(state.view) : "",
+    myTurn: state.view ? myTurn(state.view) : false, balance: state.balance, verify: state.verify,
+  }),
+  seqs: () => [...state.eventSeqs],
+  drop: () => conn.drop(),
+};
+
+boot();

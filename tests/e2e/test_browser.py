@@ -1,0 +1,248 @@
+"""The browser client (served by the gateway) in a real browser: Debian's Chromium driven by
+Playwright, against a running cluster (issue 15). Players click the lit points the server sends,
+as a person would; the tests read what the page shows through `window.bg.state()`.
+
+Screenshots of the lobby, a game in progress and the match end land in BG_ARTIFACTS (default
+build/artifacts/)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from tests.helpers import running_cluster
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("BG_ARTIFACTS", Path(__file__).parents[2] / "build" / "artifacts"))
+OVER = ("PHASE_MATCH_OVER", "PHASE_CLOSED")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, valkey_url: str, kafka_bootstrap: str
+) -> Iterator[dict[str, Any]]:
+    data = tmp_path_factory.mktemp("browser-cluster")
+    env = {"BG_CLOCK_SCALE": "0.2", "BG_TOKEN_SECRET": "browser-token-secret-0123456789"}
+    args = ("--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap)
+    with running_cluster(data, env, *args) as state:
+        gateway = next(s for s in state["services"] if s["name"] == "gateway")
+        wallet = next(s for s in state["services"] if s["name"] == "wallet")
+        yield {
+            "url": gateway["ws"].replace("ws://", "http://"),
+            "wallet": wallet["address"],
+            "operator": state["operator_token"],
+        }
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, before any page)
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        chromium = await pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            yield chromium
+        finally:
+            await chromium.close()
+
+
+async def _page(browser: Any, url: str, name: str, phone: bool = False) -> Any:
+    """A fresh browser context (its own session) logged in as guest `name`."""
+    viewport = {"width": 390, "height": 844} if phone else {"width": 1200, "height": 900}
+    context = await browser.new_context(viewport=viewport)
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.errors = errors
+    await page.goto(url)
+    await page.get_by_label("Your name").fill(name)
+    await page.get_by_role("button", name="Play as guest").click()
+    await page.wait_for_function("() => bg.state().screen === 'lobby'")
+    return page
+
+
+async def _state(page: Any) -> dict[str, Any]:
+    return dict(await page.evaluate("bg.state()"))
+
+
+async def _wait_seq_change(page: Any, seq: int, timeout_ms: int = 8000) -> None:
+    try:
+        await page.wait_for_function("seq => bg.state().seq !== seq", arg=seq, timeout=timeout_ms)
+    except Exception as exc:  # the opponent (or the CPU) is slow: look again
+        if "Timeout" not in type(exc).__name__:
+            raise
+
+
+async def _act(page: Any) -> bool:
+    """Make one move as a person would, by clicking; False when it is not this page's turn."""
+    st = await _state(page)
+    if not st["myTurn"]:
+        return False
+    roll = page.locator('[data-action="roll"]')
+    if await roll.count():
+        await roll.click()
+        await _wait_seq_change(page, st["seq"])
+        return True
+    movable = page.locator("[data-movable]")
+    if await movable.count():
+        await movable.first.click()
+        target = page.locator("[data-target]")
+        if await target.count():
+            await target.first.click()
+            await _wait_seq_change(page, st["seq"])
+        return True
+    confirm = page.locator('[data-action="confirm"]')
+    if await confirm.count():
+        await confirm.click()
+        await _wait_seq_change(page, st["seq"])
+        return True
+    return False
+
+
+async def _play_until_over(page: Any, budget_s: float = 240) -> dict[str, Any]:
+    end = time.monotonic() + budget_s
+    while time.monotonic() < end:
+        st = await _state(page)
+        if st["phase"] in OVER:
+            return st
+        if not await _act(page):
+            await _wait_seq_change(page, st["seq"], 3000)
+    raise AssertionError(f"the match did not end in {budget_s} s: {await _state(page)}")
+
+
+async def _in_table(page: Any) -> None:
+    await page.wait_for_function("() => bg.state().screen === 'table' && bg.state().seq > 0")
+
+
+async def _verify_dice(page: Any) -> str:
+    await page.get_by_role("button", name="Verify the dice").click()
+    await page.wait_for_function("() => /^[✓✗]/.test(bg.state().verify)")
+    return str((await _state(page))["verify"])
+
+
+async def test_two_browsers_play_a_whole_casual_match(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Two people, each in their own browser: one creates a casual table and shares its code,
+    the other joins by code, the host starts, and they play to the end by clicking lit points.
+    Both see the same result; the revealed seed reproduces every roll (I-27)."""
+    ann = await _page(browser, cluster["url"], "ann")
+    bob = await _page(browser, cluster["url"], "bob", phone=True)
+    await ann.screenshot(path=str(ARTIFACTS / "lobby.png"), full_page=True)
+    await ann.get_by_role("button", name="Create", exact=True).click()
+    await ann.wait_for_function("() => bg.state().screen === 'waiting'")
+    link = await ann.locator("#invite-link").input_value()
+    code = re.search(r"join=(\w+)", link)
+    assert code, link
+    await bob.get_by_label("Party code or invite link").fill(code.group(1))
+    await bob.get_by_role("button", name="Join", exact=True).click()
+    await ann.get_by_role("button", name="Start").click()  # casual tables wait for the host
+    await asyncio.gather(_in_table(ann), _in_table(bob))
+    a, b = await _state(ann), await _state(bob)
+    assert a["tableId"] == b["tableId"]
+
+    async def screenshot_midway() -> None:
+        await ann.wait_for_function("() => bg.state().seq >= 12", timeout=60_000)
+        await ann.screenshot(path=str(ARTIFACTS / "game.png"), full_page=True)
+
+    shot = asyncio.create_task(screenshot_midway())
+    ends = await asyncio.gather(_play_until_over(ann), _play_until_over(bob))
+    await shot
+    assert {e["phase"] for e in ends} == {"PHASE_MATCH_OVER"}
+    titles = [await p.locator("#end-title").text_content() for p in (ann, bob)]
+    assert sorted(titles) == ["You lost the match", "You won the match"]
+    # What the opponent did was shown as it happened, in each page's log.
+    assert await bob.locator("#log li", has_text="Opponent").count() > 0
+    assert (await _verify_dice(ann)).startswith("✓ all ")
+    await ann.screenshot(path=str(ARTIFACTS / "match-end.png"), full_page=True)
+    assert ann.errors == [] and bob.errors == []
+
+
+async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Play vs CPU; mid-game the socket drops (the client reconnects and joins again from the
+    last seq it processed) and later the page reloads (the session resumes the table); the match
+    is played to its end, each event shown once."""
+    page = await _page(browser, cluster["url"], "carol")
+    await page.get_by_role("button", name="Casual, easy").click()
+    await _in_table(page)
+    for _ in range(6):
+        await _act(page) or await _wait_seq_change(page, (await _state(page))["seq"], 3000)
+    before = await _state(page)
+    await page.evaluate("bg.drop()")
+    await page.wait_for_function("() => document.getElementById('net').textContent === ''")
+    for _ in range(6):
+        await _act(page) or await _wait_seq_change(page, (await _state(page))["seq"], 3000)
+    resumed = await _state(page)
+    assert resumed["tableId"] == before["tableId"] and resumed["seq"] > before["seq"]
+    seqs = await page.evaluate("bg.seqs()")
+    assert seqs == sorted(set(seqs)), "an event was shown twice or out of order"
+
+    await page.reload()
+    await _in_table(page)
+    reloaded = await _state(page)
+    assert reloaded["tableId"] == before["tableId"] and reloaded["seq"] >= resumed["seq"]
+    end = await _play_until_over(page)
+    assert end["phase"] == "PHASE_MATCH_OVER"
+    assert (await _verify_dice(page)).startswith("✓ all ")
+    assert page.errors == []
+
+
+async def test_a_wagered_match_settles_with_the_right_balances_on_screen(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Two funded players quick-match a wagered table (bet 100); one resigns (a single, I-5):
+    each page shows the balance the ledger holds once the match settles."""
+    dan = await _page(browser, cluster["url"], "dan")
+    eve = await _page(browser, cluster["url"], "eve")
+    async with grpc.aio.insecure_channel(cluster["wallet"]) as channel:
+        wallet = wallet_pb2_grpc.WalletServiceStub(channel)
+        ids = [(await _state(p))["playerId"] for p in (dan, eve)]
+        for pid in ids:
+            await wallet.Deposit(
+                wallet_pb2.DepositRequest(
+                    idempotency_key=f"fund:{pid}", player_id=pid, amount=5000
+                ),
+                metadata=[("x-operator-token", cluster["operator"])],
+            )
+        for p in (dan, eve):
+            await p.get_by_role("button", name="Wagered").click()
+        await asyncio.gather(_in_table(dan), _in_table(eve))
+        resign = dan.get_by_role("button", name="Resign")
+        await resign.wait_for(timeout=30_000)
+        await resign.click()
+        await asyncio.gather(*(
+            p.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'") for p in (dan, eve)
+        ))  # fmt: skip
+
+        async def ledger(pid: str) -> int:
+            reply = await wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=pid))
+            return int(reply.balance)
+
+        for _ in range(100):  # the settlement comes through Kafka
+            if await ledger(ids[1]) > 5000:
+                break
+            await asyncio.sleep(0.1)
+        dan_balance, eve_balance = await ledger(ids[0]), await ledger(ids[1])
+        assert dan_balance == 4900 and 5000 < eve_balance <= 5100
+        for page, balance in ((dan, dan_balance), (eve, eve_balance)):
+            await page.wait_for_function("b => bg.state().balance === b", arg=balance)
+            assert f"{balance} diamonds" in (await page.locator("#end-detail").text_content() or "")
+        assert await eve.locator("#end-title").text_content() == "You won the match"
