@@ -1,13 +1,28 @@
 """`bgcluster play`: play in a terminal through the gateway, against the CPU or another terminal.
 
 The board is drawn from your side (your home board bottom right), with pip counts, the dice,
-the cube, the clock and the lit moves. Commands: roll | move FROM TO | play 8/5 6/5 | undo |
-done | double | take | drop | resign | leave | auto on/off | help | quit (bar = 25, off = 0).
+the cube, the clock and the lit moves, and drawn again whenever the table changes (the
+opponent's roll and play, a clock running out), without waiting for you to type.
+
+Commands (bar = 25 or "bar", off = 0 or "off"):
+  roll (r)              roll the dice
+  move FROM TO (m)      move one checker, e.g. "move 8 5" or "move bar 22"
+  play 8/5 6/5 (p)      play a whole roll at once
+  undo (u)              take back the last step of this turn
+  done (c, ok)          end the turn (wagered: required; scored: "got it")
+  double                offer the cube       take / drop   answer a double
+  boost                 +10 s on your clock for 10 diamonds (wagered)
+  resign                give the game as a single (wagered)
+  auto on / auto off    roll by yourself when your turn starts (wagered)
+  rematch / accept      offer a rematch / accept the one offered (after the match)
+  leave                 leave the table (forfeits a match in play)
+  help                  this list          quit (q)   stop this client
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from typing import Any
 
@@ -20,12 +35,20 @@ from bg.table.v1 import table_pb2
 from client.player import Player
 from services.common.play_wire import FINISHED, CommandRefused, PlaySession
 
-HELP = __doc__.split("\n\n", 1)[1] if __doc__ else ""
+HELP = "Commands" + __doc__.split("Commands", 1)[1] if __doc__ else ""
 
 
-def render(v: Any, now_ms: int | None = None) -> str:
+def score_text(v: Any) -> str:
+    """The match score from the viewer's side: "2-0 (match to 3)"."""
+    me = v.seat
+    return f"{v.score[me]}-{v.score[1 - me]} (match to {v.match_length})"
+
+
+def render(v: Any, now_ms: int | None = None, names: dict[str, str] | None = None) -> str:
     """The board from the viewer's side, as text."""
     own, opp = list(v.own), list(v.opponent)
+    them = opponent_name(v, names or {})
+    me = seat_name(v, v.seat, names or {})
 
     def cell(point: int) -> str:  # the viewer's point numbering
         mine = own[point - 1]
@@ -39,15 +62,19 @@ def render(v: Any, now_ms: int | None = None) -> str:
     top = "".join(cell(p) for p in range(13, 25))
     bottom = "".join(cell(p) for p in range(12, 0, -1))
     lines = [
+        f"  O: {them}",
         "  " + "".join(f"{p:>3}" for p in range(13, 25)),
         "  " + top[:18] + " |" + top[18:],
         f"  bar: you {own[24]}  them {opp[24]}      off: you {15 - sum(own)}  them {15 - sum(opp)}",
         "  " + bottom[:18] + " |" + bottom[18:],
         "  " + "".join(f"{p:>3}" for p in range(12, 0, -1)),
-        f"  pips: you {v.pips[0]}  them {v.pips[1]}   score {list(v.score)} (to {v.match_length})"
+        f"  X: {me}   pips: {me} {v.pips[0]}  {them if v.spectator else 'them'} {v.pips[1]}"
+        f"   score {score_text(v)}"
         f"   cube {v.cube}{' (yours)' if v.cube_owner == v.seat else ''}",
     ]
     turn = "your" if v.decider == v.seat else "their"
+    if v.spectator:
+        turn = f"{seat_name(v, v.decider, names or {})}'s"
     phase = str(events_pb2.Phase.Name(v.phase)).removeprefix("PHASE_").lower().replace("_", " ")
     status = f"  game {v.game_no}, {phase}, {turn} turn"
     if len(v.dice):
@@ -63,10 +90,66 @@ def render(v: Any, now_ms: int | None = None) -> str:
         )
         lines.append(f"  lit: {moves}")
     if v.phase in FINISHED:
-        who = "you" if v.winner == v.seat else ("nobody" if v.winner < 0 else "they")
+        who = "nobody" if v.winner < 0 else seat_name(v, v.winner, names or {})
         reason = str(events_pb2.EndReason.Name(v.end_reason)).removeprefix("END_REASON_").lower()
-        lines.append(f"  match over: {who} won ({reason.replace('_', ' ')})")
+        lines.append(f"  match over: {who} won ({reason.replace('_', ' ')}), {score_text(v)}")
+        if v.rematch_agreed:
+            lines.append("  rematch agreed: the next match is being dealt")
+        elif v.rematch_offered_by == 1 - v.seat:
+            lines.append(f"  {them} offers a rematch: type accept")
+        elif v.rematch_offered_by == v.seat:
+            lines.append("  you offered a rematch")
+        else:
+            lines.append("  type rematch to offer another match, or quit")
     return "\n".join(lines)
+
+
+def opponent_name(v: Any, names: dict[str, str]) -> str:
+    other = v.player_ids[1 - v.seat] if len(v.player_ids) == 2 else ""
+    return names.get(other) or (other[:8] if other else "the opponent")
+
+
+def seat_name(v: Any, seat: int, names: dict[str, str]) -> str:
+    """ "you" for the viewer's own seat (a spectator has none), else the player's name."""
+    if seat == v.seat and not v.spectator:
+        return "you"
+    player = v.player_ids[seat] if len(v.player_ids) == 2 else ""
+    return names.get(player) or (player[:8] if player else f"seat {seat}")
+
+
+def describe(event: Any, v: Any, names: dict[str, str]) -> str | None:
+    """One line for what happened, as the viewer should see it; None for chatter."""
+    kind = event.WhichOneof("body")
+    if kind is None:
+        return None
+    body: Any = getattr(event, kind)
+    seat = getattr(body, "seat", v.seat)
+    who = seat_name(v, seat, names)
+    if kind == "dice_rolled":
+        return f"{who} rolled {body.dice[0]}-{body.dice[1]}{' (auto)' if body.auto else ''}"
+    if kind == "checkers_moved":
+        steps = " ".join(f"{_pt(getattr(s, 'from'))}/{_pt(s.to)}" for s in body.steps)
+        return f"{who} moved {steps}{'*' * len(body.hits)}"
+    if kind == "opening_roll":
+        return f"opening roll {body.dice[0]}-{body.dice[1]}"
+    if kind == "turn_passed":
+        return f"{who} cannot move"
+    if kind == "timed_out":
+        return f"{who} ran out of time"
+    if kind == "double_offered":
+        return f"{who} doubled to {body.cube}"
+    if kind in ("double_taken", "double_dropped"):
+        return f"{who} {'took' if kind == 'double_taken' else 'dropped'}"
+    if kind in ("player_away", "player_back"):
+        return f"{who} {'disconnected' if kind == 'player_away' else 'is back'}"
+    if kind == "game_ended":
+        winner = seat_name(v, body.winner_seat, names)
+        return f"game {body.game_no} to {winner} ({body.points} point{'s' * (body.points != 1)})"
+    if kind == "rematch_offered":
+        return f"{who} offered a rematch"
+    if kind == "rematch_agreed":
+        return "rematch agreed"
+    return None
 
 
 def _pt(p: int) -> str:
@@ -112,65 +195,199 @@ def parse(line: str) -> table_pb2.Command | str | None:
     return None
 
 
+EOF_LINGER_S = 5.0  # after the end of input, how long to wait for the table to answer
+
+
+class Lines:
+    """Lines typed on stdin, read without blocking the event loop (a pipe or a terminal through
+    the loop; anything else, such as a file, through a thread)."""
+
+    def __init__(self) -> None:
+        self.reader: asyncio.StreamReader | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        except (ValueError, OSError):
+            return  # not a pipe or a terminal
+        self.reader = reader
+
+    async def readline(self) -> str | None:
+        """The next line, or None at the end of input."""
+        if self.reader is None:
+            raw = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        else:
+            raw = (await self.reader.readline()).decode(errors="replace")
+        return raw if raw else None
+
+
+async def _lobby(me: Player, vs_cpu: str, create: str, join: str, bet: int) -> str | None:
+    """Create or join a table and wait for its deal; the table id, or None if it closed."""
+    if join:
+        table = await me.join(join)
+    else:
+        opts = table_pb2.TableOptions(profile=create or "casual", match_length=1, bet=bet)
+        if vs_cpu:
+            opts.level = vs_cpu
+        table = await me.create_table(opts)
+        if table.status == "open" and not vs_cpu:
+            print(f"table {table.table_id}: share code {table.code} ({table.invite_link})")
+    table_id = str(table.table_id)
+    while True:
+        status = await me.table(table_id)
+        if status.status == "closed":
+            print(f"table closed: {status.close_reason}")
+            return None
+        if (
+            status.status == "open"
+            and "" not in status.player_ids
+            and status.host_id == me.player_id
+        ):
+            await me.rpc(me.stub.StartTable, matchmaking_pb2.TableRequest(table_id=table_id))
+            continue
+        if status.status == "dealt":
+            return table_id
+        print("waiting for an opponent...", flush=True)
+        await asyncio.sleep(1.0)
+
+
 async def play_terminal(
     gateway: str, name: str, vs_cpu: str, create: str, join: str, bet: int
 ) -> int:
     async with grpc.aio.insecure_channel(gateway) as channel:
         me = Player(channel, name)
         await me.login()
-        if join:
-            table = await me.join(join)
-        else:
-            opts = table_pb2.TableOptions(profile=create or "casual", match_length=1, bet=bet)
-            if vs_cpu:
-                opts.level = vs_cpu
-            table = await me.create_table(opts)
-            if table.status == "open":
-                print(f"table {table.table_id}: share code {table.code} ({table.invite_link})")
-        table_id = table.table_id
-        print(f"logged in as {name} ({me.player_id}); commands: {HELP}")
-        loop = asyncio.get_running_loop()
+        table_id = await _lobby(me, vs_cpu, create, join, bet)
+        if table_id is None:
+            return 1
+        print(f"logged in as {name}; type help for the commands")
+        lines = Lines()
+        await lines.start()
+        updates: asyncio.Queue[gateway_pb2.SeatUpdate] = asyncio.Queue()
+        session = PlaySession(me.stub, table_id, me.auth, on_update=updates.put_nowait)
+        async with session:
+            return await _play(me, session, lines, updates)
+
+
+async def _play(
+    me: Player,
+    session: PlaySession,
+    lines: Lines,
+    updates: asyncio.Queue[gateway_pb2.SeatUpdate],
+) -> int:
+    """Draw the table whenever it changes and act on what is typed, whichever comes first."""
+    names: dict[str, str] = {}
+    first = True
+    typed: asyncio.Future[str | None] = asyncio.ensure_future(lines.readline())
+    pushed: asyncio.Future[gateway_pb2.SeatUpdate] = asyncio.ensure_future(updates.get())
+    ended = False  # stdin ended (a script piped in): show what follows for a while, then stop
+    try:
         while True:
-            status = await me.table(table_id)
-            if status.status == "closed":
-                print(f"table closed: {status.close_reason}")
-                return 1
-            if (
-                status.status == "open"
-                and "" not in status.player_ids
-                and status.host_id == me.player_id
-            ):
-                await me.rpc(me.stub.StartTable, matchmaking_pb2.TableRequest(table_id=table_id))
-                continue
-            if status.status == "dealt":
-                break
-            print("waiting for an opponent...")
-            await asyncio.sleep(1.0)
-        async with PlaySession(me.stub, table_id, me.auth) as session:
-            try:
-                while True:
-                    view = session.view
-                    assert view is not None
-                    print(render(view))
-                    if view.phase in FINISHED:
-                        return 0
-                    line = await loop.run_in_executor(None, input, "> ")
-                    cmd = parse(line)
-                    if cmd is None:
-                        print("  not understood; type help")
-                    elif cmd == "help":
-                        print(HELP)
-                    elif cmd in ("quit", "q"):
-                        return 0
-                    elif isinstance(cmd, str):
-                        prefs = gateway_pb2.PreferencesRequest(auto_roll=cmd.endswith("on"))
-                        await me.rpc(me.stub.SetPreferences, prefs)
-                    else:
-                        # Leaving holds whatever the table did meanwhile: no seq check.
-                        seq = 0 if cmd.WhichOneof("kind") == "leave" else view.seq
-                        try:
-                            await session.send(cmd, expected_seq=seq)
-                        except CommandRefused as refused:
-                            print(f"  refused: {refused}")
-            except EOFError:
+            waits: set[asyncio.Future[Any]] = {typed, pushed}
+            done, _ = await asyncio.wait(
+                waits, timeout=EOF_LINGER_S if ended else None, return_when=asyncio.FIRST_COMPLETED
+            )
+            if not done:
                 return 0
+            if pushed in done:
+                batch = [pushed.result()]
+                while not updates.empty():
+                    batch.append(updates.get_nowait())
+                pushed = asyncio.ensure_future(updates.get())
+                view = batch[-1].view
+                missing = [p for p in view.player_ids if p and p not in names]
+                if missing:
+                    reply = await me.rpc(
+                        me.stub.GetNames, gateway_pb2.NamesRequest(player_ids=missing)
+                    )
+                    names.update(reply.names)
+                events = [e for u in batch for e in u.events]
+                said = [t for e in events if (t := describe(e, view, names))]
+                for text in said[-10:] if first else said:  # joining: the last few only
+                    print(f"  * {text}")
+                first = False
+                print(render(session.view or view, names=names))
+                print("> ", end="", flush=True)
+            if session.closed is not None and updates.empty():
+                print("the table's stream ended")
+                return 0
+            if ended and session.view is not None and session.view.phase in FINISHED:
+                return 0
+            if typed in done:
+                line = typed.result()
+                if line is None:
+                    ended = True
+                    typed = asyncio.get_running_loop().create_future()  # never: no more input
+                    continue
+                typed = asyncio.ensure_future(lines.readline())
+                if await _command(me, session, line) == "quit":
+                    return 0
+    finally:
+        for task in (typed, pushed):
+            task.cancel()
+
+
+async def _command(me: Player, session: PlaySession, line: str) -> str | None:
+    view = session.view
+    assert view is not None
+    cmd = parse(line)
+    if cmd is None:
+        if line.strip():
+            print("  not understood; type help")
+        print("> ", end="", flush=True)
+    elif cmd == "help":
+        print(HELP)
+        print("> ", end="", flush=True)
+    elif cmd in ("quit", "q"):
+        return "quit"
+    elif isinstance(cmd, str):
+        prefs = gateway_pb2.PreferencesRequest(auto_roll=cmd.endswith("on"))
+        await me.rpc(me.stub.SetPreferences, prefs)
+        print(f"  {cmd}", flush=True)
+    else:
+        # Leaving holds whatever the table did meanwhile: no seq check.
+        seq = 0 if cmd.WhichOneof("kind") == "leave" else view.seq
+        try:
+            await session.send(cmd, expected_seq=seq)
+        except CommandRefused as refused:
+            print(f"  refused: {refused}")
+            print("> ", end="", flush=True)
+    return None
+
+
+async def watch_terminal(gateway: str, name: str, table_id: str) -> int:
+    """`bgcluster play --watch TABLE`: a read-only board, drawn again on every update (I-35);
+    `--watch list` lists the matches in play that anyone may watch."""
+    async with grpc.aio.insecure_channel(gateway) as channel:
+        me = Player(channel, name)
+        await me.login()
+        if table_id == "list":
+            live = matchmaking_pb2.ListTablesRequest(live=True, limit=20)
+            tables = (await me.rpc(me.stub.ListTables, live)).tables
+            for t in tables:
+                print(f"{t.table_id}  {t.options.profile:8} match to {t.options.match_length}")
+            if not tables:
+                print("no match anyone may watch is in play")
+            return 0
+        names: dict[str, str] = {}
+        call = me.stub.Watch(gateway_pb2.WatchRequest(table_id=table_id), metadata=me.auth)
+        try:
+            async for message in call:
+                update = message.update
+                view = update.view
+                missing = [p for p in view.player_ids if p and p not in names]
+                if missing:
+                    request = gateway_pb2.NamesRequest(player_ids=missing)
+                    names.update((await me.rpc(me.stub.GetNames, request)).names)
+                for event in update.events:
+                    if text := describe(event, view, names):
+                        print(f"  * {text}")
+                print(render(view, names=names), flush=True)
+                if view.phase in FINISHED:
+                    return 0  # the match is over (a rematch would be another one to watch)
+        except grpc.aio.AioRpcError as exc:
+            print(f"cannot watch: {exc.details()}")
+            return 1
+        return 0

@@ -3,7 +3,7 @@ movable checkers and lit points. Built from `MatchState` only, never from the se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.machine import may_double, next_deadline
 from engine.state import MatchState, Phase
@@ -96,4 +96,28 @@ def player_view(m: MatchState, seat: int) -> PlayerView:
         end_reason=m.end_reason,
         rematch_offered_by=m.rematch_offered_by,
         rematch_agreed=m.rematch_agreed,
+    )
+
+
+def spectator_view(m: MatchState) -> PlayerView:
+    """What anyone watching may see (I-35): seat 0's side of the board as it stood when the
+    turn in play began (a turn's single steps stay the mover's own until it ends, as for the
+    opponent), and nothing to act on: no lit points, cube or confirm rights, or preferences."""
+    view = player_view(m, 0)
+    pos = m.position(0)
+    return replace(
+        view,
+        own=pos.mover,
+        opponent=pos.opponent,
+        pips=(
+            sum((i + 1) * n for i, n in enumerate(pos.mover)),
+            sum((i + 1) * n for i, n in enumerate(pos.opponent)),
+        ),
+        steps=(),
+        lit={},
+        movable=(),
+        can_double=False,
+        can_confirm=False,
+        auto_roll=False,
+        boosts_left=0,
     )

@@ -95,6 +95,12 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--join", default="", help="join a table by party code or invite link")
     play.add_argument("--bet", type=int, default=100, help="wagered: the bet")
     play.add_argument(
+        "--watch",
+        default="",
+        metavar="TABLE_ID",
+        help="watch a table anyone may watch (I-35); 'list' lists the matches in play",
+    )
+    play.add_argument(
         "--gateway", default="", help="gateway address (default: the running cluster)"
     )
     return p
@@ -196,7 +202,7 @@ async def _demo(args: argparse.Namespace) -> int:
 
 
 async def _play(args: argparse.Namespace) -> int:
-    from client.terminal import play_terminal
+    from client.terminal import play_terminal, watch_terminal
     from infra.status import read_state
 
     gateway = args.gateway
@@ -207,6 +213,8 @@ async def _play(args: argparse.Namespace) -> int:
             print(f"bgcluster: {exc}", file=sys.stderr)
             return 3
         gateway = next(s["address"] for s in state["services"] if s["name"] == "gateway")
+    if args.watch:
+        return await watch_terminal(gateway, args.name, args.watch)
     return await play_terminal(gateway, args.name, args.vs_cpu, args.create, args.join, args.bet)
 
 

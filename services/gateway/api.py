@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 import grpc
@@ -32,10 +32,12 @@ from services.common.errors import (
     infrastructure_failure,
     remote_call,
 )
+from services.common.play_wire import FINISHED
 from services.gateway import limits
 from services.gateway.auth import IdentityProvider, TokenSigner
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import GAP, Subscription, TableFeed
+from services.gateway.names import Names
 from services.gateway.presence import Presence
 from services.gateway.rate_limits import RateLimits, peer_address
 
@@ -58,6 +60,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         leaderboard: grpc.aio.Channel | None = None,
         feed: TableFeed | None = None,
         command_streams: int = 4,
+        names: Names | None = None,
     ) -> None:
         self.signer = signer
         self.identities = identities
@@ -68,6 +71,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.lines = CommandLines(self.tables, streams=command_streams)
         self.presence = presence
         self.feed = feed or TableFeed(presence.redis)
+        self.names = names or Names(presence.redis, signer.ttl_s)
         self.limits = limits
         self.boards = (
             leaderboard_pb2_grpc.LeaderboardServiceStub(leaderboard) if leaderboard else None
@@ -104,6 +108,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         limits.check(request)
         identity = await self.identities.guest(request.guest_name)
         token, expires = self.signer.issue(identity)
+        await self.names.remember(identity.player_id, identity.name)
         return gateway_pb2.LoginResponse(
             token=token, player_id=identity.player_id, expires_ms=expires
         )
@@ -118,7 +123,20 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     @grpc_errors
     async def ListTables(self, request: matchmaking_pb2.ListTablesRequest, context: Context) -> Any:
         self.player(context, request)
-        return await call(self.lobby.ListTables(request, timeout=10))
+        reply: Any = await call(self.lobby.ListTables(request, timeout=10))
+        if request.live:  # only the matches still in play (the lobby cannot tell)
+            playing = await asyncio.gather(*(self._in_play(t.table_id) for t in reply.tables))
+            kept = [t for t, ok in zip(reply.tables, playing, strict=True) if ok]
+            reply = matchmaking_pb2.ListTablesResponse(tables=kept)
+        return reply
+
+    async def _in_play(self, table_id: str) -> bool:
+        request = table_pb2.GetViewRequest(table_id=table_id, spectator=True)
+        try:
+            view: Any = await call(self.tables.GetView(request, timeout=5))
+        except ServiceError:
+            return False  # gone (forgotten an hour after its end) or unreachable: not listed
+        return view.phase not in FINISHED
 
     @grpc_errors
     async def JoinByCode(self, request: matchmaking_pb2.JoinByCodeRequest, context: Context) -> Any:
@@ -208,6 +226,14 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         return gateway_pb2.BalanceResponse(balance=reply.balance)
 
     @grpc_errors
+    async def GetNames(
+        self, request: gateway_pb2.NamesRequest, context: Context
+    ) -> gateway_pb2.NamesResponse:
+        self.player(context, request)
+        names = await self.names.lookup(list(request.player_ids))  # Redis down: UNAVAILABLE
+        return gateway_pb2.NamesResponse(names=names)
+
+    @grpc_errors
     async def SetPreferences(
         self, request: gateway_pb2.PreferencesRequest, context: Context
     ) -> gateway_pb2.PreferencesResponse:
@@ -287,28 +313,48 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     ) -> None:
         """The table's updates for this seat, each event once and in order, gaps filled."""
         table_id = sub.table_id
+
+        async def fresh() -> Any:
+            request = table_pb2.GetViewRequest(table_id=table_id, player_id=player)
+            return await call(self.tables.GetView(request, timeout=10))
+
+        async def pushed(update: table_pb2.TableUpdate) -> table_pb2.TableView | None:
+            return _view_of(update, player, seat)
+
+        await self._relay(sub, last, queue, fresh, pushed)
+
+    async def _relay(
+        self,
+        sub: Subscription,
+        last: int,
+        queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
+        fresh: Callable[[], Awaitable[Any]],
+        pushed: Callable[[table_pb2.TableUpdate], Awaitable[table_pb2.TableView | None]],
+    ) -> None:
+        """A subscription's updates into `queue`, each event once and in order, gaps filled
+        from the table's stream; `fresh()` reads the caller's view, `pushed(update)` takes it
+        from an update (None: the caller no longer sits there, the stream is over)."""
+        table_id = sub.table_id
         while True:
             update = await sub.queue.get()
             try:
                 if update is GAP:
-                    view: Any = await call(
-                        self.tables.GetView(
-                            table_pb2.GetViewRequest(table_id=table_id, player_id=player),
-                            timeout=10,
-                        )
-                    )
+                    view = await fresh()
                     seq, mine = view.seq, view
                     events = await self.feed.events_between(table_id, last, seq)
                 else:
                     if update.seq <= last:
                         continue  # already delivered (the join's view, or a refilled gap)
-                    seq, mine = update.seq, _view_of(update, player, seat)
+                    seq, mine = update.seq, await pushed(update)
                     if mine is None:
                         await queue.put(None)  # a new match without this player: stream over
                         return
                     first = seq - len(update.events) + 1
                     events = await self.feed.events_between(table_id, last, first - 1)
                     events += update.events
+                    if mine.seq > seq:  # a view read after the update (a spectator's)
+                        events += await self.feed.events_between(table_id, seq, mine.seq)
+                        seq = mine.seq
                 if seq <= last:
                     continue
             except ServiceError as err:
@@ -330,6 +376,56 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             await queue.put(
                 _update(table_id, gateway_pb2.SeatUpdate(seq=seq, events=events, view=mine))
             )
+
+    # -- watching (I-35) ---------------------------------------------------------------------
+
+    async def Watch(self, request: gateway_pb2.WatchRequest, context: Context) -> None:
+        """A read-only stream of a watchable table: the same events as the players get (the
+        seed only in the match's end), with a spectator's view."""
+        try:
+            player = self.player(context, request)
+            table_id = limits.table_id(request.table_id)
+            lobby: Any = await call(
+                self.lobby.GetTable(
+                    matchmaking_pb2.TableRequest(player_id=player, table_id=table_id), timeout=10
+                )
+            )
+            if not lobby.watchable and player not in lobby.player_ids:
+                raise PermissionDenied("NOT_WATCHABLE", "this table is not open to spectators")
+        except ServiceError as err:
+            await abort(context, err)
+            return
+        spectator = table_pb2.GetViewRequest(table_id=table_id, spectator=True)
+
+        async def fresh() -> Any:
+            return await call(self.tables.GetView(spectator, timeout=10))
+
+        async def pushed(update: table_pb2.TableUpdate) -> table_pb2.TableView:
+            # Seat 0's side at the turn's start is in neither seat's pushed view while seat 0
+            # moves: one read per commit (only watched tables pay it).
+            return cast(table_pb2.TableView, await fresh())
+
+        sub = await self.feed.subscribe(table_id)
+        try:
+            view = await fresh()
+            backlog = await self.feed.events_between(table_id, request.from_seq, view.seq)
+        except (ServiceError, RedisError) as exc:
+            await self.feed.unsubscribe(sub)
+            await abort(context, infrastructure_failure(exc) or cast(ServiceError, exc))
+            return
+        queue: asyncio.Queue[gateway_pb2.PlayUpdate | None] = asyncio.Queue(maxsize=1000)
+        await queue.put(
+            _update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
+        )
+        relay = asyncio.create_task(self._relay(sub, view.seq, queue, fresh, pushed))
+        try:
+            while (update := await queue.get()) is not None:
+                await context.write(update)
+        finally:
+            relay.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await relay
+            await self.feed.unsubscribe(sub)
 
     async def _stream_closed(
         self, sub: Subscription, player: str, stream: str, *tasks: asyncio.Task[None]

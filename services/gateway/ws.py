@@ -5,6 +5,7 @@ Client -> gateway, one JSON object per message:
   {"id": 2, "method": "CreateTable", "request": {...}, "token": "<token>"}   (token once is enough)
   {"id": 3, "method": "Play", "request": {"join": {"tableId": "...", "fromSeq": "0"}}}
   {"method": "Play", "tableId": "...", "request": {"command": {"commandId": "c1", ...}}}
+  {"id": 4, "method": "Watch", "request": {"tableId": "...", "fromSeq": "0"}}   (read-only, I-35)
 Gateway -> client:
   {"id": 1, "response": {...}}   or   {"id": 1, "error": {"status": "...", "code": "...", ...}}
   {"update": {...PlayUpdate...}}  for everything the Play streams carry (`update.tableId` says
@@ -51,6 +52,7 @@ UNARY: dict[str, Any] = {
     "GetView": gateway_pb2.ViewRequest,
     "GetMatchRecord": table_pb2.GetMatchRecordRequest,
     "GetBalance": gateway_pb2.BalanceRequest,
+    "GetNames": gateway_pb2.NamesRequest,
     "SetPreferences": gateway_pb2.PreferencesRequest,
     "GetLeaderboard": leaderboard_pb2.TopRequest,
     "GetRank": leaderboard_pb2.RankRequest,
@@ -126,6 +128,7 @@ class WsGateway:
         conn_id = f"ipv4:{remote[0]}:{remote[1]}"  # a gRPC-style peer: limits count per address
         streams: dict[str, tuple[asyncio.Queue[gateway_pb2.PlayRequest | None], asyncio.Task[None]]]
         streams = {}
+        watching: dict[str, asyncio.Task[None]] = {}  # table -> its read-only stream
         try:
             async for raw in connection:
                 try:
@@ -139,7 +142,16 @@ class WsGateway:
                     continue
                 token = str(message.get("token") or token)[:4096]
                 if method == "Play":
+                    if str(message.get("tableId") or "") in watching:
+                        error = {"status": "PERMISSION_DENIED", "code": "WATCHING_ONLY"}
+                        await connection.send(
+                            json.dumps({"id": _request_id(message), "error": error})
+                        )
+                        continue
                     await self._play_message(connection, message, token, conn_id, streams)
+                    continue
+                if method == "Watch":
+                    await self._watch_message(connection, message, token, conn_id, watching)
                     continue
                 await connection.send(
                     json.dumps(await self._unary(method, message, WsContext(token, conn_id)))
@@ -150,6 +162,10 @@ class WsGateway:
         finally:
             for queue, task in streams.values():
                 await queue.put(None)
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            for task in watching.values():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -199,6 +215,43 @@ class WsGateway:
             await connection.send(json.dumps({"id": request_id, "error": error}))
             return
         await streams[table_id][0].put(request)
+
+    async def _watch_message(
+        self,
+        connection: Any,
+        message: dict[str, Any],
+        token: str,
+        conn_id: str,
+        watching: dict[str, asyncio.Task[None]],
+    ) -> None:
+        """A read-only stream (I-35): its updates come like Play's; commands are refused."""
+        request_id = _request_id(message)
+        try:
+            request = json_format.ParseDict(message.get("request", {}), gateway_pb2.WatchRequest())
+        except (json_format.ParseError, RecursionError, TypeError) as exc:
+            await connection.send(json.dumps({"id": request_id, "error": _malformed(str(exc))}))
+            return
+        for done in [t for t, task in watching.items() if task.done()]:
+            del watching[done]
+        if request.table_id in watching:
+            error = {"status": "ALREADY_EXISTS", "code": "ALREADY_WATCHING", "field": "tableId"}
+        elif len(watching) >= MAX_STREAMS:
+            error = {"status": "RESOURCE_EXHAUSTED", "code": "TOO_MANY_STREAMS"}
+        else:
+            ctx = WsContext(token, conn_id, connection)
+            watching[request.table_id] = asyncio.create_task(
+                self._watch(connection, request, ctx, request_id)
+            )
+            return
+        await connection.send(json.dumps({"id": request_id, "error": error}))
+
+    async def _watch(
+        self, connection: Any, request: gateway_pb2.WatchRequest, ctx: WsContext, request_id: Any
+    ) -> None:
+        try:
+            await self.servicer.Watch(request, ctx)  # type: ignore[arg-type]
+        except Aborted as exc:
+            await connection.send(json.dumps({"id": request_id, "error": _error(ctx, exc)}))
 
     async def _unary(self, method: str, message: dict[str, Any], ctx: WsContext) -> dict[str, Any]:
         reply: dict[str, Any] = {"id": _request_id(message)}

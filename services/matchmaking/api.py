@@ -27,6 +27,7 @@ def to_proto(t: Table, invite_base: str) -> matchmaking_pb2.LobbyTable:
         fingerprint=t.fingerprint,
         close_reason=t.close_reason,
         code_expires_ms=t.code_expires_ms,
+        watchable=t.watchable,
     )
 
 
@@ -50,9 +51,16 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def ListTables(
         self, request: matchmaking_pb2.ListTablesRequest, context: Context
     ) -> matchmaking_pb2.ListTablesResponse:
-        tables = await self.lobby.list_open(
-            request.profile, request.match_length, request.min_bet, request.max_bet, request.limit
-        )
+        if request.live:
+            tables = await self.lobby.list_live(request.profile, request.limit)
+        else:
+            tables = await self.lobby.list_open(
+                request.profile,
+                request.match_length,
+                request.min_bet,
+                request.max_bet,
+                request.limit,
+            )
         return matchmaking_pb2.ListTablesResponse(tables=[self._out(t) for t in tables])
 
     @grpc_errors

@@ -48,6 +48,8 @@ CPU_PREFIX = "cpu-"
 OPEN, DEALING, DEALT, CLOSED = "open", "dealing", "dealt", "closed"
 LOBBY_TAG = "{lobby}"
 OPEN_SET = f"lobby:{LOBBY_TAG}:open"  # public tables with a free seat -> ms created
+LIVE_SET = f"lobby:{LOBBY_TAG}:live"  # watchable tables dealt -> ms dealt (I-35)
+LIVE_FOR_S = 6 * 3600  # a table dealt longer ago than this drops off the live list
 DEALING_SET = f"lobby:{LOBBY_TAG}:dealing"  # table id -> ms its deal started
 DEAL_RESUME_S = money_keys.DEAL_WINDOW_S  # a deal older than this is settled, not driven on
 LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
@@ -116,6 +118,12 @@ class Table:
     @property
     def vs_cpu(self) -> bool:
         return any(p.startswith(CPU_PREFIX) for p in self.player_ids)
+
+    @property
+    def watchable(self) -> bool:
+        """I-35: anyone may watch a public table, and a wagered or scored quick match (no
+        player can opt out yet: there is no such preference)."""
+        return self.public or (self.quick and self.options.get("profile") in ("wagered", "scored"))
 
 
 def options_key(opts: table_pb2.TableOptions) -> str:
@@ -242,6 +250,28 @@ class Lobby:
                 continue
             bet = int(o.get("bet", 0))
             if (min_bet and bet < min_bet) or (max_bet and bet > max_bet):
+                continue
+            out.append(table)
+            if len(out) >= limit:
+                break
+        return out
+
+    async def list_live(self, profile: str = "", limit: int = 50) -> list[Table]:
+        """Watchable tables dealt, newest first (I-35). Whether their match is still in play
+        is the table service's to say: the gateway asks it before listing one."""
+        limit = 50 if limit <= 0 else min(limit, 200)
+        now = int(time.time() * 1000)
+        await self.redis.zremrangebyscore(LIVE_SET, "-inf", now - LIVE_FOR_S * 1000)
+        out = []
+        for raw_id in await self.redis.zrevrange(LIVE_SET, 0, 499):
+            try:
+                table = await self.get(raw_id.decode())
+            except NotFound:
+                await self.redis.zrem(LIVE_SET, raw_id)
+                continue
+            if table.status != DEALT:
+                continue  # re-dealing (a rematch) or closed
+            if profile and table.options.get("profile") != profile:
                 continue
             out.append(table)
             if len(out) >= limit:
@@ -446,6 +476,8 @@ class Lobby:
                 t.status, t.fingerprint = DEALT, fingerprint
 
         table = await self._update(table.table_id, dealt)
+        if table.watchable:
+            await self.redis.zadd(LIVE_SET, {table.table_id: int(time.time() * 1000)})
         if opts.profile == "scored":
             for p in table.player_ids:
                 await self.redis.set(f"lobby:scored:{p}", table.table_id, ex=86_400)

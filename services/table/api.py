@@ -118,8 +118,13 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def GetView(
         self, request: table_pb2.GetViewRequest, context: Context
     ) -> table_pb2.TableView:
-        loaded, view = await self.core.view(request.table_id, request.player_id)
-        return convert.view_proto(view, loaded.meta, loaded.seq, loaded.state.match.options)
+        if request.spectator:
+            loaded, view = await self.core.spectator_view(request.table_id)
+        else:
+            loaded, view = await self.core.view(request.table_id, request.player_id)
+        out = convert.view_proto(view, loaded.meta, loaded.seq, loaded.state.match.options)
+        out.spectator = request.spectator
+        return out
 
     async def StreamEvents(
         self, request: table_pb2.StreamEventsRequest, context: Context

@@ -29,7 +29,7 @@ from engine import commands as c
 from engine import events as e
 from engine.machine import Applied, Rejection, apply, new_match, next_deadline
 from engine.state import TableState
-from engine.view import PlayerView, player_view
+from engine.view import PlayerView, player_view, spectator_view
 from engine.vocabulary import RejectionCode
 from services.common import money_keys
 from services.common.errors import (
@@ -388,6 +388,11 @@ class TableCore:
         loaded = await self._load(table_id)
         seat = self.seat_of(loaded, player_id)
         return loaded, player_view(loaded.state.match, seat)
+
+    async def spectator_view(self, table_id: str) -> tuple[Loaded, PlayerView]:
+        """I-35: what anyone may see; the gateway decides who may watch."""
+        loaded = await self._load(table_id)
+        return loaded, spectator_view(loaded.state.match)
 
     async def record(self, table_id: str, match_id: str) -> dict[str, Any]:
         saved = await self.store.get_record(table_id, match_id)

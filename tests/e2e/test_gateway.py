@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
+from bg.common.v1 import errors_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
@@ -496,7 +497,7 @@ async def test_terminal_client_against_the_cpu(cluster: dict[str, Any]) -> None:
     assert proc.returncode == 0, text
     # The board was drawn with whose turn it is (lit points once it is ours and we move).
     assert "pips: you" in text and ("lit:" in text or "turn" in text)
-    assert "not understood" in text and "roll | move FROM TO" in text
+    assert "not understood" in text and "move FROM TO" in text and "auto on / auto off" in text
     assert "match over: nobody won (abandoned)" in text
 
 
@@ -611,3 +612,70 @@ async def test_leaderboards_through_the_gateway(cluster: dict[str, Any]) -> None
                 leaderboard_pb2.TopRequest(board="karma"), metadata=ann.auth
             )
         assert error_from(bad.value).field == "board"  # type: ignore[union-attr]
+
+
+async def test_a_spectator_sees_every_event_once_and_nothing_secret(
+    cluster: dict[str, Any],
+) -> None:
+    """I-35: anyone may watch a public table: the same events as the players, each once and in
+    order, with a spectator's view (nothing to act on); the seed appears only in the match's
+    end. A private table cannot be watched, and a live public one is listed in the lobby."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob, cam = await _players(cluster, ch, "ann", "bob", "cam", grant=0)
+        opts = table_pb2.TableOptions(profile="casual", match_length=1)
+        private = await ann.create_table(opts)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            async for _ in cam.stub.Watch(
+                gateway_pb2.WatchRequest(table_id=private.table_id), metadata=cam.auth
+            ):
+                pass
+        assert (error_from(refused.value) or errors_pb2.Error()).code == "NOT_WATCHABLE"
+
+        table = await ann.create_table(opts, public=True)
+        await bob.join(table.code)
+        await ann.stub.StartTable(
+            matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=ann.auth
+        )
+        live = await cam.stub.ListTables(
+            matchmaking_pb2.ListTablesRequest(live=True), metadata=cam.auth
+        )
+        assert table.table_id in [t.table_id for t in live.tables]
+        seen: list[Any] = []
+        views: list[Any] = []
+
+        async def spectate() -> None:
+            watch = cam.stub.Watch(
+                gateway_pb2.WatchRequest(table_id=table.table_id), metadata=cam.auth
+            )
+            async for message in watch:
+                seen.extend(message.update.events)
+                views.append(message.update.view)
+                if phase_of(message.update.view) == "match_over":
+                    return
+
+        spectating = asyncio.create_task(spectate())
+        terminal = await asyncio.create_subprocess_exec(
+            str(BIN / "bgcluster"), "play", "--watch", table.table_id, "--name", "dee",
+            "--gateway", cluster["gateway"], stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        await asyncio.gather(ann.play(table.table_id, 240), bob.play(table.table_id, 240))
+        await asyncio.wait_for(spectating, 60)
+        out, _ = await asyncio.wait_for(terminal.communicate(), 60)
+        watched = out.decode()
+        assert terminal.returncode == 0, watched
+        assert "O: bob" in watched and "X: ann" in watched and "match over: " in watched
+        assert "ann rolled" in watched and "bob moved" in watched
+        async with ann.session_for(table.table_id) as replay:  # everything, from seq 0
+            played = [e.event_id for e in replay.events]
+        assert [e.event_id for e in seen] == played  # each once, in order, none missing
+        ended = next(e.match_ended for e in seen if e.WhichOneof("body") == "match_ended")
+        secret = ended.seed_hex.encode()
+        before_end = [e for e in seen if e.WhichOneof("body") != "match_ended"]
+        assert secret and not any(secret in e.SerializeToString() for e in before_end)
+        assert not any(secret in v.SerializeToString() for v in views)
+        assert all(v.spectator and not v.lit and not v.can_double for v in views)
+        after = await cam.stub.ListTables(
+            matchmaking_pb2.ListTablesRequest(live=True), metadata=cam.auth
+        )
+        assert table.table_id not in [t.table_id for t in after.tables]  # over: not live

@@ -13,7 +13,7 @@ from engine import codec, profiles
 from engine import commands as c
 from engine.machine import Rejection, apply
 from engine.profiles import RulesOptions
-from engine.view import player_view
+from engine.view import player_view, spectator_view
 from tests.engine.playout import play_match
 
 OPTIONS = [
@@ -79,3 +79,25 @@ def test_views_never_carry_the_seed(options: RulesOptions, seed: int, n: int) ->
     if not run.state.match.finished:
         for event in run.events:
             assert secret not in json.dumps(event.to_dict(), default=str)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(OPTIONS), st.integers(0, 2**31), st.integers(1, 200))
+def test_a_spectator_sees_the_turn_as_it_began_and_nothing_to_act_on(
+    options: RulesOptions, seed: int, n: int
+) -> None:
+    """I-35: seat 0's side of the board as the seat not moving sees it, no lit points, no cube
+    or confirm rights, no preferences, and never the seed."""
+    rng = random.Random(seed)
+    run = play_match(options, rng.randbytes(16), rng, max_commands=n)
+    m = run.state.match
+    watched = spectator_view(m)
+    not_moving = player_view(m, 1 - m.turn)
+    # The seat not moving sees the turn's start; seat 0's side of it is the spectator's.
+    if m.turn == 0:
+        assert (watched.own, watched.opponent) == (not_moving.opponent, not_moving.own)
+    else:
+        assert (watched.own, watched.opponent) == (not_moving.own, not_moving.opponent)
+    assert watched.seat == 0 and not watched.lit and not watched.steps
+    assert not (watched.can_double or watched.can_confirm or watched.auto_roll)
+    assert run.state.secret.seed.hex() not in repr(watched)

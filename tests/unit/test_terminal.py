@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2
-from client.terminal import parse, render
+from client.terminal import HELP, describe, parse, render
 from engine.position import Position
 
 
@@ -36,3 +37,30 @@ def test_parse_commands() -> None:
     assert isinstance(roll, table_pb2.Command) and roll.WhichOneof("kind") == "roll"
     assert parse("help") == "help" and parse("auto on") == "auto on"
     assert parse("fly away") is None and parse("move x y") is None
+
+
+def test_the_score_names_and_the_opponents_play_read_as_a_person_says_them() -> None:
+    start = Position.start()
+    view = table_pb2.TableView(
+        seat=1, decider=0, phase="PHASE_MOVING", player_ids=["gann", "gbob"],
+        own=list(start.mover), opponent=list(start.opponent), pips=[167, 167],
+        score=[0, 2], match_length=3, cube=1, cube_owner=-1, game_no=3, winner=-1,
+    )  # fmt: skip
+    text = render(view, names={"gann": "ann"})
+    assert "score 2-0 (match to 3)" in text and "O: ann" in text
+    rolled = events_pb2.TableEvent(dice_rolled=events_pb2.DiceRolled(seat=0, dice=[6, 5]))
+    moved = events_pb2.TableEvent(
+        checkers_moved=events_pb2.CheckersMoved(
+            seat=0, steps=[events_pb2.Step(**{"from": 24, "to": 18})]
+        )
+    )
+    assert describe(rolled, view, {"gann": "ann"}) == "ann rolled 6-5"
+    assert describe(moved, view, {"gann": "ann"}) == "ann moved 24/18"
+    assert describe(moved, view, {}) == "gann moved 24/18"  # a lapsed name: the id
+
+
+def test_help_lists_every_command_including_auto() -> None:
+    for word in ("roll", "move FROM TO", "play 8/5 6/5", "undo", "done", "double", "take",
+                 "drop", "boost", "resign", "auto on / auto off", "rematch / accept", "leave",
+                 "help", "quit"):  # fmt: skip
+        assert word in HELP, word

@@ -22,6 +22,7 @@ export class Connection {
     this.calls = new Map(); // id -> {resolve, reject}
     this.commands = new Map(); // commandId -> {message, resolve, reject}
     this.tables = new Map(); // tableId -> last seq processed
+    this.watching = new Set(); // tables joined read-only (Watch, I-35)
     this.ws = null;
     this.backoffMs = 250;
     this.opened = null;
@@ -71,11 +72,23 @@ export class Connection {
     else await this.connect(); // joins every table once open
   }
 
+  // Watch a table anyone may watch: the same updates, read-only.
+  async watch(tableId, fromSeq = 0) {
+    this.watching.add(tableId);
+    return this.join(tableId, fromSeq);
+  }
+
   leave(tableId) {
     this.tables.delete(tableId);
+    this.watching.delete(tableId);
   }
 
   _join(tableId, fromSeq) {
+    if (this.watching.has(tableId)) {
+      const request = { tableId, fromSeq: String(fromSeq) };
+      this.ws.send(JSON.stringify({ method: "Watch", request, token: this.token }));
+      return;
+    }
     const request = { join: { tableId, fromSeq: String(fromSeq) } };
     this.ws.send(JSON.stringify({ method: "Play", request, token: this.token }));
   }

@@ -33,6 +33,8 @@ const state = {
   verify: "",
   commands: 0,
   leaveArmed: false,
+  watching: false, // a spectator of this table (I-35): read-only
+  names: {}, // player id -> display name
 };
 
 const conn = new Connection(
@@ -51,6 +53,7 @@ function show(screen) {
 function save() {
   sessionStorage.setItem("bg", JSON.stringify({
     token: conn.token, playerId: state.playerId, name: state.name, tableId: state.tableId,
+    watching: state.watching,
   }));
 }
 
@@ -68,13 +71,31 @@ function seatOf(v) { return v.seat || 0; }
 
 function other(v) { return 1 - seatOf(v); }
 
-function opponentName(v) {
-  const id = (v.playerIds || [])[other(v)] || "";
+function nameOf(id) {
+  if (!id) return "Opponent";
+  if (state.names[id]) return state.names[id];
   if (id.startsWith("cpu-")) return `CPU (${id.split("-")[1]})`;
-  return id ? `Opponent ${id.slice(0, 6)}` : "Opponent";
+  return `Player ${id.slice(1, 7)}`;
 }
 
-function who(v, seat) { return (seat || 0) === seatOf(v) ? "You" : opponentName(v); }
+function opponentName(v) { return nameOf((v.playerIds || [])[other(v)]); }
+
+function who(v, seat) {
+  if ((seat || 0) === seatOf(v) && !v.spectator) return "You";
+  return nameOf((v.playerIds || [])[seat || 0]);
+}
+
+// Names of the players in `ids` not known yet, asked once.
+async function learnNames(ids) {
+  const missing = [...new Set(ids.filter((id) => id && !(id in state.names)))];
+  if (!missing.length) return;
+  for (const id of missing) state.names[id] = state.names[id] || ""; // asked: not again
+  try {
+    const reply = await conn.call("GetNames", { playerIds: missing.slice(0, 16) });
+    Object.assign(state.names, reply.names || {});
+  } catch { /* ids stand in */ }
+  if (state.view) renderTable();
+}
 
 function phaseOf(v) { return v.phase || "PHASE_UNSPECIFIED"; }
 
@@ -92,25 +113,27 @@ async function login(name) {
   save();
 }
 
+// The header's diamonds and trophies (and the end of a match's balance), read together and shown
+// at once: what bg.state() says is always what the page shows.
 async function refreshMe() {
-  $("me").textContent = state.name ? `${state.name}` : "";
-  try {
-    state.balance = Number((await conn.call("GetBalance", {})).balance || 0);
-  } catch { /* the wallet answers again later */ }
-  try {
-    const profile = await conn.call("GetProfile", { playerId: state.playerId });
-    state.trophies = Number(profile.trophies || 0);
-  } catch { /* no profile yet */ }
+  const [balance, profile] = await Promise.allSettled([
+    conn.call("GetBalance", {}),
+    conn.call("GetProfile", { playerId: state.playerId }),
+  ]);
+  if (balance.status === "fulfilled") state.balance = Number(balance.value.balance || 0);
+  if (profile.status === "fulfilled") state.trophies = Number(profile.value.trophies || 0);
   const parts = [state.name];
   if (state.balance !== null) parts.push(`${state.balance} diamonds`);
   if (state.trophies !== null) parts.push(`${state.trophies} trophies`);
   $("me").textContent = parts.join(" · ");
   $("me").setAttribute("aria-label",
     `${state.name}, ${state.balance ?? "?"} diamonds, ${state.trophies ?? "?"} trophies`);
+  if (state.screen === "table" && state.view) renderEnd(state.view);
 }
 
 async function toLobby() {
   state.tableId = "";
+  state.watching = false;
   state.table = null;
   state.view = null;
   save();
@@ -171,9 +194,10 @@ async function waitForDeal(table) {
 
 // -- the table ---------------------------------------------------------------------------
 
-async function openTable(tableId) {
+async function openTable(tableId, watching = false) {
   if (state.screen === "table" && state.tableId === tableId) return; // open already
   state.tableId = tableId;
+  state.watching = watching;
   state.view = null;
   state.seenRolls = [];
   state.eventSeqs = [];
@@ -184,7 +208,8 @@ async function openTable(tableId) {
   $("end").hidden = true;
   show("table");
   board = new Board($("board-wrap"), (from, to) => send({ move: { from, to } }));
-  await conn.join(tableId, 0);
+  if (watching) await conn.watch(tableId, 0);
+  else await conn.join(tableId, 0);
 }
 
 function describe(event, v) {
@@ -234,6 +259,7 @@ function onUpdate(tableId, update) {
   }
   const before = state.view;
   state.view = view;
+  learnNames(view.playerIds || []);
   state.autoRoll = !!view.autoRoll;
   renderTable();
   if (OVER.has(phaseOf(view)) && !(before && OVER.has(phaseOf(before)))) settling();
@@ -246,7 +272,6 @@ async function settling() {
   let first;
   for (let i = 0; i < 20 && state.tableId === tableId; i++) {
     await refreshMe();
-    if (state.view) renderEnd(state.view);
     if (i === 0) first = state.balance;
     else if (state.balance !== first) return;
     await new Promise((r) => setTimeout(r, 1000));
@@ -290,7 +315,8 @@ function renderSeats() {
   const pips = v.pips || [];
   const away = v.away || [];
   const me = seatOf(v);
-  $("seat-me").textContent = `You · ${pips[0] || 0} pips${acting === me && !WAITING.has(phaseOf(v)) ? clockText(v) : ""}`;
+  const mine = v.spectator ? nameOf((v.playerIds || [])[0]) : "You";
+  $("seat-me").textContent = `${mine} · ${pips[0] || 0} pips${acting === me && !WAITING.has(phaseOf(v)) ? clockText(v) : ""}`;
   $("seat-them").textContent = `${opponentName(v)} · ${pips[1] || 0} pips${away[other(v)] ? " · away" : ""}`
     + `${acting !== me && !WAITING.has(phaseOf(v)) ? clockText(v) : ""}`;
   $("seat-me").classList.toggle("acting", acting === me);
@@ -308,9 +334,14 @@ function renderTable() {
   const cube = v.cube && v.cube > 1 ? ` · cube ${v.cube}` : "";
   $("match-info").textContent = `${score[me] || 0}-${score[1 - me] || 0} (match to ${v.matchLength || 1})`
     + ` · game ${v.gameNo || 1}${v.crawford ? " (Crawford)" : ""}${cube} · ${phase}`
-    + (myTurn(v) ? " · your move" : "");
+    + (v.spectator ? " · watching" : myTurn(v) ? " · your move" : "");
   const actions = $("actions");
   actions.replaceChildren();
+  if (v.spectator) {
+    actions.appendChild(button("Stop watching", null, { action: "stopWatching", run: backToLobby }));
+    renderEnd(v);
+    return;
+  }
   const mine = myTurn(v);
   const p = phaseOf(v);
   const wagered = v.options && v.options.profile === "wagered";
@@ -351,7 +382,9 @@ function renderEnd(v) {
   const me = seatOf(v);
   const winner = v.winner ?? 0;
   const closed = p === "PHASE_CLOSED" || winner < 0;
-  $("end-title").textContent = closed ? "Match closed" : winner === me ? "You won the match" : "You lost the match";
+  $("end-title").textContent = closed ? "Match closed"
+    : v.spectator ? `${who(v, winner)} won the match`
+      : winner === me ? "You won the match" : "You lost the match";
   const score = v.score || [];
   const money = v.options && v.options.profile === "wagered" && state.balance !== null ? ` · ${state.balance} diamonds` : "";
   $("end-detail").textContent = `${score[me] || 0}-${score[1 - me] || 0} (match to ${v.matchLength || 1}), `
@@ -361,6 +394,7 @@ function renderEnd(v) {
   $("verify-result").textContent = state.verify;
   const offeredBy = v.rematchOfferedBy ?? 0;
   const rematch = $("rematch");
+  rematch.hidden = !!v.spectator;
   rematch.disabled = !!v.rematchAgreed;
   rematch.textContent = offeredBy === 1 - me ? "Accept the rematch" : offeredBy === me ? "Rematch offered" : "Rematch";
   rematch.disabled = offeredBy === me || !!v.rematchAgreed;
@@ -374,6 +408,12 @@ async function verifyDice() {
   state.verify = "checking…";
   renderEnd(v);
   try {
+    if (v.spectator) { // no record for spectators: the rolls they saw, against the seed revealed
+      const result = await verifyRolls((state.ended && state.ended.seedHex) || "", v.fingerprint || "", state.seenRolls);
+      state.verify = (result.ok ? "✓ " : "✗ ") + result.reason;
+      renderEnd(v);
+      return;
+    }
     const record = await conn.call("GetMatchRecord", { tableId: state.tableId, matchId: v.matchId });
     const rolls = (record.rolls || []).map((r) => [r.a || 0, r.b || 0]);
     let i = 0;
@@ -396,6 +436,42 @@ function rematch() {
   const v = state.view;
   const offeredBy = v.rematchOfferedBy ?? 0;
   send(offeredBy === other(v) ? { acceptRematch: {} } : { offerRematch: {} });
+}
+
+function backToLobby() {
+  conn.leave(state.tableId);
+  state.watching = false;
+  toLobby();
+}
+
+// The matches in play anyone may watch (I-35), each with a Watch button.
+async function listLive() {
+  $("lobby-error").textContent = "";
+  try {
+    const reply = await conn.call("ListTables", { live: true, limit: 20 });
+    const tables = reply.tables || [];
+    await learnNames(tables.flatMap((t) => t.playerIds || []));
+    const items = tables.map((t) => {
+      const li = document.createElement("li");
+      const players = (t.playerIds || []).map(nameOf).join(" vs ");
+      li.textContent = `${(t.options || {}).profile || ""}: ${players}`;
+      const watch = document.createElement("button");
+      watch.textContent = "Watch";
+      watch.dataset.watch = t.tableId;
+      watch.setAttribute("aria-label", `Watch ${players}`);
+      watch.addEventListener("click", () => openTable(t.tableId, true));
+      li.appendChild(watch);
+      return li;
+    });
+    if (!items.length) {
+      const li = document.createElement("li");
+      li.textContent = "No match to watch right now.";
+      items.push(li);
+    }
+    $("live").replaceChildren(...items);
+  } catch (err) {
+    fail("lobby-error", err);
+  }
 }
 
 // -- boot --------------------------------------------------------------------------------
@@ -456,9 +532,10 @@ function wire() {
     try { await conn.call("LeaveTable", { tableId }); } catch { /* closed already */ }
     await toLobby();
   });
+  $("refresh-live").addEventListener("click", listLive);
   $("verify-dice").addEventListener("click", verifyDice);
   $("rematch").addEventListener("click", rematch);
-  $("to-lobby").addEventListener("click", () => { conn.leave(state.tableId); toLobby(); });
+  $("to-lobby").addEventListener("click", backToLobby);
   setInterval(renderSeats, 500); // the clocks count down between updates
 }
 
@@ -470,6 +547,7 @@ async function boot() {
   state.playerId = saved.playerId;
   state.name = saved.name;
   if (!saved.tableId) { await toLobby(); return; }
+  if (saved.watching) { await openTable(saved.tableId, true); return; }
   try {
     await refreshMe();
     await waitForDeal(await conn.call("GetTable", { tableId: saved.tableId }));
@@ -485,6 +563,7 @@ window.bg = {
     screen: state.screen, playerId: state.playerId, tableId: state.tableId,
     seq: state.view ? Number(state.view.seq || 0) : 0, phase: state.view ? phaseOf(state.view) : "",
     myTurn: state.view ? myTurn(state.view) : false, balance: state.balance, verify: state.verify,
+    spectator: !!(state.view && state.view.spectator), events: state.eventSeqs.length,
   }),
   seqs: () => [...state.eventSeqs],
   drop: () => conn.drop(),

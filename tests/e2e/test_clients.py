@@ -1,6 +1,7 @@
-"""The browser client (served by the gateway) in a real browser: Debian's Chromium driven by
-Playwright, against a running cluster (issue 15). Players click the lit points the server sends,
-as a person would; the tests read what the page shows through `window.bg.state()`.
+"""Players' clients against a running cluster (issue 15): the browser client (served by the
+gateway) in a real browser, Debian's Chromium driven by Playwright, where players click the lit
+points the server sends as a person would (the tests read what the page shows through
+`window.bg.state()`); and the terminal client in a pseudo-terminal.
 
 Screenshots of the lobby, a game in progress and the match end land in BG_ARTIFACTS (default
 build/artifacts/)."""
@@ -9,7 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pty
 import re
+import select
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -24,12 +29,7 @@ from tests.helpers import running_cluster
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("BG_ARTIFACTS", Path(__file__).parents[2] / "build" / "artifacts"))
 OVER = ("PHASE_MATCH_OVER", "PHASE_CLOSED")
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)"
-    ),
-]
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
@@ -44,22 +44,30 @@ def cluster(
         wallet = next(s for s in state["services"] if s["name"] == "wallet")
         yield {
             "url": gateway["ws"].replace("ws://", "http://"),
+            "grpc": gateway["address"],
             "wallet": wallet["address"],
             "operator": state["operator_token"],
         }
 
 
 @pytest.fixture
-async def browser() -> AsyncIterator[Any]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, before any page)
+def chromium() -> Path:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return CHROMIUM
+
+
+@pytest.fixture
+async def browser(chromium: Path) -> AsyncIterator[Any]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
-        chromium = await pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        browser = await pw.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
         try:
-            yield chromium
+            yield browser
         finally:
-            await chromium.close()
+            await browser.close()
 
 
 async def _page(browser: Any, url: str, name: str, phone: bool = False) -> Any:
@@ -156,6 +164,13 @@ async def test_two_browsers_play_a_whole_casual_match(
     await asyncio.gather(_in_table(ann), _in_table(bob))
     a, b = await _state(ann), await _state(bob)
     assert a["tableId"] == b["tableId"]
+    # A third person watches it from the lobby's list of matches in play (I-35).
+    cat = await _page(browser, cluster["url"], "cat")
+    await cat.get_by_role("button", name="Matches in play").click()
+    await cat.locator(f'[data-watch="{a["tableId"]}"]').click()
+    await _in_table(cat)
+    assert (await _state(cat))["spectator"]
+    assert await cat.locator('[data-action="stopWatching"]').count() == 1
 
     async def screenshot_midway() -> None:
         await ann.wait_for_function("() => bg.state().seq >= 12", timeout=60_000)
@@ -168,10 +183,19 @@ async def test_two_browsers_play_a_whole_casual_match(
     titles = [await p.locator("#end-title").text_content() for p in (ann, bob)]
     assert sorted(titles) == ["You lost the match", "You won the match"]
     # What the opponent did was shown as it happened, in each page's log.
-    assert await bob.locator("#log li", has_text="Opponent").count() > 0
+    assert await bob.locator("#log li", has_text="ann moved").count() > 0  # by name
     assert (await _verify_dice(ann)).startswith("✓ all ")
     await ann.screenshot(path=str(ARTIFACTS / "match-end.png"), full_page=True)
-    assert ann.errors == [] and bob.errors == []
+    # The spectator got every event once, in order, and checks the dice from what it saw.
+    await cat.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'")
+    assert await cat.evaluate("bg.seqs()") == await ann.evaluate("bg.seqs()")
+    assert await cat.locator("[data-movable]").count() == 0
+    assert (await _verify_dice(cat)).startswith("✓ all ")
+    assert await cat.locator("#end-title").text_content() in (
+        "ann won the match",
+        "bob won the match",
+    )
+    assert ann.errors == [] and bob.errors == [] and cat.errors == []
 
 
 async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
@@ -246,3 +270,61 @@ async def test_a_wagered_match_settles_with_the_right_balances_on_screen(
             await page.wait_for_function("b => bg.state().balance === b", arg=balance)
             assert f"{balance} diamonds" in (await page.locator("#end-detail").text_content() or "")
         assert await eve.locator("#end-title").text_content() == "You won the match"
+
+
+def _read(fd: int, timeout_s: float) -> str:
+    ready, _, _ = select.select([fd], [], [], timeout_s)
+    if not ready:
+        return ""
+    try:
+        return os.read(fd, 65536).decode(errors="replace")
+    except OSError:  # the client exited: the terminal is closed
+        return ""
+
+
+def test_the_terminal_client_redraws_on_the_opponents_play_without_typing(
+    cluster: dict[str, Any],
+) -> None:
+    """`bgcluster play --vs-cpu easy` in a pseudo-terminal: the CPU's roll and play appear,
+    named, with the board drawn again, while nothing is typed; help lists every command."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [Path(sys.executable).parent / "bgcluster", "play", "--gateway", cluster["grpc"],
+         "--name", "fay", "--vs-cpu", "easy"],
+        stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+    )  # fmt: skip
+    os.close(slave)
+    out, typed_at = "", 0
+
+    def type_line(line: str) -> None:
+        nonlocal typed_at
+        os.write(master, (line + "\n").encode())
+        typed_at = len(out)
+
+    try:
+        end = time.monotonic() + 120
+        while "> " not in out and time.monotonic() < end:
+            out += _read(master, 0.5)
+        type_line("help")
+        while "rematch / accept" not in out[typed_at:] and time.monotonic() < end:
+            out += _read(master, 0.5)
+        assert "auto on / auto off" in out and "resign" in out
+        typed_at, moved_on = len(out), -1  # moved_on: the board we last moved on
+        while time.monotonic() < end:
+            out += _read(master, 0.5)
+            since = out[typed_at:]
+            if "CPU (easy) moved" in since and "  game " in since.split("CPU (easy) moved")[-1]:
+                break  # pushed and drawn again, with nothing typed since
+            drawn = out.rfind("  game ")
+            board = out[drawn:]
+            lit = re.search(r"lit: (\S+?)->([^/\s]+)", board)
+            if drawn > moved_on and "your turn" in board and lit and board.rstrip().endswith(">"):
+                type_line(f"move {lit.group(1)} {lit.group(2)}")
+                moved_on = drawn
+        else:
+            raise AssertionError(f"no play of the CPU was drawn:\n{out[-3000:]}")
+        assert "O: CPU (easy)" in out and "score 0-0 (match to 1)" in out
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        os.close(master)

@@ -1,0 +1,52 @@
+"""Players' display names, for the other side of the board.
+
+A guest's name is known only from its login; the gateway keeps it in Redis for as long as the
+login's token lives (one key per player, so the keys spread over a Valkey Cluster's slots), and
+any gateway answers for any player. Computer seats are named by their level. A name that has
+lapsed reads as empty: clients fall back to the id.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from services.common.errors import InvalidArgument
+
+log = logging.getLogger("bg.gateway.names")
+CPU_PREFIX = "cpu-"  # matchmaking's computer seats: cpu-<level>-<table>
+MAX_LOOKUP = 16
+
+
+def name_key(player_id: str) -> str:
+    return f"player:name:{{{player_id}}}"
+
+
+class Names:
+    def __init__(self, redis: Any, ttl_s: int) -> None:
+        self.redis = redis
+        self.ttl_s = ttl_s
+
+    async def remember(self, player_id: str, name: str) -> None:
+        """Best effort: a login must not fail because the directory is unreachable."""
+        try:
+            await self.redis.set(name_key(player_id), name, ex=self.ttl_s)
+        except Exception as exc:
+            log.warning("cannot remember a player's name", extra={"error": repr(exc)[:200]})
+
+    async def lookup(self, player_ids: list[str]) -> dict[str, str]:
+        if len(player_ids) > MAX_LOOKUP:
+            raise InvalidArgument(
+                "TOO_MANY", f"at most {MAX_LOOKUP} players at a time", field="player_ids"
+            )
+        names = {p: f"CPU ({p.split('-')[1]})" for p in player_ids if p.startswith(CPU_PREFIX)}
+        people = sorted({p for p in player_ids if p and p not in names})
+        if people:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for player_id in people:
+                    pipe.get(name_key(player_id))
+                found = await pipe.execute()
+            for player_id, raw in zip(people, found, strict=True):
+                if raw is not None:
+                    names[player_id] = raw.decode() if isinstance(raw, bytes) else str(raw)
+        return names
