@@ -33,13 +33,14 @@ from services.common.errors import (
     remote_call,
 )
 from services.common.play_wire import FINISHED
-from services.gateway import limits
+from services.gateway import limits, match_export
 from services.gateway.auth import IdentityProvider, TokenSigner
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import GAP, Subscription, TableFeed
 from services.gateway.names import Names
 from services.gateway.presence import Presence
 from services.gateway.rate_limits import RateLimits, peer_address
+from services.gateway.spectator_views import SpectatorViews
 
 call = remote_call
 
@@ -72,6 +73,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.presence = presence
         self.feed = feed or TableFeed(presence.redis)
         self.names = names or Names(presence.redis, signer.ttl_s)
+        self.spectators = SpectatorViews(self._spectator_view)
         self.limits = limits
         self.boards = (
             leaderboard_pb2_grpc.LeaderboardServiceStub(leaderboard) if leaderboard else None
@@ -214,6 +216,36 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         request.player_id = self.player(context, request)  # only a match you played
         assert self.boards is not None
         return await call(self.boards.ArchivedMatch(request, timeout=10))
+
+    @grpc_errors
+    async def ExportMatch(
+        self, request: gateway_pb2.ExportMatchRequest, context: Context
+    ) -> gateway_pb2.ExportMatchResponse:
+        player = self.player(context, request)
+        if request.format not in ("mat", "json"):
+            raise InvalidArgument("BAD_FORMAT", "format is mat or json", field="format")
+        assert self.boards is not None
+        wanted = leaderboard_pb2.ArchivedMatchRequest(match_id=request.match_id, player_id=player)
+        archived: Any = await call(self.boards.ArchivedMatch(wanted, timeout=10))
+        ids = list(archived.summary.player_ids)
+        names = await self.names.lookup(ids)
+        stem = f"match-{archived.summary.match_id}"
+        if request.format == "json":
+            return gateway_pb2.ExportMatchResponse(
+                filename=stem + ".json",
+                content_type="application/json",
+                content=match_export.to_json(archived, names),
+            )
+        moves = list(archived.moves)
+        return gateway_pb2.ExportMatchResponse(
+            filename=stem + ".mat",
+            content_type="text/plain",
+            content=match_export.to_mat(
+                moves,
+                [match_export.mat_name(names.get(p) or p) for p in ids],
+                match_export.match_length(moves),
+            ),
+        )
 
     @grpc_errors
     async def GetBalance(
@@ -395,21 +427,22 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         except ServiceError as err:
             await abort(context, err)
             return
-        spectator = table_pb2.GetViewRequest(table_id=table_id, spectator=True)
 
         async def fresh() -> Any:
-            return await call(self.tables.GetView(spectator, timeout=10))
+            return await self._spectator_view(table_id)
 
         async def pushed(update: table_pb2.TableUpdate) -> table_pb2.TableView:
             # Seat 0's side at the turn's start is in neither seat's pushed view while seat 0
-            # moves: one read per commit (only watched tables pay it).
-            return cast(table_pb2.TableView, await fresh())
+            # moves: one read per commit, shared by this gateway's watchers of the table.
+            return cast(table_pb2.TableView, await self.spectators.view(table_id, update.seq))
 
+        self.spectators.watch(table_id)
         sub = await self.feed.subscribe(table_id)
         try:
             view = await fresh()
             backlog = await self.feed.events_between(table_id, request.from_seq, view.seq)
         except (ServiceError, RedisError) as exc:
+            self.spectators.unwatch(table_id)
             await self.feed.unsubscribe(sub)
             await abort(context, infrastructure_failure(exc) or cast(ServiceError, exc))
             return
@@ -425,7 +458,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             relay.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await relay
+            self.spectators.unwatch(table_id)
             await self.feed.unsubscribe(sub)
+
+    async def _spectator_view(self, table_id: str) -> Any:
+        request = table_pb2.GetViewRequest(table_id=table_id, spectator=True)
+        return await call(self.tables.GetView(request, timeout=10))
 
     async def _stream_closed(
         self, sub: Subscription, player: str, stream: str, *tasks: asyncio.Task[None]

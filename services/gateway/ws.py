@@ -53,6 +53,7 @@ UNARY: dict[str, Any] = {
     "GetMatchRecord": table_pb2.GetMatchRecordRequest,
     "GetBalance": gateway_pb2.BalanceRequest,
     "GetNames": gateway_pb2.NamesRequest,
+    "ExportMatch": gateway_pb2.ExportMatchRequest,
     "SetPreferences": gateway_pb2.PreferencesRequest,
     "GetLeaderboard": leaderboard_pb2.TopRequest,
     "GetRank": leaderboard_pb2.RankRequest,

@@ -24,6 +24,7 @@ import grpc
 import pytest
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from tests.engine.gnubg_oracle import gnubg_module
 from tests.helpers import running_cluster
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -199,11 +200,12 @@ async def test_two_browsers_play_a_whole_casual_match(
 
 
 async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
-    cluster: dict[str, Any], browser: Any
+    cluster: dict[str, Any], browser: Any, tmp_path: Path
 ) -> None:
     """Play vs CPU; mid-game the socket drops (the client reconnects and joins again from the
     last seq it processed) and later the page reloads (the session resumes the table); the match
-    is played to its end, each event shown once."""
+    is played to its end, each event shown once. Then it is replayed from the history and
+    exported as a .mat file GNU Backgammon reads back with the same winner."""
     page = await _page(browser, cluster["url"], "carol")
     await page.get_by_role("button", name="Casual, easy").click()
     await _in_table(page)
@@ -226,6 +228,35 @@ async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
     end = await _play_until_over(page)
     assert end["phase"] == "PHASE_MATCH_OVER"
     assert (await _verify_dice(page)).startswith("✓ all ")
+
+    # The finished match in the player's history: replayed move by move, and exported as a
+    # match file GNU Backgammon (the test-only oracle) imports with the same result.
+    await page.get_by_role("button", name="Back to the lobby").click()
+    replay = page.locator(f'[data-replay="{before["tableId"]}-1"]')
+    for _ in range(60):  # the archive comes through Kafka
+        await page.get_by_role("button", name="Finished matches").click()
+        await page.wait_for_timeout(500)
+        if await replay.count():
+            break
+    async with page.expect_download() as download:
+        await page.get_by_role("button", name="Download as a GNU Backgammon match file").click()
+    mat = tmp_path / "match.mat"
+    await (await download.value).save_as(mat)
+    await replay.click()
+    await page.get_by_role("button", name="Next move").click()
+    assert (await _state(page))["replay"]["at"] == 1
+    await page.keyboard.press("ArrowRight")
+    assert (await _state(page))["replay"]["at"] == 2
+    await page.get_by_role("button", name="Last move").click()
+    assert "wins" in (await page.locator("#replay-text").text_content() or "")
+    text = mat.read_text()
+    assert text.startswith(" 1 point match") and "carol" in text
+    gnubg = gnubg_module()
+    gnubg.command(f"import mat {mat}")
+    games = gnubg.match()["games"]
+    assert len(games) == 1
+    won = "X" if end["winner"] == 0 else "O"  # seat 0 is the file's first player
+    assert games[0]["info"]["winner"] == won
     assert page.errors == []
 
 
@@ -328,3 +359,30 @@ def test_the_terminal_client_redraws_on_the_opponents_play_without_typing(
         proc.terminate()
         proc.wait(10)
         os.close(master)
+
+
+async def test_the_browsers_dice_check_is_rules_i27(cluster: dict[str, Any], browser: Any) -> None:
+    """verify.js (Web Crypto) gives RULES I-27's test vector and refuses a wrong roll."""
+    context = await browser.new_context()
+    page = await context.new_page()
+    await page.goto(cluster["url"])
+    got = await page.evaluate(
+        """async () => {
+            const m = await import("/verify.js");
+            const zero = new Uint8Array(16);
+            const fp = await m.fingerprintOf(zero);
+            return {
+                fingerprint: fp,
+                values: await m.diceValues(zero, 20),
+                good: await m.verifyRolls("00".repeat(16), fp, [[1, 4], [2, 5], [6, 5]]),
+                bad: await m.verifyRolls("00".repeat(16), fp, [[1, 4], [2, 6]]),
+                forged: await m.verifyRolls("01".repeat(16), fp, [[1, 4]]),
+            };
+        }"""
+    )
+    assert got["fingerprint"] == (
+        "374708fff7719dd5979ec875d56cd2286f6d3cf7ec317a3b25632aab28ec37bb"
+    )
+    assert got["values"] == [1, 4, 2, 5, 6, 5, 1, 2, 4, 1, 5, 1, 2, 1, 2, 2, 4, 4, 2, 2]
+    assert got["good"]["ok"] and not got["bad"]["ok"] and not got["forged"]["ok"]
+    assert "roll 2" in got["bad"]["reason"] and "fingerprint" in got["forged"]["reason"]

@@ -679,3 +679,28 @@ async def test_a_spectator_sees_every_event_once_and_nothing_secret(
             matchmaking_pb2.ListTablesRequest(live=True), metadata=cam.auth
         )
         assert table.table_id not in [t.table_id for t in after.tables]  # over: not live
+
+        # Its export: the players' own only, in a format that exists.
+        match_id = f"{table.table_id}-1"
+
+        async def export(who: Player, fmt: str) -> Any:
+            request = gateway_pb2.ExportMatchRequest(match_id=match_id, format=fmt)
+            return await who.stub.ExportMatch(request, metadata=who.auth)
+
+        with pytest.raises(grpc.aio.AioRpcError) as bad:
+            await export(ann, "pdf")
+        assert (error_from(bad.value) or errors_pb2.Error()).code == "BAD_FORMAT"
+        mat = None
+        for _ in range(100):  # the archive comes through Kafka
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                mat = await export(ann, "mat")
+                break
+            await asyncio.sleep(0.1)
+        assert mat is not None and mat.filename == f"match-{match_id}.mat"
+        assert mat.content.startswith(" 1 point match") and " ann : 0" in mat.content
+        with pytest.raises(grpc.aio.AioRpcError) as stranger:
+            await export(cam, "json")
+        assert stranger.value.code() in (
+            grpc.StatusCode.PERMISSION_DENIED,
+            grpc.StatusCode.NOT_FOUND,
+        )

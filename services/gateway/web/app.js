@@ -5,6 +5,7 @@
 
 import { ApiError, Connection } from "./api.js";
 import { Board, pointName } from "./board.js";
+import { frames } from "./replay.js";
 import { verifyRolls } from "./verify.js";
 
 const $ = (id) => document.getElementById(id);
@@ -47,7 +48,7 @@ let board = null;
 
 function show(screen) {
   state.screen = screen;
-  for (const id of ["login", "lobby", "waiting", "table"]) $(id).hidden = id !== screen;
+  for (const id of ["login", "lobby", "waiting", "table", "replay"]) $(id).hidden = id !== screen;
 }
 
 function save() {
@@ -444,6 +445,31 @@ function backToLobby() {
   toLobby();
 }
 
+function listButton(label, aria, data, run) {
+  const b = document.createElement("button");
+  b.textContent = label;
+  b.setAttribute("aria-label", aria);
+  Object.assign(b.dataset, data);
+  b.addEventListener("click", run);
+  return b;
+}
+
+// A lobby list: rows of [text, buttons], or one line saying it is empty.
+function fillList(id, empty, rows) {
+  const items = rows.map(([text, buttons]) => {
+    const li = document.createElement("li");
+    li.textContent = text;
+    li.append(...buttons);
+    return li;
+  });
+  if (!items.length) {
+    const li = document.createElement("li");
+    li.textContent = empty;
+    items.push(li);
+  }
+  $(id).replaceChildren(...items);
+}
+
 // The matches in play anyone may watch (I-35), each with a Watch button.
 async function listLive() {
   $("lobby-error").textContent = "";
@@ -451,27 +477,85 @@ async function listLive() {
     const reply = await conn.call("ListTables", { live: true, limit: 20 });
     const tables = reply.tables || [];
     await learnNames(tables.flatMap((t) => t.playerIds || []));
-    const items = tables.map((t) => {
-      const li = document.createElement("li");
+    fillList("live", "No match to watch right now.", tables.map((t) => {
       const players = (t.playerIds || []).map(nameOf).join(" vs ");
-      li.textContent = `${(t.options || {}).profile || ""}: ${players}`;
-      const watch = document.createElement("button");
-      watch.textContent = "Watch";
-      watch.dataset.watch = t.tableId;
-      watch.setAttribute("aria-label", `Watch ${players}`);
-      watch.addEventListener("click", () => openTable(t.tableId, true));
-      li.appendChild(watch);
-      return li;
-    });
-    if (!items.length) {
-      const li = document.createElement("li");
-      li.textContent = "No match to watch right now.";
-      items.push(li);
-    }
-    $("live").replaceChildren(...items);
+      return [`${(t.options || {}).profile || ""}: ${players}`, [
+        listButton("Watch", `Watch ${players}`, { watch: t.tableId }, () => openTable(t.tableId, true)),
+      ]];
+    }));
   } catch (err) {
     fail("lobby-error", err);
   }
+}
+
+// -- history: finished matches, replayed move by move, exported as .mat or JSON ----------
+
+const replay = { frames: [], at: 0, board: null };
+
+async function listHistory() {
+  $("lobby-error").textContent = "";
+  try {
+    const reply = await conn.call("GetMatchHistory", { limit: 20 });
+    const matches = reply.matches || [];
+    await learnNames(matches.flatMap((m) => m.playerIds || []));
+    fillList("history", "No finished match yet.", matches.map((m) => {
+      const seat = (m.playerIds || []).indexOf(state.playerId);
+      const score = m.score || [];
+      const result = (m.winnerSeat ?? 0) < 0 ? "undecided" : (m.winnerSeat ?? 0) === seat ? "won" : "lost";
+      const rival = nameOf((m.playerIds || [])[1 - seat]);
+      return [`${m.profile} vs ${rival}: ${result} ${score[seat] || 0}-${score[1 - seat] || 0}`, [
+        listButton("Replay", `Replay the match vs ${rival}`, { replay: m.matchId }, () => openReplay(m.matchId)),
+        listButton(".mat", "Download as a GNU Backgammon match file", { export: "mat" }, () => download(m.matchId, "mat")),
+        listButton("JSON", "Download as JSON", { export: "json" }, () => download(m.matchId, "json")),
+      ]];
+    }));
+  } catch (err) {
+    fail("lobby-error", err);
+  }
+}
+
+async function download(matchId, format) {
+  try {
+    const file = await conn.call("ExportMatch", { matchId, format });
+    const url = URL.createObjectURL(new Blob([file.content || ""], { type: file.contentType }));
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = file.filename;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  } catch (err) {
+    fail("lobby-error", err);
+  }
+}
+
+async function openReplay(matchId) {
+  try {
+    const archived = await conn.call("GetArchivedMatch", { matchId });
+    const ids = (archived.summary && archived.summary.playerIds) || [];
+    replay.frames = frames(archived.moves || [], (seat) => nameOf(ids[seat]));
+    replay.at = 0;
+    $("replay-seed").textContent = archived.seedHex || "";
+    $("replay-fingerprint").textContent = archived.fingerprint || "";
+    show("replay");
+    replay.board = new Board($("replay-board"), () => {});
+    showFrame();
+  } catch (err) {
+    fail("lobby-error", err);
+  }
+}
+
+function showFrame() {
+  const frame = replay.frames[replay.at];
+  if (!frame) return;
+  replay.board.render(frame.view);
+  $("replay-text").textContent = `${replay.at + 1}/${replay.frames.length}: ${frame.text}`;
+}
+
+function step(to) {
+  replay.at = Math.max(0, Math.min(replay.frames.length - 1, to));
+  showFrame();
 }
 
 // -- boot --------------------------------------------------------------------------------
@@ -533,6 +617,17 @@ function wire() {
     await toLobby();
   });
   $("refresh-live").addEventListener("click", listLive);
+  $("refresh-history").addEventListener("click", listHistory);
+  $("replay-first").addEventListener("click", () => step(0));
+  $("replay-prev").addEventListener("click", () => step(replay.at - 1));
+  $("replay-next").addEventListener("click", () => step(replay.at + 1));
+  $("replay-last").addEventListener("click", () => step(replay.frames.length - 1));
+  $("replay-close").addEventListener("click", () => toLobby());
+  document.addEventListener("keydown", (e) => {
+    if (state.screen !== "replay") return;
+    if (e.key === "ArrowRight") step(replay.at + 1);
+    else if (e.key === "ArrowLeft") step(replay.at - 1);
+  });
   $("verify-dice").addEventListener("click", verifyDice);
   $("rematch").addEventListener("click", rematch);
   $("to-lobby").addEventListener("click", backToLobby);
@@ -564,6 +659,8 @@ window.bg = {
     seq: state.view ? Number(state.view.seq || 0) : 0, phase: state.view ? phaseOf(state.view) : "",
     myTurn: state.view ? myTurn(state.view) : false, balance: state.balance, verify: state.verify,
     spectator: !!(state.view && state.view.spectator), events: state.eventSeqs.length,
+    winner: state.view ? (state.view.winner ?? 0) : null,
+    replay: state.screen === "replay" ? { at: replay.at, frames: replay.frames.length } : null,
   }),
   seqs: () => [...state.eventSeqs],
   drop: () => conn.drop(),
