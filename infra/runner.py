@@ -38,7 +38,11 @@ PORT_OFFSETS = {
     "bots": 5,
     "table": 10,
 }
-SQL_SERVICES = ("wallet", "leaderboard")  # each gets its own database
+SQL_SERVICES = (
+    "wallet",
+    "leaderboard",
+    "gateway",
+)  # each gets its own database (gateway: accounts)
 METRICS_OFFSET = 1000
 # More replicas of a service: N+200 + 10 x (its place in SERVICES) + i, i.e. gateway-2 N+201,
 # matchmaking-2 N+211, table replicas keep N+10.. (gateway-1 etc. keep their ports).
@@ -120,7 +124,7 @@ class Cluster:
         if self.config.database_url:
             return False
         shared = any(self.config.replicas.get(s, 1) > 1 for s in SQL_SERVICES)
-        return self.config.postgres or shared
+        return self.config.postgres or shared or self.config.gateway_replicas > 1
 
     # -- ports and environment ---------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from services.bots.settings import load_settings
 from services.bots.worker import BotWorker
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
-from services.gateway.auth import TokenSigner
+from services.gateway.auth import TokenSigner, parse_keys
 
 
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
@@ -25,9 +25,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     parts: dict[str, object] = {}
 
     async def start() -> None:
-        if not settings.token_secret:
+        if not (settings.token_secret or settings.token_keys):
             raise RuntimeError("BG_TOKEN_SECRET is required: bots sign in through the gateway")
-        signer = TokenSigner(settings.token_secret, 7 * 86_400)
+        keys = parse_keys(settings.token_keys)
+        signer = TokenSigner(settings.token_secret, 7 * 86_400, keys)
         worker = BotWorker(redis, settings.gateway_addr, signer, settings.max_tables)
         parts["task"] = asyncio.create_task(worker.run(stop), name="bots")
 

@@ -22,6 +22,13 @@ class BotsSettings(ServiceSettings):
         "The gateway's token secret: bots sign in as their CPU seat.",
         secret=True,
     )
+    token_keys: str = setting(
+        "BG_TOKEN_KEYS",
+        "",
+        "Token keys for rotation, kid=secret pairs separated by commas: the first signs, all "
+        "verify (empty: BG_TOKEN_SECRET alone).",
+        secret=True,
+    )
     max_tables: int = setting("BG_BOTS_MAX_TABLES", 500, "Tables one worker plays at once.", min=1)
 
 

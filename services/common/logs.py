@@ -13,10 +13,11 @@ import sys
 import time
 from typing import Any
 
-SECRET_KEYS = re.compile(r"token|secret|seed|password|passwd|authorization|api_key", re.I)
+SECRET_KEYS = re.compile(r"token|secret|seed|password|passwd|authorization|api_key|device", re.I)
 _URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^@/\s]+@", re.I)
 _KV_SECRET = re.compile(
-    r"(?P<key>\b\w*(?:token|secret|seed|password|passwd|api_key)\w*\b\s*[=:]\s*)(?P<val>[^\s,;]+)",
+    r"(?P<key>\b\w*(?:token|secret|seed|password|passwd|api_key|device)\w*\b\s*[=:]\s*)"
+    r"(?P<val>[^\s,;]+)",
     re.I,
 )
 

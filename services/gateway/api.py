@@ -34,6 +34,7 @@ from services.common.errors import (
 )
 from services.common.play_wire import FINISHED
 from services.gateway import limits, match_export
+from services.gateway.accounts import ACCOUNT_PREFIX, Accounts, Session
 from services.gateway.auth import IdentityProvider, TokenSigner
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import GAP, Subscription, TableFeed
@@ -62,6 +63,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         feed: TableFeed | None = None,
         command_streams: int = 4,
         names: Names | None = None,
+        accounts: Accounts | None = None,
+        access_ttl_s: int = 900,
     ) -> None:
         self.signer = signer
         self.identities = identities
@@ -73,6 +76,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.presence = presence
         self.feed = feed or TableFeed(presence.redis)
         self.names = names or Names(presence.redis, signer.ttl_s)
+        self.accounts = accounts
+        self.access_ttl_s = access_ttl_s  # accounts' tokens; guests' live signer.ttl_s
         self.spectators = SpectatorViews(self._spectator_view)
         self.limits = limits
         self.boards = (
@@ -108,11 +113,72 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     ) -> gateway_pb2.LoginResponse:
         self._limit(context)
         limits.check(request)
+        if request.device_id:
+            return self._logged_in(
+                await self._accounts().device_login(request.device_id, request.display_name)
+            )
+        if request.email:
+            return self._logged_in(
+                await self._accounts().email_login(request.email, request.password)
+            )
         identity = await self.identities.guest(request.guest_name)
         token, expires = self.signer.issue(identity)
         await self.names.remember(identity.player_id, identity.name)
         return gateway_pb2.LoginResponse(
-            token=token, player_id=identity.player_id, expires_ms=expires
+            token=token, player_id=identity.player_id, expires_ms=expires,
+            display_name=identity.name,
+        )  # fmt: skip
+
+    def _accounts(self) -> Accounts:
+        if self.accounts is None:
+            raise ServiceError("NO_ACCOUNTS", "this gateway has no accounts (guests only)")
+        return self.accounts
+
+    def _logged_in(self, session: Session) -> gateway_pb2.LoginResponse:
+        token, expires = self.signer.issue(session.identity, ttl_s=self.access_ttl_s)
+        return gateway_pb2.LoginResponse(
+            token=token,
+            player_id=session.identity.player_id,
+            expires_ms=expires,
+            refresh_token=session.refresh_token,
+            refresh_expires_ms=session.refresh_expires_ms,
+            display_name=session.identity.name,
+        )
+
+    @grpc_errors
+    async def Refresh(
+        self, request: gateway_pb2.RefreshRequest, context: Context
+    ) -> gateway_pb2.LoginResponse:
+        self._limit(context)
+        limits.check(request)
+        return self._logged_in(await self._accounts().refresh(request.refresh_token))
+
+    @grpc_errors
+    async def Logout(
+        self, request: gateway_pb2.LogoutRequest, context: Context
+    ) -> gateway_pb2.LogoutResponse:
+        self._limit(context)
+        limits.check(request)
+        await self._accounts().logout(request.refresh_token)
+        return gateway_pb2.LogoutResponse()
+
+    @grpc_errors
+    async def LinkEmail(
+        self, request: gateway_pb2.LinkEmailRequest, context: Context
+    ) -> gateway_pb2.LinkEmailResponse:
+        player = self.player(context, request)
+        await self._accounts().link_email(player, request.email, request.password)
+        return gateway_pb2.LinkEmailResponse()
+
+    @grpc_errors
+    async def SetDisplayName(
+        self, request: gateway_pb2.SetDisplayNameRequest, context: Context
+    ) -> gateway_pb2.LoginResponse:
+        player = self.player(context, request)
+        identity = await self._accounts().set_name(player, request.display_name)
+        token, expires = self.signer.issue(identity, ttl_s=self.access_ttl_s)
+        return gateway_pb2.LoginResponse(
+            token=token, player_id=player, expires_ms=expires, display_name=identity.name
         )
 
     @grpc_errors
@@ -228,7 +294,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         wanted = leaderboard_pb2.ArchivedMatchRequest(match_id=request.match_id, player_id=player)
         archived: Any = await call(self.boards.ArchivedMatch(wanted, timeout=10))
         ids = list(archived.summary.player_ids)
-        names = await self.names.lookup(ids)
+        names = await self._display_names(ids)
         stem = f"match-{archived.summary.match_id}"
         if request.format == "json":
             return gateway_pb2.ExportMatchResponse(
@@ -262,8 +328,15 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: gateway_pb2.NamesRequest, context: Context
     ) -> gateway_pb2.NamesResponse:
         self.player(context, request)
-        names = await self.names.lookup(list(request.player_ids))  # Redis down: UNAVAILABLE
-        return gateway_pb2.NamesResponse(names=names)
+        return gateway_pb2.NamesResponse(names=await self._display_names(list(request.player_ids)))
+
+    async def _display_names(self, wanted: list[str]) -> dict[str, str]:
+        """Guests' and computer seats' names from the directory, accounts' from SQL."""
+        names = await self.names.lookup(wanted)  # Redis down: UNAVAILABLE
+        members = [p for p in wanted if p.startswith(ACCOUNT_PREFIX) and p not in names]
+        if members and self.accounts is not None:
+            names.update(await self.accounts.names(members))
+        return names
 
     @grpc_errors
     async def SetPreferences(

@@ -14,10 +14,11 @@ import grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common import tracing
 from services.common.balanced import leaderboard_channel, table_channel, wallet_channel
-from services.common.deps import redis_check, redis_client
+from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.service import ServiceApp, base_app
+from services.gateway.accounts import Accounts
 from services.gateway.api import GatewayServicer
-from services.gateway.auth import GuestIdentities, TokenSigner
+from services.gateway.auth import GuestIdentities, TokenSigner, parse_keys
 from services.gateway.feed import TableFeed
 from services.gateway.presence import Presence
 from services.gateway.rate_limits import RateLimits
@@ -41,8 +42,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     if not secret:
         # One replica alone can sign with a random secret; replicas must share BG_TOKEN_SECRET.
         secret = secrets.token_urlsafe(32)
-    signer = TokenSigner(secret, settings.token_ttl_s)
+    signer = TokenSigner(secret, settings.token_ttl_s, parse_keys(settings.token_keys))
     feed = TableFeed(redis)
+    engine = sql_engine(settings.database_url)
+    accounts = Accounts(engine, settings.refresh_ttl_s)
     presence = Presence(redis, settings.presence_ttl_s)
     limits = RateLimits(redis, settings.rate_per_s, settings.rate_per_peer_s, settings.rate_sync_s)
     channels: list[grpc.aio.Channel] = []
@@ -50,7 +53,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     stop = asyncio.Event()
 
     def register(server: grpc.aio.Server) -> list[str]:
-        if not settings.token_secret:
+        if not (settings.token_secret or settings.token_keys):
             log.warning("BG_TOKEN_SECRET is unset: tokens are valid on this replica only")
         interceptors = tracing.client_interceptors(app.tracer_provider)
         mm = grpc.aio.insecure_channel(settings.matchmaking_addr, interceptors=interceptors)
@@ -69,12 +72,15 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             boards,
             feed,
             settings.command_streams,
+            accounts=accounts,
+            access_ttl_s=settings.access_ttl_s,
         )
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         parts["servicer"] = servicer
         return [SERVICE_NAME]
 
     async def start_ws() -> None:
+        await accounts.migrate()
         from websockets.asyncio.server import serve
 
         ws = WsGateway(parts["servicer"])
@@ -108,9 +114,11 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         for channel in channels:
             await channel.close(None)
         await redis.aclose()
+        await engine.dispose()
 
     app.register = register
     app.checks.append(redis_check(redis))
+    app.checks.append(sql_check(engine))
     app.on_start.append(start_ws)
     app.on_stop.append(close)
     return app

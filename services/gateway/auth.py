@@ -1,30 +1,29 @@
-"""Signed, expiring player tokens, and the identity port behind logins.
+"""Signed, expiring player tokens (JWTs), and the identity port behind logins.
 
-A token is `base64url(json payload) "." base64url(HMAC-SHA256(secret, payload))`; the payload
-holds the player id (`sub`), display name and expiry. Any gateway replica with the shared secret
-verifies it without a lookup.
+A token is a JWT (RFC 7519, HS256 through PyJWT) with the standard claims `sub` (the player id),
+`iat`, `exp`, `iss` and `aud`, plus the display `name`; its header's `kid` names the key that
+signed it. Any gateway replica holding the keys verifies it without a lookup. Keys rotate: add
+the new key first in BG_TOKEN_KEYS (it signs from then on), keep the old one until the tokens it
+signed have expired (they still verify), then drop it (they stop at once).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
-import json
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+import jwt
+
 from services.common.errors import InvalidArgument, Unauthenticated
 
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).decode().rstrip("=")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+ISSUER = "bgcluster"
+AUDIENCE = "bg-players"
+ALGORITHM = "HS256"
+MIN_KEY = 32  # characters: HS256 keys of at least 256 bits (RFC 7518 3.2)
 
 
 @dataclass(frozen=True)
@@ -49,32 +48,60 @@ class GuestIdentities:
         return Identity("g" + secrets.token_hex(8), name)
 
 
+def key_id(secret: str) -> str:
+    """A key's id when only BG_TOKEN_SECRET is set: the same on every replica, not the key."""
+    return "k" + hashlib.sha256(b"bg-token-kid:" + secret.encode()).hexdigest()[:10]
+
+
+def parse_keys(spec: str) -> dict[str, str]:
+    """BG_TOKEN_KEYS, "kid=secret,kid=secret": the first signs, all verify."""
+    keys: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        kid, sep, secret = part.partition("=")
+        if not sep or not kid or not secret:
+            raise ValueError("BG_TOKEN_KEYS is kid=secret pairs separated by commas")
+        keys[kid] = secret
+    return keys
+
+
 class TokenSigner:
-    def __init__(self, secret: str, ttl_s: int) -> None:
-        if len(secret) < 16:
-            raise ValueError("the token secret must be at least 16 characters")
-        self.key = secret.encode()
+    def __init__(self, secret: str, ttl_s: int, keys: Mapping[str, str] | None = None) -> None:
+        self.keys = dict(keys) if keys else {key_id(secret): secret}
+        if any(len(k) < MIN_KEY for k in self.keys.values()):
+            raise ValueError(f"a token key must be at least {MIN_KEY} characters (RFC 7518)")
+        self.current = next(iter(self.keys))
         self.ttl_s = ttl_s
 
-    def issue(self, identity: Identity, now: float | None = None) -> tuple[str, int]:
-        expires = int(((now or time.time()) + self.ttl_s) * 1000)
-        payload = json.dumps(
-            {"sub": identity.player_id, "name": identity.name, "exp": expires}
-        ).encode()
-        body = _b64(payload)
-        return f"{body}.{self._sign(body)}", expires
+    def issue(
+        self, identity: Identity, now: float | None = None, ttl_s: int | None = None
+    ) -> tuple[str, int]:
+        """A token for `identity` and its expiry (unix ms)."""
+        issued = int(now if now is not None else time.time())
+        expires = issued + (ttl_s or self.ttl_s)
+        claims = {
+            "sub": identity.player_id, "name": identity.name, "iat": issued, "exp": expires,
+            "iss": ISSUER, "aud": AUDIENCE,
+        }  # fmt: skip
+        token = jwt.encode(
+            claims, self.keys[self.current], algorithm=ALGORITHM, headers={"kid": self.current}
+        )
+        return token, expires * 1000
 
-    def _sign(self, body: str) -> str:
-        return _b64(hmac.new(self.key, body.encode(), hashlib.sha256).digest())
-
-    def verify(self, token: str, now: float | None = None) -> Identity:
+    def verify(self, token: str) -> Identity:
         try:
-            body, signature = token.split(".")
-        except ValueError:
+            kid = jwt.get_unverified_header(token).get("kid")
+        except jwt.PyJWTError:
             raise Unauthenticated("BAD_TOKEN", "malformed token") from None
-        if not hmac.compare_digest(signature, self._sign(body)):
-            raise Unauthenticated("BAD_TOKEN", "token signature does not match")
-        payload = json.loads(_unb64(body))
-        if payload["exp"] < (now or time.time()) * 1000:
-            raise Unauthenticated("TOKEN_EXPIRED", "the token has expired; log in again")
-        return Identity(payload["sub"], payload["name"])
+        key = self.keys.get(kid) if isinstance(kid, str) else None
+        if key is None:
+            raise Unauthenticated("BAD_TOKEN", "the token's key is not (or no longer) in use")
+        try:
+            claims = jwt.decode(
+                token, key, algorithms=[ALGORITHM], audience=AUDIENCE, issuer=ISSUER,
+                options={"require": ["sub", "exp", "iat", "iss", "aud"]},
+            )  # fmt: skip
+        except jwt.ExpiredSignatureError:
+            raise Unauthenticated("TOKEN_EXPIRED", "the token has expired; log in again") from None
+        except jwt.PyJWTError:
+            raise Unauthenticated("BAD_TOKEN", "token signature or claims do not match") from None
+        return Identity(str(claims["sub"]), str(claims.get("name", "")))

@@ -13,7 +13,11 @@ from google.protobuf.message import Message
 from services.common.errors import InvalidArgument
 
 DEFAULT_MAX = 64
-MAX_BY_FIELD = {"guest_name": 32, "code": 256}  # a code may come as a whole invite link
+# A code may come as a whole invite link; the account fields have their own bounds.
+MAX_BY_FIELD = {
+    "guest_name": 32, "code": 256, "device_id": 128, "email": 254, "password": 256,
+    "display_name": 40, "refresh_token": 128,
+}  # fmt: skip
 
 
 def bounded(value: str, field: str, limit: int = DEFAULT_MAX) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from services.common.settings import (
     EventLoop,
     ServiceSettings,
+    database_url_setting,
     load,
     redis_url_setting,
     setting,
@@ -33,9 +34,26 @@ class GatewaySettings(ServiceSettings):
         "HMAC secret that signs player tokens (shared by gateway replicas).",
         secret=True,
     )
-    token_ttl_s: int = setting(
-        "BG_TOKEN_TTL_S", 86_400, "Seconds a login token stays valid.", min=60
+    token_keys: str = setting(
+        "BG_TOKEN_KEYS",
+        "",
+        "Token keys for rotation, kid=secret pairs separated by commas: the first signs, all "
+        "verify (empty: BG_TOKEN_SECRET alone).",
+        secret=True,
     )
+    token_ttl_s: int = setting(
+        "BG_TOKEN_TTL_S", 86_400, "Seconds a guest's token stays valid.", min=60
+    )
+    access_ttl_s: int = setting(
+        "BG_ACCESS_TTL_S",
+        900,
+        "Seconds an account's access token stays valid (renewed with its refresh token).",
+        min=60,
+    )
+    refresh_ttl_s: int = setting(
+        "BG_REFRESH_TTL_S", 30 * 86_400, "Seconds an account's refresh token stays valid.", min=300
+    )
+    database_url: str = database_url_setting("sqlite+aiosqlite:///.data/accounts.db")
     matchmaking_addr: str = setting(
         "BG_MATCHMAKING_ADDR", "127.0.0.1:50052", "Matchmaking address."
     )

@@ -42,6 +42,10 @@ MAX_MESSAGE = 64 * 1024  # bytes in one client message
 
 UNARY: dict[str, Any] = {
     "Login": gateway_pb2.LoginRequest,
+    "Refresh": gateway_pb2.RefreshRequest,
+    "Logout": gateway_pb2.LogoutRequest,
+    "LinkEmail": gateway_pb2.LinkEmailRequest,
+    "SetDisplayName": gateway_pb2.SetDisplayNameRequest,
     "CreateTable": matchmaking_pb2.CreateTableRequest,
     "ListTables": matchmaking_pb2.ListTablesRequest,
     "JoinByCode": matchmaking_pb2.JoinByCodeRequest,

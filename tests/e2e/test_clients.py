@@ -24,7 +24,7 @@ import grpc
 import pytest
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from tests.engine.gnubg_oracle import gnubg_module
+from tests.engine.gnubg_oracle import gnubg_import_mat
 from tests.helpers import running_cluster
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -38,7 +38,7 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory, valkey_url: str, kafka_bootstrap: str
 ) -> Iterator[dict[str, Any]]:
     data = tmp_path_factory.mktemp("browser-cluster")
-    env = {"BG_CLOCK_SCALE": "0.2", "BG_TOKEN_SECRET": "browser-token-secret-0123456789"}
+    env = {"BG_CLOCK_SCALE": "0.2", "BG_TOKEN_SECRET": "browser-token-secret-0123456789-abcdef"}
     args = ("--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap)
     with running_cluster(data, env, *args) as state:
         gateway = next(s for s in state["services"] if s["name"] == "gateway")
@@ -71,8 +71,9 @@ async def browser(chromium: Path) -> AsyncIterator[Any]:
             await browser.close()
 
 
-async def _page(browser: Any, url: str, name: str, phone: bool = False) -> Any:
-    """A fresh browser context (its own session) logged in as guest `name`."""
+async def _page(browser: Any, url: str, name: str, phone: bool = False, guest: bool = False) -> Any:
+    """A fresh browser context (its own device) logged in as `name` (a device account, or a
+    guest)."""
     viewport = {"width": 390, "height": 844} if phone else {"width": 1200, "height": 900}
     context = await browser.new_context(viewport=viewport)
     page = await context.new_page()
@@ -81,7 +82,7 @@ async def _page(browser: Any, url: str, name: str, phone: bool = False) -> Any:
     page.errors = errors
     await page.goto(url)
     await page.get_by_label("Your name").fill(name)
-    await page.get_by_role("button", name="Play as guest").click()
+    await page.get_by_role("button", name="Play as guest" if guest else "Play", exact=True).click()
     await page.wait_for_function("() => bg.state().screen === 'lobby'")
     return page
 
@@ -206,7 +207,7 @@ async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
     last seq it processed) and later the page reloads (the session resumes the table); the match
     is played to its end, each event shown once. Then it is replayed from the history and
     exported as a .mat file GNU Backgammon reads back with the same winner."""
-    page = await _page(browser, cluster["url"], "carol")
+    page = await _page(browser, cluster["url"], "carol", guest=True)
     await page.get_by_role("button", name="Casual, easy").click()
     await _in_table(page)
     for _ in range(6):
@@ -251,9 +252,7 @@ async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
     assert "wins" in (await page.locator("#replay-text").text_content() or "")
     text = mat.read_text()
     assert text.startswith(" 1 point match") and "carol" in text
-    gnubg = gnubg_module()
-    gnubg.command(f"import mat {mat}")
-    games = gnubg.match()["games"]
+    games = gnubg_import_mat(mat)["games"]
     assert len(games) == 1
     won = "X" if end["winner"] == 0 else "O"  # seat 0 is the file's first player
     assert games[0]["info"]["winner"] == won
@@ -386,3 +385,27 @@ async def test_the_browsers_dice_check_is_rules_i27(cluster: dict[str, Any], bro
     assert got["values"] == [1, 4, 2, 5, 6, 5, 1, 2, 4, 1, 5, 1, 2, 1, 2, 2, 4, 4, 2, 2]
     assert got["good"]["ok"] and not got["bad"]["ok"] and not got["forged"]["ok"]
     assert "roll 2" in got["bad"]["reason"] and "fingerprint" in got["forged"]["reason"]
+
+
+async def test_a_device_account_follows_the_player_to_a_new_tab_until_logout(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Device login: a new tab of the same browser (no session yet) is the same player, through
+    the refresh token; after logging out, it is not."""
+    page = await _page(browser, cluster["url"], "hal")
+    first = await _state(page)
+    tab = await page.context.new_page()
+    await tab.goto(cluster["url"])
+    await tab.wait_for_function("() => bg.state().screen === 'lobby'")
+    assert (await _state(tab))["playerId"] == first["playerId"]
+    assert "hal" in (await tab.locator("#me").text_content() or "")
+    await tab.get_by_role("button", name="Log out").click()
+    await tab.wait_for_function("() => bg.state().screen === 'login'")
+    late = await page.context.new_page()
+    await late.goto(cluster["url"])
+    await late.wait_for_function("() => bg.state().screen === 'login'")  # the session ended
+    # Logging in again on the device is the same player still.
+    await late.get_by_label("Your name").fill("hal")
+    await late.get_by_role("button", name="Play", exact=True).click()
+    await late.wait_for_function("() => bg.state().screen === 'lobby'")
+    assert (await _state(late))["playerId"] == first["playerId"]

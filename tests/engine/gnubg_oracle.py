@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from engine.position import Position
@@ -31,3 +35,20 @@ def gnubg_result(pid: str, move: tuple[int, ...]) -> Position | None:
             return None
         pos = apply_step(pos, (frm, to))
     return pos
+
+
+def gnubg_import_mat(path: Path) -> dict[str, Any]:
+    """GNU Backgammon's reading of a match file, from a gnubg of its own: importing a match
+    changes the module's global state (match length, cube), which the other oracles rely on."""
+    script = (
+        "import json, sys, gnubg\n"
+        "gnubg.command('import mat ' + sys.argv[1])\n"
+        "m = gnubg.match()\n"
+        "print('\\nMATCH-JSON ' + json.dumps(m, default=str))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120
+    )
+    marker = [line for line in done.stdout.splitlines() if line.startswith("MATCH-JSON ")]
+    assert marker, done.stdout[-2000:] + done.stderr[-2000:]
+    return dict(json.loads(marker[-1].removeprefix("MATCH-JSON ")))

@@ -19,7 +19,7 @@ from engine.profiles import RulesOptions
 from services.gateway.match_export import match_length, to_json, to_mat
 from services.table.convert import table_event
 from services.table.tables import RECORD_KINDS
-from tests.engine.gnubg_oracle import gnubg_module
+from tests.engine.gnubg_oracle import gnubg_import_mat
 from tests.engine.playout import play_match
 
 META = {"table_id": "t1", "match_id": "t1-1", "player_ids": ["gann", "gbob"]}
@@ -46,9 +46,7 @@ def test_gnubg_imports_the_match_file_and_agrees_on_every_game(
     text = to_mat(moves, ["ann", "bob"], match_length(moves))
     path = tmp_path / "match.mat"
     path.write_text(text)
-    gnubg = gnubg_module()
-    gnubg.command(f"import mat {path}")
-    imported = gnubg.match()
+    imported = gnubg_import_mat(path)
     assert imported["match-info"]["match-length"] == options.match_length
     games = imported["games"]
     assert len(games) == len(match.games), text

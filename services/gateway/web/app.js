@@ -106,12 +106,65 @@ function myTurn(v) {
 
 // -- login and lobby ---------------------------------------------------------------------
 
-async function login(name) {
-  const reply = await conn.call("Login", { guestName: name });
+// A device login keeps the same player (diamonds, trophies, history) on this browser: its device
+// id is a secret kept in localStorage, as is the session's refresh token; the short-lived
+// access token is renewed with it before it expires. A guest is a new player each time.
+function deviceId() {
+  let id = localStorage.getItem("bg-device");
+  if (!id) {
+    const bytes = crypto.getRandomValues(new Uint8Array(32));
+    id = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    localStorage.setItem("bg-device", id);
+  }
+  return id;
+}
+
+async function login(name, guest) {
+  const request = guest ? { guestName: name } : { deviceId: deviceId(), displayName: name };
+  loggedIn(await conn.call("Login", request));
+}
+
+let renewal = null;
+
+function loggedIn(reply) {
   conn.token = reply.token;
   state.playerId = reply.playerId;
-  state.name = name;
+  state.name = reply.displayName || state.name;
+  if (reply.refreshToken) {
+    localStorage.setItem("bg-refresh", reply.refreshToken);
+    clearTimeout(renewal);
+    const inMs = Number(reply.expiresMs || 0) - Date.now() - 60_000;
+    renewal = setTimeout(renew, Math.max(5_000, inMs));
+  }
   save();
+}
+
+// A new access token for the stored refresh token (used up and replaced); false if the session
+// is over (log in again).
+async function renew() {
+  const refreshToken = localStorage.getItem("bg-refresh");
+  if (!refreshToken) return false;
+  try {
+    loggedIn(await conn.call("Refresh", { refreshToken }));
+    return true;
+  } catch (err) {
+    if (err.status === "UNAUTHENTICATED") localStorage.removeItem("bg-refresh");
+    return false;
+  }
+}
+
+async function logout() {
+  const refreshToken = localStorage.getItem("bg-refresh");
+  localStorage.removeItem("bg-refresh");
+  clearTimeout(renewal);
+  if (refreshToken) {
+    try { await conn.call("Logout", { refreshToken }); } catch { /* ended anyway */ }
+  }
+  conn.token = "";
+  sessionStorage.removeItem("bg");
+  state.playerId = "";
+  state.name = "";
+  show("login");
 }
 
 // The header's diamonds and trophies (and the end of a match's balance), read together and shown
@@ -564,7 +617,7 @@ function wire() {
   $("login-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
-      await login($("guest-name").value.trim());
+      await login($("guest-name").value.trim(), e.submitter && e.submitter.id === "guest-login");
       await toLobby();
       const code = new URLSearchParams(location.search).get("join");
       if (code) await lobbyAction(() => conn.call("JoinByCode", { code }));
@@ -617,6 +670,7 @@ function wire() {
     await toLobby();
   });
   $("refresh-live").addEventListener("click", listLive);
+  $("logout").addEventListener("click", logout);
   $("refresh-history").addEventListener("click", listHistory);
   $("replay-first").addEventListener("click", () => step(0));
   $("replay-prev").addEventListener("click", () => step(replay.at - 1));
@@ -637,8 +691,14 @@ function wire() {
 async function boot() {
   wire();
   const saved = JSON.parse(sessionStorage.getItem("bg") || "{}");
-  if (!saved.token) { show("login"); return; }
+  if (!saved.token) {
+    // A new tab or a new visit: the device's session goes on if its refresh token still works.
+    if (await renew()) await toLobby();
+    else show("login");
+    return;
+  }
   conn.token = saved.token;
+  if (localStorage.getItem("bg-refresh")) renew(); // a fresh access token, and its timer
   state.playerId = saved.playerId;
   state.name = saved.name;
   if (!saved.tableId) { await toLobby(); return; }
@@ -647,7 +707,11 @@ async function boot() {
     await refreshMe();
     await waitForDeal(await conn.call("GetTable", { tableId: saved.tableId }));
   } catch (err) {
-    if (err.status === "UNAUTHENTICATED") { sessionStorage.removeItem("bg"); show("login"); return; }
+    if (err.status === "UNAUTHENTICATED" && !(await renew())) {
+      sessionStorage.removeItem("bg");
+      show("login");
+      return;
+    }
     await toLobby();
   }
 }

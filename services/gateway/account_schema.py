@@ -1,0 +1,50 @@
+"""Player accounts' tables (SQLAlchemy Core). Alembic migrations create them; see
+accounts_migrations/."""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table
+
+metadata = MetaData()
+
+# One row per player with an account. Personal data (name, email, password) goes when the
+# account is deleted; the id stays (the ledger and histories refer to it).
+players = Table(
+    "players",
+    metadata,
+    Column("player_id", String(40), primary_key=True),
+    Column("display_name", String(40), nullable=False),
+    Column("name_key", String(40), nullable=True, unique=True),  # casefolded: unique names
+    Column("name_changed_ms", BigInteger, nullable=False, server_default="0"),
+    Column("email", String(254), nullable=True, unique=True),
+    Column("password_hash", String(200), nullable=True),
+    Column("failed_logins", Integer, nullable=False, server_default="0"),
+    Column("locked_until_ms", BigInteger, nullable=False, server_default="0"),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("deleted_ms", BigInteger, nullable=True),
+)
+
+# A device id is a secret the app keeps; only its SHA-256 is stored.
+devices = Table(
+    "devices",
+    metadata,
+    Column("device_hash", String(64), primary_key=True),
+    Column("player_id", String(40), nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Index("ix_devices_player", "player_id"),
+)
+
+# Refresh tokens, stored hashed. Each use rotates the token within its family; a token used
+# twice (stolen and replayed) revokes the whole family.
+refresh_tokens = Table(
+    "refresh_tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("family", String(32), nullable=False),
+    Column("player_id", String(40), nullable=False),
+    Column("expires_ms", BigInteger, nullable=False),
+    Column("used_ms", BigInteger, nullable=True),
+    Column("revoked_ms", BigInteger, nullable=True),
+    Index("ix_refresh_family", "family"),
+    Index("ix_refresh_player", "player_id"),
+)

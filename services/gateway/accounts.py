@@ -1,0 +1,333 @@
+"""Player accounts in SQL, behind the gateway's IdentityProvider port: device login (a device id
+the app keeps secret maps to the same player every time), email and password (argon2id, with a
+lockout after repeated failures), unique display names changed at most once a day, and
+refresh tokens (stored hashed; each use rotates the token; a token used twice, past a few
+seconds' grace for races, revokes its whole family, so a stolen refresh token dies the moment
+either holder uses it again).
+
+The gateway replicas share the database; they hold no state of their own. Migrations run at
+start (accounts_migrations/, under an advisory lock on PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from services.common import migrate as common_migrate
+from services.common.errors import (
+    Conflict,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ServiceError,
+    Unauthenticated,
+)
+from services.gateway.account_schema import devices, players, refresh_tokens
+from services.gateway.auth import Identity
+
+MIGRATIONS = Path(__file__).with_name("accounts_migrations")
+DEVICE_ID = re.compile(r"[A-Za-z0-9_-]{32,128}")
+NAME = re.compile(r"[^\W_][\w -]{1,18}[^\W_]")  # 3..20: letters/digits, inner space _ -
+EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s]{2,63}")
+RESERVED = ("cpu", "guest", "admin", "deleted")
+# A refresh token used again this soon after its first use is a race (two tabs, a retried call),
+# not theft: it gets a session too. Later, a second use ends the session.
+REUSE_GRACE_MS = 10_000
+ACCOUNT_PREFIX = "p"  # account players' ids ("g": guests, "cpu-": computer seats)
+
+
+@dataclass(frozen=True)
+class Session:
+    identity: Identity
+    refresh_token: str
+    refresh_expires_ms: int
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def valid_name(name: str) -> str:
+    """A display name: 3..20 letters or digits (space, _ and - inside), not a reserved word."""
+    name = " ".join(name.split())
+    if not NAME.fullmatch(name) or name.casefold().startswith(RESERVED):
+        raise InvalidArgument(
+            "INVALID_NAME",
+            "a name is 3..20 letters or digits (space, _ or - inside), not cpu/guest/admin",
+            field="display_name",
+        )
+    return name
+
+
+class Accounts:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        refresh_ttl_s: int = 30 * 86_400,
+        name_change_s: int = 86_400,
+        lockout_after: int = 5,
+        lockout_s: int = 900,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.engine = engine
+        self.refresh_ttl_s = refresh_ttl_s
+        self.name_change_s = name_change_s
+        self.lockout_after = lockout_after
+        self.lockout_s = lockout_s
+        self.clock = clock
+        # argon2id with the library's defaults (RFC 9106's second recommended profile).
+        self.hasher = PasswordHasher()
+        self._dummy = ""  # a hash to verify against when the email is unknown (same timing)
+
+    def _now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    async def migrate(self) -> None:
+        await common_migrate.migrate(self.engine, MIGRATIONS)
+
+    # -- logins ------------------------------------------------------------------------------
+
+    async def device_login(self, device_id: str, name: str) -> Session:
+        """The device's player (created on its first login, named `name` or a variant of it
+        when taken), with a new session."""
+        if not DEVICE_ID.fullmatch(device_id):
+            raise InvalidArgument(
+                "INVALID_DEVICE", "a device id is 32..128 of A-Z a-z 0-9 _ -", field="device_id"
+            )
+        device = _digest(device_id)
+        for _ in range(3):  # a first login racing another on the same device: read it again
+            async with self.engine.begin() as conn:
+                row = (
+                    await conn.execute(
+                        select(players.c.player_id, players.c.display_name, players.c.deleted_ms)
+                        .join(devices, devices.c.player_id == players.c.player_id)
+                        .where(devices.c.device_hash == device)
+                    )
+                ).first()
+                if row is not None:
+                    if row.deleted_ms is not None:
+                        raise Unauthenticated("ACCOUNT_DELETED", "this account was deleted")
+                    return await self._session(conn, Identity(row.player_id, row.display_name))
+            try:
+                async with self.engine.begin() as conn:
+                    identity = await self._create(conn, valid_name(name))
+                    await conn.execute(
+                        devices.insert().values(
+                            device_hash=device, player_id=identity.player_id,
+                            created_ms=self._now_ms(),
+                        )
+                    )  # fmt: skip
+                    return await self._session(conn, identity)
+            except IntegrityError:
+                continue
+        raise ServiceError("TRY_AGAIN", "the device is logging in elsewhere; try again")
+
+    async def email_login(self, email: str, password: str) -> Session:
+        """Email and password; after `lockout_after` failures in a row the account is locked for
+        `lockout_s` (every attempt meanwhile is refused, right password or not)."""
+        email = email.strip().casefold()
+        now = self._now_ms()
+        async with self.engine.begin() as conn:
+            row = (
+                await conn.execute(
+                    select(players).where(players.c.email == email, players.c.deleted_ms.is_(None))
+                )
+            ).first()
+            if row is None or row.password_hash is None:
+                self._burn(password)  # the same time whether the email exists or not
+                raise Unauthenticated("BAD_CREDENTIALS", "wrong email or password")
+            if row.locked_until_ms > now:
+                raise Unauthenticated(
+                    "LOCKED", "too many failed logins; try again later",
+                    retry_after_s=str((row.locked_until_ms - now + 999) // 1000),
+                )  # fmt: skip
+            try:
+                self.hasher.verify(row.password_hash, password)
+            except (VerificationError, InvalidHashError):
+                failed = row.failed_logins + 1
+                values: dict[str, int] = {"failed_logins": failed}
+                if failed >= self.lockout_after:
+                    values = {"failed_logins": 0, "locked_until_ms": now + self.lockout_s * 1000}
+                await conn.execute(
+                    update(players).where(players.c.player_id == row.player_id).values(**values)
+                )
+                failure = Unauthenticated("BAD_CREDENTIALS", "wrong email or password")
+            else:
+                await conn.execute(
+                    update(players)
+                    .where(players.c.player_id == row.player_id)
+                    .values(failed_logins=0)
+                )
+                return await self._session(conn, Identity(row.player_id, row.display_name))
+        raise failure
+
+    def _burn(self, password: str) -> None:
+        self._dummy = self._dummy or self.hasher.hash(secrets.token_hex(16))
+        with contextlib.suppress(VerificationError, InvalidHashError):
+            self.hasher.verify(self._dummy, password)
+
+    async def link_email(self, player_id: str, email: str, password: str) -> None:
+        """Give an account (a device's, say) an email and password to log in with elsewhere."""
+        email = email.strip().casefold()
+        if not EMAIL.fullmatch(email):
+            raise InvalidArgument("INVALID_EMAIL", "not an email address", field="email")
+        if not 10 <= len(password) <= 256:
+            raise InvalidArgument(
+                "WEAK_PASSWORD", "a password is 10..256 characters", field="password"
+            )
+        digest = self.hasher.hash(password)
+        try:
+            async with self.engine.begin() as conn:
+                done = await conn.execute(
+                    update(players)
+                    .where(players.c.player_id == player_id, players.c.deleted_ms.is_(None))
+                    .values(email=email, password_hash=digest)
+                )
+        except IntegrityError:
+            raise Conflict("EMAIL_TAKEN", "another account has this email", field="email") from None
+        if done.rowcount != 1:
+            raise NotFound("NO_ACCOUNT", "guests have no account to link; log in with a device")
+
+    # -- names -------------------------------------------------------------------------------
+
+    async def set_name(self, player_id: str, name: str) -> Identity:
+        name = valid_name(name)
+        now = self._now_ms()
+        try:
+            async with self.engine.begin() as conn:
+                row = (
+                    await conn.execute(
+                        select(players.c.name_changed_ms).where(
+                            players.c.player_id == player_id, players.c.deleted_ms.is_(None)
+                        )
+                    )
+                ).first()
+                if row is None:
+                    raise NotFound("NO_ACCOUNT", "guests have no account to rename")
+                if now < row.name_changed_ms + self.name_change_s * 1000:
+                    raise PermissionDenied(
+                        "NAME_CHANGE_TOO_SOON", "a name changes at most once a day",
+                        field="display_name",
+                    )  # fmt: skip
+                await conn.execute(
+                    update(players)
+                    .where(players.c.player_id == player_id)
+                    .values(display_name=name, name_key=name.casefold(), name_changed_ms=now)
+                )
+        except IntegrityError:
+            raise Conflict(
+                "NAME_TAKEN", "another player has this name", field="display_name"
+            ) from None
+        return Identity(player_id, name)
+
+    async def names(self, player_ids: list[str]) -> dict[str, str]:
+        if not player_ids:
+            return {}
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                select(players.c.player_id, players.c.display_name).where(
+                    players.c.player_id.in_(player_ids)
+                )
+            )
+            return {r.player_id: r.display_name for r in rows}
+
+    async def _create(self, conn: AsyncConnection, name: str) -> Identity:
+        """A new player named `name`, or `name` and a number when it is taken."""
+        now = self._now_ms()
+        base = name[:15]
+        for attempt in range(8):
+            candidate = name if attempt == 0 else f"{base}-{secrets.randbelow(10_000):04d}"
+            taken = await conn.scalar(
+                select(func.count()).where(players.c.name_key == candidate.casefold())
+            )
+            if taken:
+                continue
+            player_id = ACCOUNT_PREFIX + secrets.token_hex(8)
+            await conn.execute(
+                players.insert().values(
+                    player_id=player_id, display_name=candidate, name_key=candidate.casefold(),
+                    created_ms=now,
+                )
+            )  # fmt: skip
+            return Identity(player_id, candidate)
+        raise Conflict("NAME_TAKEN", "choose another name", field="display_name")
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    async def _session(
+        self, conn: AsyncConnection, identity: Identity, family: str | None = None
+    ) -> Session:
+        token = secrets.token_urlsafe(32)
+        expires = self._now_ms() + self.refresh_ttl_s * 1000
+        await conn.execute(
+            refresh_tokens.insert().values(
+                token_hash=_digest(token), family=family or secrets.token_hex(16),
+                player_id=identity.player_id, expires_ms=expires,
+            )
+        )  # fmt: skip
+        return Session(identity, token, expires)
+
+    async def refresh(self, token: str) -> Session:
+        """A new session for a refresh token, which is used up (rotation)."""
+        now = self._now_ms()
+        async with self.engine.begin() as conn:
+            row = (
+                await conn.execute(
+                    select(refresh_tokens, players.c.display_name, players.c.deleted_ms)
+                    .join(players, players.c.player_id == refresh_tokens.c.player_id)
+                    .where(refresh_tokens.c.token_hash == _digest(token))
+                )
+            ).first()
+            if row is None:
+                raise Unauthenticated("BAD_REFRESH", "unknown refresh token; log in again")
+            if row.revoked_ms is not None or row.deleted_ms is not None:
+                raise Unauthenticated("REFRESH_REVOKED", "this session has ended; log in again")
+            if row.expires_ms <= now:
+                raise Unauthenticated("REFRESH_EXPIRED", "this session has expired; log in again")
+            used = await conn.execute(
+                update(refresh_tokens)
+                .where(
+                    refresh_tokens.c.token_hash == row.token_hash,
+                    refresh_tokens.c.used_ms.is_(None),
+                )
+                .values(used_ms=now)
+            )
+            identity = Identity(row.player_id, row.display_name)
+            if used.rowcount == 1:
+                return await self._session(conn, identity, row.family)
+            if row.used_ms is not None and now - row.used_ms <= REUSE_GRACE_MS:
+                # Two tabs renewing at once, or a retry after a lost answer: both get a session.
+                return await self._session(conn, identity, row.family)
+        # Used before: a copy is in someone else's hands. End the whole session family.
+        await self._revoke_family(row.family)
+        raise Unauthenticated("REFRESH_REUSED", "this refresh token was already used; log in again")
+
+    async def logout(self, token: str) -> None:
+        """End the session the refresh token belongs to (idempotent; unknown tokens too)."""
+        async with self.engine.connect() as conn:
+            family = await conn.scalar(
+                select(refresh_tokens.c.family).where(refresh_tokens.c.token_hash == _digest(token))
+            )
+        if family is not None:
+            await self._revoke_family(family)
+
+    async def _revoke_family(self, family: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                update(refresh_tokens)
+                .where(refresh_tokens.c.family == family, refresh_tokens.c.revoked_ms.is_(None))
+                .values(revoked_ms=self._now_ms())
+            )

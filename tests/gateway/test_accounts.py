@@ -1,0 +1,149 @@
+"""Player accounts on SQLite and PostgreSQL: device logins, email and password with lockout,
+unique names, refresh-token rotation with reuse detection, logout."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from services.common.deps import sql_engine
+from services.common.errors import ServiceError
+from services.gateway.accounts import Accounts
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def accounts(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
+) -> AsyncIterator[Accounts]:
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path}/accounts.db"
+    else:
+        base: str = request.getfixturevalue("postgres_url")
+        name = f"accounts_{uuid.uuid4().hex[:12]}"
+        conn = await asyncpg.connect(base.replace("+asyncpg", ""))
+        await conn.execute(f'CREATE DATABASE "{name}"')
+        await conn.close()
+        url = base.rsplit("/", 1)[0] + f"/{name}"
+    engine = sql_engine(url)
+    found = Accounts(engine, refresh_ttl_s=3600, lockout_after=3, lockout_s=60, clock=clock)
+    await found.migrate()
+    try:
+        yield found
+    finally:
+        await engine.dispose()
+
+
+def device() -> str:
+    return secrets.token_urlsafe(32)
+
+
+async def code_of(call: object) -> str:
+    with pytest.raises(ServiceError) as err:
+        await call  # type: ignore[misc]
+    return err.value.code
+
+
+async def test_a_device_is_the_same_player_every_time(accounts: Accounts) -> None:
+    phone = device()
+    first = await accounts.device_login(phone, "ann")
+    again = await accounts.device_login(phone, "someone else")
+    assert again.identity == first.identity and first.identity.name == "ann"
+    other = await accounts.device_login(device(), "Ann")  # names are unique, case aside
+    assert other.identity.player_id != first.identity.player_id
+    assert other.identity.name.startswith("Ann-")
+    assert await code_of(accounts.device_login("short", "bob")) == "INVALID_DEVICE"
+    assert await code_of(accounts.device_login(device(), "x")) == "INVALID_NAME"
+    assert await code_of(accounts.device_login(device(), "CPU killer")) == "INVALID_NAME"
+
+
+async def test_names_are_unique_and_change_at_most_once_a_day(
+    accounts: Accounts, clock: Clock
+) -> None:
+    ann = (await accounts.device_login(device(), "ann")).identity
+    bob = (await accounts.device_login(device(), "bob")).identity
+    assert await code_of(accounts.set_name(bob.player_id, "ANN")) == "NAME_TAKEN"
+    renamed = await accounts.set_name(bob.player_id, "robert")
+    assert renamed.name == "robert"
+    assert await code_of(accounts.set_name(bob.player_id, "bobby")) == "NAME_CHANGE_TOO_SOON"
+    clock.now += 86_401
+    assert (await accounts.set_name(bob.player_id, "bobby")).name == "bobby"
+    names = await accounts.names([ann.player_id, bob.player_id, "pnobody"])
+    assert names == {ann.player_id: "ann", bob.player_id: "bobby"}
+    assert await code_of(accounts.set_name("gguest", "guesty")) == "INVALID_NAME"
+    assert await code_of(accounts.set_name("gguest", "visitor")) == "NO_ACCOUNT"
+
+
+async def test_refresh_rotates_and_a_reused_token_ends_the_session(
+    accounts: Accounts, clock: Clock
+) -> None:
+    login = await accounts.device_login(device(), "cat")
+    second = await accounts.refresh(login.refresh_token)
+    assert second.identity == login.identity and second.refresh_token != login.refresh_token
+    # Used again within seconds (two tabs renewing at once): a race, not theft.
+    clock.now += 5
+    racer = await accounts.refresh(login.refresh_token)
+    assert racer.identity == login.identity
+    # Used again later (a stolen copy): refused, and the whole family with it.
+    clock.now += 30
+    assert await code_of(accounts.refresh(login.refresh_token)) == "REFRESH_REUSED"
+    assert await code_of(accounts.refresh(second.refresh_token)) == "REFRESH_REVOKED"
+    assert await code_of(accounts.refresh(racer.refresh_token)) == "REFRESH_REVOKED"
+    # Logout ends a session; an expired token is refused; garbage too.
+    other = await accounts.device_login(device(), "dan")
+    await accounts.logout(other.refresh_token)
+    await accounts.logout(other.refresh_token)  # twice: no harm
+    assert await code_of(accounts.refresh(other.refresh_token)) == "REFRESH_REVOKED"
+    late = await accounts.device_login(device(), "eve")
+    clock.now += 3601
+    assert await code_of(accounts.refresh(late.refresh_token)) == "REFRESH_EXPIRED"
+    assert await code_of(accounts.refresh("garbage")) == "BAD_REFRESH"
+
+
+async def test_email_password_login_locks_out_after_repeated_failures(
+    accounts: Accounts, clock: Clock
+) -> None:
+    fay = (await accounts.device_login(device(), "fay")).identity
+    assert await code_of(accounts.link_email(fay.player_id, "fay@x", "long enough pw")) == (
+        "INVALID_EMAIL"
+    )
+    assert await code_of(accounts.link_email(fay.player_id, "fay@example.com", "short")) == (
+        "WEAK_PASSWORD"
+    )
+    await accounts.link_email(fay.player_id, "Fay@Example.com", "correct horse battery")
+    gus = (await accounts.device_login(device(), "gus")).identity
+    assert await code_of(accounts.link_email(gus.player_id, "fay@example.com", "x" * 12)) == (
+        "EMAIL_TAKEN"
+    )
+    ok = await accounts.email_login("fay@example.com", "correct horse battery")
+    assert ok.identity == fay
+    assert await code_of(accounts.email_login("nobody@example.com", "whatever it is")) == (
+        "BAD_CREDENTIALS"
+    )
+    for _ in range(3):
+        assert await code_of(accounts.email_login("fay@example.com", "wrong guess!")) == (
+            "BAD_CREDENTIALS"
+        )
+    # Locked: even the right password is refused until the lockout ends.
+    assert await code_of(accounts.email_login("fay@example.com", "correct horse battery")) == (
+        "LOCKED"
+    )
+    clock.now += 61
+    assert (await accounts.email_login("fay@example.com", "correct horse battery")).identity == fay
