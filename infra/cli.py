@@ -63,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
         help="an embedded PostgreSQL for wallet and leaderboard instead of SQLite files "
         "(implied by --replicas wallet=N or leaderboard=N above 1)",
     )
+    up.add_argument(
+        "--starter-grant",
+        type=int,
+        default=1000,
+        help="diamonds each new account is given once (a demo amount; production: 0)",
+    )
     up.add_argument("--startup-timeout", type=float, default=60.0)
     up.add_argument(
         "--prometheus",
@@ -133,7 +139,7 @@ async def _up(args: argparse.Namespace) -> int:
         replicas=replicas,
         redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
         database_url=args.database_url, startup_timeout_s=args.startup_timeout,
-        prometheus=args.prometheus, postgres=args.postgres,
+        prometheus=args.prometheus, postgres=args.postgres, starter_grant=args.starter_grant,
     ))  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

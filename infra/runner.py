@@ -75,6 +75,7 @@ class ClusterConfig:
     infra_stop_timeout_s: float = 3.0
     service_env: dict[str, dict[str, str]] = field(default_factory=dict)  # per instance name
     prometheus: bool = False  # also run Debian's `prometheus` scraping every service
+    starter_grant: int = 0  # diamonds for each new account (`bgcluster up` sets a demo amount)
     python: str = sys.executable
 
 
@@ -184,6 +185,7 @@ class Cluster:
             "BG_GATEWAY_ADDR": next(i for i in self.instances if i.service == "gateway").address,
             "BG_TOKEN_SECRET": self.token_secret,
             "BG_WALLET_OPERATOR_TOKEN": self.operator_token,
+            "BG_STARTER_GRANT": str(self.config.starter_grant),
         }
         env.setdefault("BG_LOG_FORMAT", os.environ.get("BG_LOG_FORMAT", "text"))
         if inst.ws_port:

@@ -22,6 +22,7 @@ players = Table(
     Column("locked_until_ms", BigInteger, nullable=False, server_default="0"),
     Column("created_ms", BigInteger, nullable=False),
     Column("deleted_ms", BigInteger, nullable=True),
+    Column("granted_ms", BigInteger, nullable=True),  # the starter grant credited (0002)
 )
 
 # A device id is a secret the app keeps; only its SHA-256 is stored.

@@ -54,6 +54,7 @@ class Session:
     identity: Identity
     refresh_token: str
     refresh_expires_ms: int
+    granted: bool = True  # False: the starter grant is still to be credited
 
 
 def _digest(secret: str) -> str:
@@ -112,7 +113,12 @@ class Accounts:
             async with self.engine.begin() as conn:
                 row = (
                     await conn.execute(
-                        select(players.c.player_id, players.c.display_name, players.c.deleted_ms)
+                        select(
+                            players.c.player_id,
+                            players.c.display_name,
+                            players.c.deleted_ms,
+                            players.c.granted_ms,
+                        )
                         .join(devices, devices.c.player_id == players.c.player_id)
                         .where(devices.c.device_hash == device)
                     )
@@ -120,7 +126,8 @@ class Accounts:
                 if row is not None:
                     if row.deleted_ms is not None:
                         raise Unauthenticated("ACCOUNT_DELETED", "this account was deleted")
-                    return await self._session(conn, Identity(row.player_id, row.display_name))
+                    identity = Identity(row.player_id, row.display_name)
+                    return await self._session(conn, identity, granted=row.granted_ms is not None)
             try:
                 async with self.engine.begin() as conn:
                     identity = await self._create(conn, valid_name(name))
@@ -130,7 +137,7 @@ class Accounts:
                             created_ms=self._now_ms(),
                         )
                     )  # fmt: skip
-                    return await self._session(conn, identity)
+                    return await self._session(conn, identity, granted=False)
             except IntegrityError:
                 continue
         raise ServiceError("TRY_AGAIN", "the device is logging in elsewhere; try again")
@@ -171,7 +178,8 @@ class Accounts:
                     .where(players.c.player_id == row.player_id)
                     .values(failed_logins=0)
                 )
-                return await self._session(conn, Identity(row.player_id, row.display_name))
+                identity = Identity(row.player_id, row.display_name)
+                return await self._session(conn, identity, granted=row.granted_ms is not None)
         raise failure
 
     def _burn(self, password: str) -> None:
@@ -200,6 +208,15 @@ class Accounts:
             raise Conflict("EMAIL_TAKEN", "another account has this email", field="email") from None
         if done.rowcount != 1:
             raise NotFound("NO_ACCOUNT", "guests have no account to link; log in with a device")
+
+    async def granted(self, player_id: str) -> None:
+        """The player's starter grant was credited (the wallet's grant is once per player)."""
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                update(players)
+                .where(players.c.player_id == player_id, players.c.granted_ms.is_(None))
+                .values(granted_ms=self._now_ms())
+            )
 
     # -- names -------------------------------------------------------------------------------
 
@@ -268,7 +285,11 @@ class Accounts:
     # -- sessions ----------------------------------------------------------------------------
 
     async def _session(
-        self, conn: AsyncConnection, identity: Identity, family: str | None = None
+        self,
+        conn: AsyncConnection,
+        identity: Identity,
+        family: str | None = None,
+        granted: bool = True,
     ) -> Session:
         token = secrets.token_urlsafe(32)
         expires = self._now_ms() + self.refresh_ttl_s * 1000
@@ -278,7 +299,7 @@ class Accounts:
                 player_id=identity.player_id, expires_ms=expires,
             )
         )  # fmt: skip
-        return Session(identity, token, expires)
+        return Session(identity, token, expires, granted)
 
     async def refresh(self, token: str) -> Session:
         """A new session for a refresh token, which is used up (rotation)."""

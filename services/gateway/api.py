@@ -114,13 +114,13 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self._limit(context)
         limits.check(request)
         if request.device_id:
-            return self._logged_in(
-                await self._accounts().device_login(request.device_id, request.display_name)
-            )
+            session = await self._accounts().device_login(request.device_id, request.display_name)
+            await self._starter_grant(session)
+            return self._logged_in(session)
         if request.email:
-            return self._logged_in(
-                await self._accounts().email_login(request.email, request.password)
-            )
+            session = await self._accounts().email_login(request.email, request.password)
+            await self._starter_grant(session)
+            return self._logged_in(session)
         identity = await self.identities.guest(request.guest_name)
         token, expires = self.signer.issue(identity)
         await self.names.remember(identity.player_id, identity.name)
@@ -128,6 +128,22 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             token=token, player_id=identity.player_id, expires_ms=expires,
             display_name=identity.name,
         )  # fmt: skip
+
+    async def _starter_grant(self, session: Session) -> None:
+        """A new account's diamonds (the wallet credits them once per player). Best effort:
+        with the wallet down the login still works, and the next login asks again."""
+        if session.granted or self.accounts is None:
+            return
+        player = session.identity.player_id
+        try:
+            await call(
+                self.wallet.GrantStarter(
+                    wallet_pb2.GrantStarterRequest(player_id=player), timeout=5
+                )
+            )
+            await self.accounts.granted(player)
+        except Exception as exc:
+            log.warning("starter grant postponed", extra={"error": repr(exc)[:200]})
 
     def _accounts(self) -> Accounts:
         if self.accounts is None:

@@ -25,6 +25,12 @@ class GrpcWallet:
         request = wallet_pb2.RefundRequest(idempotency_key=key, match_id=match_id)
         await call(self.stub.Refund(request, timeout=5))
 
+    async def balance(self, player_id: str) -> int:
+        reply = await call(
+            self.stub.GetBalance(wallet_pb2.GetBalanceRequest(player_id=player_id), timeout=5)
+        )
+        return int(reply.balance)
+
 
 class GrpcTables:
     """Any table replica serves any table: one balanced channel to them all (an unreachable one

@@ -81,6 +81,7 @@ def lobby_key(table_id: str) -> str:
 class WalletPort(Protocol):
     async def escrow(self, key: str, match_id: str, players: list[str], stake: int) -> None: ...
     async def refund(self, key: str, match_id: str) -> None: ...
+    async def balance(self, player_id: str) -> int: ...
 
 
 class TablePort(Protocol):
@@ -206,6 +207,7 @@ class Lobby:
     ) -> Table:
         _check_player(player_id)
         rules_from_proto(opts)  # validates every option, naming the bad field
+        await self._can_cover(player_id, opts)
         table_id = "t" + secrets.token_hex(8)
         code = await self._new_code(table_id)
         seats = [player_id, ""]
@@ -256,6 +258,19 @@ class Lobby:
                 break
         return out
 
+    async def _can_cover(self, player_id: str, opts: table_pb2.TableOptions) -> None:
+        """A wagered table is refused at once to a player who cannot cover its bet (the escrow
+        at the deal still decides: the balance can change in between, I-10)."""
+        if opts.profile != "wagered":
+            return
+        if await self.wallet.balance(player_id) < opts.bet:
+            raise ServiceError(
+                "INSUFFICIENT_FUNDS",
+                f"the bet is {opts.bet} diamonds; you cannot cover it",
+                field="options.bet",
+                players=player_id,
+            )
+
     async def list_live(self, profile: str = "", limit: int = 50) -> list[Table]:
         """Watchable tables dealt, newest first (I-35). Whether their match is still in play
         is the table service's to say: the gateway asks it before listing one."""
@@ -287,6 +302,8 @@ class Lobby:
         return await self.join(player_id, table_id.decode())
 
     async def join(self, player_id: str, table_id: str) -> Table:
+        await self._can_cover(player_id, (await self.get(table_id)).proto_options())
+
         def sit(table: Table) -> None:
             if player_id in table.player_ids:
                 return  # already seated: joining again is harmless
@@ -308,6 +325,7 @@ class Lobby:
     async def quick_match(self, player_id: str, opts: table_pb2.TableOptions) -> Table:
         _check_player(player_id)
         rules_from_proto(opts)
+        await self._can_cover(player_id, opts)
         if opts.level in ("easy", "normal"):
             raise InvalidArgument(
                 "INVALID_OPTION", "quick match pairs people; use CreateTable vs CPU", field="level"

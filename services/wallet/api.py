@@ -33,10 +33,17 @@ def _response(outcome: Outcome) -> wallet_pb2.OperationResponse:
 
 
 class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
-    def __init__(self, ledger: Ledger, metrics: WalletMetrics, operator_token: str) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        metrics: WalletMetrics,
+        operator_token: str,
+        starter_grant: int = 0,
+    ) -> None:
         self.ledger = ledger
         self.metrics = metrics
         self.operator_token = operator_token
+        self.starter_grant = starter_grant
 
     async def _op(self, kind: str, call: Awaitable[Outcome]) -> wallet_pb2.OperationResponse:
         try:
@@ -75,6 +82,23 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
             request.idempotency_key, request.player_id, request.amount, request.reason
         )
         return await self._op("deposit", call)
+
+    @grpc_errors
+    async def GrantStarter(
+        self, request: wallet_pb2.GrantStarterRequest, context: Context
+    ) -> wallet_pb2.GrantStarterResponse:
+        if self.starter_grant <= 0:
+            return wallet_pb2.GrantStarterResponse(amount=0)
+        call = self.ledger.deposit(
+            f"starter:{request.player_id}", request.player_id, self.starter_grant, "starter grant"
+        )
+        try:
+            await self._op("deposit", call)
+        except ServiceError as err:
+            if err.code != "IDEMPOTENCY_CONFLICT":
+                raise
+            return wallet_pb2.GrantStarterResponse(amount=0)  # granted before, another amount
+        return wallet_pb2.GrantStarterResponse(amount=self.starter_grant)
 
     @grpc_errors
     async def Escrow(

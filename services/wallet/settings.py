@@ -29,6 +29,12 @@ class WalletSettings(ServiceSettings):
         "Token operators send (metadata x-operator-token) to deposit; empty disables deposits.",
         secret=True,
     )
+    starter_grant: int = setting(
+        "BG_STARTER_GRANT",
+        0,
+        "Diamonds a new account is given once (0: none; `bgcluster up` sets a demo amount).",
+        min=0,
+    )
     fee_bps: int = setting(
         "BG_WALLET_FEE_BPS",
         800,

@@ -276,6 +276,14 @@ async def test_a_wagered_match_settles_with_the_right_balances_on_screen(
                 ),
                 metadata=[("x-operator-token", cluster["operator"])],
             )
+
+        async def ledger(pid: str) -> int:
+            reply = await wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=pid))
+            return int(reply.balance)
+
+        # Each device account had the cluster's demo starter grant (1000) and the 5000 above.
+        before = [await ledger(pid) for pid in ids]
+        assert before == [6000, 6000]
         for p in (dan, eve):
             await p.get_by_role("button", name="Wagered").click()
         await asyncio.gather(_in_table(dan), _in_table(eve))
@@ -285,17 +293,12 @@ async def test_a_wagered_match_settles_with_the_right_balances_on_screen(
         await asyncio.gather(*(
             p.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'") for p in (dan, eve)
         ))  # fmt: skip
-
-        async def ledger(pid: str) -> int:
-            reply = await wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=pid))
-            return int(reply.balance)
-
         for _ in range(100):  # the settlement comes through Kafka
-            if await ledger(ids[1]) > 5000:
+            if await ledger(ids[1]) > before[1]:
                 break
             await asyncio.sleep(0.1)
         dan_balance, eve_balance = await ledger(ids[0]), await ledger(ids[1])
-        assert dan_balance == 4900 and 5000 < eve_balance <= 5100
+        assert dan_balance == before[0] - 100 and before[1] < eve_balance <= before[1] + 100
         for page, balance in ((dan, dan_balance), (eve, eve_balance)):
             await page.wait_for_function("b => bg.state().balance === b", arg=balance)
             assert f"{balance} diamonds" in (await page.locator("#end-detail").text_content() or "")

@@ -146,8 +146,13 @@ async def test_player_who_cannot_cover_the_bet(cluster: dict[str, Any]) -> None:
         table = await ann.create_table(
             table_pb2.TableOptions(profile="wagered", match_length=1, bet=500)
         )
-        closed = await poor.join(table.code)
-        assert closed.status == "closed" and closed.close_reason == f"cannot_cover:{poor.player_id}"
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await poor.join(table.code)
+        assert (error_from(refused.value) or errors_pb2.Error()).code == "INSUFFICIENT_FUNDS"
+        with pytest.raises(grpc.aio.AioRpcError) as own:
+            await poor.create_table(table_pb2.TableOptions(profile="wagered", bet=500))
+        assert (error_from(own.value) or errors_pb2.Error()).code == "INSUFFICIENT_FUNDS"
+        assert (await ann.table(table.table_id)).status == "open"  # still waiting for someone
         assert (await ann.balance(), await poor.balance()) == (5000, 100)  # nothing taken
 
 
@@ -720,7 +725,13 @@ async def test_accounts_device_and_email_logins_refresh_and_logout(
         assert first.player_id == again.player_id and first.display_name == "ivy"
         assert first.player_id.startswith("p") and first.refresh_token
         auth = [("authorization", f"Bearer {first.token}")]
-        assert (await stub.GetBalance(gateway_pb2.BalanceRequest(), metadata=auth)).balance == 0
+        # The demo starter grant (`bgcluster up`: 1000), credited once however often one logs in.
+        assert (await stub.GetBalance(gateway_pb2.BalanceRequest(), metadata=auth)).balance == 1000
+        guest = await stub.Login(gateway_pb2.LoginRequest(guest_name="passer-by"))
+        guest_auth = [("authorization", f"Bearer {guest.token}")]
+        assert (
+            await stub.GetBalance(gateway_pb2.BalanceRequest(), metadata=guest_auth)
+        ).balance == 0
         renewed = await stub.Refresh(gateway_pb2.RefreshRequest(refresh_token=first.refresh_token))
         assert renewed.player_id == first.player_id and renewed.refresh_token != first.refresh_token
         # Used again at once (two tabs renewing together): a race, not theft (the unit tests

@@ -147,3 +147,12 @@ async def test_email_password_login_locks_out_after_repeated_failures(
     )
     clock.now += 61
     assert (await accounts.email_login("fay@example.com", "correct horse battery")).identity == fay
+
+
+async def test_the_starter_grant_is_asked_for_until_it_is_credited(accounts: Accounts) -> None:
+    phone = device()
+    first = await accounts.device_login(phone, "ivy")
+    assert not first.granted
+    assert not (await accounts.device_login(phone, "ivy")).granted  # the wallet was down, say
+    await accounts.granted(first.identity.player_id)
+    assert (await accounts.device_login(phone, "ivy")).granted

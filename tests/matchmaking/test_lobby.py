@@ -19,8 +19,9 @@ pytestmark = pytest.mark.integration
 
 
 class FakeWallet:
-    def __init__(self, short: set[str] | None = None) -> None:
-        self.short = short or set()
+    def __init__(self, short: set[str] | None = None, poor: set[str] | None = None) -> None:
+        self.short = short or set()  # their escrow fails (spent between joining and the deal)
+        self.poor = poor or set()  # their balance is 0 from the start
         self.escrows: dict[str, tuple[list[str], int]] = {}
         self.refunded: list[str] = []
         self.down = False
@@ -32,6 +33,9 @@ class FakeWallet:
             raise ServiceError("UNKNOWN_MATCH", match_id)
         if match_id not in self.refunded:
             self.refunded.append(match_id)
+
+    async def balance(self, player_id: str) -> int:
+        return 0 if player_id in self.poor else 1_000_000
 
     async def escrow(self, key: str, match_id: str, players: list[str], stake: int) -> None:
         short = [p for p in players if p in self.short]
@@ -90,7 +94,7 @@ async def lobby(valkey: Valkey) -> AsyncIterator[tuple[Lobby, FakeWallet, FakeTa
     """On a single Valkey and a Valkey Cluster (the lobby's scripts keep to one slot)."""
     client = valkey.client()
     await client.flushdb()
-    wallet, tables = FakeWallet({"poor"}), FakeTables()
+    wallet, tables = FakeWallet(short={"poor"}, poor={"pauper"}), FakeTables()
     yield Lobby(client, wallet, tables), wallet, tables
     await client.aclose()
 
@@ -114,11 +118,32 @@ async def test_party_code_join_deals_a_wagered_table(lobby) -> None:  # type: ig
 
 
 async def test_a_player_who_cannot_cover_closes_the_table_and_nothing_is_taken(lobby) -> None:  # type: ignore[no-untyped-def]
+    """I-10: the balance covered the bet when they sat, not at the deal (spent meanwhile)."""
     lb, wallet, tables = lobby
     table = await lb.create("ann", WAGERED, public=False)
     closed = await lb.join("poor", table.table_id)
     assert closed.status == "closed" and closed.close_reason == "cannot_cover:poor"
     assert wallet.escrows == {} and tables.created == []
+
+
+async def test_a_wagered_table_is_refused_at_once_to_whoever_cannot_cover_it(lobby) -> None:  # type: ignore[no-untyped-def]
+    lb, _, _ = lobby
+    for attempt in (
+        lb.create("pauper", WAGERED, public=True),
+        lb.quick_match("pauper", WAGERED),
+    ):
+        with pytest.raises(ServiceError) as refused:
+            await attempt
+        assert refused.value.code == "INSUFFICIENT_FUNDS" and refused.value.field == "options.bet"
+    table = await lb.create("ann", WAGERED, public=True)
+    with pytest.raises(ServiceError) as refused:
+        await lb.join("pauper", table.table_id)
+    assert refused.value.code == "INSUFFICIENT_FUNDS"
+    after = await lb.get(table.table_id)
+    assert after.status == "open" and after.player_ids == ["ann", ""]  # nothing changed
+    assert [t.table_id for t in await lb.list_open()] == [table.table_id]
+    casual = await lb.create("pauper", table_pb2.TableOptions(profile="casual"), public=False)
+    assert casual.status == "open"  # no stake, no check
 
 
 async def test_out_of_range_options_name_the_field(lobby) -> None:  # type: ignore[no-untyped-def]

@@ -3,6 +3,7 @@ migrations produce exactly the schema the code declares."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -23,9 +24,9 @@ pytestmark = pytest.mark.integration
 TOKEN = [("x-operator-token", "s3cret-op")]
 
 
-@pytest.fixture
-async def wallet(
-    tmp_path: Path, kafka_bootstrap: str
+@contextlib.asynccontextmanager
+async def _wallet(
+    tmp_path: Path, kafka_bootstrap: str, grant: int = 0
 ) -> AsyncIterator[tuple[wallet_pb2_grpc.WalletServiceStub, ServiceHost]]:
     app = build_app(
         {
@@ -35,6 +36,7 @@ async def wallet(
             "BG_KAFKA_BOOTSTRAP": kafka_bootstrap,
             "BG_WALLET_OPERATOR_TOKEN": "s3cret-op",
             "BG_WALLET_CONSUME": "false",
+            "BG_STARTER_GRANT": str(grant),
         }
     )
     host = ServiceHost(app)
@@ -42,6 +44,31 @@ async def wallet(
     async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel:
         yield wallet_pb2_grpc.WalletServiceStub(channel), host
     await host.stop()
+
+
+@pytest.fixture
+async def wallet(
+    tmp_path: Path, kafka_bootstrap: str
+) -> AsyncIterator[tuple[wallet_pb2_grpc.WalletServiceStub, ServiceHost]]:
+    async with _wallet(tmp_path, kafka_bootstrap) as found:
+        yield found
+
+
+async def test_the_starter_grant_is_credited_once_per_player(
+    tmp_path: Path, kafka_bootstrap: str
+) -> None:
+    ask = wallet_pb2.GrantStarterRequest(player_id="pnew")
+    balance = wallet_pb2.GetBalanceRequest(player_id="pnew")
+    async with _wallet(tmp_path, kafka_bootstrap, grant=0) as (stub, _):
+        assert (await stub.GrantStarter(ask)).amount == 0  # grants off: nothing
+        assert (await stub.GetBalance(balance)).balance == 0
+    async with _wallet(tmp_path, kafka_bootstrap, grant=500) as (stub, _):
+        assert (await stub.GrantStarter(ask)).amount == 500
+        assert (await stub.GrantStarter(ask)).amount == 500  # asked again: the same grant
+        assert (await stub.GetBalance(balance)).balance == 500
+    async with _wallet(tmp_path, kafka_bootstrap, grant=700) as (stub, _):
+        assert (await stub.GrantStarter(ask)).amount == 0  # granted before, at another amount
+        assert (await stub.GetBalance(balance)).balance == 500
 
 
 async def test_deposits_need_the_operator_token(wallet) -> None:  # type: ignore[no-untyped-def]
