@@ -218,6 +218,30 @@ class Accounts:
                 .values(granted_ms=self._now_ms())
             )
 
+    async def delete(self, player_id: str) -> None:
+        """The account's personal data goes (name, email, password, devices), its sessions end;
+        the id stays, for the ledger and the histories that name it. Idempotent."""
+        now = self._now_ms()
+        async with self.engine.begin() as conn:
+            found = await conn.execute(
+                update(players)
+                .where(players.c.player_id == player_id)
+                .values(
+                    display_name="deleted player", name_key=None, email=None, password_hash=None,
+                    deleted_ms=func.coalesce(players.c.deleted_ms, now),
+                )
+            )  # fmt: skip
+            if found.rowcount != 1:
+                raise NotFound("NO_ACCOUNT", "guests have no account to delete")
+            await conn.execute(devices.delete().where(devices.c.player_id == player_id))
+            await conn.execute(
+                update(refresh_tokens)
+                .where(
+                    refresh_tokens.c.player_id == player_id, refresh_tokens.c.revoked_ms.is_(None)
+                )
+                .values(revoked_ms=now)
+            )
+
     # -- names -------------------------------------------------------------------------------
 
     async def set_name(self, player_id: str, name: str) -> Identity:

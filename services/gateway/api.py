@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -24,6 +25,7 @@ from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.errors import (
     InvalidArgument,
+    NotFound,
     PermissionDenied,
     ServiceError,
     Unauthenticated,
@@ -40,6 +42,7 @@ from services.gateway.command_lines import CommandLines
 from services.gateway.feed import GAP, Subscription, TableFeed
 from services.gateway.names import Names
 from services.gateway.presence import Presence
+from services.gateway.privacy import Privacy
 from services.gateway.rate_limits import RateLimits, peer_address
 from services.gateway.spectator_views import SpectatorViews
 
@@ -77,6 +80,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.feed = feed or TableFeed(presence.redis)
         self.names = names or Names(presence.redis, signer.ttl_s)
         self.accounts = accounts
+        self.privacy = Privacy(presence.redis)
         self.access_ttl_s = access_ttl_s  # accounts' tokens; guests' live signer.ttl_s
         self.spectators = SpectatorViews(self._spectator_view)
         self.limits = limits
@@ -114,10 +118,13 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self._limit(context)
         limits.check(request)
         if request.device_id:
+            device = hashlib.sha256(request.device_id.encode()).hexdigest()[:24]
+            self.limits.check_login(f"device:{device}")
             session = await self._accounts().device_login(request.device_id, request.display_name)
             await self._starter_grant(session)
             return self._logged_in(session)
         if request.email:
+            self.limits.check_login("email:" + request.email.strip().casefold())
             session = await self._accounts().email_login(request.email, request.password)
             await self._starter_grant(session)
             return self._logged_in(session)
@@ -179,6 +186,21 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         return gateway_pb2.LogoutResponse()
 
     @grpc_errors
+    async def DeleteAccount(
+        self, request: gateway_pb2.DeleteAccountRequest, context: Context
+    ) -> gateway_pb2.DeleteAccountResponse:
+        """The wallet first: with stakes in play nothing changes; a retry after a failure in
+        between finds the wallet's close done (idempotent) and finishes the rest."""
+        player = self.player(context, request)
+        accounts = self._accounts()
+        if not player.startswith(ACCOUNT_PREFIX):
+            raise NotFound("NO_ACCOUNT", "guests have no account to delete")
+        close = wallet_pb2.CloseAccountRequest(idempotency_key=f"close:{player}", player_id=player)
+        await call(self.wallet.CloseAccount(close, timeout=10))
+        await accounts.delete(player)
+        return gateway_pb2.DeleteAccountResponse()
+
+    @grpc_errors
     async def LinkEmail(
         self, request: gateway_pb2.LinkEmailRequest, context: Context
     ) -> gateway_pb2.LinkEmailResponse:
@@ -208,14 +230,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def ListTables(self, request: matchmaking_pb2.ListTablesRequest, context: Context) -> Any:
         self.player(context, request)
         reply: Any = await call(self.lobby.ListTables(request, timeout=10))
-        if request.live:  # only the matches still in play (the lobby cannot tell)
-            playing = await asyncio.gather(*(self._in_play(t.table_id) for t in reply.tables))
+        if request.live:  # matches still in play (the lobby cannot tell), none kept private
+            playing = await asyncio.gather(*(self._watchable(t) for t in reply.tables))
             kept = [t for t, ok in zip(reply.tables, playing, strict=True) if ok]
             reply = matchmaking_pb2.ListTablesResponse(tables=kept)
         return reply
 
-    async def _in_play(self, table_id: str) -> bool:
-        request = table_pb2.GetViewRequest(table_id=table_id, spectator=True)
+    async def _watchable(self, table: Any) -> bool:
+        if await self.privacy.any_hidden(list(table.player_ids)):
+            return False
+        request = table_pb2.GetViewRequest(table_id=table.table_id, spectator=True)
         try:
             view: Any = await call(self.tables.GetView(request, timeout=5))
         except ServiceError:
@@ -353,6 +377,14 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         if members and self.accounts is not None:
             names.update(await self.accounts.names(members))
         return names
+
+    @grpc_errors
+    async def SetPrivacy(
+        self, request: gateway_pb2.PrivacyRequest, context: Context
+    ) -> gateway_pb2.PrivacyResponse:
+        player = self.player(context, request)
+        await self.privacy.set(player, request.hide_from_spectators)
+        return gateway_pb2.PrivacyResponse()
 
     @grpc_errors
     async def SetPreferences(
@@ -511,7 +543,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                     matchmaking_pb2.TableRequest(player_id=player, table_id=table_id), timeout=10
                 )
             )
-            if not lobby.watchable and player not in lobby.player_ids:
+            seated = player in lobby.player_ids
+            hidden = await self.privacy.any_hidden(list(lobby.player_ids))
+            if not seated and (not lobby.watchable or hidden):
                 raise PermissionDenied("NOT_WATCHABLE", "this table is not open to spectators")
         except ServiceError as err:
             await abort(context, err)

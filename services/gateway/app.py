@@ -47,7 +47,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     engine = sql_engine(settings.database_url)
     accounts = Accounts(engine, settings.refresh_ttl_s)
     presence = Presence(redis, settings.presence_ttl_s)
-    limits = RateLimits(redis, settings.rate_per_s, settings.rate_per_peer_s, settings.rate_sync_s)
+    limits = RateLimits(
+        redis,
+        settings.rate_per_s,
+        settings.rate_per_peer_s,
+        settings.rate_sync_s,
+        settings.rate_per_login_s,
+    )
     channels: list[grpc.aio.Channel] = []
     parts: dict[str, Any] = {}
     stop = asyncio.Event()

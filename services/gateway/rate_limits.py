@@ -137,14 +137,21 @@ class SharedLimiter:
 
 
 class RateLimits:
-    """The gateway's limits: per player (every authenticated call and Play command) and per
-    peer address (every call, Login included), both shared with the other gateways."""
+    """The gateway's limits: per player (every authenticated call and Play command), per peer
+    address (every call, Login included) and per login name (a device or an email: guessing
+    passwords or device ids from many addresses), all shared with the other gateways."""
 
     def __init__(
-        self, redis: Any, per_player_s: float, per_peer_s: float, sync_s: float = 0.1
+        self,
+        redis: Any,
+        per_player_s: float,
+        per_peer_s: float,
+        sync_s: float = 0.1,
+        per_login_s: float = 5.0,
     ) -> None:
         self.players = SharedLimiter(redis, "player", per_player_s, sync_s)
         self.peers = SharedLimiter(redis, "peer", per_peer_s, sync_s)
+        self.logins = SharedLimiter(redis, "login", per_login_s, sync_s)
 
     def check_player(self, player_id: str) -> None:
         if not self.players.allow(player_id):
@@ -154,8 +161,13 @@ class RateLimits:
         if not self.peers.allow(address):
             raise _limited(f"at most {self.peers.per_s:g} calls per second from one address")
 
+    def check_login(self, who: str) -> None:
+        """`who`: "device:<hash>" or "email:<address>" (never a secret in a Redis key)."""
+        if not self.logins.allow(who):
+            raise _limited(f"at most {self.logins.per_s:g} logins per second for one account")
+
     async def run(self, stop: asyncio.Event) -> None:
-        await asyncio.gather(self.players.run(stop), self.peers.run(stop))
+        await asyncio.gather(self.players.run(stop), self.peers.run(stop), self.logins.run(stop))
 
 
 def _limited(message: str) -> ServiceError:

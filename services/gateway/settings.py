@@ -91,6 +91,13 @@ class GatewaySettings(ServiceSettings):
         "players behind one NAT or proxy share it).",
         min=0.1,
     )
+    rate_per_login_s: float = setting(
+        "BG_RATE_PER_LOGIN_S",
+        5.0,
+        "Logins per second allowed per device or email, over every gateway (with the lockout "
+        "after failed passwords: guessing from many addresses).",
+        min=0.1,
+    )
     rate_sync_s: float = setting(
         "BG_RATE_SYNC_S",
         0.1,

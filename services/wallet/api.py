@@ -101,6 +101,13 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         return wallet_pb2.GrantStarterResponse(amount=self.starter_grant)
 
     @grpc_errors
+    async def CloseAccount(
+        self, request: wallet_pb2.CloseAccountRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        call = self.ledger.close_account(request.idempotency_key, request.player_id)
+        return await self._op("close", call)
+
+    @grpc_errors
     async def Escrow(
         self, request: wallet_pb2.EscrowRequest, context: Context
     ) -> wallet_pb2.OperationResponse:

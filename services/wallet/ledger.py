@@ -41,6 +41,7 @@ from services.wallet.schema import accounts, escrows, holds, operations, outbox,
 
 HOUSE = "house"
 EXTERNAL = "external"
+CLOSED = "closed-accounts"  # the diamonds of deleted accounts: kept, no longer anybody's
 MAX_ID = 120
 
 
@@ -364,6 +365,34 @@ class Ledger:
             return await self._finish(op, Outcome(op.id, op.kind), events_pb2.WalletEvent(), acct)
 
         return await self._run(key, "deposit", {"p": player_id, "a": amount, "r": reason}, body)
+
+    async def close_account(self, key: str, player_id: str) -> Outcome:
+        """A deleted account's diamonds go to CLOSED: the books stay whole and its history
+        stays. Refused while the player has stakes in a match in play (IN_PLAY)."""
+        _check_id("player_id", player_id)
+        acct = player_account(player_id)
+
+        async def body(op: _Op) -> Outcome:
+            in_play = await op.conn.scalar(
+                select(func.count())
+                .select_from(escrows)
+                .where(
+                    escrows.c.status == "open",
+                    or_(escrows.c.player_a == player_id, escrows.c.player_b == player_id),
+                )
+            )
+            if in_play:
+                raise ServiceError(
+                    "IN_PLAY", "a match with stakes is in play: finish it first", field="player_id"
+                )
+            await self._ensure(op.conn, CLOSED, "closed", op.now)
+            await self._ensure(op.conn, acct, "player", op.now)
+            balance = (await self._lock(op.conn, [acct, CLOSED]))[acct]
+            if balance > 0:
+                await self._move(op, acct, CLOSED, balance)
+            return await self._finish(op, Outcome(op.id, op.kind), events_pb2.WalletEvent(), acct)
+
+        return await self._run(key, "close", {"p": player_id}, body)
 
     async def escrow(self, key: str, match_id: str, players: Sequence[str], stake: int) -> Outcome:
         _check_id("match_id", match_id)

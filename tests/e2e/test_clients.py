@@ -174,6 +174,19 @@ async def test_two_browsers_play_a_whole_casual_match(
     assert (await _state(cat))["spectator"]
     assert await cat.locator('[data-action="stopWatching"]').count() == 1
 
+    # The opponent's checkers move on the other page as each step is played, before the turn
+    # ends (the server's view of the waiting seat shows the turn's start).
+    mover, watcher = (ann, bob) if (await _state(ann))["myTurn"] else (bob, ann)
+    await mover.wait_for_function("() => document.querySelector('[data-movable]') !== null")
+    seq = (await _state(watcher))["seq"]
+    await mover.locator("[data-movable]").first.click()
+    await mover.locator("[data-target]").first.click()
+    await _wait_seq_change(watcher, seq)
+    moved, seen = await _state(mover), await _state(watcher)
+    if moved["myTurn"]:  # one die still to play: the turn is in play
+        assert seen["board"]["opponent"] == moved["board"]["own"]
+        assert seen["board"]["own"] == moved["board"]["opponent"]
+
     async def screenshot_midway() -> None:
         await ann.wait_for_function("() => bg.state().seq >= 12", timeout=60_000)
         await ann.screenshot(path=str(ARTIFACTS / "game.png"), full_page=True)
@@ -210,6 +223,21 @@ async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
     page = await _page(browser, cluster["url"], "carol", guest=True)
     await page.get_by_role("button", name="Casual, easy").click()
     await _in_table(page)
+    # A move made with the keyboard alone: a lit point has its label, Enter picks it (the focus
+    # goes to its first destination), Enter again moves there.
+    await page.wait_for_function(
+        "() => bg.state().myTurn && document.querySelector('[data-movable]') !== null",
+        timeout=60_000,
+    )
+    lit = page.locator("[data-movable]").first
+    assert "can move" in (await lit.get_attribute("aria-label") or "")
+    seq = (await _state(page))["seq"]
+    await lit.focus()
+    await page.keyboard.press("Enter")
+    assert "move here" in (await page.evaluate("document.activeElement.getAttribute('aria-label')"))
+    await page.keyboard.press("Enter")
+    await _wait_seq_change(page, seq)
+    assert (await _state(page))["seq"] > seq
     for _ in range(6):
         await _act(page) or await _wait_seq_change(page, (await _state(page))["seq"], 3000)
     before = await _state(page)

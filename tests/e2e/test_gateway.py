@@ -646,6 +646,22 @@ async def test_a_spectator_sees_every_event_once_and_nothing_secret(
             matchmaking_pb2.ListTablesRequest(live=True), metadata=cam.auth
         )
         assert table.table_id in [t.table_id for t in live.tables]
+        # A player who keeps their matches private (I-35's opt-out): nobody may watch, and the
+        # match is not listed; changing their mind opens it again.
+        privacy = gateway_pb2.PrivacyRequest(hide_from_spectators=True)
+        await bob.stub.SetPrivacy(privacy, metadata=bob.auth)
+        with pytest.raises(grpc.aio.AioRpcError) as hidden:
+            async for _ in cam.stub.Watch(
+                gateway_pb2.WatchRequest(table_id=table.table_id), metadata=cam.auth
+            ):
+                pass
+        assert (error_from(hidden.value) or errors_pb2.Error()).code == "NOT_WATCHABLE"
+        unlisted = await cam.stub.ListTables(
+            matchmaking_pb2.ListTablesRequest(live=True), metadata=cam.auth
+        )
+        assert table.table_id not in [t.table_id for t in unlisted.tables]
+        privacy.hide_from_spectators = False
+        await bob.stub.SetPrivacy(privacy, metadata=bob.auth)
         seen: list[Any] = []
         views: list[Any] = []
 
@@ -758,3 +774,12 @@ async def test_accounts_device_and_email_logins_refresh_and_logout(
         with pytest.raises(grpc.aio.AioRpcError) as bad:
             await stub.Login(gateway_pb2.LoginRequest(device_id="too-short"))
         assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        # Deleting the account: its diamonds leave it (the books stay whole), and the device
+        # starts afresh as a new player.
+        await stub.DeleteAccount(gateway_pb2.DeleteAccountRequest(), metadata=auth)
+        async with grpc.aio.insecure_channel(cluster["wallet"]) as wc:
+            wallet = wallet_pb2_grpc.WalletServiceStub(wc)
+            left = await wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=first.player_id))
+        assert left.balance == 0
+        fresh = await stub.Login(gateway_pb2.LoginRequest(device_id=device, display_name="ivy"))
+        assert fresh.player_id != first.player_id

@@ -156,3 +156,23 @@ async def test_the_starter_grant_is_asked_for_until_it_is_credited(accounts: Acc
     assert not (await accounts.device_login(phone, "ivy")).granted  # the wallet was down, say
     await accounts.granted(first.identity.player_id)
     assert (await accounts.device_login(phone, "ivy")).granted
+
+
+async def test_a_deleted_account_keeps_its_id_and_loses_its_personal_data(
+    accounts: Accounts,
+) -> None:
+    phone = device()
+    kim = await accounts.device_login(phone, "kim")
+    await accounts.link_email(kim.identity.player_id, "kim@example.com", "a long passphrase")
+    await accounts.delete(kim.identity.player_id)
+    await accounts.delete(kim.identity.player_id)  # twice: no harm
+    assert await code_of(accounts.refresh(kim.refresh_token)) == "REFRESH_REVOKED"
+    assert await code_of(accounts.email_login("kim@example.com", "a long passphrase")) == (
+        "BAD_CREDENTIALS"
+    )
+    assert await accounts.names([kim.identity.player_id]) == {
+        kim.identity.player_id: "deleted player"
+    }
+    fresh = await accounts.device_login(phone, "kim")  # the device starts afresh, name free
+    assert fresh.identity.player_id != kim.identity.player_id and fresh.identity.name == "kim"
+    assert await code_of(accounts.delete("gguest")) == "NO_ACCOUNT"

@@ -80,3 +80,13 @@ async def test_limits_refuse_with_a_typed_error(redis: Any) -> None:
         limits.check_peer("10.0.0.9")
     with pytest.raises(ServiceError):
         limits.check_peer("10.0.0.9")
+
+
+async def test_logins_per_device_or_email_are_limited(redis: Any) -> None:
+    limits = RateLimits(redis, per_player_s=50, per_peer_s=50, per_login_s=2)
+    for _ in range(2):
+        limits.check_login("email:fay@example.com")
+    with pytest.raises(ServiceError) as err:
+        limits.check_login("email:fay@example.com")
+    assert err.value.code == "RATE_LIMITED"
+    limits.check_login("email:gus@example.com")  # each account has its own

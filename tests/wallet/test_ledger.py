@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.common.errors import ServiceError
-from services.wallet.ledger import HOUSE, InsufficientFunds, Ledger, fee
+from services.wallet.ledger import CLOSED, HOUSE, InsufficientFunds, Ledger, fee
 from services.wallet.schema import accounts, escrows, operations, outbox, transfers
 from tests.wallet.conftest import fund
 
@@ -206,3 +206,23 @@ async def test_every_operation_writes_its_event_to_the_outbox(
             )
             assert dict(event.player_deltas) == {"alice": 1840}
     assert kinds == ["deposit", "deposit", "escrow", "settle"]
+
+
+async def test_a_closed_account_keeps_the_books_whole_and_waits_for_matches_in_play(
+    ledger: Ledger,
+) -> None:
+    """Account deletion: the balance moves to the closed-accounts account (the fixture checks
+    the books after the test); refused while the player has stakes in play; once only."""
+    await fund(ledger, ann=1000, bob=1000)
+    await ledger.escrow("e1", "m1", ["ann", "bob"], 300)
+    with pytest.raises(ServiceError) as in_play:
+        await ledger.close_account("close:ann", "ann")
+    assert in_play.value.code == "IN_PLAY"
+    assert await ledger.balance("ann") == 700  # nothing changed
+    await ledger.refund("r1", "m1")
+    closed = await ledger.close_account("close:ann", "ann")
+    assert closed.changes == {"player:ann": [-1000, 0], CLOSED: [1000, 1000]}
+    again = await ledger.close_account("close:ann", "ann")
+    assert again.replayed and await ledger.balance("ann") == 0
+    empty = await ledger.close_account("close:carol", "carol")  # nothing to move
+    assert empty.changes == {}

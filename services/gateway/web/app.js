@@ -5,7 +5,7 @@
 
 import { ApiError, Connection } from "./api.js";
 import { Board, pointName } from "./board.js";
-import { frames } from "./replay.js";
+import { apply, frames } from "./replay.js";
 import { verifyRolls } from "./verify.js";
 
 const $ = (id) => document.getElementById(id);
@@ -35,6 +35,10 @@ const state = {
   commands: 0,
   leaveArmed: false,
   watching: false, // a spectator of this table (I-35): read-only
+  // The single steps of the turn in play by a seat whose view this page does not get (the
+  // opponent's, or either for a spectator): the server's view shows the turn's start until it
+  // ends, so they are drawn on top of it as they happen.
+  moving: { seat: -1, steps: [] },
   names: {}, // player id -> display name
 };
 
@@ -255,6 +259,7 @@ async function openTable(tableId, watching = false) {
   state.view = null;
   state.seenRolls = [];
   state.eventSeqs = [];
+  state.moving = { seat: -1, steps: [] };
   state.ended = null;
   state.verify = "";
   save();
@@ -293,11 +298,38 @@ function describe(event, v) {
   }
 }
 
+function track(event) {
+  if (event.turnStarted || event.turnEnded || event.turnPassed || event.gameStarted || event.turnTakenBack) {
+    state.moving = { seat: -1, steps: [] };
+  } else if (event.checkersMoved) {
+    const seat = event.checkersMoved.seat || 0;
+    if (state.moving.seat !== seat) state.moving = { seat, steps: [] };
+    state.moving.steps.push(...(event.checkersMoved.steps || []));
+  } else if (event.stepsUndone) {
+    state.moving.steps.splice(-((event.stepsUndone.steps || []).length || 0));
+  }
+}
+
+// The view as the page draws it: with the steps of a turn in play that the view does not show.
+function shown(v) {
+  const { seat, steps } = state.moving;
+  if (seat < 0 || !steps.length || (seat === seatOf(v) && !v.spectator)) return v;
+  const own = (v.own || []).slice();
+  const opponent = (v.opponent || []).slice();
+  while (own.length < 25) own.push(0);
+  while (opponent.length < 25) opponent.push(0);
+  const onOwnSide = seat === seatOf(v); // a spectator watching seat 0 move
+  if (onOwnSide) apply(own, opponent, steps);
+  else apply(opponent, own, steps);
+  return { ...v, own, opponent };
+}
+
 function onUpdate(tableId, update) {
   if (tableId !== state.tableId) return;
   const view = update.view || {};
   for (const event of update.events || []) {
     state.eventSeqs.push(Number(event.seq || 0));
+    track(event);
     if (event.openingRoll) state.seenRolls.push(event.openingRoll.dice || []);
     if (event.diceRolled) state.seenRolls.push(event.diceRolled.dice || []);
     if (event.gameStarted && !state.ended) { /* same match */ }
@@ -380,7 +412,7 @@ function renderSeats() {
 function renderTable() {
   const v = state.view;
   if (!v) return;
-  board.render(v);
+  board.render(shown(v));
   renderSeats();
   const score = v.score || [];
   const me = seatOf(v);
@@ -656,6 +688,13 @@ function wire() {
       fail("lobby-error", err);
     }
   });
+  $("pref-private").addEventListener("change", async (e) => {
+    try {
+      await conn.call("SetPrivacy", { hideFromSpectators: e.target.checked });
+    } catch (err) {
+      fail("lobby-error", err);
+    }
+  });
   $("start-table").addEventListener("click", async () => {
     try {
       await conn.call("StartTable", { tableId: state.tableId }); // the waiting loop sees the deal
@@ -724,6 +763,7 @@ window.bg = {
     myTurn: state.view ? myTurn(state.view) : false, balance: state.balance, verify: state.verify,
     spectator: !!(state.view && state.view.spectator), events: state.eventSeqs.length,
     winner: state.view ? (state.view.winner ?? 0) : null,
+    board: state.view ? { own: shown(state.view).own, opponent: shown(state.view).opponent } : null,
     replay: state.screen === "replay" ? { at: replay.at, frames: replay.frames.length } : null,
   }),
   seqs: () => [...state.eventSeqs],

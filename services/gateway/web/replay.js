@@ -6,7 +6,7 @@ const START = [0, 0, 0, 0, 0, 5, 0, 3, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 function point(p) { return p === 25 ? "bar" : p === 0 ? "off" : String(p); }
 
 // Applies a turn's steps to the mover's board, hitting on the other (each in its own numbering).
-function apply(mover, other, steps) {
+export function apply(mover, other, steps) {
   for (const s of steps) {
     const from = s.from || 0;
     const to = s.to || 0;
