@@ -114,6 +114,7 @@ class Cluster:
         # Shared secrets of this local cluster: every gateway signs with the same key; operators
         # (and `bgcluster demo`) deposit with the operator token kept in cluster.json (0600).
         self.token_secret = os.environ.get("BG_TOKEN_SECRET") or secrets.token_urlsafe(32)
+        self.bots_secret = os.environ.get("BG_BOTS_SECRET") or secrets.token_urlsafe(32)
         self.operator_token = os.environ.get("BG_WALLET_OPERATOR_TOKEN") or secrets.token_urlsafe(
             24
         )
@@ -183,10 +184,12 @@ class Cluster:
             "BG_MATCHMAKING_ADDR": by["matchmaking"].address,
             "BG_LEADERBOARD_ADDR": self._addresses("leaderboard"),
             "BG_GATEWAY_ADDR": next(i for i in self.instances if i.service == "gateway").address,
-            "BG_TOKEN_SECRET": self.token_secret,
+            "BG_BOTS_SECRET": self.bots_secret,
             "BG_WALLET_OPERATOR_TOKEN": self.operator_token,
             "BG_STARTER_GRANT": str(self.config.starter_grant),
         }
+        if inst.service == "gateway":  # no other service holds the token-signing key
+            env["BG_TOKEN_SECRET"] = self.token_secret
         env.setdefault("BG_LOG_FORMAT", os.environ.get("BG_LOG_FORMAT", "text"))
         if inst.ws_port:
             env["BG_WS_PORT"] = str(inst.ws_port)

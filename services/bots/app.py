@@ -10,7 +10,6 @@ from services.bots.settings import load_settings
 from services.bots.worker import BotWorker
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
-from services.gateway.auth import TokenSigner, parse_keys
 
 
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
@@ -25,11 +24,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     parts: dict[str, object] = {}
 
     async def start() -> None:
-        if not (settings.token_secret or settings.token_keys):
-            raise RuntimeError("BG_TOKEN_SECRET is required: bots sign in through the gateway")
-        keys = parse_keys(settings.token_keys)
-        signer = TokenSigner(settings.token_secret, 7 * 86_400, keys)
-        worker = BotWorker(redis, settings.gateway_addr, signer, settings.max_tables)
+        if not settings.bots_secret:
+            raise RuntimeError("BG_BOTS_SECRET is required: bots sign in through the gateway")
+        worker = BotWorker(redis, settings.gateway_addr, settings.bots_secret, settings.max_tables)
         parts["task"] = asyncio.create_task(worker.run(stop), name="bots")
 
     async def close() -> None:

@@ -16,17 +16,11 @@ class BotsSettings(ServiceSettings):
     gateway_addr: str = setting(
         "BG_GATEWAY_ADDR", "127.0.0.1:50051", "Gateway the bots play through."
     )
-    token_secret: str = setting(
-        "BG_TOKEN_SECRET",
+    bots_secret: str = setting(
+        "BG_BOTS_SECRET",
         "",
-        "The gateway's token secret: bots sign in as their CPU seat.",
-        secret=True,
-    )
-    token_keys: str = setting(
-        "BG_TOKEN_KEYS",
-        "",
-        "Token keys for rotation, kid=secret pairs separated by commas: the first signs, all "
-        "verify (empty: BG_TOKEN_SECRET alone).",
+        "The service credential the bots sign in with, as computer seats only (the gateway's "
+        "BG_BOTS_SECRET).",
         secret=True,
     )
     max_tables: int = setting("BG_BOTS_MAX_TABLES", 500, "Tables one worker plays at once.", min=1)

@@ -1,9 +1,10 @@
 """Plays every computer seat listed in `bots:tables` through the gateway, like any client.
 
-A bot signs in as its seat's player id (`cpu-<level>-<table>`) with a token signed by the
-gateway's secret, and sees only what that player may see: views and events, never the seed or a
-future roll (I-26, I-31). `easy` and `normal` are the engine's bots. Several workers may run:
-a short lease per table keeps one bot per seat.
+A bot signs in as its seat's player id (`cpu-<level>-<table>`) through the gateway's
+ServiceLogin, with the bots' service credential (scoped to computer seats a table has; the bots
+never hold the token-signing key), and sees only what that player may see: views and events,
+never the seed or a future roll (I-26, I-31). `easy` and `normal` are the engine's bots.
+Several workers may run: a short lease per table keeps one bot per seat.
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ from typing import Any
 
 import grpc
 
-from bg.gateway.v1 import gateway_pb2_grpc
+from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from engine import bots
 from services.common.play_wire import PlaySession, next_command
-from services.gateway.auth import Identity, TokenSigner
 from services.matchmaking.lobby import lobby_key
 
 log = logging.getLogger("bg.bots")
@@ -30,10 +30,10 @@ LEASE_S = 30
 
 
 class BotWorker:
-    def __init__(self, redis: Any, gateway_addr: str, signer: TokenSigner, max_tables: int) -> None:
+    def __init__(self, redis: Any, gateway_addr: str, credential: str, max_tables: int) -> None:
         self.redis = redis
         self.gateway_addr = gateway_addr
-        self.signer = signer
+        self.credential = credential
         self.max_tables = max_tables
         self.token = secrets.token_hex(8)
         self.playing: dict[str, asyncio.Task[None]] = {}
@@ -55,11 +55,15 @@ class BotWorker:
             )
             choose = bots.STRATEGIES["easy" if level == "easy" else "normal"]
             rng = random.Random(hash(table_id) & 0xFFFF)
-            token, _ = self.signer.issue(Identity(bot_id, f"CPU ({level})"))
             stub = gateway_pb2_grpc.GatewayServiceStub(channel)
             renew = asyncio.create_task(self._renew(lease))
             try:
-                auth = [("authorization", f"Bearer {token}")]
+                login = await stub.ServiceLogin(
+                    gateway_pb2.ServiceLoginRequest(player_id=bot_id),
+                    metadata=[("x-service-credential", self.credential)],
+                    timeout=10,
+                )
+                auth = [("authorization", f"Bearer {login.token}")]
                 async with PlaySession(stub, table_id, auth) as session:
                     await session.play_out(lambda v: next_command(v, choose, rng), 86_400)
             finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import hmac
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -37,7 +38,7 @@ from services.common.errors import (
 from services.common.play_wire import FINISHED
 from services.gateway import limits, match_export
 from services.gateway.accounts import ACCOUNT_PREFIX, Accounts, Session
-from services.gateway.auth import IdentityProvider, TokenSigner
+from services.gateway.auth import Identity, IdentityProvider, TokenSigner
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import GAP, Subscription, TableFeed
 from services.gateway.names import Names
@@ -68,6 +69,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         names: Names | None = None,
         accounts: Accounts | None = None,
         access_ttl_s: int = 900,
+        bots_secret: str = "",
     ) -> None:
         self.signer = signer
         self.identities = identities
@@ -82,6 +84,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.accounts = accounts
         self.privacy = Privacy(presence.redis)
         self.access_ttl_s = access_ttl_s  # accounts' tokens; guests' live signer.ttl_s
+        self.bots_secret = bots_secret
         self.spectators = SpectatorViews(self._spectator_view)
         self.limits = limits
         self.boards = (
@@ -151,6 +154,34 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             await self.accounts.granted(player)
         except Exception as exc:
             log.warning("starter grant postponed", extra={"error": repr(exc)[:200]})
+
+    @grpc_errors
+    async def ServiceLogin(
+        self, request: gateway_pb2.ServiceLoginRequest, context: Context
+    ) -> gateway_pb2.LoginResponse:
+        """The bots worker's login, scoped to computer seats that a table has: its credential
+        cannot act for a person, and it never holds the token-signing key."""
+        self._limit(context)
+        limits.check(request)
+        given = str(dict(context.invocation_metadata() or ()).get("x-service-credential", ""))
+        if not self.bots_secret or not hmac.compare_digest(given, self.bots_secret):
+            raise PermissionDenied("SERVICE_ONLY", "a service credential is needed")
+        seat = request.player_id
+        parts = seat.split("-", 2)
+        if len(parts) != 3 or parts[0] != "cpu":
+            raise PermissionDenied(
+                "CPU_SEATS_ONLY", "a service signs in only as a computer seat", field="player_id"
+            )
+        table = matchmaking_pb2.TableRequest(player_id=seat, table_id=parts[2])
+        lobby: Any = await call(self.lobby.GetTable(table, timeout=10))
+        if seat not in lobby.player_ids:
+            raise PermissionDenied(
+                "NOT_A_SEAT", "no table has this computer seat", field="player_id"
+            )
+        token, expires = self.signer.issue(Identity(seat, f"CPU ({parts[1]})"))
+        return gateway_pb2.LoginResponse(
+            token=token, player_id=seat, expires_ms=expires, display_name=f"CPU ({parts[1]})"
+        )
 
     def _accounts(self) -> Accounts:
         if self.accounts is None:

@@ -80,6 +80,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             settings.command_streams,
             accounts=accounts,
             access_ttl_s=settings.access_ttl_s,
+            bots_secret=settings.bots_secret,
         )
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         parts["servicer"] = servicer

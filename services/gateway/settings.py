@@ -41,6 +41,13 @@ class GatewaySettings(ServiceSettings):
         "verify (empty: BG_TOKEN_SECRET alone).",
         secret=True,
     )
+    bots_secret: str = setting(
+        "BG_BOTS_SECRET",
+        "",
+        "The bots worker's service credential: it signs in as computer seats with it (empty: no "
+        "service logins). No service but the gateway holds the token-signing key.",
+        secret=True,
+    )
     token_ttl_s: int = setting(
         "BG_TOKEN_TTL_S", 86_400, "Seconds a guest's token stays valid.", min=60
     )

@@ -42,7 +42,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         wallet = wallet_channel(settings.wallet_addr, interceptors)
         tables = table_channel(settings.table_addrs, interceptors)
         channels.extend([wallet, tables])
-        lobby = Lobby(redis, GrpcWallet(wallet), GrpcTables(tables), settings.code_ttl_s)
+        lobby = Lobby(
+            redis,
+            GrpcWallet(wallet),
+            GrpcTables(tables),
+            settings.code_ttl_s,
+            settings.max_open_tables,
+        )
         lobbies.append(lobby)
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
             MatchmakingServicer(lobby, settings.invite_base), server

@@ -132,6 +132,11 @@ def options_key(opts: table_pb2.TableOptions) -> str:
     return opts.SerializeToString(deterministic=True).hex()
 
 
+def _hosting_key(player_id: str) -> str:
+    """The tables a player opened (pruned as they stop waiting), in the player's own slot."""
+    return f"lobby:hosting:{{{player_id}}}"
+
+
 def _options_json(opts: table_pb2.TableOptions) -> dict[str, Any]:
     from google.protobuf import json_format
 
@@ -147,10 +152,16 @@ def normalize_code(text: str) -> str:
 
 class Lobby:
     def __init__(
-        self, redis: Any, wallet: WalletPort, tables: TablePort, code_ttl_s: int = 3600
+        self,
+        redis: Any,
+        wallet: WalletPort,
+        tables: TablePort,
+        code_ttl_s: int = 3600,
+        max_open: int = 5,
     ) -> None:
         self.redis = redis
         self.wallet = wallet
+        self.max_open = max_open
         self.tables = tables
         self.code_ttl_s = code_ttl_s
         self._save = redis.register_script(_SAVE)
@@ -208,10 +219,12 @@ class Lobby:
         _check_player(player_id)
         rules_from_proto(opts)  # validates every option, naming the bad field
         await self._can_cover(player_id, opts)
+        vs_cpu = opts.level in ("easy", "normal")
+        if not vs_cpu:
+            await self._within_cap(player_id)
         table_id = "t" + secrets.token_hex(8)
         code = await self._new_code(table_id)
         seats = [player_id, ""]
-        vs_cpu = opts.level in ("easy", "normal")
         if vs_cpu:
             seats[1] = f"{CPU_PREFIX}{opts.level}-{table_id}"
         table = Table(
@@ -220,6 +233,9 @@ class Lobby:
             code_expires_ms=int(time.time() * 1000) + self.code_ttl_s * 1000, quick=quick,
         )  # fmt: skip
         await self.redis.set(self._key(table_id), json.dumps(asdict(table)), ex=LOBBY_TTL_S)
+        if not vs_cpu:
+            await self.redis.sadd(_hosting_key(player_id), table_id)
+            await self.redis.expire(_hosting_key(player_id), LOBBY_TTL_S)
         if table.public:
             await self.redis.zadd(OPEN_SET, {table_id: table.created_ms})
         await self._leave_other_scored(player_id, table)
@@ -257,6 +273,27 @@ class Lobby:
             if len(out) >= limit:
                 break
         return out
+
+    async def _within_cap(self, player_id: str) -> None:
+        """At most `max_open` tables of a player waiting for an opponent (party tables and
+        quick-match queues together): a flood of tables from one player is refused."""
+        waiting = 0
+        for raw in await self.redis.smembers(_hosting_key(player_id)):
+            table_id = raw.decode() if isinstance(raw, bytes) else str(raw)
+            try:
+                still = (await self.get(table_id)).status == OPEN
+            except NotFound:
+                still = False
+            if still:
+                waiting += 1
+            else:
+                await self.redis.srem(_hosting_key(player_id), table_id)
+        if waiting >= self.max_open:
+            raise ServiceError(
+                "TOO_MANY_TABLES",
+                f"at most {self.max_open} tables waiting for an opponent at once",
+                status=grpc.StatusCode.RESOURCE_EXHAUSTED,
+            )
 
     async def _can_cover(self, player_id: str, opts: table_pb2.TableOptions) -> None:
         """A wagered table is refused at once to a player who cannot cover its bet (the escrow

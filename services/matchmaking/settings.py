@@ -23,6 +23,13 @@ class MatchmakingSettings(ServiceSettings):
     wallet_addr: str = wallet_addr_setting()
     table_addrs: tuple[str, ...] = table_addrs_setting()
     code_ttl_s: int = setting("BG_CODE_TTL_S", 3600, "Seconds a party code stays valid.", min=60)
+    max_open_tables: int = setting(
+        "BG_MAX_OPEN_TABLES",
+        5,
+        "Tables one player may have waiting for an opponent at once (party tables and quick-match "
+        "queues together); more is TOO_MANY_TABLES.",
+        min=1,
+    )
     invite_base: str = setting(
         "BG_INVITE_BASE", "https://play.example/join/", "Invite link prefix (the code is appended)."
     )

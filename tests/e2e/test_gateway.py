@@ -30,6 +30,7 @@ from tests.helpers import running_cluster
 
 pytestmark = pytest.mark.e2e
 SECRET = "e2e-token-secret-0123456789-abcdef"
+BOTS_SECRET = "e2e-bots-secret-0123456789-abcdef"
 BIN = Path(sys.executable).parent
 
 
@@ -38,7 +39,12 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory, valkey_url: str, kafka_bootstrap: str
 ) -> Iterator[dict[str, Any]]:
     data = tmp_path_factory.mktemp("gw-cluster")
-    env = {"BG_CLOCK_SCALE": "0.05", "BG_TOKEN_SECRET": SECRET, "BG_RATE_PER_S": "500"}
+    env = {
+        "BG_CLOCK_SCALE": "0.05",
+        "BG_TOKEN_SECRET": SECRET,
+        "BG_BOTS_SECRET": BOTS_SECRET,
+        "BG_RATE_PER_S": "500",
+    }
     args = ("--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap)
     with running_cluster(data, env, *args) as state:
         yield {s["instance"]: s["address"] for s in state["services"]} | {
@@ -783,3 +789,41 @@ async def test_accounts_device_and_email_logins_refresh_and_logout(
         assert left.balance == 0
         fresh = await stub.Login(gateway_pb2.LoginRequest(device_id=device, display_name="ivy"))
         assert fresh.player_id != first.player_id
+
+
+async def test_the_bots_credential_signs_in_only_as_a_computer_seat(
+    cluster: dict[str, Any],
+) -> None:
+    """The bots worker's service credential gets a token for a computer seat a table has, and
+    for nothing else (a person's id, a seat no table has, or without the credential)."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        (ann,) = await _players(cluster, ch, "ann", grant=0)
+        table = await ann.create_table(table_pb2.TableOptions(profile="casual", level="easy"))
+        seat = next(p for p in table.player_ids if p.startswith("cpu-"))
+        credential = [("x-service-credential", BOTS_SECRET)]
+
+        async def login(player_id: str, metadata: list[tuple[str, str]]) -> Any:
+            request = gateway_pb2.ServiceLoginRequest(player_id=player_id)
+            return await ann.stub.ServiceLogin(request, metadata=metadata)
+
+        bot = await login(seat, credential)
+        assert bot.player_id == seat and bot.display_name == "CPU (easy)"
+        view = await ann.stub.GetView(
+            gateway_pb2.ViewRequest(table_id=table.table_id),
+            metadata=[("authorization", f"Bearer {bot.token}")],
+        )
+        assert view.player_ids[view.seat] == seat  # it acts for that seat, as that seat
+        for player_id, metadata, code in (
+            (seat, [], "SERVICE_ONLY"),
+            (seat, [("x-service-credential", "guess" * 8)], "SERVICE_ONLY"),
+            (ann.player_id, credential, "CPU_SEATS_ONLY"),
+            (f"cpu-easy-t{'0' * 16}", credential, None),  # no such table
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await login(player_id, metadata)
+            assert refused.value.code() in (
+                grpc.StatusCode.PERMISSION_DENIED,
+                grpc.StatusCode.NOT_FOUND,
+            )
+            if code:
+                assert (error_from(refused.value) or errors_pb2.Error()).code == code

@@ -347,3 +347,23 @@ async def test_a_casual_quick_match_deals_when_full_a_party_table_waits_for_star
     party = await lb.create("cat", casual, public=False)
     joined = await lb.join("dan", party.table_id)
     assert joined.status == "open" and len(tables.created) == 1
+
+
+async def test_a_player_has_a_bounded_number_of_tables_waiting(lobby) -> None:  # type: ignore[no-untyped-def]
+    """Party tables and quick-match queues count together; a table that stops waiting (dealt,
+    closed) frees its place; tables vs the CPU are dealt at once and do not count."""
+    first, wallet, tables = lobby
+    lb = Lobby(first.redis, wallet, tables, max_open=2)
+    casual = table_pb2.TableOptions(profile="casual")
+    one = await lb.create("ann", casual, public=True)
+    await lb.quick_match("ann", WAGERED)
+    for attempt in (lb.create("ann", casual, public=False), lb.quick_match("ann", casual)):
+        with pytest.raises(ServiceError) as refused:
+            await attempt
+        assert refused.value.code == "TOO_MANY_TABLES"
+        assert refused.value.status == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert (await lb.create("bob", casual, public=False)).status == "open"  # others unaffected
+    cpu = table_pb2.TableOptions(profile="casual", level="easy")
+    assert (await lb.create("ann", cpu, public=False)).status == "dealt"
+    await lb.leave("ann", one.table_id)  # the host leaves: it stops waiting
+    assert (await lb.create("ann", casual, public=False)).status == "open"

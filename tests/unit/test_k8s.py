@@ -24,7 +24,7 @@ def render(overlay: str, tmp_path: Path) -> list[dict[str, Any]]:
     shutil.copytree(ROOT / "k8s", tree)
     if overlay == "prod":  # the real secrets come from the operator's environment
         (tree / "overlays/prod/secrets.env").write_text(
-            "BG_TOKEN_SECRET=x\nBG_WALLET_OPERATOR_TOKEN=y\nPOSTGRES_PASSWORD=z\n"
+            "BG_TOKEN_SECRET=x\nBG_BOTS_SECRET=b\nBG_WALLET_OPERATOR_TOKEN=y\nPOSTGRES_PASSWORD=z\n"
             "BG_DATABASE_URL=postgresql+asyncpg://bg:z@postgres:5432/bg\n"
         )
     out = subprocess.run(
