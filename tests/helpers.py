@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,3 +87,18 @@ def running_cluster(data: Path, env: dict[str, str], *args: str) -> Iterator[dic
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
         log.close()
+
+
+async def sql_url(request: Any, folder: Path, stem: str) -> str:
+    """A fresh database for a test parametrized on "sqlite" / "postgres": a file in `folder`, or
+    a new database on the session's PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{folder}/{stem}.db"
+    import asyncpg
+
+    base: str = request.getfixturevalue("postgres_url")
+    name = f"{stem}_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(base.replace("+asyncpg", ""))
+    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.close()
+    return base.rsplit("/", 1)[0] + f"/{name}"

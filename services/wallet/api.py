@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import time
 from collections.abc import Awaitable
 from typing import Any
 
@@ -32,6 +34,17 @@ def _response(outcome: Outcome) -> wallet_pb2.OperationResponse:
     )
 
 
+PURCHASE_WINDOW_MS = 10 * 60 * 1000  # a signed purchase older (or newer) than this is refused
+
+
+def purchase_signature(
+    secret: str, purchase_id: str, player_id: str, amount: int, issued_ms: int
+) -> str:
+    """What the store signs: hex HMAC-SHA256 of "<purchase_id>|<player_id>|<amount>|<issued_ms>"."""
+    message = f"{purchase_id}|{player_id}|{amount}|{issued_ms}".encode()
+    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
 class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
     def __init__(
         self,
@@ -39,11 +52,13 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         metrics: WalletMetrics,
         operator_token: str,
         starter_grant: int = 0,
+        store_secret: str = "",
     ) -> None:
         self.ledger = ledger
         self.metrics = metrics
         self.operator_token = operator_token
         self.starter_grant = starter_grant
+        self.store_secret = store_secret
 
     async def _op(self, kind: str, call: Awaitable[Outcome]) -> wallet_pb2.OperationResponse:
         try:
@@ -99,6 +114,29 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
                 raise
             return wallet_pb2.GrantStarterResponse(amount=0)  # granted before, another amount
         return wallet_pb2.GrantStarterResponse(amount=self.starter_grant)
+
+    @grpc_errors
+    async def CreditPurchase(
+        self, request: wallet_pb2.PurchaseRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        if not self.store_secret:
+            raise PermissionDenied("PURCHASES_DISABLED", "this wallet takes no purchases")
+        signed = purchase_signature(
+            self.store_secret,
+            request.purchase_id,
+            request.player_id,
+            request.amount,
+            request.issued_ms,
+        )
+        if not hmac.compare_digest(signed, request.signature):
+            self.metrics.operations.labels("purchase", "bad_signature").inc()
+            raise PermissionDenied("BAD_SIGNATURE", "the purchase is not signed by the store")
+        if abs(time.time() * 1000 - request.issued_ms) > PURCHASE_WINDOW_MS:
+            raise PermissionDenied("STALE_REQUEST", "the purchase was signed too long ago")
+        call = self.ledger.deposit(
+            f"purchase:{request.purchase_id}", request.player_id, request.amount, "purchase"
+        )
+        return await self._op("deposit", call)
 
     @grpc_errors
     async def CloseAccount(

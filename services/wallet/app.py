@@ -50,7 +50,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     def register(server: grpc.aio.Server) -> list[str]:
         wallet_pb2_grpc.add_WalletServiceServicer_to_server(
-            WalletServicer(ledger, metrics, settings.operator_token, settings.starter_grant),
+            WalletServicer(
+                ledger,
+                metrics,
+                settings.operator_token,
+                settings.starter_grant,
+                settings.store_secret,
+            ),
             server,
         )
         return [SERVICE_NAME]

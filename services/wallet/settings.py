@@ -29,6 +29,12 @@ class WalletSettings(ServiceSettings):
         "Token operators send (metadata x-operator-token) to deposit; empty disables deposits.",
         secret=True,
     )
+    store_secret: str = setting(
+        "BG_STORE_SECRET",
+        "",
+        "The secret the store signs purchase webhooks with (CreditPurchase; empty: no purchases).",
+        secret=True,
+    )
     starter_grant: int = setting(
         "BG_STARTER_GRANT",
         0,

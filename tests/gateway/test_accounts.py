@@ -4,16 +4,15 @@ unique names, refresh-token rotation with reuse detection, logout."""
 from __future__ import annotations
 
 import secrets
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 from services.common.deps import sql_engine
 from services.common.errors import ServiceError
 from services.gateway.accounts import Accounts
+from tests.helpers import sql_url
 
 
 class Clock:
@@ -33,16 +32,7 @@ def clock() -> Clock:
 async def accounts(
     request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
 ) -> AsyncIterator[Accounts]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path}/accounts.db"
-    else:
-        base: str = request.getfixturevalue("postgres_url")
-        name = f"accounts_{uuid.uuid4().hex[:12]}"
-        conn = await asyncpg.connect(base.replace("+asyncpg", ""))
-        await conn.execute(f'CREATE DATABASE "{name}"')
-        await conn.close()
-        url = base.rsplit("/", 1)[0] + f"/{name}"
-    engine = sql_engine(url)
+    engine = sql_engine(await sql_url(request, tmp_path, "accounts"))
     found = Accounts(engine, refresh_ttl_s=3600, lockout_after=3, lockout_s=60, clock=clock)
     await found.migrate()
     try:

@@ -8,7 +8,6 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 import redis.asyncio as redis_asyncio
 
@@ -19,6 +18,7 @@ from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
 from services.leaderboard.app import MIGRATIONS
 from services.leaderboard.consumer import EventHandler
 from services.leaderboard.store import BoardStore
+from tests.helpers import sql_url
 
 pytestmark = pytest.mark.integration
 MONDAY = 1_795_392_000_000  # 2026-11-23 00:00 UTC
@@ -29,16 +29,7 @@ P = ["ann", "bob"]
 async def store(
     request: pytest.FixtureRequest, tmp_path: Path, valkey_url: str
 ) -> AsyncIterator[BoardStore]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path}/lb.db"
-    else:
-        base: str = request.getfixturevalue("postgres_url")
-        name = f"lb_{uuid.uuid4().hex[:10]}"
-        conn = await asyncpg.connect(base.replace("+asyncpg", ""))
-        await conn.execute(f'CREATE DATABASE "{name}"')
-        await conn.close()
-        url = base.rsplit("/", 1)[0] + f"/{name}"
-    engine = sql_engine(url)
+    engine = sql_engine(await sql_url(request, tmp_path, "lb"))
     await migrate(engine, MIGRATIONS)
     redis = redis_asyncio.Redis.from_url(valkey_url)
     await redis.flushdb()

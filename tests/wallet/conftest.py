@@ -2,31 +2,21 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.common.deps import sql_engine
 from services.wallet.ledger import Ledger, check_invariants
 from services.wallet.migrate import migrate
+from tests.helpers import sql_url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path}/wallet.db"
-    else:
-        base: str = request.getfixturevalue("postgres_url")
-        name = f"wallet_{uuid.uuid4().hex[:12]}"
-        conn = await asyncpg.connect(base.replace("+asyncpg", ""))
-        await conn.execute(f'CREATE DATABASE "{name}"')
-        await conn.close()
-        url = base.rsplit("/", 1)[0] + f"/{name}"
-    eng = sql_engine(url)
+    eng = sql_engine(await sql_url(request, tmp_path, "wallet"))
     await migrate(eng)
     try:
         yield eng

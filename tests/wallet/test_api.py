@@ -4,8 +4,10 @@ migrations produce exactly the schema the code declares."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -13,15 +15,18 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bg.common.v1 import errors_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.errors import error_from
 from services.common.host import ServiceHost
+from services.wallet.api import purchase_signature
 from services.wallet.app import build_app
 from services.wallet.schema import metadata
 from tests.helpers import scrape_metrics
 
 pytestmark = pytest.mark.integration
 TOKEN = [("x-operator-token", "s3cret-op")]
+STORE = "store-secret-0123456789-0123456789"
 
 
 @contextlib.asynccontextmanager
@@ -37,6 +42,7 @@ async def _wallet(
             "BG_WALLET_OPERATOR_TOKEN": "s3cret-op",
             "BG_WALLET_CONSUME": "false",
             "BG_STARTER_GRANT": str(grant),
+            "BG_STORE_SECRET": STORE,
         }
     )
     host = ServiceHost(app)
@@ -161,3 +167,34 @@ async def test_migrations_match_the_declared_schema(engine: AsyncEngine) -> None
 
     async with engine.connect() as conn:
         assert await conn.run_sync(diff) == []
+
+
+async def test_a_signed_purchase_credits_once_and_a_forged_or_stale_one_nothing(
+    wallet,  # type: ignore[no-untyped-def]
+) -> None:
+    stub, _ = wallet
+    now = int(time.time() * 1000)
+
+    def purchase(amount: int = 500, issued_ms: int = now, secret: str = STORE) -> Any:
+        return wallet_pb2.PurchaseRequest(
+            purchase_id="order-1", player_id="pbuyer", amount=amount, issued_ms=issued_ms,
+            signature=purchase_signature(secret, "order-1", "pbuyer", amount, issued_ms),
+        )  # fmt: skip
+
+    balance = wallet_pb2.GetBalanceRequest(player_id="pbuyer")
+    forged = purchase()
+    forged.amount = 5000  # the signature was for 500
+    for bad, code in (
+        (forged, "BAD_SIGNATURE"),
+        (purchase(secret="not-the-store-secret-0123456789"), "BAD_SIGNATURE"),
+        (purchase(issued_ms=now - 3_600_000), "STALE_REQUEST"),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.CreditPurchase(bad)
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert (error_from(err.value) or errors_pb2.Error()).code == code
+    assert (await stub.GetBalance(balance)).balance == 0  # nothing credited
+    first = await stub.CreditPurchase(purchase())
+    replay = await stub.CreditPurchase(purchase())  # the store retries its webhook
+    assert not first.replayed and replay.replayed and replay.operation_id == first.operation_id
+    assert (await stub.GetBalance(balance)).balance == 500
