@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import signal
 import sys
 from pathlib import Path
 
 from infra.runner import SERVICES, Cluster, ClusterConfig, StartupError
 from infra.status import NoCluster, UnknownProcess, collect, healthy, render, restart
+from services.common.topics import NAMESPACE_PATTERN
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,6 +54,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     up.add_argument("--redis-url", help="use this Redis/Valkey instead of the embedded Valkey")
     up.add_argument("--kafka-bootstrap", help="use this Kafka instead of the embedded Tansu")
+    up.add_argument(
+        "--kafka-namespace",
+        default="",
+        help="prefix of this cluster's topics and consumer groups on a shared Kafka "
+        "(NS.table-events, group NS.wallet)",
+    )
     up.add_argument(
         "--database-url",
         help="SQLAlchemy async URL for wallet and leaderboard "
@@ -129,6 +137,9 @@ async def _up(args: argparse.Namespace) -> int:
                   f"{', '.join(SERVICES)}", file=sys.stderr)  # fmt: skip
             return 2
         replicas[service] = int(count)
+    if not re.fullmatch(NAMESPACE_PATTERN, args.kafka_namespace):
+        print(f"bgcluster: --kafka-namespace must match {NAMESPACE_PATTERN}", file=sys.stderr)
+        return 2
     if args.valkey_cluster and args.redis_url:
         print("bgcluster: --valkey-cluster and --redis-url exclude each other", file=sys.stderr)
         return 2
@@ -138,6 +149,7 @@ async def _up(args: argparse.Namespace) -> int:
         gateway_replicas=args.gateway_replicas, valkey_cluster=args.valkey_cluster,
         replicas=replicas,
         redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
+        kafka_namespace=args.kafka_namespace,
         database_url=args.database_url, startup_timeout_s=args.startup_timeout,
         prometheus=args.prometheus, postgres=args.postgres, starter_grant=args.starter_grant,
     ))  # fmt: skip

@@ -27,6 +27,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from infra import embedded, valkey_cluster
 from infra.processes import ManagedProcess, ProcSpec
 from infra.supervision import Supervisor
+from services.common.topics import Namespace
 
 SERVICES = ("gateway", "matchmaking", "table", "wallet", "leaderboard", "bots")
 # Port offsets from --base-port: gateway N+1 ... table replicas N+10+i; metrics at +1000.
@@ -68,6 +69,7 @@ class ClusterConfig:
     valkey_cluster: int = 0  # primaries of an embedded Valkey Cluster (each with a replica)
     redis_url: str | None = None  # external Redis/Valkey instead of the embedded one
     kafka_bootstrap: str | None = None  # external Kafka instead of the embedded Tansu
+    kafka_namespace: str = ""  # prefix of the topics and groups (clusters sharing a broker)
     database_url: str | None = None  # external SQL for wallet and leaderboard
     postgres: bool = False  # an embedded PostgreSQL (one database per service) instead of SQLite
     startup_timeout_s: float = 60.0
@@ -177,6 +179,7 @@ class Cluster:
             "BG_REDIS_URL": self.redis_url,
             "BG_REDIS_CLUSTER": "true" if self.config.valkey_cluster else "false",
             "BG_KAFKA_BOOTSTRAP": self.kafka_bootstrap,
+            "BG_KAFKA_NAMESPACE": self.config.kafka_namespace,
             "BG_DATABASE_URL": db,
             "BG_DATA_DIR": str(self.data_dir),
             "BG_TABLE_ADDRS": self._addresses("table"),
@@ -332,7 +335,8 @@ class Cluster:
 
     async def _kafka_ready(self) -> None:
         await embedded.wait_kafka(self.kafka_bootstrap)
-        await embedded.create_topics(self.kafka_bootstrap)
+        topics = Namespace(self.config.kafka_namespace).topics()
+        await embedded.create_topics(self.kafka_bootstrap, topics)
 
     async def _guard(self, name: str, ready: Any) -> None:
         try:
@@ -398,6 +402,7 @@ class Cluster:
             "started_at": time.time(),
             "redis_url": self.redis_url,
             "kafka_bootstrap": self.kafka_bootstrap,
+            "kafka_namespace": self.config.kafka_namespace,
             "services": [
                 {
                     "name": i.service,

@@ -65,10 +65,19 @@ class Valkey:
         return {"BG_REDIS_URL": self.url, "BG_REDIS_CLUSTER": "true" if self.cluster else "false"}
 
 
+def kafka_namespace() -> str:
+    """A namespace of its own for a cluster on the session's shared broker: its topics and
+    consumer groups are nobody else's (a member another test killed -9 never holds them)."""
+    return "t" + uuid.uuid4().hex[:12]
+
+
 @contextlib.contextmanager
 def running_cluster(data: Path, env: dict[str, str], *args: str) -> Iterator[dict[str, Any]]:
     """`bgcluster up --base-port 0 --data-dir <data> <args>` as a real process; yields its state
-    file (cluster.json) once every service serves, and stops it (SIGTERM) afterwards."""
+    file (cluster.json) once every service serves, and stops it (SIGTERM) afterwards. With an
+    external Kafka (--kafka-bootstrap) the cluster gets a Kafka namespace of its own."""
+    if "--kafka-bootstrap" in args:
+        args = (*args, "--kafka-namespace", kafka_namespace())
     log = (data / "up.log").open("w")
     proc = subprocess.Popen(
         [Path(sys.executable).parent / "bgcluster", "up", "--base-port", "0",

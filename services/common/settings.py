@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin
+
+from services.common.topics import NAMESPACE_PATTERN
 
 T = TypeVar("T")
 
@@ -40,9 +43,11 @@ def setting(
     min: float | None = None,
     max: float | None = None,
     secret: bool = False,
+    pattern: str | None = None,
 ) -> Any:
-    """Declare a settings field read from environment variable `env`."""
-    meta = {"env": env, "help": help, "min": min, "max": max, "secret": secret}
+    """Declare a settings field read from environment variable `env` (a str may have to match
+    the regular expression `pattern` whole)."""
+    meta = {"env": env, "help": help, "min": min, "max": max, "secret": secret, "pattern": pattern}
     if isinstance(default, list | dict | set):
         raise TypeError("use a tuple for sequence defaults")
     return field(default=default, metadata=meta)
@@ -103,6 +108,9 @@ def load(cls: type[T], environ: Mapping[str, str] | None = None) -> T:
                 raise SettingsError(name, raw, f"a value >= {lo}")
             if hi is not None and value > hi:
                 raise SettingsError(name, raw, f"a value <= {hi}")
+        pattern = f.metadata.get("pattern")
+        if pattern is not None and isinstance(value, str) and not re.fullmatch(pattern, value):
+            raise SettingsError(name, raw, f"a value matching {pattern}")
         values[f.name] = value
     return cls(**values)
 
@@ -208,6 +216,16 @@ def table_addrs_setting() -> Any:
 def kafka_bootstrap_setting() -> Any:
     return setting(
         "BG_KAFKA_BOOTSTRAP", "127.0.0.1:9092", "Kafka bootstrap servers (host:port,...)."
+    )
+
+
+def kafka_namespace_setting() -> Any:
+    return setting(
+        "BG_KAFKA_NAMESPACE",
+        "",
+        "Prefix of this cluster's Kafka topics and consumer groups (NS.table-events, group "
+        "NS.wallet), so clusters sharing a broker never share a group; empty: no prefix.",
+        pattern=NAMESPACE_PATTERN,
     )
 
 

@@ -1,6 +1,41 @@
-"""Kafka topics of the cluster and their partition counts (keyed by table id / account)."""
+"""Kafka topics of the cluster and their partition counts (keyed by table id / account), and the
+namespace that keeps clusters sharing one broker apart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
 
 TABLE_EVENTS = "table-events"
 WALLET_EVENTS = "wallet-events"
 
 TOPICS: dict[str, int] = {TABLE_EVENTS: 8, WALLET_EVENTS: 4}
+
+NAMESPACE_PATTERN = r"[A-Za-z0-9_-]{0,40}"  # within Kafka's legal topic and group characters
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """One cluster's names on a broker (BG_KAFKA_NAMESPACE). Consumer groups are state on the
+    broker: two clusters in one group split the partitions, and a member of one killed -9 holds
+    partitions of the other until the broker evicts it; a prefix on topics and groups keeps
+    them apart. Code and stored rows speak the logical names; only the Kafka edge maps them."""
+
+    prefix: str = ""
+
+    def topic(self, logical: str) -> str:
+        return f"{self.prefix}.{logical}" if self.prefix else logical
+
+    def group(self, service: str) -> str:
+        return f"{self.prefix}.{service}" if self.prefix else service
+
+    def logical(self, topic: str) -> str:
+        """The logical name of one of this namespace's topics."""
+        head = f"{self.prefix}." if self.prefix else ""
+        return topic[len(head) :] if head and topic.startswith(head) else topic
+
+    def topics(self) -> dict[str, int]:
+        """Every topic the cluster needs, with its partition count."""
+        return {self.topic(name): parts for name, parts in TOPICS.items()}
+
+
+PLAIN = Namespace()  # no prefix: the topics and groups by their own names

@@ -10,6 +10,7 @@ from services.common.host import main
 def _rebuild() -> None:
     from services.common.deps import redis_client, sql_engine
     from services.common.migrate import migrate
+    from services.common.topics import Namespace
     from services.leaderboard.app import MIGRATIONS
     from services.leaderboard.consumer import EventHandler, rebuild
     from services.leaderboard.settings import load_settings
@@ -21,7 +22,8 @@ def _rebuild() -> None:
         redis = redis_client(settings.redis_url, cluster=settings.redis_cluster)
         await migrate(engine, MIGRATIONS)
         store = BoardStore(engine, redis, settings.season_days * 86_400_000)
-        applied = await rebuild(EventHandler(store), settings.kafka_bootstrap)
+        namespace = Namespace(settings.kafka_namespace)
+        applied = await rebuild(EventHandler(store), settings.kafka_bootstrap, namespace)
         print(f"rebuilt the boards from {applied} events")
         await engine.dispose()
         await redis.aclose()

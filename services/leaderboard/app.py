@@ -16,7 +16,7 @@ from services.common import kafka
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
-from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
+from services.common.topics import TABLE_EVENTS, WALLET_EVENTS, Namespace
 from services.leaderboard.api import LeaderboardServicer
 from services.leaderboard.consumer import EventHandler, consume
 from services.leaderboard.settings import load_settings
@@ -59,6 +59,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     )
     store = BoardStore(engine, redis, settings.season_days * 86_400_000)
     handler = EventHandler(store, metrics)
+    namespace = Namespace(settings.kafka_namespace)
     stop = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
     servicer = LeaderboardServicer(store)
@@ -74,16 +75,19 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         def make_consumer() -> Any:
             return kafka.consumer(
                 settings.kafka_bootstrap,
-                "leaderboard",
-                TABLE_EVENTS,
-                WALLET_EVENTS,
+                namespace.group("leaderboard"),
+                namespace.topic(TABLE_EVENTS),
+                namespace.topic(WALLET_EVENTS),
                 client_id=settings.replica or "leaderboard",
             )
 
         tasks.append(
             asyncio.create_task(
                 kafka.keep_consuming(
-                    make_consumer, lambda c: consume(handler, c, stop, metrics.lag), stop, "events"
+                    make_consumer,
+                    lambda c: consume(handler, c, stop, metrics.lag, namespace),
+                    stop,
+                    "events",
                 ),
                 name="consumer",
             )

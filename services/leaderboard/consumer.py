@@ -11,7 +11,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bg.events.v1 import events_pb2
 from services.common import kafka
-from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
+from services.common.topics import PLAIN, TABLE_EVENTS, WALLET_EVENTS, Namespace
 from services.leaderboard.store import BoardStore, Effects, table_effects, wallet_effects
 
 log = logging.getLogger("bg.leaderboard")
@@ -52,7 +52,11 @@ class EventHandler:
 
 
 async def consume(
-    handler: EventHandler, consumer: Any, stop: asyncio.Event, lag: Any = None
+    handler: EventHandler,
+    consumer: Any,
+    stop: asyncio.Event,
+    lag: Any = None,
+    namespace: Namespace = PLAIN,
 ) -> None:
     await consumer.start()
     committer = kafka.Committer(consumer)
@@ -61,7 +65,7 @@ async def consume(
             batches = await consumer.getmany(timeout_ms=500, max_records=500)
             for records in batches.values():
                 for record in records:
-                    await handler.handle(record.topic, record.value)
+                    await handler.handle(namespace.logical(record.topic), record.value)
             await committer.tick(bool(batches))
             if lag is not None:
                 total = 0
@@ -75,7 +79,7 @@ async def consume(
         await consumer.stop()
 
 
-async def rebuild(handler: EventHandler, bootstrap: str) -> int:
+async def rebuild(handler: EventHandler, bootstrap: str, namespace: Namespace = PLAIN) -> int:
     """Empty the stores, then apply both topics from their first offset to their end."""
     await handler.store.reset()
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
@@ -84,7 +88,7 @@ async def rebuild(handler: EventHandler, bootstrap: str) -> int:
     try:
         partitions = [
             TopicPartition(topic, p)
-            for topic in (TABLE_EVENTS, WALLET_EVENTS)
+            for topic in (namespace.topic(TABLE_EVENTS), namespace.topic(WALLET_EVENTS))
             for p in (consumer.partitions_for_topic(topic) or await _partitions(consumer, topic))
         ]
         consumer.assign(partitions)
@@ -106,7 +110,8 @@ async def rebuild(handler: EventHandler, bootstrap: str) -> int:
             idle = 0 if batches else idle + 1
             for records in batches.values():
                 for record in records:
-                    applied += await handler.handle(record.topic, record.value) == "applied"
+                    topic = namespace.logical(record.topic)
+                    applied += await handler.handle(topic, record.value) == "applied"
     finally:
         await consumer.stop()
     await handler.store.resync()

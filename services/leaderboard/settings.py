@@ -9,6 +9,7 @@ from services.common.settings import (
     ServiceSettings,
     database_url_setting,
     kafka_bootstrap_setting,
+    kafka_namespace_setting,
     load,
     redis_url_setting,
     setting,
@@ -22,6 +23,7 @@ class LeaderboardSettings(ServiceSettings):
     redis_url: str = redis_url_setting()
     database_url: str = database_url_setting("sqlite+aiosqlite:///.data/leaderboard.db")
     kafka_bootstrap: str = kafka_bootstrap_setting()
+    kafka_namespace: str = kafka_namespace_setting()
     season_days: int = setting(
         "BG_SEASON_DAYS", 7, "Season length in days (weeks from Monday UTC).", min=1
     )

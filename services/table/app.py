@@ -13,6 +13,7 @@ from services.common import kafka, tracing
 from services.common.balanced import wallet_channel
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
+from services.common.topics import TABLE_EVENTS, Namespace
 from services.table.api import TableServicer
 from services.table.clock import ClockWorker
 from services.table.metrics import TableMetrics
@@ -79,6 +80,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
                     settings.kafka_bootstrap, settings.kafka_idempotence, f"{replica}-relay"
                 ),
                 metrics,
+                topic=Namespace(settings.kafka_namespace).topic(TABLE_EVENTS),
                 leases=leases,
             )
             core().on_commit = relay.committed

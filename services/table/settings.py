@@ -10,6 +10,7 @@ from services.common.settings import (
     ServiceSettings,
     kafka_bootstrap_setting,
     kafka_idempotence_setting,
+    kafka_namespace_setting,
     load,
     redis_url_setting,
     setting,
@@ -26,6 +27,7 @@ class TableSettings(ServiceSettings):
     )
     redis_url: str = redis_url_setting()
     kafka_bootstrap: str = kafka_bootstrap_setting()
+    kafka_namespace: str = kafka_namespace_setting()
     kafka_idempotence: bool = kafka_idempotence_setting()
     wallet_addr: str = wallet_addr_setting()
     clock_scale: float = setting(

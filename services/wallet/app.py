@@ -14,7 +14,7 @@ from services.common import kafka, tracing
 from services.common.balanced import table_channel
 from services.common.deps import sql_check, sql_engine
 from services.common.service import ServiceApp, base_app
-from services.common.topics import TABLE_EVENTS
+from services.common.topics import TABLE_EVENTS, Namespace
 from services.wallet.api import WalletServicer
 from services.wallet.consumer import TableEventsHandler, consume
 from services.wallet.ledger import Ledger, Outcome, check_invariants
@@ -35,6 +35,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     ledger = Ledger(engine, settings.fee_bps)
     ledger.on_operation = lambda outcome: _observe(metrics, outcome)
     replica = settings.replica or "wallet"
+    namespace = Namespace(settings.kafka_namespace)
     relay = OutboxRelay(
         engine,
         lambda: kafka.producer(
@@ -42,6 +43,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         ),
         metrics,
         settings.relay_interval_s,
+        namespace=namespace,
     )
     handler = TableEventsHandler(ledger, metrics)
     stop = asyncio.Event()
@@ -70,7 +72,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
             def make_consumer() -> object:
                 return kafka.consumer(
-                    settings.kafka_bootstrap, "wallet", TABLE_EVENTS, client_id=replica
+                    settings.kafka_bootstrap,
+                    namespace.group("wallet"),
+                    namespace.topic(TABLE_EVENTS),
+                    client_id=replica,
                 )
 
             keep = kafka.keep_consuming(

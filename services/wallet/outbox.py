@@ -16,6 +16,7 @@ from typing import Protocol
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from services.common.topics import PLAIN, Namespace
 from services.wallet.metrics import WalletMetrics
 from services.wallet.schema import outbox
 
@@ -37,8 +38,10 @@ class OutboxRelay:
         metrics: WalletMetrics | None,
         interval_s: float,
         keep_published_s: float = 86_400.0,
+        namespace: Namespace = PLAIN,
     ) -> None:
         self.engine = engine
+        self.namespace = namespace  # rows name the logical topic; the broker's carries the prefix
         self.make_publisher = make_publisher  # built inside the running loop, on first use
         self.publisher: Publisher | None = None
         self.metrics = metrics
@@ -78,7 +81,9 @@ class OutboxRelay:
             await publisher.start()
             self.publisher = publisher
         for row in rows:  # in order: per-key order on Kafka follows the ledger's order
-            await self.publisher.send_and_wait(row.topic, row.payload, row.key.encode())
+            await self.publisher.send_and_wait(
+                self.namespace.topic(row.topic), row.payload, row.key.encode()
+            )
         async with self.engine.begin() as conn:
             await conn.execute(
                 update(outbox)

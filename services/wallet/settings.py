@@ -10,6 +10,7 @@ from services.common.settings import (
     database_url_setting,
     kafka_bootstrap_setting,
     kafka_idempotence_setting,
+    kafka_namespace_setting,
     load,
     setting,
     table_addrs_setting,
@@ -22,6 +23,7 @@ class WalletSettings(ServiceSettings):
     metrics_port: int = setting("BG_METRICS_PORT", 9103, "Metrics HTTP port.", min=0, max=65535)
     database_url: str = database_url_setting("sqlite+aiosqlite:///.data/wallet.db")
     kafka_bootstrap: str = kafka_bootstrap_setting()
+    kafka_namespace: str = kafka_namespace_setting()
     kafka_idempotence: bool = kafka_idempotence_setting()
     operator_token: str = setting(
         "BG_WALLET_OPERATOR_TOKEN",

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from infra.runner import Cluster, ClusterConfig, StartupError
+from services.common.topics import Namespace
+from tests.helpers import kafka_namespace
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +107,7 @@ async def test_service_that_fails_to_start_stops_everything(
             base_port=0,
             redis_url=valkey_url,
             kafka_bootstrap=kafka_bootstrap,
+            kafka_namespace=kafka_namespace(),
             service_env={"table-2": {"BG_SHUTDOWN_GRACE_S": "soon"}},
         ),
         out,
@@ -132,6 +135,7 @@ async def test_supervision_restarts_what_dies_and_stop_leaves_nothing(
         ClusterConfig(
             data_dir=tmp_path, base_port=0, table_replicas=1,
             redis_url=valkey_url, kafka_bootstrap=kafka_bootstrap,
+            kafka_namespace=kafka_namespace(),
         ),
         out,
     )  # fmt: skip
@@ -142,6 +146,10 @@ async def test_supervision_restarts_what_dies_and_stop_leaves_nothing(
         assert [s["instance"] for s in state["services"]] == [
             "gateway", "matchmaking", "table-1", "wallet", "leaderboard", "bots",
         ]  # fmt: skip
+        # On the shared broker this cluster's consumers sit in groups of its own namespace, on
+        # topics of its own: a wallet killed below never holds another cluster's partitions.
+        namespace = Namespace(state["kafka_namespace"])
+        assert await _members(kafka_bootstrap, namespace) == {"wallet": 1, "leaderboard": 1}
         victim = next(i for i in cluster.instances if i.name == "wallet")
         assert victim.process is not None and victim.process.pid is not None
         dead_pid = victim.process.pid
@@ -170,6 +178,39 @@ async def test_supervision_restarts_what_dies_and_stop_leaves_nothing(
     assert not any(_alive(p) for p in everyone)
 
 
+async def _members(bootstrap: str, namespace: Namespace) -> dict[str, int]:
+    """Members of the namespace's wallet and leaderboard groups once both are Stable (bounded);
+    and the namespace's topics must exist with their partitions."""
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await reader.start()
+    try:
+        await reader.topics()
+        parts = {t: len(reader.partitions_for_topic(t) or ()) for t in namespace.topics()}
+        assert parts == namespace.topics()
+    finally:
+        await reader.stop()
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        found: dict[str, int] = {}
+        for _ in range(150):  # ~30 s: a consumer joins its group after it serves
+            found = {}
+            for service in ("wallet", "leaderboard"):  # one per call: Tansu drops a call of two
+                for reply in await admin.describe_consumer_groups([namespace.group(service)]):
+                    for error, _, state, _, _, members in reply.groups:
+                        if error == 0 and state == "Stable":
+                            found[service] = len(members)
+            if found == {"wallet": 1, "leaderboard": 1}:
+                break
+            await asyncio.sleep(0.2)
+        return found
+    finally:
+        await admin.close()
+
+
 async def _collect(data_dir: Path) -> list[dict[str, Any]]:
     from infra.status import collect
 
@@ -189,7 +230,7 @@ async def test_prometheus_scrapes_every_service(
     cluster = Cluster(
         ClusterConfig(
             data_dir=tmp_path, base_port=0, table_replicas=1, redis_url=valkey_url,
-            kafka_bootstrap=kafka_bootstrap, prometheus=True,
+            kafka_bootstrap=kafka_bootstrap, kafka_namespace=kafka_namespace(), prometheus=True,
         ),
         io.StringIO(),
     )  # fmt: skip

@@ -11,6 +11,7 @@ import pytest
 from client.demo import BET, GRANT, run_demo
 from engine import dice
 from infra.runner import Cluster, ClusterConfig
+from tests.helpers import kafka_namespace
 
 pytestmark = pytest.mark.e2e
 
@@ -20,7 +21,11 @@ async def test_demo_wagered_match_to_three(
 ) -> None:
     cluster = Cluster(
         ClusterConfig(
-            data_dir=tmp_path, base_port=0, redis_url=valkey_url, kafka_bootstrap=kafka_bootstrap
+            data_dir=tmp_path,
+            base_port=0,
+            redis_url=valkey_url,
+            kafka_bootstrap=kafka_bootstrap,
+            kafka_namespace=kafka_namespace(),
         ),
         io.StringIO(),
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from infra.runner import Cluster, ClusterConfig
 
 
@@ -55,3 +57,16 @@ def test_replicated_sql_services_get_postgres_and_peers_reach_every_replica(
     assert env["BG_WALLET_ADDR"] == "127.0.0.1:50053"
     board = cluster._service_env(next(i for i in cluster.instances if i.name == "leaderboard-2"))
     assert board["BG_DATABASE_URL"] == "postgresql+asyncpg://postgres@127.0.0.1:50012/leaderboard"
+
+
+def test_up_refuses_a_kafka_namespace_kafka_could_not_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A namespace with a dot or a space is refused before anything starts (exit 2, why)."""
+    from infra.cli import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["up", "--data-dir", str(tmp_path), "--kafka-namespace", "a.b c"])
+    assert ended.value.code == 2
+    assert "--kafka-namespace must match" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing started, nothing written

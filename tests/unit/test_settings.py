@@ -96,3 +96,22 @@ def test_redacted_masks_url_passwords() -> None:
 def test_describe_lists_every_variable() -> None:
     names = [row[0] for row in describe(GatewaySettings)]
     assert "BG_GRPC_PORT" in names and "BG_REDIS_URL" in names and len(names) == len(set(names))
+
+
+def test_kafka_namespace_prefixes_topics_and_groups_and_rejects_bad_names() -> None:
+    """Clusters sharing a broker: BG_KAFKA_NAMESPACE prefixes every topic and group; the code and
+    the outbox rows keep the logical names (the empty namespace is the plain names)."""
+    from services.common.topics import TOPICS, Namespace
+
+    assert load_wallet({}).kafka_namespace == ""
+    assert Namespace("").topic("table-events") == "table-events"
+    ns = Namespace(load_wallet({"BG_KAFKA_NAMESPACE": "stage-1"}).kafka_namespace)
+    assert (ns.topic("table-events"), ns.group("wallet")) == (
+        "stage-1.table-events",
+        "stage-1.wallet",
+    )
+    assert ns.logical("stage-1.wallet-events") == "wallet-events"
+    assert ns.topics() == {f"stage-1.{t}": n for t, n in TOPICS.items()}
+    for bad in ("a.b", "a b", "x" * 41, "ns/1"):
+        with pytest.raises(SettingsError, match="BG_KAFKA_NAMESPACE"):
+            load_table({"BG_KAFKA_NAMESPACE": bad})
