@@ -129,3 +129,11 @@ class Deadline(Command):
 
     name: ClassVar[str] = "deadline"
     seat: int = CLOCK_SEAT
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorClose(Command):
+    """An operator closes a stuck table undecided: every stake is returned (I-10)."""
+
+    name: ClassVar[str] = "operator_close"
+    seat: int = CLOCK_SEAT

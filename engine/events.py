@@ -228,7 +228,7 @@ class TableClosed(Event):
     """Closed with no winner: every stake returned (I-10). The seed is revealed."""
 
     type: ClassVar[str] = "table_closed"
-    reason: EndReason  # both_away (I-9), async_expired (I-25), abandoned
+    reason: EndReason  # both_away (I-9), async_expired (I-25), abandoned, operator_closed
     seed_hex: str
     fingerprint: str
 

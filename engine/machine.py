@@ -533,6 +533,10 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
         _need(ctx.now >= due.at_ms, RejectionCode.NOT_DUE, f"the next deadline is at {due.at_ms}")
         _on_deadline(ctx, due)
         return
+    if isinstance(cmd, c.OperatorClose):
+        _need(not m.finished, RejectionCode.MATCH_OVER, "the match is over")
+        _close(ctx, EndReason.OPERATOR_CLOSED)
+        return
     seat = cmd.seat
     _need(seat in (0, 1), RejectionCode.BAD_SEAT, f"seat must be 0 or 1, got {seat}")
     if isinstance(cmd, c.OfferRematch):

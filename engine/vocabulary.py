@@ -30,6 +30,7 @@ class EndReason(StrEnum):
     BOTH_AWAY = "both_away"  # closed: I-9
     ASYNC_EXPIRED = "async_expired"  # closed: I-25
     ABANDONED = "abandoned"  # closed: a casual party given up
+    OPERATOR_CLOSED = "operator_closed"  # closed by an operator: a stuck table (I-10)
 
 
 class GameResult(StrEnum):

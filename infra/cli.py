@@ -11,6 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
+from infra import admin_cli
 from infra.runner import SERVICES, Cluster, ClusterConfig, StartupError
 from infra.status import NoCluster, UnknownProcess, collect, healthy, render, restart
 from services.common.topics import NAMESPACE_PATTERN
@@ -117,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--gateway", default="", help="gateway address (default: the running cluster)"
     )
+    admin_cli.add_parser(sub, common)
     return p
 
 
@@ -238,9 +240,10 @@ async def _play(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    handler = {"up": _up, "status": _status, "restart": _restart, "demo": _demo, "play": _play}[
-        args.command
-    ]
+    handler = {
+        "up": _up, "status": _status, "restart": _restart, "demo": _demo, "play": _play,
+        "admin": admin_cli.run,
+    }[args.command]  # fmt: skip
     raise SystemExit(asyncio.run(handler(args)))
 
 

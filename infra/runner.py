@@ -59,6 +59,9 @@ class StartupError(RuntimeError):
     """The cluster could not start; names the part that failed and why."""
 
 
+OPERATOR = "admin"  # the local cluster's one operator (its key is in cluster.json, 0600)
+
+
 @dataclass
 class ClusterConfig:
     data_dir: Path = Path(".data")
@@ -120,6 +123,8 @@ class Cluster:
         self.operator_token = os.environ.get("BG_WALLET_OPERATOR_TOKEN") or secrets.token_urlsafe(
             24
         )
+        # The operator `bgcluster admin` signs in as (AdminService on the gateway).
+        self.operator_key = secrets.token_urlsafe(32)
 
     @property
     def wants_postgres(self) -> bool:
@@ -193,6 +198,7 @@ class Cluster:
         }
         if inst.service == "gateway":  # no other service holds the token-signing key
             env["BG_TOKEN_SECRET"] = self.token_secret
+            env["BG_OPERATOR_KEYS"] = f"{OPERATOR}={self.operator_key}"
         env.setdefault("BG_LOG_FORMAT", os.environ.get("BG_LOG_FORMAT", "text"))
         if inst.ws_port:
             env["BG_WS_PORT"] = str(inst.ws_port)
@@ -426,6 +432,7 @@ class Cluster:
                 for p in self.infra
             ],
             "operator_token": self.operator_token,
+            "operator": {"name": OPERATOR, "key": self.operator_key},
         }
 
     def _write_state(self) -> None:

@@ -3,7 +3,7 @@ accounts_migrations/."""
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table
+from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -48,4 +48,30 @@ refresh_tokens = Table(
     Column("revoked_ms", BigInteger, nullable=True),
     Index("ix_refresh_family", "family"),
     Index("ix_refresh_player", "player_id"),
+)
+
+# Players banned now (guests too: a ban names a player id, account or not). Lifting a ban deletes
+# the row; the audit log keeps both.
+bans = Table(
+    "bans",
+    metadata,
+    Column("player_id", String(64), primary_key=True),
+    Column("banned_ms", BigInteger, nullable=False),
+    Column("operator", String(64), nullable=False),
+    Column("reason", Text, nullable=False),
+)
+
+# Every admin action: who, when, what (and on whom), why, and how it ended. Append only.
+admin_audit = Table(
+    "admin_audit",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at_ms", BigInteger, nullable=False),
+    Column("operator", String(64), nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("target", String(64), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("outcome", String(64), nullable=False),
+    Column("detail", Text, nullable=False),
+    Index("ix_admin_audit_target", "target", "id"),
 )

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -35,7 +36,7 @@ from services.common.errors import (
     ServiceError,
     Unauthenticated,
 )
-from services.gateway.account_schema import devices, players, refresh_tokens
+from services.gateway.account_schema import bans, devices, players, refresh_tokens
 from services.gateway.auth import Identity
 
 MIGRATIONS = Path(__file__).with_name("accounts_migrations")
@@ -376,3 +377,61 @@ class Accounts:
                 .where(refresh_tokens.c.family == family, refresh_tokens.c.revoked_ms.is_(None))
                 .values(revoked_ms=self._now_ms())
             )
+
+    # -- operators ---------------------------------------------------------------------------
+
+    async def ban(self, player_id: str, operator: str, reason: str) -> None:
+        """Record the ban (kept once; a second ban keeps the first's time) and end every session
+        of the player: their refresh tokens are revoked."""
+        now = self._now_ms()
+        async with self.engine.begin() as conn:
+            exists = await conn.scalar(
+                select(bans.c.player_id).where(bans.c.player_id == player_id)
+            )
+            if exists is None:
+                await conn.execute(
+                    bans.insert().values(
+                        player_id=player_id, banned_ms=now, operator=operator, reason=reason
+                    )
+                )
+            await conn.execute(
+                update(refresh_tokens)
+                .where(
+                    refresh_tokens.c.player_id == player_id, refresh_tokens.c.revoked_ms.is_(None)
+                )
+                .values(revoked_ms=now)
+            )
+
+    async def unban(self, player_id: str) -> bool:
+        """Lift the ban; whether there was one."""
+        async with self.engine.begin() as conn:
+            gone = await conn.execute(bans.delete().where(bans.c.player_id == player_id))
+        return bool(gone.rowcount)
+
+    async def banned_ids(self) -> list[str]:
+        async with self.engine.connect() as conn:
+            return [str(r) for r in (await conn.scalars(select(bans.c.player_id))).all()]
+
+    async def record(self, player_id: str) -> dict[str, Any]:
+        """What operators see of an account: name, kind (guest/device/email), creation, deletion,
+        ban. A player id with no account is a guest."""
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(select(players).where(players.c.player_id == player_id))
+            ).first()
+            device = await conn.scalar(
+                select(devices.c.player_id).where(devices.c.player_id == player_id).limit(1)
+            )
+            ban = (await conn.execute(select(bans).where(bans.c.player_id == player_id))).first()
+        out: dict[str, Any] = {
+            "display_name": "", "kind": "guest", "created_ms": 0, "deleted": False,
+            "banned": ban is not None, "ban_reason": ban.reason if ban is not None else "",
+        }  # fmt: skip
+        if row is not None:
+            out |= {
+                "display_name": row.display_name,
+                "kind": "email" if row.email else ("device" if device else "account"),
+                "created_ms": row.created_ms,
+                "deleted": row.deleted_ms is not None,
+            }
+        return out

@@ -39,6 +39,7 @@ from services.common.play_wire import FINISHED
 from services.gateway import limits, match_export
 from services.gateway.accounts import ACCOUNT_PREFIX, Accounts, Session
 from services.gateway.auth import Identity, IdentityProvider, TokenSigner
+from services.gateway.bans import Bans
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import GAP, Subscription, TableFeed
 from services.gateway.names import Names
@@ -70,8 +71,14 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         accounts: Accounts | None = None,
         access_ttl_s: int = 900,
         bots_secret: str = "",
+        bans: Bans | None = None,
     ) -> None:
         self.signer = signer
+        self.bans = bans
+        if bans is not None:
+            bans.on_ban = self._cut_off
+        # Each player's live Play streams on this gateway: a ban ends them.
+        self._streams: dict[str, set[asyncio.Queue[gateway_pb2.PlayUpdate | None]]] = {}
         self.identities = identities
         self.lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(matchmaking)
         self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
@@ -109,6 +116,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         if not header.startswith("Bearer "):
             raise Unauthenticated("NO_TOKEN", "send authorization: Bearer <token>")
         player_id = self.signer.verify(header.removeprefix("Bearer ")).player_id
+        self._refuse_banned(player_id)  # a ban stops a token at once, however long it has left
         self.limits.check_player(player_id)
         return player_id
 
@@ -124,11 +132,13 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             device = hashlib.sha256(request.device_id.encode()).hexdigest()[:24]
             self.limits.check_login(f"device:{device}")
             session = await self._accounts().device_login(request.device_id, request.display_name)
+            self._refuse_banned(session.identity.player_id)
             await self._starter_grant(session)
             return self._logged_in(session)
         if request.email:
             self.limits.check_login("email:" + request.email.strip().casefold())
             session = await self._accounts().email_login(request.email, request.password)
+            self._refuse_banned(session.identity.player_id)
             await self._starter_grant(session)
             return self._logged_in(session)
         identity = await self.identities.guest(request.guest_name)
@@ -188,7 +198,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             raise ServiceError("NO_ACCOUNTS", "this gateway has no accounts (guests only)")
         return self.accounts
 
+    def _refuse_banned(self, player_id: str) -> None:
+        if self.bans is not None and self.bans.banned(player_id):
+            raise PermissionDenied("BANNED", "this player is banned")
+
     def _logged_in(self, session: Session) -> gateway_pb2.LoginResponse:
+        self._refuse_banned(session.identity.player_id)
         token, expires = self.signer.issue(session.identity, ttl_s=self.access_ttl_s)
         return gateway_pb2.LoginResponse(
             token=token,
@@ -466,6 +481,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             _update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
         )
         stream = uuid.uuid4().hex
+        self._streams.setdefault(player, set()).add(queue)
         if await self.presence.opened(table_id, player, stream):
             await self._report(table_id, player, True)
         commands = asyncio.create_task(
@@ -479,6 +495,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                     return
                 await context.write(update)
         finally:
+            mine = self._streams.get(player)
+            if mine is not None:
+                mine.discard(queue)
+                if not mine:
+                    del self._streams[player]
             for task in (commands, pushes):
                 task.cancel()
             # The presence report runs in its own task: a second cancellation of this handler
@@ -486,6 +507,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             left = asyncio.create_task(self._stream_closed(sub, player, stream, commands, pushes))
             self._background.add(left)
             left.add_done_callback(self._background.discard)
+
+    def _cut_off(self, player_id: str) -> None:
+        """A ban seen by this gateway: each live stream of the player gets the error and ends."""
+        banned = PermissionDenied("BANNED", "this player is banned").to_proto()
+        for queue in self._streams.pop(player_id, set()):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(
+                    gateway_pb2.PlayUpdate(error=gateway_pb2.CommandError(error=banned))
+                )
+                queue.put_nowait(None)
 
     async def _pushes(
         self,
@@ -668,6 +699,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                             "MALFORMED", "after join, send commands", field="command"
                         )
                     command_id = limits.bounded(cmd.command_id, "command.command_id", 64)
+                    self._refuse_banned(player)
                     self.limits.check_player(player)
                     request = table_pb2.SubmitCommandRequest(
                         table_id=table_id, player_id=player, seat=seat,

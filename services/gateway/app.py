@@ -11,14 +11,18 @@ from typing import Any
 
 import grpc
 
+from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common import tracing
 from services.common.balanced import leaderboard_channel, table_channel, wallet_channel
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.service import ServiceApp, base_app
 from services.gateway.accounts import Accounts
+from services.gateway.admin import AdminServicer, parse_operator_keys
 from services.gateway.api import GatewayServicer
+from services.gateway.audit import AuditLog
 from services.gateway.auth import GuestIdentities, TokenSigner, parse_keys
+from services.gateway.bans import Bans
 from services.gateway.feed import TableFeed
 from services.gateway.presence import Presence
 from services.gateway.rate_limits import RateLimits
@@ -27,6 +31,7 @@ from services.gateway.static_files import StaticFiles
 from services.gateway.ws import MAX_MESSAGE, WsGateway
 
 SERVICE_NAME = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
+ADMIN_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 log = logging.getLogger("bg.gateway")
 
 
@@ -46,6 +51,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     feed = TableFeed(redis)
     engine = sql_engine(settings.database_url)
     accounts = Accounts(engine, settings.refresh_ttl_s)
+    bans = Bans(redis, settings.ban_sync_s)
+    operator_keys = parse_operator_keys(settings.operator_keys)
     presence = Presence(redis, settings.presence_ttl_s)
     limits = RateLimits(
         redis,
@@ -81,13 +88,21 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             accounts=accounts,
             access_ttl_s=settings.access_ttl_s,
             bots_secret=settings.bots_secret,
+            bans=bans,
         )
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         parts["servicer"] = servicer
-        return [SERVICE_NAME]
+        admin = AdminServicer(
+            signer, operator_keys, accounts, AuditLog(engine), bans, limits,
+            mm, wallet, tables, boards, settings.wallet_operator_token,
+        )  # fmt: skip
+        admin_pb2_grpc.add_AdminServiceServicer_to_server(admin, server)
+        return [SERVICE_NAME, ADMIN_NAME]
 
     async def start_ws() -> None:
         await accounts.migrate()
+        await bans.restore(await accounts.banned_ids())
+        parts["bans"] = asyncio.create_task(bans.run(stop), name="bans")
         from websockets.asyncio.server import serve
 
         ws = WsGateway(parts["servicer"])
@@ -108,7 +123,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     async def close() -> None:
         stop.set()
-        for task in ("presence", "limits"):
+        for task in ("presence", "limits", "bans"):
             if task in parts:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await asyncio.wait_for(parts[task], 5)

@@ -22,14 +22,16 @@ from services.common.errors import InvalidArgument, Unauthenticated
 
 ISSUER = "bgcluster"
 AUDIENCE = "bg-players"
+OPERATORS = "bg-operators"  # operators' tokens: a different audience, so neither passes as other
 ALGORITHM = "HS256"
 MIN_KEY = 32  # characters: HS256 keys of at least 256 bits (RFC 7518 3.2)
 
 
 @dataclass(frozen=True)
 class Identity:
-    player_id: str
+    player_id: str  # an operator's: "op:<name>"
     name: str
+    operator: bool = False
 
 
 class IdentityProvider(Protocol):
@@ -80,14 +82,15 @@ class TokenSigner:
         expires = issued + (ttl_s or self.ttl_s)
         claims = {
             "sub": identity.player_id, "name": identity.name, "iat": issued, "exp": expires,
-            "iss": ISSUER, "aud": AUDIENCE,
+            "iss": ISSUER, "aud": OPERATORS if identity.operator else AUDIENCE,
         }  # fmt: skip
         token = jwt.encode(
             claims, self.keys[self.current], algorithm=ALGORITHM, headers={"kid": self.current}
         )
         return token, expires * 1000
 
-    def verify(self, token: str) -> Identity:
+    def verify(self, token: str, audience: str = AUDIENCE) -> Identity:
+        """The identity a valid token of `audience` names (players', unless operators')."""
         try:
             kid = jwt.get_unverified_header(token).get("kid")
         except jwt.PyJWTError:
@@ -97,11 +100,11 @@ class TokenSigner:
             raise Unauthenticated("BAD_TOKEN", "the token's key is not (or no longer) in use")
         try:
             claims = jwt.decode(
-                token, key, algorithms=[ALGORITHM], audience=AUDIENCE, issuer=ISSUER,
+                token, key, algorithms=[ALGORITHM], audience=audience, issuer=ISSUER,
                 options={"require": ["sub", "exp", "iat", "iss", "aud"]},
             )  # fmt: skip
         except jwt.ExpiredSignatureError:
             raise Unauthenticated("TOKEN_EXPIRED", "the token has expired; log in again") from None
         except jwt.PyJWTError:
             raise Unauthenticated("BAD_TOKEN", "token signature or claims do not match") from None
-        return Identity(str(claims["sub"]), str(claims.get("name", "")))
+        return Identity(str(claims["sub"]), str(claims.get("name", "")), audience == OPERATORS)

@@ -48,6 +48,25 @@ class GatewaySettings(ServiceSettings):
         "service logins). No service but the gateway holds the token-signing key.",
         secret=True,
     )
+    operator_keys: str = setting(
+        "BG_OPERATOR_KEYS",
+        "",
+        "Operators and their keys, name=key pairs separated by commas (keys of 32+ characters): "
+        "AdminService.OperatorLogin takes them (empty: no operators).",
+        secret=True,
+    )
+    wallet_operator_token: str = setting(
+        "BG_WALLET_OPERATOR_TOKEN",
+        "",
+        "The wallet's operator token: the admin service's credits, debits and escrow lists.",
+        secret=True,
+    )
+    ban_sync_s: float = setting(
+        "BG_BAN_SYNC_S",
+        0.5,
+        "How often a gateway looks for bans made on another replica (one GET of a counter).",
+        min=0.05,
+    )
     token_ttl_s: int = setting(
         "BG_TOKEN_TTL_S", 86_400, "Seconds a guest's token stays valid.", min=60
     )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 
 from bg.events.v1 import events_pb2
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
-from services.common.errors import InvalidArgument, NotFound, grpc_errors
+from services.common.errors import InvalidArgument, NotFound, ServiceError, grpc_errors
 from services.leaderboard import boards
 from services.leaderboard.store import ALL, BoardStore
 
@@ -19,8 +20,21 @@ LEVELS = ("players", "easy", "normal")
 
 
 class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
-    def __init__(self, store: BoardStore) -> None:
+    def __init__(
+        self, store: BoardStore, replay: Callable[[str], Awaitable[dict[str, int]]] | None = None
+    ) -> None:
         self.store = store
+        self.replay = replay  # replays one player's events from Kafka (consumer.replay_player)
+
+    @grpc_errors
+    async def ReplayPlayer(
+        self, request: leaderboard_pb2.ReplayPlayerRequest, context: Context
+    ) -> leaderboard_pb2.ReplayPlayerResponse:
+        _player(request.player_id)
+        if self.replay is None:
+            raise ServiceError("NO_REPLAY", "this leaderboard reads no Kafka")
+        counts = await self.replay(request.player_id)
+        return leaderboard_pb2.ReplayPlayerResponse(**counts)
 
     def season(self) -> str:
         return boards.season_of(int(time.time() * 1000), self.store.season_ms)

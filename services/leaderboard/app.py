@@ -18,7 +18,7 @@ from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS, WALLET_EVENTS, Namespace
 from services.leaderboard.api import LeaderboardServicer
-from services.leaderboard.consumer import EventHandler, consume
+from services.leaderboard.consumer import EventHandler, consume, replay_player
 from services.leaderboard.settings import load_settings
 from services.leaderboard.store import BoardStore
 
@@ -62,7 +62,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     namespace = Namespace(settings.kafka_namespace)
     stop = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
-    servicer = LeaderboardServicer(store)
+    servicer = LeaderboardServicer(
+        store,
+        lambda player: replay_player(handler, settings.kafka_bootstrap, player, namespace),
+    )
 
     def register(server: grpc.aio.Server) -> list[str]:
         leaderboard_pb2_grpc.add_LeaderboardServiceServicer_to_server(servicer, server)

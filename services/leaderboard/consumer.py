@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -82,9 +83,53 @@ async def consume(
 async def rebuild(handler: EventHandler, bootstrap: str, namespace: Namespace = PLAIN) -> int:
     """Empty the stores, then apply both topics from their first offset to their end."""
     await handler.store.reset()
+    applied = 0
+    async for topic, raw in read_all(bootstrap, namespace):
+        applied += await handler.handle(topic, raw) == "applied"
+    await handler.store.resync()
+    return applied
+
+
+async def replay_player(
+    handler: EventHandler, bootstrap: str, player_id: str, namespace: Namespace = PLAIN
+) -> dict[str, int]:
+    """Apply again every event of one player, from both topics' start: the store takes each
+    event id once, so what was applied stays as it is and only what was missed lands."""
+    counts = {"events": 0, "applied": 0, "duplicates": 0}
+    async for topic, raw in read_all(bootstrap, namespace):
+        if not involves(topic, raw, player_id):
+            continue
+        counts["events"] += 1
+        result = await handler.handle(topic, raw)
+        if result in ("applied", "duplicate"):
+            counts["applied" if result == "applied" else "duplicates"] += 1
+    return counts
+
+
+def involves(topic: str, raw: bytes, player_id: str) -> bool:
+    """Whether an event (by logical topic) concerns `player_id`."""
+    try:
+        if topic == TABLE_EVENTS:
+            t_event = events_pb2.TableEvent()
+            t_event.ParseFromString(raw)
+            kind = t_event.WhichOneof("body")
+            body = getattr(t_event, kind) if kind else None
+            info = getattr(body, "info", None)
+            return info is not None and player_id in info.player_ids
+        w_event = events_pb2.WalletEvent()
+        w_event.ParseFromString(raw)
+    except Exception:
+        return False
+    return w_event.winner_id == player_id or player_id in w_event.player_deltas
+
+
+async def read_all(
+    bootstrap: str, namespace: Namespace = PLAIN
+) -> AsyncIterator[tuple[str, bytes]]:
+    """Every message of both topics from the first offset to the end, as (logical topic, bytes),
+    without a consumer group."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
-    applied = 0
     try:
         partitions = [
             TopicPartition(topic, p)
@@ -110,12 +155,9 @@ async def rebuild(handler: EventHandler, bootstrap: str, namespace: Namespace = 
             idle = 0 if batches else idle + 1
             for records in batches.values():
                 for record in records:
-                    topic = namespace.logical(record.topic)
-                    applied += await handler.handle(topic, record.value) == "applied"
+                    yield namespace.logical(record.topic), record.value
     finally:
         await consumer.stop()
-    await handler.store.resync()
-    return applied
 
 
 async def _partitions(consumer: Any, topic: str) -> set[int]:

@@ -97,6 +97,13 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         return self._out(table)
 
     @grpc_errors
+    async def PlayerTables(
+        self, request: matchmaking_pb2.PlayerTablesRequest, context: Context
+    ) -> matchmaking_pb2.ListTablesResponse:
+        tables = await self.lobby.player_tables(request.player_id)
+        return matchmaking_pb2.ListTablesResponse(tables=[self._out(t) for t in tables])
+
+    @grpc_errors
     async def Rematch(
         self, request: matchmaking_pb2.TableRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:

@@ -137,6 +137,11 @@ def _hosting_key(player_id: str) -> str:
     return f"lobby:hosting:{{{player_id}}}"
 
 
+def _seated_key(player_id: str) -> str:
+    """Every table a player sits at (pruned as they close), for operators: a ban leaves them."""
+    return f"lobby:seated:{{{player_id}}}"
+
+
 def _options_json(opts: table_pb2.TableOptions) -> dict[str, Any]:
     from google.protobuf import json_format
 
@@ -233,6 +238,7 @@ class Lobby:
             code_expires_ms=int(time.time() * 1000) + self.code_ttl_s * 1000, quick=quick,
         )  # fmt: skip
         await self.redis.set(self._key(table_id), json.dumps(asdict(table)), ex=LOBBY_TTL_S)
+        await self._seated(player_id, table_id)
         if not vs_cpu:
             await self.redis.sadd(_hosting_key(player_id), table_id)
             await self.redis.expire(_hosting_key(player_id), LOBBY_TTL_S)
@@ -308,6 +314,26 @@ class Lobby:
                 players=player_id,
             )
 
+    async def _seated(self, player_id: str, table_id: str) -> None:
+        await self.redis.sadd(_seated_key(player_id), table_id)
+        await self.redis.expire(_seated_key(player_id), LOBBY_TTL_S)
+
+    async def player_tables(self, player_id: str) -> list[Table]:
+        """The tables `player_id` sits at and that are not closed, oldest first."""
+        _check_player(player_id)
+        out = []
+        for raw in await self.redis.smembers(_seated_key(player_id)):
+            table_id = raw.decode() if isinstance(raw, bytes) else str(raw)
+            try:
+                table = await self.get(table_id)
+            except NotFound:
+                table = None
+            if table is None or table.status == CLOSED or player_id not in table.player_ids:
+                await self.redis.srem(_seated_key(player_id), table_id)
+                continue
+            out.append(table)
+        return sorted(out, key=lambda t: t.created_ms)
+
     async def list_live(self, profile: str = "", limit: int = 50) -> list[Table]:
         """Watchable tables dealt, newest first (I-35). Whether their match is still in play
         is the table service's to say: the gateway asks it before listing one."""
@@ -353,6 +379,7 @@ class Lobby:
             table.player_ids[table.player_ids.index("")] = player_id
 
         table = await self._update(table_id, sit)
+        await self._seated(player_id, table_id)
         await self._leave_other_scored(player_id, table)
         casual = table.options.get("profile") == "casual"
         if "" not in table.player_ids and (not casual or table.quick):

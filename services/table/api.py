@@ -115,6 +115,12 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         return await self.core.outcome(request.table_id, request.match_id)
 
     @grpc_errors
+    async def CloseMatch(
+        self, request: table_pb2.CloseMatchRequest, context: Context
+    ) -> table_pb2.CloseMatchResponse:
+        return table_pb2.CloseMatchResponse(seq=await self.core.operator_close(request.table_id))
+
+    @grpc_errors
     async def GetView(
         self, request: table_pb2.GetViewRequest, context: Context
     ) -> table_pb2.TableView:

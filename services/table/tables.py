@@ -367,6 +367,23 @@ class TableCore:
                 self.metrics.cas_conflicts.inc()
         return None
 
+    async def operator_close(self, table_id: str) -> int:
+        """Close a stuck table undecided; returns the closing seq. The match_closed event is
+        what refunds every stake (I-10: the wallet consumes it; the reconciler backs it up)."""
+        _check_id("table_id", table_id)
+        for _ in range(MAX_ATTEMPTS):
+            loaded = await self._load(table_id)
+            now = self.now()
+            out = apply(loaded.state, c.OperatorClose(), now)
+            if isinstance(out, Rejection):
+                raise Rejected(out.code, out.message)
+            result, _ = await self._commit(table_id, loaded, out, "", now)
+            if result.status == "OK":
+                return result.seq
+            if self.metrics:
+                self.metrics.cas_conflicts.inc()
+        raise ServiceError("BUSY", "the table is too busy; try again")
+
     async def presence(self, table_id: str, player_id: str, connected: bool) -> int:
         loaded = await self._load(table_id)
         seat = self.seat_of(loaded, player_id)

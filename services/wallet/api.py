@@ -85,14 +85,49 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
             entries=[wallet_pb2.HistoryEntry(**row) for row in rows]
         )
 
+    def _operator_only(self, context: Context, kind: str) -> None:
+        token = dict(context.invocation_metadata() or ()).get("x-operator-token", "")
+        if not self.operator_token or not hmac.compare_digest(str(token), self.operator_token):
+            self.metrics.operations.labels(kind, "permission_denied").inc()
+            raise PermissionDenied("OPERATOR_ONLY", f"{kind} needs a valid operator token")
+
+    @grpc_errors
+    async def Adjust(
+        self, request: wallet_pb2.AdjustRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        self._operator_only(context, "adjust")
+        call = self.ledger.adjust(
+            request.idempotency_key,
+            request.player_id,
+            request.amount,
+            request.operator,
+            request.reason,
+        )
+        return await self._op("adjust", call)
+
+    @grpc_errors
+    async def ListOpenEscrows(
+        self, request: wallet_pb2.ListOpenEscrowsRequest, context: Context
+    ) -> wallet_pb2.ListOpenEscrowsResponse:
+        self._operator_only(context, "list_open_escrows")
+        rows = await self.ledger.open_escrows(request.older_than_s * 1000, request.limit)
+        return wallet_pb2.ListOpenEscrowsResponse(
+            escrows=[
+                wallet_pb2.OpenEscrow(
+                    match_id=r.match_id,
+                    player_ids=[r.player_a, r.player_b],
+                    stakes=[r.stake_a, r.stake_b],
+                    created_ms=r.created_ms,
+                )
+                for r in rows
+            ]
+        )
+
     @grpc_errors
     async def Deposit(
         self, request: wallet_pb2.DepositRequest, context: Context
     ) -> wallet_pb2.OperationResponse:
-        token = dict(context.invocation_metadata() or ()).get("x-operator-token", "")
-        if not self.operator_token or not hmac.compare_digest(str(token), self.operator_token):
-            self.metrics.operations.labels("deposit", "permission_denied").inc()
-            raise PermissionDenied("OPERATOR_ONLY", "deposits need a valid operator token")
+        self._operator_only(context, "deposit")
         call = self.ledger.deposit(
             request.idempotency_key, request.player_id, request.amount, request.reason
         )

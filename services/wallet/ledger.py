@@ -153,7 +153,7 @@ class Ledger:
         if not 1 <= limit <= 200:
             raise InvalidArgument("INVALID_LIMIT", "limit must be 1..200", field="limit")
         query = (
-            select(transfers, operations.c.kind, operations.c.match_id)
+            select(transfers, operations.c.kind, operations.c.match_id, operations.c.memo)
             .join(operations, operations.c.id == transfers.c.operation_id)
             .where(or_(transfers.c.debit == acct, transfers.c.credit == acct))
             .order_by(transfers.c.id.desc())
@@ -174,6 +174,7 @@ class Ledger:
                     "counterparty": r["credit"] if outgoing else r["debit"],
                     "match_id": r["match_id"] or "",
                     "at_ms": r["created_ms"],
+                    "memo": r["memo"] or "",
                 }
             )
         return out
@@ -205,6 +206,7 @@ class Ledger:
         params: dict[str, Any],
         body: Callable[[_Op], Awaitable[Outcome]],
         match_id: str | None = None,
+        memo: str | None = None,
     ) -> Outcome:
         if not key or len(key) > 200:
             raise InvalidArgument(
@@ -238,6 +240,7 @@ class Ledger:
                                 response="",
                                 match_id=match_id,
                                 created_ms=now,
+                                memo=memo,
                             )
                             .returning(operations.c.id)
                         )
@@ -365,6 +368,50 @@ class Ledger:
             return await self._finish(op, Outcome(op.id, op.kind), events_pb2.WalletEvent(), acct)
 
         return await self._run(key, "deposit", {"p": player_id, "a": amount, "r": reason}, body)
+
+    async def adjust(
+        self, key: str, player_id: str, amount: int, operator: str, reason: str
+    ) -> Outcome:
+        """An operator's credit (amount > 0, from outside) or debit (amount < 0, to outside);
+        the operation keeps "<operator>: <reason>". A debit beyond the balance changes nothing
+        (INSUFFICIENT_FUNDS)."""
+        _check_id("player_id", player_id)
+        _check_amount("amount", abs(amount))
+        if not operator or not 1 <= len(reason.strip()) <= 200:
+            raise InvalidArgument(
+                "REASON_REQUIRED", "an adjustment names its operator and a reason (1..200)",
+                field="reason",
+            )  # fmt: skip
+        acct = player_account(player_id)
+
+        async def body(op: _Op) -> Outcome:
+            await self._ensure(op.conn, EXTERNAL, "external", op.now)
+            await self._ensure(op.conn, acct, "player", op.now)
+            await self._lock(op.conn, [EXTERNAL, acct])
+            if amount > 0:
+                await self._move(op, EXTERNAL, acct, amount)
+            else:
+                await self._take_from(op, player_id, EXTERNAL, -amount)
+            return await self._finish(op, Outcome(op.id, op.kind), events_pb2.WalletEvent(), acct)
+
+        kind = "credit" if amount > 0 else "debit"
+        memo = f"{operator}: {reason.strip()}"
+        params = {"p": player_id, "a": amount, "o": operator, "r": reason}
+        return await self._run(key, kind, params, body, memo=memo)
+
+    async def open_escrows(self, older_than_ms: int, limit: int = 50) -> list[Any]:
+        """Escrows still open that were opened at least `older_than_ms` ago, oldest first."""
+        limit = 50 if limit == 0 else limit
+        if not 1 <= limit <= 200 or older_than_ms < 0:
+            raise InvalidArgument("INVALID_LIMIT", "limit 1..200, age >= 0", field="limit")
+        query = (
+            select(escrows)
+            .where(escrows.c.status == "open", escrows.c.created_ms <= _now_ms() - older_than_ms)
+            .order_by(escrows.c.created_ms)
+            .limit(limit)
+        )
+        async with self.engine.connect() as conn:
+            return list((await conn.execute(query)).all())
 
     async def close_account(self, key: str, player_id: str) -> Outcome:
         """A deleted account's diamonds go to CLOSED: the books stay whole and its history
@@ -804,9 +851,19 @@ async def check_invariants(engine: AsyncEngine) -> list[str]:
             )
         ).all()
         problems += [f"match {m} closed {n} times" for m, n in closings]
+        # What came in from outside less what went back out (an operator's debits).
         deposits = await conn.scalar(
-            select(func.coalesce(func.sum(transfers.c.amount), 0)).where(
-                transfers.c.debit == EXTERNAL
+            select(
+                func.coalesce(
+                    func.sum(
+                        case(
+                            (transfers.c.debit == EXTERNAL, transfers.c.amount),
+                            (transfers.c.credit == EXTERNAL, -transfers.c.amount),
+                            else_=0,
+                        )
+                    ),
+                    0,
+                )
             )
         )
         if int(deposits or 0) != -int(external):

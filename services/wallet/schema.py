@@ -21,7 +21,7 @@ metadata = MetaData()
 
 # Account ids: "player:<id>", "escrow:<match>", "hold:<match>" (diamonds reserved for a raise or a
 # boost of that match, not yet spent), "house", "external" (the outside world: the only account
-# that may go negative; it is minus the total ever deposited).
+# that may go negative; it is minus the total ever deposited, less operators' debits).
 accounts = Table(
     "accounts",
     metadata,
@@ -43,6 +43,7 @@ operations = Table(
     Column("response", Text, nullable=False),
     Column("match_id", String(200), nullable=True),
     Column("created_ms", BigInteger, nullable=False),
+    Column("memo", Text, nullable=True),  # an operator's adjustment: "<operator>: <reason>"
 )
 
 # Immutable double-entry lines: `amount` leaves `debit` and arrives in `credit`.

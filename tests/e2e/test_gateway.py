@@ -10,7 +10,6 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,31 +25,10 @@ from client.player import Player
 from services.common.errors import error_from
 from services.common.play_wire import phase_of, reason_of
 from services.gateway.auth import Identity, TokenSigner
-from tests.helpers import running_cluster
+from tests.e2e.conftest import BOTS_SECRET, SECRET
 
 pytestmark = pytest.mark.e2e
-SECRET = "e2e-token-secret-0123456789-abcdef"
-BOTS_SECRET = "e2e-bots-secret-0123456789-abcdef"
 BIN = Path(sys.executable).parent
-
-
-@pytest.fixture(scope="module")
-def cluster(
-    tmp_path_factory: pytest.TempPathFactory, valkey_url: str, kafka_bootstrap: str
-) -> Iterator[dict[str, Any]]:
-    data = tmp_path_factory.mktemp("gw-cluster")
-    env = {
-        "BG_CLOCK_SCALE": "0.05",
-        "BG_TOKEN_SECRET": SECRET,
-        "BG_BOTS_SECRET": BOTS_SECRET,
-        "BG_RATE_PER_S": "500",
-    }
-    args = ("--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap)
-    with running_cluster(data, env, *args) as state:
-        yield {s["instance"]: s["address"] for s in state["services"]} | {
-            "operator": state["operator_token"],
-            "data": str(data),
-        }
 
 
 async def _players(

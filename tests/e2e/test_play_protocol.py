@@ -17,14 +17,14 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.errors import error_from
 from services.common.play_wire import PlaySession
-from tests.e2e.test_gateway import _players, cluster  # noqa: F401  (the module fixture)
+from tests.e2e.test_gateway import _players
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.parametrize("size", [65, 10_000, 100_000])
 async def test_oversized_ids_are_invalid_argument_naming_the_field(
-    cluster: dict[str, Any],  # noqa: F811
+    cluster: dict[str, Any],
     size: int,
 ) -> None:
     async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
@@ -51,7 +51,7 @@ async def test_oversized_ids_are_invalid_argument_naming_the_field(
 
 
 async def test_resuming_from_a_seq_sees_every_event_once(
-    cluster: dict[str, Any],  # noqa: F811
+    cluster: dict[str, Any],
 ) -> None:
     async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
         ann, bob = await _players(cluster, ch, "ann", "bob", grant=0)
@@ -86,7 +86,7 @@ async def _reply(ws: Any, request_id: int) -> dict[str, Any]:
             return message
 
 
-async def test_websocket_edges(cluster: dict[str, Any]) -> None:  # noqa: F811
+async def test_websocket_edges(cluster: dict[str, Any]) -> None:
     from websockets.asyncio.client import connect
 
     state = json.loads((Path(cluster["data"]) / "cluster.json").read_text())

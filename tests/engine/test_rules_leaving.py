@@ -153,3 +153,16 @@ def test_i19_a_scored_test_game_records_nothing_when_it_ends() -> None:
     st = spot(profiles.scored(1, test=True), START)
     ended = _ended(ok(st, c.Leave(1), 10).events)
     assert ended.winner == 0 and ended.scored_points == (0, 0)  # not (1, -1): recorded nowhere
+
+
+@pytest.mark.parametrize("profile", [W3, profiles.scored(3), profiles.casual(3)])
+def test_i10_an_operator_closes_a_stuck_match_undecided(profile: profiles.Options) -> None:
+    """An operator's close: the table closes with no winner (the wallet refunds every stake on
+    its TableClosed, I-10); a finished match is not closed again; no seat sends it."""
+    out = ok(spot(profile, START, cube=2, cube_owner=0, score=(1, 0)), c.OperatorClose(), 10)
+    assert types(out.events) == ["table_closed"]
+    closed = out.events[0]
+    assert isinstance(closed, e.TableClosed) and closed.reason == "operator_closed"
+    assert out.state.match.phase is Phase.CLOSED and out.state.match.winner is None
+    refused(out.state, c.OperatorClose(), 20, "MATCH_OVER")
+    refused(out.state, c.Roll(0), 20, "MATCH_OVER")

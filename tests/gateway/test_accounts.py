@@ -166,3 +166,27 @@ async def test_a_deleted_account_keeps_its_id_and_loses_its_personal_data(
     fresh = await accounts.device_login(phone, "kim")  # the device starts afresh, name free
     assert fresh.identity.player_id != kim.identity.player_id and fresh.identity.name == "kim"
     assert await code_of(accounts.delete("gguest")) == "NO_ACCOUNT"
+
+
+async def test_a_ban_ends_every_session_and_operators_see_the_account(accounts: Accounts) -> None:
+    """Issue 16: a ban is recorded once (guests too), revokes the player's refresh tokens; the
+    record says guest/device/email, deletion and the ban's reason; unban lifts it."""
+    phone = device()
+    login = await accounts.device_login(phone, "ann")
+    other = await accounts.device_login(phone, "ann")  # a second session of the same player
+    ann = login.identity.player_id
+    record = await accounts.record(ann)
+    assert (record["kind"], record["banned"], record["display_name"]) == ("device", False, "ann")
+    await accounts.ban(ann, "alice", "collusion")
+    await accounts.ban(ann, "bob", "again")  # kept once, the first reason stays
+    assert await code_of(accounts.refresh(login.refresh_token)) == "REFRESH_REVOKED"
+    assert await code_of(accounts.refresh(other.refresh_token)) == "REFRESH_REVOKED"
+    record = await accounts.record(ann)
+    assert (record["banned"], record["ban_reason"]) == (True, "collusion")
+    await accounts.ban("g0123456789abcdef", "alice", "spam")  # a guest: no account, still banned
+    assert sorted(await accounts.banned_ids()) == sorted([ann, "g0123456789abcdef"])
+    guest = await accounts.record("g0123456789abcdef")
+    assert (guest["kind"], guest["banned"], guest["created_ms"]) == ("guest", True, 0)
+    assert await accounts.unban(ann) and not await accounts.unban(ann)
+    assert await accounts.banned_ids() == ["g0123456789abcdef"]
+    assert (await accounts.device_login(phone, "ann")).identity.player_id == ann

@@ -4,6 +4,7 @@ ports."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 
 import grpc
@@ -367,3 +368,22 @@ async def test_a_player_has_a_bounded_number_of_tables_waiting(lobby) -> None:  
     assert (await lb.create("ann", cpu, public=False)).status == "dealt"
     await lb.leave("ann", one.table_id)  # the host leaves: it stops waiting
     assert (await lb.create("ann", casual, public=False)).status == "open"
+
+
+async def test_operators_see_every_table_a_player_sits_at_until_it_closes(lobby) -> None:  # type: ignore[no-untyped-def]
+    """Issue 16: a ban leaves each table the player sits at; the lobby knows them: waiting,
+    joined or dealt, vs the computer too; a closed one drops out."""
+    lb, _, _ = lobby
+    ann, bob = f"ann{uuid.uuid4().hex[:6]}", f"bob{uuid.uuid4().hex[:6]}"
+    waiting = await lb.create(ann, table_pb2.TableOptions(profile="casual"), public=False)
+    dealt = await lb.create(bob, WAGERED, public=False)
+    await lb.join(ann, dealt.table_id)
+    cpu = await lb.create(ann, table_pb2.TableOptions(profile="casual", level="easy"), False)
+    assert {t.table_id for t in await lb.player_tables(ann)} == {
+        waiting.table_id, dealt.table_id, cpu.table_id,
+    }  # fmt: skip
+    assert [t.table_id for t in await lb.player_tables(bob)] == [dealt.table_id]
+    await lb.leave(ann, waiting.table_id)  # the host leaves: the table closes
+    assert waiting.table_id not in [t.table_id for t in await lb.player_tables(ann)]
+    with pytest.raises(ServiceError):
+        await lb.player_tables("cpu-easy-x")

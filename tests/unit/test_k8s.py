@@ -4,6 +4,7 @@ every Service selects pods that exist (issue 9)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -24,8 +25,11 @@ def render(overlay: str, tmp_path: Path) -> list[dict[str, Any]]:
     shutil.copytree(ROOT / "k8s", tree)
     if overlay == "prod":  # the real secrets come from the operator's environment
         (tree / "overlays/prod/secrets.env").write_text(
-            "BG_TOKEN_SECRET=x\nBG_BOTS_SECRET=b\nBG_WALLET_OPERATOR_TOKEN=y\nPOSTGRES_PASSWORD=z\n"
+            "BG_BOTS_SECRET=b\nBG_WALLET_OPERATOR_TOKEN=y\nPOSTGRES_PASSWORD=z\n"
             "BG_DATABASE_URL=postgresql+asyncpg://bg:z@postgres:5432/bg\n"
+        )
+        (tree / "overlays/prod/signing.env").write_text(
+            "BG_TOKEN_SECRET=x\nBG_OPERATOR_KEYS=admin=k\n"
         )
     out = subprocess.run(
         ["kubectl", "kustomize", str(tree / "overlays" / overlay)],
@@ -150,3 +154,23 @@ def test_the_gateway_is_served_over_tls_and_every_workload_spreads(
     assert headless["spec"]["clusterIP"] == "None"
     settings = next(d for d in docs if d["metadata"]["name"].startswith("bg-settings"))
     assert settings["data"]["BG_TABLE_ADDRS"] == "dns:///table-headless:50061"
+
+
+@pytest.mark.parametrize("overlay", ["dev", "prod"])
+def test_only_the_gateway_holds_the_signing_and_operator_keys(overlay: str, tmp_path: Path) -> None:
+    """Issue 16 req. 3: the token-signing key (and the operators' keys) reach the gateway and no
+    other workload: every other one could otherwise mint a token for any player."""
+    docs = render(overlay, tmp_path)
+    signing = next(
+        d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"].startswith("bg-signing")
+    )
+    assert set(signing["data"]) == {"BG_TOKEN_SECRET", "BG_OPERATOR_KEYS"}
+    others = [d for d in docs if d["kind"] == "Secret" and d is not signing]
+    assert all("BG_TOKEN_SECRET" not in d.get("data", {}) for d in others)
+    holders = sorted(
+        d["metadata"]["name"]
+        for d in docs
+        if d["kind"] in ("Deployment", "StatefulSet")
+        and signing["metadata"]["name"] in json.dumps(d["spec"]["template"])
+    )
+    assert holders == ["gateway"]

@@ -226,3 +226,44 @@ async def test_a_closed_account_keeps_the_books_whole_and_waits_for_matches_in_p
     assert again.replayed and await ledger.balance("ann") == 0
     empty = await ledger.close_account("close:carol", "carol")  # nothing to move
     assert empty.changes == {}
+
+
+async def test_an_operators_credit_and_debit_keep_who_and_why_and_never_overdraw(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    """Issue 16: an adjustment moves diamonds from or to outside the ledger with its memo; a
+    debit past the balance, a missing reason or a zero amount changes nothing; a retry once."""
+    await fund(ledger, ann=500)
+    credit = await ledger.adjust("adj:1", "ann", 250, "alice", "goodwill: outage")
+    assert credit.kind == "credit" and credit.changes["player:ann"] == [250, 750]
+    assert (await ledger.adjust("adj:1", "ann", 250, "alice", "goodwill: outage")).replayed
+    before = await _rows(engine)
+    for key, amount, reason, code in (
+        ("adj:2", -751, "chargeback", "INSUFFICIENT_FUNDS"),
+        ("adj:3", -10, "  ", "REASON_REQUIRED"),
+        ("adj:4", 0, "nothing", "INVALID_AMOUNT"),
+    ):
+        with pytest.raises(ServiceError) as refused:
+            await ledger.adjust(key, "ann", amount, "alice", reason)
+        assert refused.value.code == code
+    assert await _rows(engine) == before  # nothing written, not even the operation
+    debit = await ledger.adjust("adj:5", "ann", -700, "bob", "chargeback 77")
+    assert debit.kind == "debit" and await ledger.balance("ann") == 50
+    lines = await ledger.history("ann")
+    assert [(e["kind"], e["amount"], e["memo"]) for e in lines[:2]] == [
+        ("debit", -700, "bob: chargeback 77"),
+        ("credit", 250, "alice: goodwill: outage"),
+    ]
+
+
+async def test_open_escrows_older_than_a_bound_oldest_first(ledger: Ledger) -> None:
+    await fund(ledger, ann=1000, bob=1000, cat=1000, dan=1000)
+    await ledger.escrow("e1", "m1", ["ann", "bob"], 100)
+    await ledger.escrow("e2", "m2", ["cat", "dan"], 200)
+    await ledger.refund("r2", "m2")
+    rows = await ledger.open_escrows(0)
+    assert [(r.match_id, r.stake_a, r.stake_b) for r in rows] == [("m1", 100, 100)]
+    assert await ledger.open_escrows(3_600_000) == []  # none opened an hour ago
+    with pytest.raises(ServiceError):
+        await ledger.open_escrows(0, limit=500)
+    await ledger.refund("r1", "m1")

@@ -16,6 +16,7 @@ const REASONS = {
   END_REASON_AWAY: "a player stayed away", END_REASON_MOVE_TIME: "out of move time",
   END_REASON_DOUBLER_LEFT: "the doubler left", END_REASON_BOTH_AWAY: "both players away",
   END_REASON_ASYNC_EXPIRED: "the turn-based clock ran out", END_REASON_ABANDONED: "abandoned",
+  END_REASON_OPERATOR_CLOSED: "closed by an operator: every stake returned",
 };
 
 const state = {

@@ -1,0 +1,113 @@
+"""`bgcluster admin`: the operators' tools (bg.admin.v1.AdminService on a gateway), one per
+subcommand; each prints the answer as JSON. Against the local cluster it signs in as the
+operator `bgcluster up` made (cluster.json); elsewhere pass --gateway and --operator, with the
+key in BG_OPERATOR_KEY (never on the command line, where `ps` would show it)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import uuid
+from typing import Any
+
+import grpc
+from google.protobuf.json_format import MessageToJson
+
+from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from services.common.errors import ServiceError, remote_call
+
+ACTIONS = ("lookup", "credit", "debit", "ban", "unban", "close-table", "escrows", "replay", "audit")
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    admin = sub.add_parser("admin", parents=[common], help="operators' tools (audited)")
+    admin.add_argument("--gateway", default="", help="gateway address (default: the cluster's)")
+    admin.add_argument("--operator", default="", help="operator name (key in BG_OPERATOR_KEY)")
+    acts = admin.add_subparsers(dest="action", required=True)
+    for name, target, help_text in (
+        ("lookup", "player", "a player: balance, ledger, tables, ratings, matches"),
+        ("ban", "player", "ban: tokens stop at once, live tables are left for them"),
+        ("unban", "player", "lift a ban"),
+        ("close-table", "table", "close a stuck table undecided: stakes returned (I-10)"),
+        ("replay", "player", "replay the player's Kafka events into the leaderboard"),
+    ):
+        p = acts.add_parser(name, help=help_text)
+        p.add_argument(target)
+        p.add_argument("--reason", default="", help="why (required but for lookup)")
+    for name, help_text in (("credit", "credit diamonds"), ("debit", "debit diamonds")):
+        p = acts.add_parser(name, help=help_text + " (kept in the ledger with who and why)")
+        p.add_argument("player")
+        p.add_argument("amount", type=int)
+        p.add_argument("--reason", required=True, help="why")
+        p.add_argument("--key", default="", help="idempotency key (default: a new one)")
+    p = acts.add_parser("escrows", help="escrows open longer than --older-than seconds")
+    p.add_argument("--older-than", type=int, default=600)
+    p = acts.add_parser("audit", help="the audit log, newest first")
+    p.add_argument("--target", default="", help="only entries about this player or table")
+    p.add_argument("--limit", type=int, default=50)
+
+
+def _credentials(args: argparse.Namespace) -> tuple[str, str, str]:
+    """(gateway address, operator name, operator key)."""
+    from infra.status import read_state
+
+    gateway, name, key = args.gateway, args.operator, os.environ.get("BG_OPERATOR_KEY", "")
+    if not (gateway and name and key):
+        state = read_state(args.data_dir)
+        gateway = gateway or next(s["address"] for s in state["services"] if s["name"] == "gateway")
+        if not (name and key):
+            name, key = state["operator"]["name"], state["operator"]["key"]
+    return gateway, name, key
+
+
+async def run(args: argparse.Namespace) -> int:
+    from infra.status import NoCluster
+
+    try:
+        gateway, name, key = _credentials(args)
+    except NoCluster as exc:
+        print(f"bgcluster: {exc}", file=sys.stderr)
+        return 3
+    async with grpc.aio.insecure_channel(gateway) as channel:
+        stub = admin_pb2_grpc.AdminServiceStub(channel)
+        try:
+            login = await remote_call(
+                stub.OperatorLogin(admin_pb2.OperatorLoginRequest(name=name, key=key), timeout=10)
+            )
+            auth = [("authorization", f"Bearer {login.token}")]
+            reply = await remote_call(_call(stub, args, auth))
+        except ServiceError as err:
+            print(f"bgcluster admin: {err.code}: {err.message}", file=sys.stderr)
+            return 1
+    print(MessageToJson(reply, preserving_proto_field_name=True, indent=1))
+    return 0
+
+
+def _call(stub: admin_pb2_grpc.AdminServiceStub, args: argparse.Namespace, auth: Any) -> Any:
+    action = args.action
+    if action == "lookup":
+        ask = admin_pb2.LookupPlayerRequest(player_id=args.player, reason=args.reason)
+        return stub.LookupPlayer(ask, metadata=auth, timeout=30)
+    if action in ("credit", "debit"):
+        amount = args.amount if action == "credit" else -args.amount
+        adjust = admin_pb2.AdjustRequest(
+            player_id=args.player, amount=amount, reason=args.reason,
+            idempotency_key=args.key or uuid.uuid4().hex,
+        )  # fmt: skip
+        return stub.Adjust(adjust, metadata=auth, timeout=30)
+    if action in ("ban", "unban"):
+        ban = admin_pb2.BanRequest(player_id=args.player, reason=args.reason)
+        method = stub.Ban if action == "ban" else stub.Unban
+        return method(ban, metadata=auth, timeout=60)
+    if action == "close-table":
+        close = admin_pb2.CloseTableRequest(table_id=args.table, reason=args.reason)
+        return stub.CloseTable(close, metadata=auth, timeout=30)
+    if action == "escrows":
+        stale = admin_pb2.ListStaleEscrowsRequest(older_than_s=args.older_than)
+        return stub.ListStaleEscrows(stale, metadata=auth, timeout=30)
+    if action == "replay":
+        replay = admin_pb2.ReplayPlayerRequest(player_id=args.player, reason=args.reason)
+        return stub.ReplayPlayer(replay, metadata=auth, timeout=300)
+    audit = admin_pb2.ListAuditRequest(limit=args.limit, target=args.target)
+    return stub.ListAudit(audit, metadata=auth, timeout=30)

@@ -1,0 +1,355 @@
+"""The gRPC servicer of bg.admin.v1.AdminService: operators' tools, each call audited.
+
+An operator signs in with a name and key from BG_OPERATOR_KEYS and gets a token of the operators'
+audience (services/gateway/auth.py): a player's token is not one, nor the other way round. Every
+call writes its audit row before it acts (an action that cannot be audited is not done) and
+completes it with the outcome afterwards, refused calls included.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import grpc
+
+from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
+from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.errors import (
+    InvalidArgument,
+    PermissionDenied,
+    ServiceError,
+    Unauthenticated,
+    grpc_errors,
+    remote_call,
+)
+from services.gateway.accounts import Accounts
+from services.gateway.audit import AuditLog
+from services.gateway.auth import OPERATORS, Identity, TokenSigner
+from services.gateway.bans import Bans
+from services.gateway.rate_limits import RateLimits, peer_address
+
+log = logging.getLogger("bg.gateway.admin")
+Context = grpc.aio.ServicerContext[Any, Any]
+T = TypeVar("T")
+OPERATOR_PREFIX = "op:"
+MIN_KEY = 32
+
+
+def parse_operator_keys(spec: str) -> dict[str, str]:
+    """BG_OPERATOR_KEYS: `name=key,name=key`; names 1..32 of [A-Za-z0-9_-], keys 32+ chars."""
+    keys: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, sep, key = part.partition("=")
+        if (
+            not sep
+            or not name
+            or len(name) > 32
+            or not name.replace("-", "").replace("_", "").isalnum()
+        ):
+            raise ValueError("BG_OPERATOR_KEYS is name=key pairs separated by commas")
+        if len(key) < MIN_KEY:
+            raise ValueError(f"an operator key must be at least {MIN_KEY} characters")
+        keys[name] = key
+    return keys
+
+
+def _reason(text: str) -> str:
+    text = text.strip()
+    if not 1 <= len(text) <= 200:
+        raise InvalidArgument("REASON_REQUIRED", "say why, in 1..200 characters", field="reason")
+    return text
+
+
+def _target(text: str, field: str) -> str:
+    if not text or len(text) > 64:
+        raise InvalidArgument("INVALID_TARGET", f"{field} is 1..64 characters", field=field)
+    return text
+
+
+class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
+    def __init__(
+        self,
+        signer: TokenSigner,
+        operator_keys: Mapping[str, str],
+        accounts: Accounts,
+        audit: AuditLog,
+        bans: Bans,
+        limits: RateLimits,
+        matchmaking: grpc.aio.Channel,
+        wallet: grpc.aio.Channel,
+        tables: grpc.aio.Channel,
+        leaderboard: grpc.aio.Channel,
+        wallet_token: str,
+        ttl_s: int = 900,
+    ) -> None:
+        self.signer = signer
+        self.keys = dict(operator_keys)
+        self.accounts = accounts
+        self.audit = audit
+        self.bans = bans
+        self.limits = limits
+        self.lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(matchmaking)
+        self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
+        self.tables = table_pb2_grpc.TableServiceStub(tables)
+        self.boards = leaderboard_pb2_grpc.LeaderboardServiceStub(leaderboard)
+        self.wallet_auth = [("x-operator-token", wallet_token)]
+        self.ttl_s = ttl_s
+        self._dummy = secrets.token_urlsafe(MIN_KEY)
+
+    # -- the frame: who, rate, audit -----------------------------------------------------------
+
+    def _operator(self, context: Context) -> str:
+        header = str(dict(context.invocation_metadata() or ()).get("authorization", ""))
+        if not header.startswith("Bearer "):
+            raise Unauthenticated("NO_TOKEN", "send authorization: Bearer <operator token>")
+        try:
+            identity = self.signer.verify(header.removeprefix("Bearer "), OPERATORS)
+        except Unauthenticated as err:
+            if err.code == "BAD_TOKEN":  # e.g. a player's token: valid, but not an operator's
+                raise PermissionDenied(
+                    "NOT_OPERATOR", "this call needs an operator's token"
+                ) from None
+            raise
+        name = identity.player_id.removeprefix(OPERATOR_PREFIX)
+        if name not in self.keys:  # an operator removed from BG_OPERATOR_KEYS stops at once
+            raise PermissionDenied("NOT_OPERATOR", "this operator is no longer configured")
+        return name
+
+    async def _audited(
+        self,
+        context: Context,
+        action: str,
+        target: str,
+        reason: str,
+        act: Callable[[str], Awaitable[tuple[T, dict[str, Any]]]],
+    ) -> T:
+        """Check the caller, write the audit row, act, complete the row with the outcome."""
+        operator = "-"
+        try:
+            self.limits.check_peer(peer_address(context.peer()))
+            operator = self._operator(context)
+        except ServiceError as err:
+            await self.audit.record(operator, action, target, reason, err.code)
+            raise
+        entry = await self.audit.record(operator, action, target, reason, "started")
+        try:
+            result, detail = await act(operator)
+        except ServiceError as err:
+            await self.audit.finish(entry, err.code, {"message": err.message})
+            raise
+        except Exception:
+            await self.audit.finish(entry, "INTERNAL", {})
+            raise
+        await self.audit.finish(entry, "ok", detail)
+        return result
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    @grpc_errors
+    async def OperatorLogin(
+        self, request: admin_pb2.OperatorLoginRequest, context: Context
+    ) -> admin_pb2.OperatorLoginResponse:
+        name = request.name[:64]
+        try:
+            self.limits.check_peer(peer_address(context.peer()))
+            self.limits.check_login(f"operator:{name}")
+            key = self.keys.get(name, self._dummy)
+            if not hmac.compare_digest(request.key.encode(), key.encode()) or name not in self.keys:
+                raise Unauthenticated("BAD_CREDENTIALS", "wrong operator name or key")
+        except ServiceError as err:
+            await self.audit.record(name or "-", "login", name, "", err.code)
+            raise
+        identity = Identity(OPERATOR_PREFIX + name, name, operator=True)
+        token, expires = self.signer.issue(identity, ttl_s=self.ttl_s)
+        await self.audit.record(name, "login", name, "", "ok")
+        return admin_pb2.OperatorLoginResponse(token=token, expires_ms=expires)
+
+    @grpc_errors
+    async def LookupPlayer(
+        self, request: admin_pb2.LookupPlayerRequest, context: Context
+    ) -> admin_pb2.PlayerRecord:
+        player = _target(request.player_id, "player_id")
+
+        async def act(_: str) -> tuple[admin_pb2.PlayerRecord, dict[str, Any]]:
+            account = await self.accounts.record(player)
+            balance = await remote_call(
+                self.wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=player), timeout=10)
+            )
+            ledger = await remote_call(
+                self.wallet.GetHistory(
+                    wallet_pb2.GetHistoryRequest(player_id=player, limit=20), timeout=10
+                )
+            )
+            tables = await remote_call(
+                self.lobby.PlayerTables(
+                    matchmaking_pb2.PlayerTablesRequest(player_id=player), timeout=10
+                )
+            )
+            profile = await remote_call(
+                self.boards.Profile(leaderboard_pb2.ProfileRequest(player_id=player), timeout=10)
+            )
+            matches = await remote_call(
+                self.boards.History(
+                    leaderboard_pb2.HistoryRequest(player_id=player, limit=20), timeout=10
+                )
+            )
+            record = admin_pb2.PlayerRecord(
+                player_id=player, balance=balance.balance, ledger=ledger.entries,
+                tables=tables.tables, profile=profile, matches=matches.matches, **account,
+            )  # fmt: skip
+            return record, {}
+
+        return await self._audited(context, "lookup", player, request.reason.strip(), act)
+
+    @grpc_errors
+    async def Adjust(
+        self, request: admin_pb2.AdjustRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        player = _target(request.player_id, "player_id")
+
+        async def act(operator: str) -> tuple[wallet_pb2.OperationResponse, dict[str, Any]]:
+            reason = _reason(request.reason)
+            if not request.idempotency_key:
+                raise InvalidArgument(
+                    "INVALID_IDEMPOTENCY_KEY", "an adjustment needs an idempotency key",
+                    field="idempotency_key",
+                )  # fmt: skip
+            reply = await remote_call(
+                self.wallet.Adjust(
+                    wallet_pb2.AdjustRequest(
+                        idempotency_key=f"admin:{request.idempotency_key}", player_id=player,
+                        amount=request.amount, operator=operator, reason=reason,
+                    ),
+                    metadata=self.wallet_auth, timeout=10,
+                )
+            )  # fmt: skip
+            return reply, {"amount": request.amount, "operation_id": reply.operation_id}
+
+        return await self._audited(context, "adjust", player, request.reason.strip(), act)
+
+    @grpc_errors
+    async def Ban(self, request: admin_pb2.BanRequest, context: Context) -> admin_pb2.BanResponse:
+        player = _target(request.player_id, "player_id")
+
+        async def act(operator: str) -> tuple[admin_pb2.BanResponse, dict[str, Any]]:
+            reason = _reason(request.reason)
+            # First cut the player off (no call of theirs passes from here), then leave their
+            # tables for them: the table applies the profile's leaving rule to each match.
+            await self.accounts.ban(player, operator, reason)
+            await self.bans.ban(player)
+            left = await self._leave_all(player)
+            return admin_pb2.BanResponse(player_id=player, banned=True, left_tables=left), {
+                "left_tables": left
+            }
+
+        return await self._audited(context, "ban", player, request.reason.strip(), act)
+
+    async def _leave_all(self, player: str) -> list[str]:
+        tables = await remote_call(
+            self.lobby.PlayerTables(
+                matchmaking_pb2.PlayerTablesRequest(player_id=player), timeout=10
+            )
+        )
+        left = []
+        for table in tables.tables:
+            leave = matchmaking_pb2.TableRequest(player_id=player, table_id=table.table_id)
+            try:
+                await remote_call(self.lobby.LeaveTable(leave, timeout=10))
+            except ServiceError as err:  # a match already over: nothing to leave
+                log.info(
+                    "ban: table not left", extra={"table_id": table.table_id, "code": err.code}
+                )
+                continue
+            left.append(table.table_id)
+        return left
+
+    @grpc_errors
+    async def Unban(self, request: admin_pb2.BanRequest, context: Context) -> admin_pb2.BanResponse:
+        player = _target(request.player_id, "player_id")
+
+        async def act(_: str) -> tuple[admin_pb2.BanResponse, dict[str, Any]]:
+            _reason(request.reason)
+            was = await self.accounts.unban(player)
+            await self.bans.unban(player)
+            return admin_pb2.BanResponse(player_id=player, banned=False), {"was_banned": was}
+
+        return await self._audited(context, "unban", player, request.reason.strip(), act)
+
+    @grpc_errors
+    async def CloseTable(
+        self, request: admin_pb2.CloseTableRequest, context: Context
+    ) -> admin_pb2.CloseTableResponse:
+        table_id = _target(request.table_id, "table_id")
+
+        async def act(_: str) -> tuple[admin_pb2.CloseTableResponse, dict[str, Any]]:
+            _reason(request.reason)
+            reply = await remote_call(
+                self.tables.CloseMatch(table_pb2.CloseMatchRequest(table_id=table_id), timeout=10)
+            )
+            return admin_pb2.CloseTableResponse(table_id=table_id, seq=reply.seq), {
+                "seq": reply.seq
+            }
+
+        return await self._audited(context, "close_table", table_id, request.reason.strip(), act)
+
+    @grpc_errors
+    async def ListStaleEscrows(
+        self, request: admin_pb2.ListStaleEscrowsRequest, context: Context
+    ) -> wallet_pb2.ListOpenEscrowsResponse:
+        async def act(_: str) -> tuple[wallet_pb2.ListOpenEscrowsResponse, dict[str, Any]]:
+            ask = wallet_pb2.ListOpenEscrowsRequest(
+                older_than_s=request.older_than_s or 600, limit=request.limit
+            )
+            reply = await remote_call(
+                self.wallet.ListOpenEscrows(ask, metadata=self.wallet_auth, timeout=10)
+            )
+            return reply, {"found": len(reply.escrows), "older_than_s": ask.older_than_s}
+
+        return await self._audited(context, "stale_escrows", "", "", act)
+
+    @grpc_errors
+    async def ReplayPlayer(
+        self, request: admin_pb2.ReplayPlayerRequest, context: Context
+    ) -> leaderboard_pb2.ReplayPlayerResponse:
+        player = _target(request.player_id, "player_id")
+
+        async def act(_: str) -> tuple[leaderboard_pb2.ReplayPlayerResponse, dict[str, Any]]:
+            _reason(request.reason)
+            ask = leaderboard_pb2.ReplayPlayerRequest(player_id=player)
+            reply = await remote_call(self.boards.ReplayPlayer(ask, timeout=120))
+            detail = {"events": reply.events, "applied": reply.applied}
+            return reply, detail
+
+        return await self._audited(context, "replay", player, request.reason.strip(), act)
+
+    @grpc_errors
+    async def ListAudit(
+        self, request: admin_pb2.ListAuditRequest, context: Context
+    ) -> admin_pb2.ListAuditResponse:
+        limit = request.limit or 50
+        if not 1 <= limit <= 200:
+            raise InvalidArgument("INVALID_LIMIT", "limit must be 1..200", field="limit")
+
+        async def act(_: str) -> tuple[admin_pb2.ListAuditResponse, dict[str, Any]]:
+            rows = await self.audit.entries(limit, request.target)
+            entries = [
+                admin_pb2.AuditEntry(
+                    id=r.id, at_ms=r.at_ms, operator=r.operator, action=r.action,
+                    target=r.target, reason=r.reason, outcome=r.outcome, detail=r.detail,
+                )
+                for r in rows
+            ]  # fmt: skip
+            return admin_pb2.ListAuditResponse(entries=entries), {
+                "limit": limit,
+                "target": request.target,
+            }
+
+        # Reading the log is audited too, under no target: a read never lists itself.
+        return await self._audited(context, "audit", "", "", act)

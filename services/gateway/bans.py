@@ -1,0 +1,75 @@
+"""Who is banned, as every gateway replica sees it within BG_BAN_SYNC_S.
+
+The accounts database holds the record (`bans`); Redis holds the live set every replica checks:
+`bg:banned` (the players) and `bg:banned:v` (a counter bumped on every change). Each replica keeps
+the set in memory, so the check on every call is a set lookup, and looks at the counter every
+`sync_s` (one GET), reading the set again only when it moved. A replica that bans applies it to
+itself at once; `on_ban` ends the banned player's live streams there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from redis.exceptions import RedisError
+
+log = logging.getLogger("bg.gateway.bans")
+
+BANNED = "{bans}:banned"  # one hash slot for both keys (Redis Cluster)
+VERSION = "{bans}:v"
+
+
+class Bans:
+    def __init__(self, redis: Any, sync_s: float = 0.5) -> None:
+        self.redis = redis
+        self.sync_s = sync_s
+        self._banned: set[str] = set()
+        self._version: bytes | None = None
+        self.on_ban: Callable[[str], None] = lambda player_id: None
+
+    def banned(self, player_id: str) -> bool:
+        return player_id in self._banned
+
+    async def ban(self, player_id: str) -> None:
+        await self.redis.sadd(BANNED, player_id)
+        await self.redis.incr(VERSION)
+        self._apply(self._banned | {player_id})
+
+    async def unban(self, player_id: str) -> None:
+        await self.redis.srem(BANNED, player_id)
+        await self.redis.incr(VERSION)
+        self._apply(self._banned - {player_id})
+
+    async def restore(self, player_ids: list[str]) -> None:
+        """At start: the record's bans into Redis (derived state, which a flush may have lost)."""
+        if player_ids:
+            await self.redis.sadd(BANNED, *player_ids)
+            await self.redis.incr(VERSION)
+        await self.sync()
+
+    async def sync(self) -> None:
+        version = await self.redis.get(VERSION)
+        if version == self._version and version is not None:
+            return
+        members = await self.redis.smembers(BANNED)
+        self._version = version
+        self._apply({m.decode() if isinstance(m, bytes) else str(m) for m in members})
+
+    def _apply(self, banned: set[str]) -> None:
+        new = banned - self._banned
+        self._banned = banned
+        for player_id in new:
+            self.on_ban(player_id)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.sync()
+            except (RedisError, OSError) as exc:  # keep the last known set; try again
+                log.warning("ban sync failed", extra={"error": repr(exc)})
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.sync_s)

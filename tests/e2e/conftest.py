@@ -1,0 +1,37 @@
+"""The cluster the gateway, play-protocol and admin tests share: one `bgcluster up` (two table
+replicas, real Valkey, Tansu, SQLite) for the package, clocks scaled by 0.05. Each test makes
+players of its own, so they do not see each other."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.helpers import running_cluster
+
+SECRET = "e2e-token-secret-0123456789-abcdef"
+BOTS_SECRET = "e2e-bots-secret-0123456789-abcdef"
+
+
+@pytest.fixture(scope="package")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, valkey_url: str, kafka_bootstrap: str
+) -> Iterator[dict[str, Any]]:
+    """Addresses by instance name, plus "operator" (the wallet's operator token), "admin" (the
+    operator `bgcluster admin` signs in as) and "data" (the data directory)."""
+    data = tmp_path_factory.mktemp("gw-cluster")
+    env = {
+        "BG_CLOCK_SCALE": "0.05",
+        "BG_TOKEN_SECRET": SECRET,
+        "BG_BOTS_SECRET": BOTS_SECRET,
+        "BG_RATE_PER_S": "500",
+    }
+    args = ("--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap)
+    with running_cluster(data, env, *args) as state:
+        yield {s["instance"]: s["address"] for s in state["services"]} | {
+            "operator": state["operator_token"],
+            "admin": state["operator"],
+            "data": str(data),
+        }

@@ -1,0 +1,295 @@
+"""Issue 16 req. 4, end to end on a running cluster: the operators' tools through the gateway's
+AdminService and `bgcluster admin`. A banned player is cut off mid-match (tokens, stream, login,
+refresh) and the match ends by the leaving rule with exact money (I-6, I-11); credits and
+debits land in the ledger with who and why; a stuck table closes with every stake returned
+(I-10); every admin action, refused ones included, is in the audit log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from bg.table.v1 import table_pb2
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from client.player import Player
+from services.common.errors import error_from
+from services.common.play_wire import phase_of, reason_of
+
+pytestmark = pytest.mark.e2e
+BIN = Path(sys.executable).parent
+FUNDS = 5000
+
+
+def _code(exc: grpc.aio.AioRpcError) -> str:
+    detail = error_from(exc)
+    return detail.code if detail is not None else exc.code().name
+
+
+async def _operator(cluster: dict[str, Any], channel: grpc.aio.Channel) -> Any:
+    stub = admin_pb2_grpc.AdminServiceStub(channel)
+    login = await stub.OperatorLogin(
+        admin_pb2.OperatorLoginRequest(name=cluster["admin"]["name"], key=cluster["admin"]["key"])
+    )
+    return stub, [("authorization", f"Bearer {login.token}")]
+
+
+async def _fund(cluster: dict[str, Any], *players: Player) -> None:
+    async with grpc.aio.insecure_channel(cluster["wallet"]) as wc:
+        wallet = wallet_pb2_grpc.WalletServiceStub(wc)
+        for p in players:
+            await wallet.Deposit(
+                wallet_pb2.DepositRequest(
+                    idempotency_key=f"fund:{p.player_id}", player_id=p.player_id, amount=FUNDS
+                ),
+                metadata=[("x-operator-token", cluster["operator"])],
+            )
+
+
+async def _balances(cluster: dict[str, Any], want: dict[str, int]) -> dict[str, int]:
+    """The ledger's balances once they equal `want` (bounded: ~30 s), or as they are then."""
+    async with grpc.aio.insecure_channel(cluster["wallet"]) as wc:
+        wallet = wallet_pb2_grpc.WalletServiceStub(wc)
+        got: dict[str, int] = {}
+        for _ in range(300):
+            got = {
+                p: (await wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=p))).balance
+                for p in want
+            }
+            if got == want:
+                break
+            await asyncio.sleep(0.1)
+        return got
+
+
+async def _device_player(channel: grpc.aio.Channel, name: str, device: str) -> Player:
+    player = Player(channel, name, seed=7)
+    reply = await player.stub.Login(gateway_pb2.LoginRequest(device_id=device, display_name=name))
+    player.token, player.player_id = reply.token, reply.player_id
+    player.refresh = reply.refresh_token  # type: ignore[attr-defined]
+    return player
+
+
+async def test_a_banned_player_is_cut_off_mid_match_and_the_opponent_is_paid(
+    cluster: dict[str, Any],
+) -> None:
+    """I-6 / I-11: a ban leaves the banned player's wagered match for them: the opponent wins
+    the pot less fees (stakes 1,000 each: +840 and -1,000), to the diamond. Their token, their
+    open stream, their refresh token and their device login all stop at once; unbanned, the
+    same device is the same player again."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann = Player(ch, "ann", seed=1)
+        await ann.login()
+        device = "dev-" + uuid.uuid4().hex + uuid.uuid4().hex
+        bob = await _device_player(ch, f"bob{uuid.uuid4().hex[:6]}", device)
+        await _fund(cluster, ann, bob)
+        bob_before = await bob.balance()  # the funds and the cluster's starter grant
+        table = await ann.create_table(
+            table_pb2.TableOptions(profile="wagered", match_length=3, bet=1000)
+        )
+        await bob.join(table.code)
+        requests: asyncio.Queue[Any] = asyncio.Queue()
+        await requests.put(gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table.table_id)))
+
+        async def outgoing() -> Any:
+            while (item := await requests.get()) is not None:
+                yield item
+
+        stream = bob.stub.Play(outgoing(), metadata=bob.auth)
+        first = await stream.read()
+        assert first.update.view.seat == 1
+
+        admin, auth = await _operator(cluster, ch)
+        banned = await admin.Ban(
+            admin_pb2.BanRequest(player_id=bob.player_id, reason="collusion, ticket 4411"),
+            metadata=auth,
+        )
+        assert banned.banned and list(banned.left_tables) == [table.table_id]
+
+        # The open stream gets BANNED and ends.
+        codes = []
+        while (update := await stream.read()) is not grpc.aio.EOF:
+            if update.WhichOneof("kind") == "error":
+                codes.append(update.error.error.code)
+        assert codes == ["BANNED"]
+        await requests.put(None)
+        # The token (valid for 15 more minutes) is refused at once, as are the refresh token
+        # and the device's login.
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await bob.balance()
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert _code(refused.value) == "BANNED"
+        with pytest.raises(grpc.aio.AioRpcError) as refreshed:
+            await bob.stub.Refresh(gateway_pb2.RefreshRequest(refresh_token=bob.refresh))  # type: ignore[attr-defined]
+        assert _code(refreshed.value) == "REFRESH_REVOKED"
+        with pytest.raises(grpc.aio.AioRpcError) as again:
+            await _device_player(ch, "bob", device)
+        assert _code(again.value) == "BANNED"
+
+        view = await ann.view(table.table_id)
+        assert (phase_of(view), reason_of(view), view.winner) == ("match_over", "left", 0)
+        want = {ann.player_id: FUNDS + 840, bob.player_id: bob_before - 1000}
+        assert await _balances(cluster, want) == want
+
+        await admin.Unban(
+            admin_pb2.BanRequest(player_id=bob.player_id, reason="appeal upheld"), metadata=auth
+        )
+        back = await _device_player(ch, "bob", device)
+        assert back.player_id == bob.player_id and await back.balance() == bob_before - 1000
+
+
+async def test_credits_debits_lookups_and_a_stuck_table_are_audited(
+    cluster: dict[str, Any],
+) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        carol, dan = Player(ch, "carol", seed=3), Player(ch, "dan", seed=4)
+        for p in (carol, dan):
+            await p.login()
+        await _fund(cluster, carol, dan)
+        admin, auth = await _operator(cluster, ch)
+
+        # A credit, its retry (once), a debit beyond the balance (nothing moves), a debit.
+        credit = admin_pb2.AdjustRequest(
+            player_id=carol.player_id, amount=300, reason="goodwill: outage", idempotency_key="c1"
+        )
+        first = await admin.Adjust(credit, metadata=auth)
+        retry = await admin.Adjust(credit, metadata=auth)
+        assert first.operation_id == retry.operation_id and first.kind == "credit"
+        too_much = admin_pb2.AdjustRequest(
+            player_id=carol.player_id, amount=-99_999, reason="chargeback", idempotency_key="d0"
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as short:
+            await admin.Adjust(too_much, metadata=auth)
+        assert _code(short.value) == "INSUFFICIENT_FUNDS"
+        debit = admin_pb2.AdjustRequest(
+            player_id=carol.player_id, amount=-100, reason="chargeback 77", idempotency_key="d1"
+        )
+        assert (await admin.Adjust(debit, metadata=auth)).kind == "debit"
+        with pytest.raises(grpc.aio.AioRpcError) as no_reason:
+            await admin.Adjust(
+                admin_pb2.AdjustRequest(player_id=carol.player_id, amount=5, idempotency_key="x"),
+                metadata=auth,
+            )
+        assert _code(no_reason.value) == "REASON_REQUIRED"
+        assert await carol.balance() == FUNDS + 300 - 100
+
+        # A wagered match dealt, then stuck: its escrow shows as open too long, the operator
+        # closes the table, every stake comes back (I-10) and the escrow is gone from the list.
+        table = await carol.create_table(
+            table_pb2.TableOptions(profile="wagered", match_length=5, bet=400)
+        )
+        await dan.join(table.code)
+        await asyncio.sleep(1.1)
+        stale = await admin.ListStaleEscrows(
+            admin_pb2.ListStaleEscrowsRequest(older_than_s=1), metadata=auth
+        )
+        mine = [e for e in stale.escrows if set(e.player_ids) == {carol.player_id, dan.player_id}]
+        assert len(mine) == 1 and list(mine[0].stakes) == [400, 400]
+        record = await admin.LookupPlayer(
+            admin_pb2.LookupPlayerRequest(player_id=carol.player_id, reason="support ticket 9"),
+            metadata=auth,
+        )
+        assert record.balance == FUNDS + 200 - 400 and record.kind == "guest"
+        assert [t.table_id for t in record.tables] == [table.table_id]
+        memos = {(e.kind, e.amount, e.memo) for e in record.ledger}
+        assert ("credit", 300, "admin: goodwill: outage") in memos
+        assert ("debit", -100, "admin: chargeback 77") in memos
+        closed = await admin.CloseTable(
+            admin_pb2.CloseTableRequest(table_id=table.table_id, reason="stuck since 10:02"),
+            metadata=auth,
+        )
+        assert closed.seq > 0
+        view = await carol.view(table.table_id)
+        assert (phase_of(view), reason_of(view)) == ("closed", "operator_closed")
+        want = {carol.player_id: FUNDS + 200, dan.player_id: FUNDS}
+        assert await _balances(cluster, want) == want
+        with pytest.raises(grpc.aio.AioRpcError) as twice:
+            await admin.CloseTable(
+                admin_pb2.CloseTableRequest(table_id=table.table_id, reason="again"), metadata=auth
+            )
+        assert _code(twice.value) == "MATCH_OVER"
+        after = await admin.ListStaleEscrows(
+            admin_pb2.ListStaleEscrowsRequest(older_than_s=1), metadata=auth
+        )
+        assert not [e for e in after.escrows if e.match_id == mine[0].match_id]
+
+        # Replaying carol's events into the leaderboard applies nothing twice.
+        replay = await admin.ReplayPlayer(
+            admin_pb2.ReplayPlayerRequest(player_id=carol.player_id, reason="board check"),
+            metadata=auth,
+        )
+        assert replay.applied == 0 and replay.events >= 1
+
+        # A player's token is no operator's; an operator's token is no player's.
+        with pytest.raises(grpc.aio.AioRpcError) as not_operator:
+            await admin.LookupPlayer(
+                admin_pb2.LookupPlayerRequest(player_id=dan.player_id), metadata=carol.auth
+            )
+        assert _code(not_operator.value) == "NOT_OPERATOR"
+        gateway = gateway_pb2_grpc.GatewayServiceStub(ch)
+        with pytest.raises(grpc.aio.AioRpcError) as not_player:
+            await gateway.GetBalance(gateway_pb2.BalanceRequest(), metadata=auth)
+        assert not_player.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        with pytest.raises(grpc.aio.AioRpcError) as bad_key:
+            await admin.OperatorLogin(admin_pb2.OperatorLoginRequest(name="admin", key="x" * 40))
+        assert _code(bad_key.value) == "BAD_CREDENTIALS"
+
+        # Every action above is in the audit log: who, what, on whom, why, how it ended.
+        log = await admin.ListAudit(admin_pb2.ListAuditRequest(limit=200), metadata=auth)
+        rows = [(e.operator, e.action, e.target, e.reason, e.outcome) for e in log.entries]
+        c, t = carol.player_id, table.table_id
+        for row in [
+            ("admin", "adjust", c, "goodwill: outage", "ok"),
+            ("admin", "adjust", c, "chargeback", "INSUFFICIENT_FUNDS"),
+            ("admin", "adjust", c, "chargeback 77", "ok"),
+            ("admin", "adjust", c, "", "REASON_REQUIRED"),
+            ("admin", "lookup", c, "support ticket 9", "ok"),
+            ("admin", "close_table", t, "stuck since 10:02", "ok"),
+            ("admin", "close_table", t, "again", "MATCH_OVER"),
+            ("admin", "replay", c, "board check", "ok"),
+            ("admin", "stale_escrows", "", "", "ok"),
+            ("-", "lookup", dan.player_id, "", "NOT_OPERATOR"),
+            ("admin", "login", "admin", "", "BAD_CREDENTIALS"),
+        ]:
+            assert row in rows, row
+        assert rows.count(("admin", "adjust", c, "goodwill: outage", "ok")) == 2  # retry too
+        assert all(e.at_ms > time.time() * 1000 - 600_000 for e in log.entries)
+        adjusted = next(e for e in log.entries if e.reason == "chargeback 77")
+        assert json.loads(adjusted.detail)["amount"] == -100
+
+
+def test_bgcluster_admin_looks_up_and_credits_from_the_command_line(
+    cluster: dict[str, Any],
+) -> None:
+    async def guest() -> str:
+        async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+            return await Player(ch, "erin").login()
+
+    player = asyncio.run(guest())
+
+    def admin(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [BIN / "bgcluster", "admin", "--data-dir", cluster["data"], *args],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    credited = admin("credit", player, "250", "--reason", "welcome back")
+    assert credited.returncode == 0, credited.stderr
+    assert json.loads(credited.stdout)["kind"] == "credit"
+    looked = admin("lookup", player, "--reason", "cli check")
+    assert looked.returncode == 0 and json.loads(looked.stdout)["balance"] == "250"
+    refused = admin("debit", player, "1000", "--reason", "too much")
+    assert refused.returncode == 1 and "INSUFFICIENT_FUNDS" in refused.stderr
+    audit = json.loads(admin("audit", "--target", player).stdout)
+    assert [e["action"] for e in audit["entries"]] == ["adjust", "lookup", "adjust"]
+    assert audit["entries"][0]["outcome"] == "INSUFFICIENT_FUNDS"

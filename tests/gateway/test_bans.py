@@ -1,0 +1,65 @@
+"""Bans as every gateway replica sees them (real Valkey and Valkey Cluster): the replica that
+bans applies it at once and ends the player's streams; another sees it at its next sync."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from services.gateway.bans import BANNED, Bans
+from tests.helpers import Valkey
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def redis(valkey: Valkey) -> AsyncIterator[Any]:
+    client = valkey.client()
+    yield client
+    await client.aclose()
+
+
+async def test_a_ban_is_seen_at_once_here_and_at_the_next_sync_elsewhere(redis: Any) -> None:
+    here, there = Bans(redis), Bans(redis)
+    cut: list[tuple[str, str]] = []
+    here.on_ban = lambda p: cut.append(("here", p))
+    there.on_ban = lambda p: cut.append(("there", p))
+    await here.sync()
+    await there.sync()
+    player = "p" + uuid.uuid4().hex[:10]
+    await here.ban(player)
+    assert here.banned(player) and not there.banned(player) and cut == [("here", player)]
+    await there.sync()
+    assert there.banned(player) and cut == [("here", player), ("there", player)]
+    await there.sync()  # nothing changed: no second cut-off
+    assert len(cut) == 2
+    await there.unban(player)
+    await here.sync()
+    assert not here.banned(player) and not there.banned(player)
+
+
+async def test_the_sync_loop_picks_a_ban_up_and_restore_refills_a_flushed_set(redis: Any) -> None:
+    """Redis is derived here: `restore` puts the SQL record's bans back (after a flush)."""
+    player = "p" + uuid.uuid4().hex[:10]
+    watcher = Bans(redis, sync_s=0.05)
+    stop = asyncio.Event()
+    loop = asyncio.create_task(watcher.run(stop))
+    try:
+        await Bans(redis).ban(player)
+        for _ in range(200):  # bounded: ~10 s
+            if watcher.banned(player):
+                break
+            await asyncio.sleep(0.05)
+        assert watcher.banned(player)
+    finally:
+        stop.set()
+        await loop
+    await redis.srem(BANNED, player)  # as if Redis had lost it
+    fresh = Bans(redis)
+    await fresh.restore([player])
+    assert fresh.banned(player)
+    await fresh.unban(player)
