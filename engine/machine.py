@@ -9,6 +9,7 @@ test. A rejected command changes nothing: the caller keeps the state it had.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -45,7 +46,9 @@ class Applied(NamedTuple):
     events: tuple[e.Event, ...]
 
 
-class Deadline(NamedTuple):
+class PendingDeadline(NamedTuple):
+    """A timed thing due at `at_ms` (not the clock's command, `commands.Deadline`)."""
+
     at_ms: int
     kind: DeadlineKind
     seat: int  # the seat it concerns, -1 for the table
@@ -369,14 +372,14 @@ _PRIORITY = (
 )
 
 
-def next_deadline(m: MatchState) -> Deadline | None:
+def next_deadline(m: MatchState) -> PendingDeadline | None:
     """When the clock must act next, what it does then, and for which seat."""
     opt = m.options
-    found: list[Deadline] = []
+    found: list[PendingDeadline] = []
     if m.phase is Phase.MATCH_OVER:
         if m.rematch_offered_by is not None and not m.rematch_agreed:
             found.append(
-                Deadline(
+                PendingDeadline(
                     m.phase_started_ms + opt.rematch_window_ms,
                     DeadlineKind.REMATCH_EXPIRY,
                     m.rematch_offered_by,
@@ -391,40 +394,42 @@ def next_deadline(m: MatchState) -> Deadline | None:
                 kind = DeadlineKind.MOVE_TIME
             else:
                 kind = DeadlineKind.TURN
-            found.append(Deadline(m.clock_deadline_ms, kind, m.decider))
+            found.append(PendingDeadline(m.clock_deadline_ms, kind, m.decider))
             if kind == "move_time" and not m.warned:
                 warn_at = max(m.phase_started_ms, m.clock_deadline_ms - opt.move_warning_ms)
-                found.append(Deadline(warn_at, DeadlineKind.MOVE_WARNING, m.turn))
+                found.append(PendingDeadline(warn_at, DeadlineKind.MOVE_WARNING, m.turn))
         if m.phase is Phase.AWAIT_ROLL and may_double(m, m.turn):
             if opt.auto_roll_pref and m.auto_roll[m.turn]:
                 at = m.phase_started_ms + opt.auto_roll_double_pause_ms
-                found.append(Deadline(at, DeadlineKind.AUTO_ROLL, m.turn))
+                found.append(PendingDeadline(at, DeadlineKind.AUTO_ROLL, m.turn))
         elif m.phase is Phase.AWAIT_ROLL and opt.auto_roll_after_ms is not None:
             at = m.phase_started_ms + opt.auto_roll_after_ms
-            found.append(Deadline(at, DeadlineKind.AUTO_ROLL, m.turn))
+            found.append(PendingDeadline(at, DeadlineKind.AUTO_ROLL, m.turn))
         if m.phase is Phase.CONFIRMING:
             at = m.phase_started_ms + opt.confirm_window_ms
-            found.append(Deadline(at, DeadlineKind.CONFIRM, m.turn))
+            found.append(PendingDeadline(at, DeadlineKind.CONFIRM, m.turn))
         if m.phase is Phase.NO_MOVE:
             at = m.phase_started_ms + opt.no_move_window_ms
-            found.append(Deadline(at, DeadlineKind.NO_MOVE, m.turn))
+            found.append(PendingDeadline(at, DeadlineKind.NO_MOVE, m.turn))
         if m.phase is Phase.BETWEEN_GAMES:
             at = m.phase_started_ms + opt.next_game_delay_ms
-            found.append(Deadline(at, DeadlineKind.NEXT_GAME, -1))
+            found.append(PendingDeadline(at, DeadlineKind.NEXT_GAME, -1))
         if opt.disconnect_ms is not None:
             for seat in (0, 1):
                 since = m.away_since_ms[seat]
                 if since is not None and not m.away_expired[seat]:
-                    found.append(Deadline(since + opt.disconnect_ms, DeadlineKind.AWAY, seat))
+                    found.append(
+                        PendingDeadline(since + opt.disconnect_ms, DeadlineKind.AWAY, seat)
+                    )
         if opt.async_mode:
             at = m.last_activity_ms + opt.async_expiry_ms
-            found.append(Deadline(at, DeadlineKind.ASYNC_EXPIRY, -1))
+            found.append(PendingDeadline(at, DeadlineKind.ASYNC_EXPIRY, -1))
     if not found:
         return None
     return min(found, key=lambda d: (d.at_ms, _PRIORITY.index(d.kind), d.seat))
 
 
-def _on_deadline(ctx: _Ctx, due: Deadline) -> None:
+def _on_deadline(ctx: _Ctx, due: PendingDeadline) -> None:
     m = ctx.m
     kind, seat = due.kind, due.seat
     if kind == "turn":  # I-7: roll if needed, play the first legal play, end the turn
@@ -523,211 +528,324 @@ def _resume_doubler(ctx: _Ctx, **changes: Any) -> None:
         _roll(ctx, seat, auto=True)
 
 
-def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
+def _cmd_deadline(ctx: _Ctx, cmd: c.Deadline) -> None:
+    m = ctx.m
+    due = next_deadline(m)
+    _need(due is not None, RejectionCode.NO_DEADLINE, "nothing is timed now")
+    assert due is not None
+    _need(ctx.now >= due.at_ms, RejectionCode.NOT_DUE, f"the next deadline is at {due.at_ms}")
+    _on_deadline(ctx, due)
+
+
+def _cmd_operator_close(ctx: _Ctx, cmd: c.OperatorClose) -> None:
+    m = ctx.m
+    _need(not m.finished, RejectionCode.MATCH_OVER, "the match is over")
+    _close(ctx, EndReason.OPERATOR_CLOSED)
+
+
+def _cmd_offer_rematch(ctx: _Ctx, cmd: c.OfferRematch) -> None:
     m = ctx.m
     opt = ctx.opt
-    if isinstance(cmd, c.Deadline):
-        due = next_deadline(m)
-        _need(due is not None, RejectionCode.NO_DEADLINE, "nothing is timed now")
-        assert due is not None
-        _need(ctx.now >= due.at_ms, RejectionCode.NOT_DUE, f"the next deadline is at {due.at_ms}")
-        _on_deadline(ctx, due)
-        return
-    if isinstance(cmd, c.OperatorClose):
-        _need(not m.finished, RejectionCode.MATCH_OVER, "the match is over")
-        _close(ctx, EndReason.OPERATOR_CLOSED)
-        return
     seat = cmd.seat
-    _need(seat in (0, 1), RejectionCode.BAD_SEAT, f"seat must be 0 or 1, got {seat}")
-    if isinstance(cmd, c.OfferRematch):
-        _need(
-            m.phase is Phase.MATCH_OVER,
-            RejectionCode.WRONG_PHASE,
-            "a rematch follows a finished match",
-        )
-        _need(
-            m.rematch_offered_by is None,
-            RejectionCode.ALREADY_OFFERED,
-            "a rematch is already offered",
-        )
-        ctx.set(rematch_offered_by=seat, phase_started_ms=ctx.now)
-        ctx.emit(e.RematchOffered(seat, ctx.now + opt.rematch_window_ms))
+    _need(
+        m.phase is Phase.MATCH_OVER,
+        RejectionCode.WRONG_PHASE,
+        "a rematch follows a finished match",
+    )
+    _need(
+        m.rematch_offered_by is None,
+        RejectionCode.ALREADY_OFFERED,
+        "a rematch is already offered",
+    )
+    ctx.set(rematch_offered_by=seat, phase_started_ms=ctx.now)
+    ctx.emit(e.RematchOffered(seat, ctx.now + opt.rematch_window_ms))
+
+
+def _cmd_accept_rematch(ctx: _Ctx, cmd: c.AcceptRematch) -> None:
+    m = ctx.m
+    seat = cmd.seat
+    _need(
+        m.phase is Phase.MATCH_OVER,
+        RejectionCode.WRONG_PHASE,
+        "a rematch follows a finished match",
+    )
+    _need(
+        m.rematch_offered_by == 1 - seat,
+        RejectionCode.NOT_OFFERED,
+        "the opponent offered no rematch",
+    )
+    _need(not m.rematch_agreed, RejectionCode.ALREADY_AGREED, "the rematch is already agreed")
+    ctx.set(rematch_agreed=True)
+    ctx.emit(e.RematchAgreed())
+
+
+def _cmd_roll(ctx: _Ctx, cmd: c.Roll) -> None:
+    m = ctx.m
+    seat = cmd.seat
+    _need_turn(m, seat, Phase.AWAIT_ROLL)
+    _roll(ctx, seat, auto=False)
+
+
+def _cmd_move(ctx: _Ctx, cmd: c.Move) -> None:
+    m = ctx.m
+    opt = ctx.opt
+    seat = cmd.seat
+    _need_turn(m, seat, Phase.MOVING)
+    assert m.play is not None
+    try:
+        nxt = m.play.play(cmd.frm, cmd.to)
+    except TurnError as err:
+        raise _Reject(RejectionCode(err.code), str(err)) from None
+    _emit_moves(ctx, seat, m.play.current, nxt.steps[len(m.play.steps) :], auto=False)
+    ctx.set(play=nxt)
+    if nxt.is_complete():
+        if opt.turn_end == "auto":
+            _finish_turn(ctx, nxt)
+        elif opt.turn_end == "confirm_window":
+            ctx.set(phase=Phase.CONFIRMING, phase_started_ms=ctx.now)
+            ctx.emit(e.AwaitingConfirm(seat, ctx.now + opt.confirm_window_ms))
+
+
+def _cmd_undo(ctx: _Ctx, cmd: c.Undo) -> None:
+    m = ctx.m
+    seat = cmd.seat
+    _need_turn(m, seat, Phase.MOVING, Phase.CONFIRMING)
+    assert m.play is not None
+    try:
+        back = m.play.undo()
+    except TurnError as err:
+        raise _Reject(RejectionCode(err.code), str(err)) from None
+    ctx.set(play=back, phase=Phase.MOVING)
+    ctx.emit(e.StepsUndone(seat, m.play.steps[len(back.steps) :]))
+
+
+def _cmd_confirm(ctx: _Ctx, cmd: c.Confirm) -> None:
+    m = ctx.m
+    seat = cmd.seat
+    _need_turn(m, seat, Phase.MOVING, Phase.CONFIRMING, Phase.NO_MOVE)
+    if m.phase is Phase.NO_MOVE:
+        _pass_turn(ctx)
         return
-    if isinstance(cmd, c.AcceptRematch):
-        _need(
-            m.phase is Phase.MATCH_OVER,
-            RejectionCode.WRONG_PHASE,
-            "a rematch follows a finished match",
-        )
-        _need(
-            m.rematch_offered_by == 1 - seat,
-            RejectionCode.NOT_OFFERED,
-            "the opponent offered no rematch",
-        )
-        _need(not m.rematch_agreed, RejectionCode.ALREADY_AGREED, "the rematch is already agreed")
-        ctx.set(rematch_agreed=True)
-        ctx.emit(e.RematchAgreed())
-        return
-    _need(not m.finished, RejectionCode.MATCH_OVER, "the match is over")
-    ctx.set(last_activity_ms=ctx.now)
-    if isinstance(cmd, c.Roll):
-        _need_turn(m, seat, Phase.AWAIT_ROLL)
-        _roll(ctx, seat, auto=False)
-    elif isinstance(cmd, c.Move):
-        _need_turn(m, seat, Phase.MOVING)
-        assert m.play is not None
-        try:
-            nxt = m.play.play(cmd.frm, cmd.to)
-        except TurnError as err:
-            raise _Reject(RejectionCode(err.code), str(err)) from None
-        _emit_moves(ctx, seat, m.play.current, nxt.steps[len(m.play.steps) :], auto=False)
-        ctx.set(play=nxt)
-        if nxt.is_complete():
-            if opt.turn_end == "auto":
-                _finish_turn(ctx, nxt)
-            elif opt.turn_end == "confirm_window":
-                ctx.set(phase=Phase.CONFIRMING, phase_started_ms=ctx.now)
-                ctx.emit(e.AwaitingConfirm(seat, ctx.now + opt.confirm_window_ms))
-    elif isinstance(cmd, c.Undo):
-        _need_turn(m, seat, Phase.MOVING, Phase.CONFIRMING)
-        assert m.play is not None
-        try:
-            back = m.play.undo()
-        except TurnError as err:
-            raise _Reject(RejectionCode(err.code), str(err)) from None
-        ctx.set(play=back, phase=Phase.MOVING)
-        ctx.emit(e.StepsUndone(seat, m.play.steps[len(back.steps) :]))
-    elif isinstance(cmd, c.Confirm):
-        _need_turn(m, seat, Phase.MOVING, Phase.CONFIRMING, Phase.NO_MOVE)
-        if m.phase is Phase.NO_MOVE:
-            _pass_turn(ctx)
-            return
-        assert m.play is not None
-        _need(
-            m.play.current in m.play.results,
-            RejectionCode.INCOMPLETE_PLAY,
-            "play every number the rules require first",
-        )
-        _finish_turn(ctx, m.play)
-    elif isinstance(cmd, c.SubmitPlay):
-        _need_turn(m, seat, Phase.MOVING, Phase.CONFIRMING)
-        assert m.play is not None
-        try:
-            done = validate_play(m.play.start, m.play.dice, tuple(cmd.steps))
-        except TurnError as err:
-            raise _Reject(RejectionCode(err.code), str(err)) from None
-        if m.play.steps:
-            ctx.emit(e.StepsUndone(seat, m.play.steps))
-        _emit_moves(ctx, seat, m.play.start, done.steps, auto=False)
-        _finish_turn(ctx, done)
-    elif isinstance(cmd, c.OfferDouble):
-        _need_turn(m, seat, Phase.AWAIT_ROLL)
-        _need(may_double(m, seat), RejectionCode.CANNOT_DOUBLE, "doubling is not allowed now")
-        _need(
-            cmd.both_cover,
-            RejectionCode.CANNOT_COVER,
-            "both players must be able to cover the raise (I-4)",
-        )
-        remaining = None if m.clock_deadline_ms is None else m.clock_deadline_ms - ctx.now
-        clock = None
-        if opt.turn_clock_ms is not None:
-            clock = ctx.now + opt.turn_clock_ms + opt.grace_ms
-        ctx.set(phase=Phase.DOUBLE_OFFERED, paused_remaining_ms=remaining, clock_deadline_ms=clock)
-        ctx.emit(e.DoubleOffered(seat, m.cube * 2, clock))
-    elif isinstance(cmd, c.Take):
-        _need_turn(m, seat, Phase.DOUBLE_OFFERED)
-        doubler = 1 - seat
-        if not cmd.doubler_covers:  # I-4: the double is withdrawn
-            ctx.emit(e.DoubleWithdrawn(doubler))
-            _resume_doubler(ctx, double_withdrawn=True)
-        elif not cmd.taker_covers:
-            if m.away_expired[doubler]:  # I-4: the doubler has left; the taker wins the match
-                _end_match(ctx, seat, EndReason.DOUBLER_LEFT)
-            else:
-                ctx.emit(e.DoubleDropped(seat, DropReason.CANNOT_COVER))
-                _end_game(ctx, doubler, GameResult.DROP, 1)
+    assert m.play is not None
+    _need(
+        m.play.current in m.play.results,
+        RejectionCode.INCOMPLETE_PLAY,
+        "play every number the rules require first",
+    )
+    _finish_turn(ctx, m.play)
+
+
+def _cmd_submit_play(ctx: _Ctx, cmd: c.SubmitPlay) -> None:
+    m = ctx.m
+    seat = cmd.seat
+    _need_turn(m, seat, Phase.MOVING, Phase.CONFIRMING)
+    assert m.play is not None
+    try:
+        done = validate_play(m.play.start, m.play.dice, tuple(cmd.steps))
+    except TurnError as err:
+        raise _Reject(RejectionCode(err.code), str(err)) from None
+    if m.play.steps:
+        ctx.emit(e.StepsUndone(seat, m.play.steps))
+    _emit_moves(ctx, seat, m.play.start, done.steps, auto=False)
+    _finish_turn(ctx, done)
+
+
+def _cmd_offer_double(ctx: _Ctx, cmd: c.OfferDouble) -> None:
+    m = ctx.m
+    opt = ctx.opt
+    seat = cmd.seat
+    _need_turn(m, seat, Phase.AWAIT_ROLL)
+    _need(may_double(m, seat), RejectionCode.CANNOT_DOUBLE, "doubling is not allowed now")
+    _need(
+        cmd.both_cover,
+        RejectionCode.CANNOT_COVER,
+        "both players must be able to cover the raise (I-4)",
+    )
+    remaining = None if m.clock_deadline_ms is None else m.clock_deadline_ms - ctx.now
+    clock = None
+    if opt.turn_clock_ms is not None:
+        clock = ctx.now + opt.turn_clock_ms + opt.grace_ms
+    ctx.set(phase=Phase.DOUBLE_OFFERED, paused_remaining_ms=remaining, clock_deadline_ms=clock)
+    ctx.emit(e.DoubleOffered(seat, m.cube * 2, clock))
+
+
+def _cmd_take(ctx: _Ctx, cmd: c.Take) -> None:
+    m = ctx.m
+    seat = cmd.seat
+    _need_turn(m, seat, Phase.DOUBLE_OFFERED)
+    doubler = 1 - seat
+    if not cmd.doubler_covers:  # I-4: the double is withdrawn
+        ctx.emit(e.DoubleWithdrawn(doubler))
+        _resume_doubler(ctx, double_withdrawn=True)
+    elif not cmd.taker_covers:
+        if m.away_expired[doubler]:  # I-4: the doubler has left; the taker wins the match
+            _end_match(ctx, seat, EndReason.DOUBLER_LEFT)
         else:
-            ctx.emit(e.DoubleTaken(seat, m.cube * 2))
-            _resume_doubler(ctx, cube=m.cube * 2, cube_owner=seat)
-    elif isinstance(cmd, c.Drop):
-        _need_turn(m, seat, Phase.DOUBLE_OFFERED)
-        ctx.emit(e.DoubleDropped(seat, DropReason.DROP))
-        _end_game(ctx, 1 - seat, GameResult.DROP, 1)
-    elif isinstance(cmd, c.Resign):
-        _need(
-            opt.resign_allowed, RejectionCode.NOT_AVAILABLE, "this table has no resign (use leave)"
-        )
-        _need(m.phase in IN_GAME, RejectionCode.WRONG_PHASE, "no game in progress")
-        _end_game(ctx, 1 - seat, GameResult.RESIGN, 1)  # I-5: a single, times the cube
-    elif isinstance(cmd, c.Leave):
-        _leave(ctx, seat, EndReason.LEFT)
-    elif isinstance(cmd, c.Disconnect):
-        _need(
-            m.away_since_ms[seat] is None,
-            RejectionCode.ALREADY_AWAY,
-            f"seat {seat} is already away",
-        )
-        away = list(m.away_since_ms)
-        away[seat] = ctx.now
-        ctx.set(away_since_ms=(away[0], away[1]))
-        window = opt.disconnect_ms
-        ctx.emit(e.PlayerAway(seat, None if window is None else ctx.now + window))
-    elif isinstance(cmd, c.Reconnect):
-        _need(m.away_since_ms[seat] is not None, RejectionCode.NOT_AWAY, f"seat {seat} is not away")
-        away = list(m.away_since_ms)
-        away[seat] = None
-        ctx.set(away_since_ms=(away[0], away[1]))
-        ctx.emit(e.PlayerBack(seat))
-        if m.away_expired[1 - seat] and not m.away_expired[seat]:
-            _leave(ctx, 1 - seat, EndReason.AWAY)  # I-9: back in time; the other forfeits
-    elif isinstance(cmd, c.Boost):
-        _need(opt.boosts_per_game > 0, RejectionCode.NOT_AVAILABLE, "this table has no time boosts")
-        _need_turn(m, seat, Phase.AWAIT_ROLL, Phase.MOVING, Phase.DOUBLE_OFFERED)
-        _need(m.clock_deadline_ms is not None, RejectionCode.NO_CLOCK, "no clock is running")
-        _need(
-            m.boosts_used[seat] < opt.boosts_per_game,
-            RejectionCode.NO_BOOSTS_LEFT,
-            "boosts used up",
-        )
-        assert m.clock_deadline_ms is not None
-        used = list(m.boosts_used)
-        used[seat] += 1
-        clock = m.clock_deadline_ms + opt.boost_ms
-        ctx.set(boosts_used=(used[0], used[1]), clock_deadline_ms=clock)
-        ctx.emit(e.BoostApplied(seat, clock, opt.boosts_per_game - used[seat], opt.boost_cost))
-    elif isinstance(cmd, c.SetAutoRoll):
-        _need(opt.auto_roll_pref, RejectionCode.NOT_AVAILABLE, "this table has no auto roll option")
-        prefs = list(m.auto_roll)
-        prefs[seat] = cmd.on
-        ctx.set(auto_roll=(prefs[0], prefs[1]))
-        ctx.emit(e.AutoRollSet(seat, cmd.on))
-        if cmd.on and m.phase is Phase.AWAIT_ROLL and m.turn == seat and not may_double(m, seat):
-            _roll(ctx, seat, auto=True)
-    elif isinstance(cmd, c.TakeBack):
-        _need(
-            opt.test_game, RejectionCode.NOT_AVAILABLE, "take-back exists in test games only (I-19)"
-        )
-        last = m.last_turn
-        _need(
-            m.phase is Phase.AWAIT_ROLL
-            and m.turn == 1 - seat
-            and last is not None
-            and last.seat == seat,
-            RejectionCode.CANNOT_TAKE_BACK,
-            "only your last turn, before the opponent rolls",
-        )
-        assert last is not None
-        ctx.set(sides=last.sides, last_turn=None)
-        ctx.emit(e.TurnTakenBack(seat))
-        ctx.set(
-            phase=Phase.MOVING,
-            turn=seat,
-            dice=last.dice,
-            play=Turn(ctx.m.position(seat), last.dice),
-            phase_started_ms=ctx.now,
-        )
+            ctx.emit(e.DoubleDropped(seat, DropReason.CANNOT_COVER))
+            _end_game(ctx, doubler, GameResult.DROP, 1)
     else:
-        raise _Reject(RejectionCode.UNKNOWN_COMMAND, f"unknown command {type(cmd).__name__}")
+        ctx.emit(e.DoubleTaken(seat, m.cube * 2))
+        _resume_doubler(ctx, cube=m.cube * 2, cube_owner=seat)
+
+
+def _cmd_drop(ctx: _Ctx, cmd: c.Drop) -> None:
+    m = ctx.m
+    seat = cmd.seat
+    _need_turn(m, seat, Phase.DOUBLE_OFFERED)
+    ctx.emit(e.DoubleDropped(seat, DropReason.DROP))
+    _end_game(ctx, 1 - seat, GameResult.DROP, 1)
+
+
+def _cmd_resign(ctx: _Ctx, cmd: c.Resign) -> None:
+    m = ctx.m
+    opt = ctx.opt
+    seat = cmd.seat
+    _need(opt.resign_allowed, RejectionCode.NOT_AVAILABLE, "this table has no resign (use leave)")
+    _need(m.phase in IN_GAME, RejectionCode.WRONG_PHASE, "no game in progress")
+    _end_game(ctx, 1 - seat, GameResult.RESIGN, 1)  # I-5: a single, times the cube
+
+
+def _cmd_leave(ctx: _Ctx, cmd: c.Leave) -> None:
+    seat = cmd.seat
+    _leave(ctx, seat, EndReason.LEFT)
+
+
+def _cmd_disconnect(ctx: _Ctx, cmd: c.Disconnect) -> None:
+    m = ctx.m
+    opt = ctx.opt
+    seat = cmd.seat
+    _need(
+        m.away_since_ms[seat] is None,
+        RejectionCode.ALREADY_AWAY,
+        f"seat {seat} is already away",
+    )
+    away = list(m.away_since_ms)
+    away[seat] = ctx.now
+    ctx.set(away_since_ms=(away[0], away[1]))
+    window = opt.disconnect_ms
+    ctx.emit(e.PlayerAway(seat, None if window is None else ctx.now + window))
+
+
+def _cmd_reconnect(ctx: _Ctx, cmd: c.Reconnect) -> None:
+    m = ctx.m
+    seat = cmd.seat
+    _need(m.away_since_ms[seat] is not None, RejectionCode.NOT_AWAY, f"seat {seat} is not away")
+    away = list(m.away_since_ms)
+    away[seat] = None
+    ctx.set(away_since_ms=(away[0], away[1]))
+    ctx.emit(e.PlayerBack(seat))
+    if m.away_expired[1 - seat] and not m.away_expired[seat]:
+        _leave(ctx, 1 - seat, EndReason.AWAY)  # I-9: back in time; the other forfeits
+
+
+def _cmd_boost(ctx: _Ctx, cmd: c.Boost) -> None:
+    m = ctx.m
+    opt = ctx.opt
+    seat = cmd.seat
+    _need(opt.boosts_per_game > 0, RejectionCode.NOT_AVAILABLE, "this table has no time boosts")
+    _need_turn(m, seat, Phase.AWAIT_ROLL, Phase.MOVING, Phase.DOUBLE_OFFERED)
+    _need(m.clock_deadline_ms is not None, RejectionCode.NO_CLOCK, "no clock is running")
+    _need(
+        m.boosts_used[seat] < opt.boosts_per_game,
+        RejectionCode.NO_BOOSTS_LEFT,
+        "boosts used up",
+    )
+    assert m.clock_deadline_ms is not None
+    used = list(m.boosts_used)
+    used[seat] += 1
+    clock = m.clock_deadline_ms + opt.boost_ms
+    ctx.set(boosts_used=(used[0], used[1]), clock_deadline_ms=clock)
+    ctx.emit(e.BoostApplied(seat, clock, opt.boosts_per_game - used[seat], opt.boost_cost))
+
+
+def _cmd_set_auto_roll(ctx: _Ctx, cmd: c.SetAutoRoll) -> None:
+    m = ctx.m
+    opt = ctx.opt
+    seat = cmd.seat
+    _need(opt.auto_roll_pref, RejectionCode.NOT_AVAILABLE, "this table has no auto roll option")
+    prefs = list(m.auto_roll)
+    prefs[seat] = cmd.on
+    ctx.set(auto_roll=(prefs[0], prefs[1]))
+    ctx.emit(e.AutoRollSet(seat, cmd.on))
+    if cmd.on and m.phase is Phase.AWAIT_ROLL and m.turn == seat and not may_double(m, seat):
+        _roll(ctx, seat, auto=True)
+
+
+def _cmd_take_back(ctx: _Ctx, cmd: c.TakeBack) -> None:
+    m = ctx.m
+    opt = ctx.opt
+    seat = cmd.seat
+    _need(opt.test_game, RejectionCode.NOT_AVAILABLE, "take-back exists in test games only (I-19)")
+    last = m.last_turn
+    _need(
+        m.phase is Phase.AWAIT_ROLL
+        and m.turn == 1 - seat
+        and last is not None
+        and last.seat == seat,
+        RejectionCode.CANNOT_TAKE_BACK,
+        "only your last turn, before the opponent rolls",
+    )
+    assert last is not None
+    ctx.set(sides=last.sides, last_turn=None)
+    ctx.emit(e.TurnTakenBack(seat))
+    ctx.set(
+        phase=Phase.MOVING,
+        turn=seat,
+        dice=last.dice,
+        play=Turn(ctx.m.position(seat), last.dice),
+        phase_started_ms=ctx.now,
+    )
+
+
+Handler = Callable[[_Ctx, Any], None]
+
+# One handler per command type, in three groups by the guards they share: the clock's and the
+# operator's (no seat), a finished match's (a seat), and a match in play's (a seat, not finished,
+# activity noted).
+_SYSTEM: dict[type[c.Command], Handler] = {
+    c.Deadline: _cmd_deadline,
+    c.OperatorClose: _cmd_operator_close,
+}
+_AFTER_MATCH: dict[type[c.Command], Handler] = {
+    c.OfferRematch: _cmd_offer_rematch,
+    c.AcceptRematch: _cmd_accept_rematch,
+}
+_IN_MATCH: dict[type[c.Command], Handler] = {
+    c.Roll: _cmd_roll,
+    c.Move: _cmd_move,
+    c.Undo: _cmd_undo,
+    c.Confirm: _cmd_confirm,
+    c.SubmitPlay: _cmd_submit_play,
+    c.OfferDouble: _cmd_offer_double,
+    c.Take: _cmd_take,
+    c.Drop: _cmd_drop,
+    c.Resign: _cmd_resign,
+    c.Leave: _cmd_leave,
+    c.Disconnect: _cmd_disconnect,
+    c.Reconnect: _cmd_reconnect,
+    c.Boost: _cmd_boost,
+    c.SetAutoRoll: _cmd_set_auto_roll,
+    c.TakeBack: _cmd_take_back,
+}
+
+
+def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
+    kind = type(cmd)
+    system = _SYSTEM.get(kind)
+    if system is not None:
+        system(ctx, cmd)
+        return
+    after, in_match = _AFTER_MATCH.get(kind), _IN_MATCH.get(kind)
+    if after is None and in_match is None:
+        raise _Reject(RejectionCode.UNKNOWN_COMMAND, f"unknown command {kind.__name__}")
+    _need(cmd.seat in (0, 1), RejectionCode.BAD_SEAT, f"seat must be 0 or 1, got {cmd.seat}")
+    if after is not None:
+        after(ctx, cmd)
+        return
+    assert in_match is not None
+    _need(not ctx.m.finished, RejectionCode.MATCH_OVER, "the match is over")
+    ctx.set(last_activity_ms=ctx.now)
+    in_match(ctx, cmd)
 
 
 def apply(state: TableState, command: c.Command, now_ms: int) -> Applied | Rejection:

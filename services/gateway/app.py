@@ -101,7 +101,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     async def start_ws() -> None:
         await accounts.migrate()
-        await bans.restore(await accounts.banned_ids())
+        bans.seed(await accounts.banned_ids())  # Redis may be down yet: the task restores it
         parts["bans"] = asyncio.create_task(bans.run(stop), name="bans")
         from websockets.asyncio.server import serve
 

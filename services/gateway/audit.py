@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from services.common.clock import now_ms
 from services.gateway.account_schema import admin_audit
 
 
@@ -32,7 +32,7 @@ class AuditLog:
                     await conn.execute(
                         admin_audit.insert()
                         .values(
-                            at_ms=int(time.time() * 1000), operator=operator[:64],
+                            at_ms=now_ms(), operator=operator[:64],
                             action=action, target=target[:64], reason=reason,
                             outcome=outcome[:64], detail=json.dumps(detail or {}, sort_keys=True),
                         )

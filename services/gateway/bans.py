@@ -29,6 +29,7 @@ class Bans:
         self.sync_s = sync_s
         self._banned: set[str] = set()
         self._version: bytes | None = None
+        self._to_restore: list[str] = []
         self.on_ban: Callable[[str], None] = lambda player_id: None
 
     def banned(self, player_id: str) -> bool:
@@ -44,12 +45,17 @@ class Bans:
         await self.redis.incr(VERSION)
         self._apply(self._banned - {player_id})
 
-    async def restore(self, player_ids: list[str]) -> None:
-        """At start: the record's bans into Redis (derived state, which a flush may have lost)."""
-        if player_ids:
-            await self.redis.sadd(BANNED, *player_ids)
+    def seed(self, player_ids: list[str]) -> None:
+        """At start, the record's bans (SQL): enforced here at once, and put back into Redis
+        (derived state, which a flush may have lost) as soon as Redis answers."""
+        self._to_restore = list(player_ids)
+        self._apply(self._banned | set(player_ids))
+
+    async def restore(self) -> None:
+        if self._to_restore:
+            await self.redis.sadd(BANNED, *self._to_restore)
             await self.redis.incr(VERSION)
-        await self.sync()
+            self._to_restore = []
 
     async def sync(self) -> None:
         version = await self.redis.get(VERSION)
@@ -68,6 +74,7 @@ class Bans:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
+                await self.restore()
                 await self.sync()
             except (RedisError, OSError) as exc:  # keep the last known set; try again
                 log.warning("ban sync failed", extra={"error": repr(exc)})

@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from services.common.clock import now_ms
 from services.common.deps import evalsha
 from services.common.shards import shard_of, shard_tag
 
@@ -103,7 +103,7 @@ class Presence:
         self._forget = redis.register_script(_FORGET)
 
     def _now(self) -> int:
-        return int(time.time() * 1000)
+        return now_ms()
 
     async def _register(self) -> None:
         """Take this gateway's lease (before its first stream, so sweepers can find them)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -10,6 +9,7 @@ import grpc
 
 from bg.events.v1 import events_pb2
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
+from services.common.clock import now_ms
 from services.common.errors import InvalidArgument, NotFound, ServiceError, grpc_errors
 from services.leaderboard import boards
 from services.leaderboard.store import ALL, BoardStore
@@ -37,7 +37,7 @@ class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
         return leaderboard_pb2.ReplayPlayerResponse(**counts)
 
     def season(self) -> str:
-        return boards.season_of(int(time.time() * 1000), self.store.season_ms)
+        return boards.season_of(now_ms(), self.store.season_ms)
 
     def _key(self, board: str, key: str) -> str:
         if board not in BOARDS:

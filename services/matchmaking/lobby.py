@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -31,6 +30,7 @@ import grpc
 
 from bg.table.v1 import table_pb2
 from services.common import money_keys
+from services.common.clock import now_ms
 from services.common.deps import evalsha
 from services.common.errors import (
     Conflict,
@@ -39,14 +39,14 @@ from services.common.errors import (
     PermissionDenied,
     ServiceError,
 )
-from services.table.convert import rules_from_proto
+from services.common.lobby_keys import BOT_TABLES, LOBBY_TAG, lobby_key
+from services.common.table_options import rules_from_proto
 
 log = logging.getLogger("bg.matchmaking.lobby")
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: readable aloud
 CODE_LENGTH = 6
 CPU_PREFIX = "cpu-"
 OPEN, DEALING, DEALT, CLOSED = "open", "dealing", "dealt", "closed"
-LOBBY_TAG = "{lobby}"
 OPEN_SET = f"lobby:{LOBBY_TAG}:open"  # public tables with a free seat -> ms created
 LIVE_SET = f"lobby:{LOBBY_TAG}:live"  # watchable tables dealt -> ms dealt (I-35)
 LIVE_FOR_S = 6 * 3600  # a table dealt longer ago than this drops off the live list
@@ -71,11 +71,6 @@ if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[4])
 else redis.call('ZREM', KEYS[3], ARGV[4]) end
 return 1
 """
-
-
-def lobby_key(table_id: str) -> str:
-    """A table's lobby document (read by the bots too, to find their seat)."""
-    return f"lobby:{LOBBY_TAG}:t:{table_id}"
 
 
 class WalletPort(Protocol):
@@ -109,7 +104,7 @@ class Table:
     matches: int = 0
     dealing_since_ms: int = 0
     quick: bool = False  # paired by quick match: dealt when full, casual too (no host to Start)
-    created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    created_ms: int = field(default_factory=lambda: now_ms())
 
     def proto_options(self) -> table_pb2.TableOptions:
         from google.protobuf import json_format
@@ -235,7 +230,7 @@ class Lobby:
         table = Table(
             table_id=table_id, code=code, host_id=player_id, options=_options_json(opts),
             public=public and not vs_cpu, player_ids=seats,
-            code_expires_ms=int(time.time() * 1000) + self.code_ttl_s * 1000, quick=quick,
+            code_expires_ms=now_ms() + self.code_ttl_s * 1000, quick=quick,
         )  # fmt: skip
         await self.redis.set(self._key(table_id), json.dumps(asdict(table)), ex=LOBBY_TTL_S)
         await self._seated(player_id, table_id)
@@ -246,7 +241,7 @@ class Lobby:
             await self.redis.zadd(OPEN_SET, {table_id: table.created_ms})
         await self._leave_other_scored(player_id, table)
         if vs_cpu:
-            await self.redis.sadd("bots:tables", table_id)
+            await self.redis.sadd(BOT_TABLES, table_id)
             return await self.deal(table_id)
         return table
 
@@ -338,7 +333,7 @@ class Lobby:
         """Watchable tables dealt, newest first (I-35). Whether their match is still in play
         is the table service's to say: the gateway asks it before listing one."""
         limit = 50 if limit <= 0 else min(limit, 200)
-        now = int(time.time() * 1000)
+        now = now_ms()
         await self.redis.zremrangebyscore(LIVE_SET, "-inf", now - LIVE_FOR_S * 1000)
         out = []
         for raw_id in await self.redis.zrevrange(LIVE_SET, 0, 499):
@@ -502,7 +497,7 @@ class Lobby:
                 t.matches += 1
                 t.status = DEALING
                 t.match_id = f"{t.table_id}-{t.matches}"
-                t.dealing_since_ms = int(time.time() * 1000)
+                t.dealing_since_ms = now_ms()
 
         table = await self._update(table_id, claim)
         if table.status != DEALING:
@@ -559,7 +554,7 @@ class Lobby:
 
         table = await self._update(table.table_id, dealt)
         if table.watchable:
-            await self.redis.zadd(LIVE_SET, {table.table_id: int(time.time() * 1000)})
+            await self.redis.zadd(LIVE_SET, {table.table_id: now_ms()})
         if opts.profile == "scored":
             for p in table.player_ids:
                 await self.redis.set(f"lobby:scored:{p}", table.table_id, ex=86_400)
@@ -567,7 +562,7 @@ class Lobby:
 
     @staticmethod
     def _stale(table: Table) -> bool:
-        return time.time() * 1000 - table.dealing_since_ms > DEAL_RESUME_S * 1000
+        return now_ms() - table.dealing_since_ms > DEAL_RESUME_S * 1000
 
     async def _undo_deal(self, table: Table, reason: str) -> Table:
         """Compensate a deal: refund its escrow (if any), then close the table. The refund comes
@@ -593,7 +588,7 @@ class Lobby:
     async def sweep_deals(self) -> int:
         """Settle every deal left half-done past DEAL_RESUME_S: completed when its match exists
         (a create whose answer was lost), undone when not; returns how many were undone."""
-        cutoff = time.time() * 1000 - DEAL_RESUME_S * 1000
+        cutoff = now_ms() - DEAL_RESUME_S * 1000
         stale = await self.redis.zrangebyscore(DEALING_SET, "-inf", cutoff, start=0, num=100)
         undone = 0
         for raw in stale:

@@ -14,13 +14,13 @@ same order: consumers dedupe on (table_id, seq).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import time
 from collections.abc import Callable
 from typing import Any
 
+from services.common.backoff import Backoff, pause
 from services.common.topics import TABLE_EVENTS
 from services.table.metrics import TableMetrics
 from services.table.shard_leases import AllShards, ShardLeases
@@ -109,23 +109,23 @@ class EventRelay:
             await self.store.release_relay(list(owned), self.token)
 
     async def run(self, stop: asyncio.Event) -> None:
-        backoff = self.interval_s
+        backoff = Backoff(self.interval_s)
         while not stop.is_set():
+            wait = self.interval_s
             try:
                 owned = self.leases.owned()
                 due = time.monotonic() - self._swept >= SWEEP_S or owned != self._owned
                 self._owned = owned
                 moved = await self.run_once(sweep=due)
-                backoff = self.interval_s
+                backoff.reset()
                 if moved >= BACKLOG:
                     continue  # behind: the next pass at once
                 # Otherwise wait one interval even after a pass that moved events: passes then
                 # carry many commits each instead of spinning on one event at a time.
             except Exception as exc:  # Kafka or Redis down: events stay in the streams
                 log.warning("relay failed; will retry", extra={"error": repr(exc)})
-                backoff = min(backoff * 2, 5.0)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), backoff)
+                wait = backoff.failed()
+            await pause(stop, wait)
 
     async def close(self) -> None:
         if self.producer is not None:

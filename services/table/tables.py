@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import secrets
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from engine.state import TableState
 from engine.view import PlayerView, player_view, spectator_view
 from engine.vocabulary import RejectionCode
 from services.common import money_keys
+from services.common.clock import now_ms
 from services.common.errors import (
     Conflict,
     InvalidArgument,
@@ -39,6 +39,7 @@ from services.common.errors import (
     PermissionDenied,
     ServiceError,
 )
+from services.common.table_options import rules_from_proto
 from services.common.vocabulary import to_proto
 from services.table import convert
 from services.table.metrics import TableMetrics
@@ -83,7 +84,7 @@ class StateCache:
 
 
 def wall_ms() -> int:
-    return int(time.time() * 1000)
+    return now_ms()
 
 
 class Rejected(ServiceError):
@@ -131,7 +132,7 @@ class TableCore:
             raise InvalidArgument(
                 "INVALID_PLAYERS", "a match has two different players", field="player_ids"
             )
-        rules = convert.rules_from_proto(options)
+        rules = rules_from_proto(options)
         if self.clock_scale != 1.0:
             rules = rules.scaled(self.clock_scale)
         for _ in range(MAX_ATTEMPTS):

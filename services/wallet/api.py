@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import time
 from collections.abc import Awaitable
 from typing import Any
 
 import grpc
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common.clock import now_ms
 from services.common.errors import PermissionDenied, ServiceError, grpc_errors
 from services.wallet.ledger import Ledger, Outcome
 from services.wallet.metrics import WalletMetrics
@@ -166,7 +166,7 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         if not hmac.compare_digest(signed, request.signature):
             self.metrics.operations.labels("purchase", "bad_signature").inc()
             raise PermissionDenied("BAD_SIGNATURE", "the purchase is not signed by the store")
-        if abs(time.time() * 1000 - request.issued_ms) > PURCHASE_WINDOW_MS:
+        if abs(now_ms() - request.issued_ms) > PURCHASE_WINDOW_MS:
             raise PermissionDenied("STALE_REQUEST", "the purchase was signed too long ago")
         call = self.ledger.deposit(
             f"purchase:{request.purchase_id}", request.player_id, request.amount, "purchase"

@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +34,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bg.events.v1 import events_pb2
+from services.common.clock import now_ms
 from services.common.errors import Conflict, InvalidArgument, NotFound, ServiceError
 from services.common.topics import WALLET_EVENTS
 from services.wallet.schema import accounts, escrows, holds, operations, outbox, transfers
@@ -78,7 +78,7 @@ class InsufficientFunds(ServiceError):
 
 
 def _now_ms() -> int:
-    return int(time.time() * 1000)
+    return now_ms()
 
 
 def _check_id(name: str, value: str) -> str:

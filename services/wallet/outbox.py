@@ -7,7 +7,6 @@ A row is marked published only after Kafka acknowledged it, so a crash between c
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -16,6 +15,8 @@ from typing import Protocol
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from services.common.backoff import Backoff, pause
+from services.common.clock import now_ms as now
 from services.common.topics import PLAIN, Namespace
 from services.wallet.metrics import WalletMetrics
 from services.wallet.schema import outbox
@@ -52,7 +53,7 @@ class OutboxRelay:
     async def prune(self, now_ms: int | None = None) -> int:
         """Delete rows published more than `keep_published_s` ago (the ledger's operations
         and transfers are the record; the outbox is only the way out). Returns rows deleted."""
-        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        now_ms = now() if now_ms is None else now_ms
         cutoff = now_ms - int(self.keep_published_s * 1000)
         async with self.engine.begin() as conn:
             result = await conn.execute(
@@ -88,7 +89,7 @@ class OutboxRelay:
             await conn.execute(
                 update(outbox)
                 .where(outbox.c.id.in_([r.id for r in rows]))
-                .values(published_ms=int(time.time() * 1000))
+                .values(published_ms=now())
             )
         if self.metrics:
             self.metrics.published.inc(len(rows))
@@ -112,21 +113,21 @@ class OutboxRelay:
         )
 
     async def run(self, stop: asyncio.Event) -> None:
-        backoff = self.interval_s
+        backoff = Backoff(self.interval_s)
         while not stop.is_set():
+            wait = self.interval_s
             try:
                 if time.monotonic() - self._pruned_at > 60:
                     self._pruned_at = time.monotonic()
                     await self.prune()
                 published = await self.publish_once()
-                backoff = self.interval_s
+                backoff.reset()
                 if published:
                     continue
             except Exception as exc:  # Kafka or the database is down: keep the rows, retry later
                 log.warning("outbox relay failed; will retry", extra={"error": repr(exc)})
-                backoff = min(backoff * 2, 5.0)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), backoff)
+                wait = backoff.failed()
+            await pause(stop, wait)
 
     async def close(self) -> None:
         if self.publisher is not None:

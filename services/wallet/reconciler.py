@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -25,6 +24,7 @@ from sqlalchemy import and_, select
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common import money_keys
+from services.common.clock import now_ms as wall_now
 from services.common.errors import ServiceError, remote_call
 from services.wallet.ledger import Ledger
 from services.wallet.metrics import WalletMetrics
@@ -85,7 +85,7 @@ class Reconciler:
         self.forgotten_after_s = forgotten_after_s
 
     async def run_once(self, now_ms: int | None = None) -> Pass:
-        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        now_ms = wall_now() if now_ms is None else now_ms
         cutoff = now_ms - int(self.bound_s * 1000)
         query = (
             select(escrows.c.match_id, escrows.c.created_ms)

@@ -118,7 +118,7 @@ async def test_a_banned_player_is_cut_off_mid_match_and_the_opponent_is_paid(
 
         # The open stream gets BANNED and ends.
         codes = []
-        while (update := await stream.read()) is not grpc.aio.EOF:
+        while (update := await stream.read()) is not grpc.aio.EOF:  # type: ignore[attr-defined]
             if update.WhichOneof("kind") == "error":
                 codes.append(update.error.error.code)
         assert codes == ["BANNED"]

@@ -239,12 +239,14 @@ async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
     await _wait_seq_change(page, seq)
     assert (await _state(page))["seq"] > seq
     for _ in range(6):
-        await _act(page) or await _wait_seq_change(page, (await _state(page))["seq"], 3000)
+        if not await _act(page):
+            await _wait_seq_change(page, (await _state(page))["seq"], 3000)
     before = await _state(page)
     await page.evaluate("bg.drop()")
     await page.wait_for_function("() => document.getElementById('net').textContent === ''")
     for _ in range(6):
-        await _act(page) or await _wait_seq_change(page, (await _state(page))["seq"], 3000)
+        if not await _act(page):
+            await _wait_seq_change(page, (await _state(page))["seq"], 3000)
     resumed = await _state(page)
     assert resumed["tableId"] == before["tableId"] and resumed["seq"] > before["seq"]
     seqs = await page.evaluate("bg.seqs()")

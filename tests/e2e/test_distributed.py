@@ -167,6 +167,6 @@ async def test_players_on_two_gateways_over_a_valkey_cluster_survive_a_primarys_
         assert sum(balances) < 2 * FUNDS and max(balances) > FUNDS  # paid once, fees taken
     finally:
         for ch in channels:
-            await ch.close()
+            await ch.close(None)
         await cluster.stop()
         log.close()

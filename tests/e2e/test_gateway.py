@@ -10,6 +10,7 @@ import json
 import sys
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from services.common.errors import error_from
 from services.common.play_wire import phase_of, reason_of
 from services.gateway.auth import Identity, TokenSigner
 from tests.e2e.conftest import BOTS_SECRET, SECRET
+from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
@@ -49,7 +51,7 @@ async def _players(
     return players
 
 
-async def _balances_settle(players: list[Player], expected: dict[str, int]) -> dict[str, int]:
+async def _balances_settle(players: Sequence[Player], expected: dict[str, int]) -> dict[str, int]:
     got: dict[str, int] = {}
     for _ in range(300):
         got = {p.player_id: await p.balance() for p in players}
@@ -100,15 +102,15 @@ async def test_bad_tokens_and_other_players_tables(cluster: dict[str, Any]) -> N
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await ann.stub.GetBalance(gateway_pb2.BalanceRequest(), metadata=metadata)
             assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
-            assert error_from(err.value).code == code  # type: ignore[union-attr]
+            assert error_of(err.value).code == code
         table = await ann.create_table(table_pb2.TableOptions(profile="scored"))
         await bob.join(table.code)
         with pytest.raises(grpc.aio.AioRpcError) as foreign:
             await eve.view(table.table_id)
-        assert error_from(foreign.value).code == "NOT_SEATED"  # type: ignore[union-attr]
+        assert error_of(foreign.value).code == "NOT_SEATED"
         with pytest.raises(grpc.aio.AioRpcError) as unknown:
             await eve.view("no-such-table")
-        assert error_from(unknown.value).code == "UNKNOWN_TABLE"  # type: ignore[union-attr]
+        assert error_of(unknown.value).code == "UNKNOWN_TABLE"
         # eve's Play stream on ann's table is refused, and changes nothing.
         before = await ann.view(table.table_id)
 
@@ -194,7 +196,7 @@ async def _open_stream(
     return player.stub.Play(outgoing(), metadata=player.auth), requests
 
 
-async def _until(pred, timeout_s: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+async def _until(pred: Callable[[], Awaitable[bool]], timeout_s: float = 30.0) -> None:
     for _ in range(int(timeout_s / 0.05)):
         if await pred():
             return
@@ -361,7 +363,7 @@ class WsPlayer(Player):
             elif message.get("id") in self.replies:
                 self.replies.pop(message["id"]).set_result(message)
 
-    async def rpc(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
         self.next_id += 1
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.replies[self.next_id] = future
@@ -379,7 +381,7 @@ class WsPlayer(Player):
         from google.protobuf import json_format
 
         return json_format.ParseDict(
-            await self.rpc("GetView", {"tableId": table_id}), table_pb2.TableView()
+            await self.call("GetView", {"tableId": table_id}), table_pb2.TableView()
         )
 
     async def ws_play(self, table_id: str) -> table_pb2.TableView:
@@ -448,7 +450,7 @@ async def test_websocket_path_for_a_whole_match_from_pushed_views(
     async with connect(ws_url) as ws_ann, connect(ws_url) as ws_bob:
         ann, bob = WsPlayer(ws_ann, "ann", 1), WsPlayer(ws_bob, "bob", 2)
         for p in (ann, bob):
-            login = await p.rpc("Login", {"guestName": p.name})
+            login = await p.call("Login", {"guestName": p.name})
             p.token, p.player_id = login["token"], login["playerId"]
         async with grpc.aio.insecure_channel(cluster["wallet"]) as wc:
             wallet = wallet_pb2_grpc.WalletServiceStub(wc)
@@ -461,14 +463,14 @@ async def test_websocket_path_for_a_whole_match_from_pushed_views(
                 )
         bad = None
         try:
-            await bob.rpc("GetView", {"tableId": "nope"})
+            await bob.call("GetView", {"tableId": "nope"})
         except RuntimeError as exc:
             bad = exc.args[0]
         assert bad is not None and bad["code"] == "UNKNOWN_TABLE" and bad["status"] == "NOT_FOUND"
-        table = await ann.rpc("CreateTable", {"options": options})
-        await bob.rpc("JoinByCode", {"code": table["code"]})
+        table = await ann.call("CreateTable", {"options": options})
+        await bob.call("JoinByCode", {"code": table["code"]})
         if options["profile"] == "casual":
-            await ann.rpc("StartTable", {"tableId": table["tableId"]})
+            await ann.call("StartTable", {"tableId": table["tableId"]})
         views = await asyncio.gather(ann.ws_play(table["tableId"]), bob.ws_play(table["tableId"]))
         assert phase_of(views[0]) == "match_over" and views[0].winner in (0, 1)
         assert views[0].seq == views[1].seq  # both saw the table to its last event
@@ -557,7 +559,7 @@ async def test_rate_limits_answer_a_clear_error(tmp_path: Path, valkey_url: str)
                     codes.append("OK")
                 except grpc.aio.AioRpcError as exc:
                     assert exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-                    codes.append(error_from(exc).code)  # type: ignore[union-attr]
+                    codes.append(error_of(exc).code)
         assert codes[:2] == ["OK"] * 2 and "RATE_LIMITED" in codes[2:]
     finally:
         await host.stop()
@@ -601,7 +603,7 @@ async def test_leaderboards_through_the_gateway(cluster: dict[str, Any]) -> None
             await ann.stub.GetLeaderboard(
                 leaderboard_pb2.TopRequest(board="karma"), metadata=ann.auth
             )
-        assert error_from(bad.value).field == "board"  # type: ignore[union-attr]
+        assert error_of(bad.value).field == "board"
 
 
 async def test_a_spectator_sees_every_event_once_and_nothing_secret(

@@ -18,6 +18,7 @@ from bg.table.v1 import table_pb2
 from services.common.errors import error_from
 from services.common.play_wire import PlaySession
 from tests.e2e.test_gateway import _players
+from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +47,7 @@ async def test_oversized_ids_are_invalid_argument_naming_the_field(
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await session.open(timeout_s=10)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert error_from(err.value).field == "join.table_id"  # type: ignore[union-attr]
+        assert error_of(err.value).field == "join.table_id"
         await session.close()
 
 

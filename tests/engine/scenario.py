@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from engine import commands as c
 from engine import dice as dice_stream
+from engine import events as e
 from engine.machine import Applied, Rejection, apply, new_match, next_deadline
 from engine.profiles import RulesOptions
 from engine.state import Phase, TableState
@@ -121,3 +122,12 @@ def clock(state: TableState) -> Applied:
 
 def types(events: tuple[Any, ...]) -> list[str]:
     return [e.type for e in events]
+
+
+E = TypeVar("E", bound=e.Event)
+
+
+def event(kind: type[E], found: e.Event) -> E:
+    """`found`, checked to be a `kind` event (so a test reads its fields typed)."""
+    assert isinstance(found, kind), found
+    return found

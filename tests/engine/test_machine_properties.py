@@ -101,3 +101,27 @@ def test_a_spectator_sees_the_turn_as_it_began_and_nothing_to_act_on(
     assert watched.seat == 0 and not watched.lit and not watched.steps
     assert not (watched.can_double or watched.can_confirm or watched.auto_roll)
     assert run.state.secret.seed.hex() not in repr(watched)
+
+
+def test_every_command_type_has_exactly_one_handler() -> None:
+    """Issue 17: one handler per command type, in a table; a command without one is refused
+    (UNKNOWN_COMMAND), never half applied."""
+    from dataclasses import dataclass
+
+    from engine import machine
+
+    kinds = {
+        k for k in vars(c).values()
+        if isinstance(k, type) and issubclass(k, c.Command) and k is not c.Command
+    }  # fmt: skip
+    tables = (machine._SYSTEM, machine._AFTER_MATCH, machine._IN_MATCH)
+    registered = [kind for table in tables for kind in table]
+    assert len(registered) == len(set(registered)) and set(registered) == kinds
+
+    @dataclass(frozen=True, slots=True)
+    class Shout(c.Command):
+        name = "shout"
+
+    state = machine.new_match(profiles.casual(1), b"\0" * 16, 0).state
+    out = apply(state, Shout(0), 10)
+    assert isinstance(out, Rejection) and out.code == "UNKNOWN_COMMAND"

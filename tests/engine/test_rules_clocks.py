@@ -11,7 +11,8 @@ from engine.machine import next_deadline
 from engine.position import Position
 from engine.state import Phase
 from engine.turn import Turn
-from tests.engine.scenario import clock, ok, refused, rig, spot, start, types
+from engine.vocabulary import DeadlineKind
+from tests.engine.scenario import clock, event, ok, refused, rig, spot, start, types
 
 START = (Position.start().mover, Position.start().mover)
 W1 = profiles.wagered(1, 100)
@@ -38,7 +39,7 @@ def test_i7_timeout_rolls_plays_the_first_legal_play_and_ends_the_turn() -> None
     ]
     first = Turn(st.match.position(1), (3, 1)).plays[0]
     assert out.events[2] == e.CheckersMoved(1, first.steps, (), auto=True)
-    assert out.events[0] == e.TimedOut(1, "turn", 46_500, 46_500)
+    assert out.events[0] == e.TimedOut(1, DeadlineKind.TURN, 46_500, 46_500)
 
 
 def test_i7_incomplete_steps_are_undone_and_the_first_play_is_made() -> None:
@@ -46,7 +47,8 @@ def test_i7_incomplete_steps_are_undone_and_the_first_play_is_made() -> None:
     st = ok(st, c.Move(0, 13, 10), 100).state
     out = clock(st)
     assert types(out.events)[:3] == ["timed_out", "steps_undone", "checkers_moved"]
-    assert out.events[2].steps == Turn(st.match.position(0), (3, 1)).plays[0].steps  # type: ignore[attr-defined]
+    first = Turn(st.match.position(0), (3, 1)).plays[0].steps
+    assert event(e.CheckersMoved, out.events[2]).steps == first
 
 
 def test_a_complete_unconfirmed_play_stands_at_the_timeout() -> None:
@@ -54,7 +56,7 @@ def test_a_complete_unconfirmed_play_stands_at_the_timeout() -> None:
     st = ok(ok(st, c.Move(0, 8, 5), 100).state, c.Move(0, 6, 5), 200).state
     out = clock(st)
     assert types(out.events)[:2] == ["timed_out", "turn_ended"]
-    assert out.events[1].steps == ((8, 5), (6, 5))  # type: ignore[attr-defined]
+    assert event(e.TurnEnded, out.events[1]).steps == ((8, 5), (6, 5))
 
 
 def test_boosts_add_ten_seconds_twice_a_game_on_your_own_clock() -> None:
@@ -68,14 +70,14 @@ def test_boosts_add_ten_seconds_twice_a_game_on_your_own_clock() -> None:
     refused(spot(profiles.scored(3), START), c.Boost(0), 10, "NOT_AVAILABLE")
     answering = ok(spot(W1, START), c.OfferDouble(0), 10).state
     boosted = ok(answering, c.Boost(1), 20)  # the taker's clock while answering
-    assert boosted.events[0].seat == 1  # type: ignore[attr-defined]
+    assert event(e.BoostApplied, boosted.events[0]).seat == 1
 
 
 def test_i8_auto_roll_at_once_when_the_player_cannot_double() -> None:
     st = spot(W3, START, turn=1, dice=(3, 1), phase=Phase.MOVING, auto_roll=(True, False))
     out = ok(st, c.SubmitPlay(1, Turn(st.match.position(1), (3, 1)).plays[0].steps), 100)
     assert types(out.events)[-2:] == ["turn_started", "dice_rolled"]
-    assert out.events[-1].auto is True  # type: ignore[attr-defined]
+    assert event(e.DiceRolled, out.events[-1]).auto is True
 
 
 def test_i8_auto_roll_waits_2_5_s_when_the_player_could_double() -> None:
@@ -83,7 +85,7 @@ def test_i8_auto_roll_waits_2_5_s_when_the_player_could_double() -> None:
     due = next_deadline(st.match)
     assert due is not None and (due.kind, due.at_ms) == ("auto_roll", 3500)
     out = clock(st)
-    assert out.events[0].type == "dice_rolled" and out.events[0].auto  # type: ignore[attr-defined]
+    assert event(e.DiceRolled, out.events[0]).auto
 
 
 def test_i8_auto_roll_preference_set_during_the_turn_rolls_now() -> None:
@@ -116,7 +118,7 @@ def test_i17_scored_move_time_with_a_warning_30_s_before() -> None:
     assert due is not None and (due.kind, due.at_ms) == ("move_time", 60_000)
     out = clock(warned.state)  # I-18: running out of move time is leaving
     assert types(out.events) == ["timed_out", "match_ended"]
-    assert out.events[1].reason == "move_time"  # type: ignore[attr-defined]
+    assert event(e.MatchEnded, out.events[1]).reason == "move_time"
 
 
 def test_i19_scored_test_games_have_no_move_timer() -> None:

@@ -8,6 +8,7 @@ from engine import profiles
 from engine.machine import may_double, next_deadline
 from engine.position import Position
 from engine.state import Phase
+from engine.vocabulary import DropReason
 from tests.engine.scenario import clock, ok, refused, rig, side, spot, start, types
 
 START = (Position.start().mover, Position.start().mover)
@@ -32,7 +33,7 @@ def test_never_on_the_opening_move() -> None:
 def test_i2_drop_gives_the_game_at_the_value_before_the_double() -> None:
     st = ok(spot(W1, START, cube=2, cube_owner=0), c.OfferDouble(0), 10).state
     out = ok(st, c.Drop(1), 20)
-    assert e.DoubleDropped(1, "drop") in out.events
+    assert e.DoubleDropped(1, DropReason.DROP) in out.events
     ended = next(ev for ev in out.events if isinstance(ev, e.GameEnded))
     assert (ended.winner, ended.result, ended.points, ended.cube) == (0, "drop", 2, 2)
     assert out.state.match.phase is Phase.MATCH_OVER
@@ -45,7 +46,7 @@ def test_i2_unanswered_double_is_a_drop_when_the_clock_runs_out() -> None:
     refused(st, c.Deadline(), due.at_ms - 1, "NOT_DUE")
     out = clock(st)
     assert types(out.events)[:3] == ["timed_out", "double_dropped", "game_ended"]
-    assert out.events[1] == e.DoubleDropped(1, "timeout")
+    assert out.events[1] == e.DoubleDropped(1, DropReason.TIMEOUT)
     assert out.state.match.winner == 0
 
 
@@ -80,7 +81,7 @@ def test_i4_a_double_needs_both_players_to_cover() -> None:
 def test_i4_taker_who_cannot_cover_drops() -> None:
     st = ok(spot(W1, START), c.OfferDouble(0), 10).state
     out = ok(st, c.Take(1, taker_covers=False), 20)
-    assert e.DoubleDropped(1, "cannot_cover") in out.events
+    assert e.DoubleDropped(1, DropReason.CANNOT_COVER) in out.events
     assert out.state.match.winner == 0 and out.state.match.games[-1].result == "drop"
 
 

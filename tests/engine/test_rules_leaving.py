@@ -10,8 +10,10 @@ from engine import events as e
 from engine import profiles
 from engine.machine import next_deadline
 from engine.position import Position
+from engine.profiles import RulesOptions
 from engine.state import GameRecord, Phase
-from tests.engine.scenario import clock, ok, refused, spot, types
+from engine.vocabulary import GameResult
+from tests.engine.scenario import clock, event, ok, refused, spot, types
 
 START = (Position.start().mover, Position.start().mover)
 W1 = profiles.wagered(1, 100)
@@ -45,9 +47,9 @@ def test_i6_leaving_a_wagered_match_forfeits_it() -> None:
     ("games", "score", "leaver", "points"),
     [
         ((), (0, 0), 0, (-1, 1)),  # first game: a loss
-        ((GameRecord(1, 0, "single", 1, 1),), (1, 0), 0, (0, 0)),  # leader leaves: nothing
-        ((GameRecord(1, 1, "single", 1, 1),), (0, 1), 0, (-1, 1)),  # behind: a loss
-        ((GameRecord(1, 0, "single", 1, 1),), (1, 1), 1, (1, -1)),  # level: a loss
+        ((GameRecord(1, 0, GameResult.SINGLE, 1, 1),), (1, 0), 0, (0, 0)),  # leader leaves: nothing
+        ((GameRecord(1, 1, GameResult.SINGLE, 1, 1),), (0, 1), 0, (-1, 1)),  # behind: a loss
+        ((GameRecord(1, 0, GameResult.SINGLE, 1, 1),), (1, 1), 1, (1, -1)),  # level: a loss
     ],
 )
 def test_i18_scored_leaving(
@@ -66,7 +68,7 @@ def test_i18_one_game_match_leave_is_a_loss() -> None:
 def test_casual_leaving_abandons_the_party() -> None:
     out = ok(spot(profiles.casual(), START), c.Leave(0), 10)
     assert types(out.events) == ["table_closed"]
-    assert out.events[0].reason == "abandoned"  # type: ignore[attr-defined]
+    assert event(e.TableClosed, out.events[0]).reason == "abandoned"
 
 
 def test_i9_away_60_s_forfeits_while_the_opponent_is_here() -> None:
@@ -100,7 +102,7 @@ def test_i9_both_away_nobody_returns_the_table_closes() -> None:
     st = ok(st, c.Disconnect(1), 20_000).state
     out = clock(clock(st).state)
     assert types(out.events) == ["table_closed"]
-    assert out.events[0].reason == "both_away"  # type: ignore[attr-defined]
+    assert event(e.TableClosed, out.events[0]).reason == "both_away"
     assert out.state.match.phase is Phase.CLOSED
 
 
@@ -124,7 +126,7 @@ def test_i25_async_casual_closes_after_45_idle_days() -> None:
     due = next_deadline(st.match)
     assert due is not None and (due.kind, due.at_ms) == ("async_expiry", 45 * 86_400_000)
     out = clock(st)
-    assert out.events[0].reason == "async_expired"  # type: ignore[attr-defined]
+    assert event(e.TableClosed, out.events[0]).reason == "async_expired"
     moved = ok(st, c.Roll(0), 10 * 86_400_000).state
     due2 = next_deadline(moved.match)
     assert due2 is not None and due2.at_ms == 55 * 86_400_000  # a move restarts the 45 days
@@ -156,7 +158,7 @@ def test_i19_a_scored_test_game_records_nothing_when_it_ends() -> None:
 
 
 @pytest.mark.parametrize("profile", [W3, profiles.scored(3), profiles.casual(3)])
-def test_i10_an_operator_closes_a_stuck_match_undecided(profile: profiles.Options) -> None:
+def test_i10_an_operator_closes_a_stuck_match_undecided(profile: RulesOptions) -> None:
     """An operator's close: the table closes with no winner (the wallet refunds every stake on
     its TableClosed, I-10); a finished match is not closed again; no seat sends it."""
     out = ok(spot(profile, START, cube=2, cube_owner=0, score=(1, 0)), c.OperatorClose(), 10)

@@ -6,7 +6,7 @@ from engine import commands as c
 from engine import events as e
 from engine import profiles
 from engine.machine import next_deadline
-from engine.state import Phase
+from engine.state import Phase, TableState
 from tests.engine.scenario import clock, ok, side, spot, start, types
 
 
@@ -40,12 +40,14 @@ def test_scored_opening_winner_then_rolls_both_dice() -> None:
     assert (st.match.phase, st.match.turn, st.match.dice) == (Phase.AWAIT_ROLL, 1, None)
     out = ok(st, c.Roll(1), 100)
     assert out.state.match.rolls[-1] == out.state.match.dice
-    assert out.events[0] == e.DiceRolled(
-        1, out.state.match.dice, legal_plays=out.events[0].legal_plays
-    )
+    rolled = out.events[0]
+    assert isinstance(rolled, e.DiceRolled)
+    assert rolled == e.DiceRolled(1, out.state.match.dice, legal_plays=rolled.legal_plays)
 
 
-def _win_game(options: profiles.RulesOptions, winner: int) -> tuple[object, ...]:
+def _win_game(
+    options: profiles.RulesOptions, winner: int
+) -> tuple[TableState, tuple[e.Event, ...]]:
     """A game where `winner` bears off its last checker; returns (state, events)."""
     sides = [side({1: 1}), side({6: 5, 8: 3, 13: 7})]
     if winner == 1:
@@ -59,8 +61,8 @@ def _win_game(options: profiles.RulesOptions, winner: int) -> tuple[object, ...]
 
 def test_scored_later_game_previous_winner_rolls_first() -> None:
     st, _events = _win_game(profiles.scored(3), 1)
-    assert st.match.phase is Phase.BETWEEN_GAMES  # type: ignore[attr-defined]
-    nxt = clock(st)  # type: ignore[arg-type]
+    assert st.match.phase is Phase.BETWEEN_GAMES
+    nxt = clock(st)
     assert types(nxt.events) == ["game_started", "turn_started"]
     assert (nxt.state.match.turn, nxt.state.match.phase) == (1, Phase.AWAIT_ROLL)
 
@@ -68,11 +70,11 @@ def test_scored_later_game_previous_winner_rolls_first() -> None:
 def test_wagered_later_game_fresh_opening_after_three_seconds() -> None:
     """Row 'later games' (wagered): a fresh opening roll, dealt 3 s after the last game."""
     st, _events = _win_game(profiles.wagered(3, 100), 0)
-    assert st.match.phase is Phase.BETWEEN_GAMES  # type: ignore[attr-defined]
-    due = next_deadline(st.match)  # type: ignore[attr-defined]
+    assert st.match.phase is Phase.BETWEEN_GAMES
+    due = next_deadline(st.match)
     assert due is not None and due.kind == "next_game"
-    assert due.at_ms == st.match.phase_started_ms + 3000  # type: ignore[attr-defined]
-    nxt = clock(st)  # type: ignore[arg-type]
+    assert due.at_ms == st.match.phase_started_ms + 3000
+    nxt = clock(st)
     assert "opening_roll" in types(nxt.events)
     assert nxt.state.match.game_no == 2 and nxt.state.match.sides[0][5] == 5
 
@@ -80,6 +82,6 @@ def test_wagered_later_game_fresh_opening_after_three_seconds() -> None:
 def test_casual_plays_one_game_unless_a_length_is_set() -> None:
     """I-24: one game by default; a match length when the host sets one."""
     st, _events = _win_game(profiles.casual(), 0)
-    assert st.match.phase is Phase.MATCH_OVER  # type: ignore[attr-defined]
+    assert st.match.phase is Phase.MATCH_OVER
     st3, _ = _win_game(profiles.casual(match_length=3), 0)
-    assert st3.match.phase is Phase.BETWEEN_GAMES  # type: ignore[attr-defined]
+    assert st3.match.phase is Phase.BETWEEN_GAMES

@@ -9,7 +9,8 @@ from engine import profiles
 from engine.position import Position
 from engine.state import Phase
 from engine.turn import Turn, TurnError, validate_play
-from tests.engine.scenario import clock, ok, refused, rig, side, spot, types
+from engine.vocabulary import PassReason
+from tests.engine.scenario import clock, event, ok, refused, rig, side, spot, types
 
 START = (Position.start().mover, Position.start().mover)
 W = profiles.wagered(3, 100)
@@ -120,12 +121,12 @@ def test_no_legal_move_per_profile() -> None:
         if phase_after is Phase.NO_MOVE:
             assert out.state.match.turn == 0
             got_it = ok(out.state, c.Confirm(0), 20)
-            assert got_it.events[0] == e.TurnPassed(0, "no_moves", (1, 2))
+            assert got_it.events[0] == e.TurnPassed(0, PassReason.NO_MOVES, (1, 2))
             timed = clock(out.state)
-            assert timed.events[0] == e.TurnPassed(0, "no_moves", (1, 2))
+            assert timed.events[0] == e.TurnPassed(0, PassReason.NO_MOVES, (1, 2))
             assert next(iter([timed.state.match.turn])) == 1
         else:
-            assert out.events[1] == e.TurnPassed(0, "no_moves", (1, 2))
+            assert out.events[1] == e.TurnPassed(0, PassReason.NO_MOVES, (1, 2))
             assert out.state.match.turn == 1
 
 
@@ -137,7 +138,7 @@ def test_i16_scored_closed_board_passes_without_rolling() -> None:
     out = ok(ok(st, c.Move(1, 8, 6), 10).state, c.Move(1, 8, 7), 20)
     out = ok(out.state, c.Confirm(1), 30)
     assert types(out.events) == ["turn_ended", "turn_started", "turn_passed", "turn_started"]
-    assert out.events[2] == e.TurnPassed(0, "closed_board")
+    assert out.events[2] == e.TurnPassed(0, PassReason.CLOSED_BOARD)
     assert out.state.match.rolls == ()  # no dice were drawn
     # wagered: the dice are rolled, nothing enters, the turn passes.
     w = rig(spot(W, closed), 3, 4)
@@ -150,7 +151,7 @@ def test_i29_wagered_single_outcome_is_played_automatically() -> None:
     st = rig(spot(W, sides), 6, 6)  # 6-6: 6/off then nothing else... all plays give one result
     out = ok(st, c.Roll(0), 10)
     assert types(out.events)[:3] == ["dice_rolled", "checkers_moved", "turn_ended"]
-    assert out.events[1].auto is True  # type: ignore[attr-defined]
+    assert event(e.CheckersMoved, out.events[1]).auto is True
     casual = ok(rig(spot(profiles.casual(), sides), 6, 6), c.Roll(0), 10)
     assert casual.state.match.phase is Phase.MOVING  # not automatic elsewhere
 

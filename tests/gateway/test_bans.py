@@ -59,7 +59,10 @@ async def test_the_sync_loop_picks_a_ban_up_and_restore_refills_a_flushed_set(re
         stop.set()
         await loop
     await redis.srem(BANNED, player)  # as if Redis had lost it
-    fresh = Bans(redis)
-    await fresh.restore([player])
+    fresh, other = Bans(redis), Bans(redis)
+    fresh.seed([player])  # from the SQL record: enforced at once, Redis or not
     assert fresh.banned(player)
+    await fresh.restore()
+    await other.sync()
+    assert other.banned(player)  # back in Redis for every replica
     await fresh.unban(player)

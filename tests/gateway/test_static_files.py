@@ -12,7 +12,9 @@ from services.gateway.static_files import StaticFiles
 
 def _get(files: StaticFiles, path: str, **headers: str) -> tuple[int, Headers, bytes] | None:
     response = files(None, Request(path, Headers(headers)))
-    return None if response is None else (response.status_code, response.headers, response.body)
+    if response is None:
+        return None
+    return response.status_code, response.headers, bytes(response.body)
 
 
 def test_serves_the_client_with_its_type_and_a_strict_policy() -> None:

@@ -115,7 +115,7 @@ async def test_readiness_recovers_when_dependency_returns(valkey_url: str, tmp_p
 
     host = ServiceHost(gateway(_env(valkey_url, tmp_path, BG_READINESS_TIMEOUT_S="0.1")))
     await host.start()
-    seen = []
+    seen: list[bool] = []
     try:
         assert await _status(host.grpc_port) == SERVING
         admin = redis_asyncio.Redis.from_url(valkey_url)

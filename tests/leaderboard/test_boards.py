@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.vocabulary import EndReason, GameResult
 from services.leaderboard import boards
 
 MONDAY = 1_795_392_000_000  # 2026-11-23 00:00 UTC, a Monday
@@ -11,7 +12,7 @@ MONDAY = 1_795_392_000_000  # 2026-11-23 00:00 UTC, a Monday
 
 def test_i12_game_trophies_are_never_multiplied_by_the_cube() -> None:
     results = ("single", "gammon", "backgammon", "resign", "drop")
-    assert [boards.game_trophies(r) for r in results] == [10, 20, 30, 10, 10]
+    assert [boards.game_trophies(GameResult(r)) for r in results] == [10, 20, 30, 10, 10]
 
 
 @pytest.mark.parametrize(
@@ -26,7 +27,7 @@ def test_i12_game_trophies_are_never_multiplied_by_the_cube() -> None:
     ],
 )
 def test_i12_match_win_trophies(reason: str, won: list[str], bonus: int) -> None:
-    assert boards.match_trophies(5, reason, won) == bonus
+    assert boards.match_trophies(5, EndReason(reason), [GameResult(r) for r in won]) == bonus
 
 
 def test_fibs_even_players_one_point_match() -> None:

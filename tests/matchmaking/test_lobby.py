@@ -90,8 +90,11 @@ class FakeTables:
         return match_id in self.created
 
 
+Parts = tuple[Lobby, "FakeWallet", "FakeTables"]  # the lobby and its fakes
+
+
 @pytest.fixture
-async def lobby(valkey: Valkey) -> AsyncIterator[tuple[Lobby, FakeWallet, FakeTables]]:
+async def lobby(valkey: Valkey) -> AsyncIterator[Parts]:
     """On a single Valkey and a Valkey Cluster (the lobby's scripts keep to one slot)."""
     client = valkey.client()
     await client.flushdb()
@@ -103,7 +106,7 @@ async def lobby(valkey: Valkey) -> AsyncIterator[tuple[Lobby, FakeWallet, FakeTa
 WAGERED = table_pb2.TableOptions(profile="wagered", match_length=3, bet=500)
 
 
-async def test_party_code_join_deals_a_wagered_table(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_party_code_join_deals_a_wagered_table(lobby: Parts) -> None:
     lb, wallet, tables = lobby
     table = await lb.create("ann", WAGERED, public=True)
     assert len(table.code) == 6 and set(table.code) <= set(CODE_ALPHABET)
@@ -118,7 +121,9 @@ async def test_party_code_join_deals_a_wagered_table(lobby) -> None:  # type: ig
     assert full.value.code == "TABLE_NOT_OPEN"
 
 
-async def test_a_player_who_cannot_cover_closes_the_table_and_nothing_is_taken(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_a_player_who_cannot_cover_closes_the_table_and_nothing_is_taken(
+    lobby: Parts,
+) -> None:
     """I-10: the balance covered the bet when they sat, not at the deal (spent meanwhile)."""
     lb, wallet, tables = lobby
     table = await lb.create("ann", WAGERED, public=False)
@@ -127,7 +132,7 @@ async def test_a_player_who_cannot_cover_closes_the_table_and_nothing_is_taken(l
     assert wallet.escrows == {} and tables.created == []
 
 
-async def test_a_wagered_table_is_refused_at_once_to_whoever_cannot_cover_it(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_a_wagered_table_is_refused_at_once_to_whoever_cannot_cover_it(lobby: Parts) -> None:
     lb, _, _ = lobby
     for attempt in (
         lb.create("pauper", WAGERED, public=True),
@@ -147,7 +152,7 @@ async def test_a_wagered_table_is_refused_at_once_to_whoever_cannot_cover_it(lob
     assert casual.status == "open"  # no stake, no check
 
 
-async def test_out_of_range_options_name_the_field(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_out_of_range_options_name_the_field(lobby: Parts) -> None:
     lb, _, _ = lobby
     for opts, field in (
         (table_pb2.TableOptions(profile="wagered", bet=2100), "bet"),
@@ -160,7 +165,7 @@ async def test_out_of_range_options_name_the_field(lobby) -> None:  # type: igno
         assert err.value.field == field
 
 
-async def test_quick_match_pairs_identical_requests_only(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_quick_match_pairs_identical_requests_only(lobby: Parts) -> None:
     lb, _, tables = lobby
     scored3 = table_pb2.TableOptions(profile="scored", match_length=3)
     waiting = await lb.quick_match("ann", scored3)
@@ -172,7 +177,7 @@ async def test_quick_match_pairs_identical_requests_only(lobby) -> None:  # type
     assert tables.created == [paired.match_id]
 
 
-async def test_casual_waits_for_the_host_to_start(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_casual_waits_for_the_host_to_start(lobby: Parts) -> None:
     lb, _, tables = lobby
     table = await lb.create("ann", table_pb2.TableOptions(profile="casual"), public=False)
     seated = await lb.join("bob", table.table_id)
@@ -183,7 +188,7 @@ async def test_casual_waits_for_the_host_to_start(lobby) -> None:  # type: ignor
     assert (await lb.start("ann", table.table_id)).status == "dealt"
 
 
-async def test_leaving_before_the_deal_is_free_and_after_it_leaves_the_match(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_leaving_before_the_deal_is_free_and_after_it_leaves_the_match(lobby: Parts) -> None:
     lb, _, tables = lobby
     table = await lb.create("ann", table_pb2.TableOptions(profile="casual"), public=True)
     await lb.join("bob", table.table_id)
@@ -195,7 +200,7 @@ async def test_leaving_before_the_deal_is_free_and_after_it_leaves_the_match(lob
     assert tables.left == [(dealt_table.table_id, "dan")]
 
 
-async def test_i18_starting_a_second_scored_game_leaves_the_first(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_i18_starting_a_second_scored_game_leaves_the_first(lobby: Parts) -> None:
     lb, _, tables = lobby
     first = await lb.create("ann", table_pb2.TableOptions(profile="scored"), public=False)
     await lb.join("bob", first.table_id)
@@ -203,7 +208,7 @@ async def test_i18_starting_a_second_scored_game_leaves_the_first(lobby) -> None
     assert tables.left == [(first.table_id, "ann")]
 
 
-async def test_two_players_racing_for_the_last_seat(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_two_players_racing_for_the_last_seat(lobby: Parts) -> None:
     lb, _, _ = lobby
     table = await lb.create("ann", table_pb2.TableOptions(profile="casual"), public=False)
     results = await asyncio.gather(
@@ -216,7 +221,7 @@ async def test_two_players_racing_for_the_last_seat(lobby) -> None:  # type: ign
     )
 
 
-async def test_vs_cpu_is_dealt_at_once_with_a_computer_seat(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_vs_cpu_is_dealt_at_once_with_a_computer_seat(lobby: Parts) -> None:
     lb, _, _ = lobby
     table = await lb.create(
         "ann", table_pb2.TableOptions(profile="casual", level="normal"), public=True
@@ -225,7 +230,7 @@ async def test_vs_cpu_is_dealt_at_once_with_a_computer_seat(lobby) -> None:  # t
     assert not table.public
 
 
-async def test_rematch_needs_agreement(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_rematch_needs_agreement(lobby: Parts) -> None:
     lb, wallet, tables = lobby
     table = await lb.create("ann", WAGERED, public=False)
     first = await lb.join("bob", table.table_id)
@@ -244,7 +249,7 @@ def test_codes_are_normalised_and_checked() -> None:
         normalize_code("ABC10O")  # ambiguous characters are not in the alphabet
 
 
-async def test_a_deal_whose_table_cannot_be_created_is_refunded_and_closed(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_a_deal_whose_table_cannot_be_created_is_refunded_and_closed(lobby: Parts) -> None:
     """Issue 13 (saga): the table service refuses the match: the escrow is refunded, the table
     closes, and leaving it works."""
     lb, wallet, tables = lobby
@@ -258,8 +263,8 @@ async def test_a_deal_whose_table_cannot_be_created_is_refunded_and_closed(lobby
     assert left.status == "closed"
 
 
-async def test_a_create_whose_answer_was_lost_is_never_refunded_while_its_match_is_played(  # type: ignore[no-untyped-def]
-    lobby, monkeypatch: pytest.MonkeyPatch
+async def test_a_create_whose_answer_was_lost_is_never_refunded_while_its_match_is_played(
+    lobby: Parts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The create happened but its answer was lost (a replica killed, a timeout): undoing the
     deal then would refund a match that is played (the chaos test caught a refunded escrow whose
@@ -295,8 +300,8 @@ async def test_a_create_whose_answer_was_lost_is_never_refunded_while_its_match_
     assert undone.match_id not in tables.created
 
 
-async def test_a_deal_left_half_done_is_undone_after_the_resume_window(  # type: ignore[no-untyped-def]
-    lobby, monkeypatch: pytest.MonkeyPatch
+async def test_a_deal_left_half_done_is_undone_after_the_resume_window(
+    lobby: Parts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A crash between the escrow and the match: within DEAL_RESUME_S the next call drives the
     deal on; after it, the sweeper (or a player leaving) refunds and closes once the table
@@ -326,7 +331,7 @@ async def test_a_deal_left_half_done_is_undone_after_the_resume_window(  # type:
     assert await lb.sweep_deals() == 0  # nothing left to sweep
 
 
-async def test_players_arriving_together_are_all_paired(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_players_arriving_together_are_all_paired(lobby: Parts) -> None:
     """Quick match is atomic: six players at once make three dealt tables, nobody waits alone."""
     lb, _, tables = lobby
     opts = table_pb2.TableOptions(profile="scored", match_length=1)
@@ -337,7 +342,9 @@ async def test_players_arriving_together_are_all_paired(lobby) -> None:  # type:
     assert len(tables.created) == 3 and len({t.table_id for t in now}) == 3
 
 
-async def test_a_casual_quick_match_deals_when_full_a_party_table_waits_for_start(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_a_casual_quick_match_deals_when_full_a_party_table_waits_for_start(
+    lobby: Parts,
+) -> None:
     """Strangers paired by quick match have no host to press Start: their casual table deals
     when full; a casual party table still waits for its host (I-22's Start)."""
     lb, _, tables = lobby
@@ -350,7 +357,7 @@ async def test_a_casual_quick_match_deals_when_full_a_party_table_waits_for_star
     assert joined.status == "open" and len(tables.created) == 1
 
 
-async def test_a_player_has_a_bounded_number_of_tables_waiting(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_a_player_has_a_bounded_number_of_tables_waiting(lobby: Parts) -> None:
     """Party tables and quick-match queues count together; a table that stops waiting (dealt,
     closed) frees its place; tables vs the CPU are dealt at once and do not count."""
     first, wallet, tables = lobby
@@ -370,7 +377,7 @@ async def test_a_player_has_a_bounded_number_of_tables_waiting(lobby) -> None:  
     assert (await lb.create("ann", casual, public=False)).status == "open"
 
 
-async def test_operators_see_every_table_a_player_sits_at_until_it_closes(lobby) -> None:  # type: ignore[no-untyped-def]
+async def test_operators_see_every_table_a_player_sits_at_until_it_closes(lobby: Parts) -> None:
     """Issue 16: a ban leaves each table the player sits at; the lobby knows them: waiting,
     joined or dealt, vs the computer too; a closed one drops out."""
     lb, _, _ = lobby

@@ -12,10 +12,10 @@ import redis.asyncio as redis_asyncio
 
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
-from services.common.errors import ServiceError, error_from
+from services.common.errors import ServiceError
 from services.common.host import ServiceHost
 from services.table.app import build_app
-from tests.helpers import Valkey, kind
+from tests.helpers import Valkey, error_of, kind
 
 pytestmark = pytest.mark.integration
 P = ["alice", "bob"]
@@ -36,7 +36,7 @@ async def stub(
     await host.start()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
-        stub.address = f"127.0.0.1:{host.grpc_port}"  # type: ignore[attr-defined]
+        stub.address = f"127.0.0.1:{host.grpc_port}"
         yield stub
     await host.stop()
 
@@ -92,7 +92,7 @@ async def test_a_match_over_grpc(stub: table_pb2_grpc.TableServiceStub) -> None:
     stream.cancel()
     with pytest.raises(grpc.aio.AioRpcError) as early:
         await stub.GetMatchRecord(table_pb2.GetMatchRecordRequest(table_id="g1", match_id="gm1"))
-    assert error_from(early.value).code == "MATCH_NOT_OVER"  # type: ignore[union-attr]
+    assert error_of(early.value).code == "MATCH_NOT_OVER"
     await stub.SubmitCommand(
         table_pb2.SubmitCommandRequest(
             table_id="g1", player_id="bob", seat=1, command=_cmd(leave=table_pb2.Empty())
@@ -140,7 +140,7 @@ async def test_typed_errors(stub: table_pb2_grpc.TableServiceStub, request_, sta
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await stub.SubmitCommand(request_)
     assert err.value.code() == status
-    assert error_from(err.value).code == code  # type: ignore[union-attr]
+    assert error_of(err.value).code == code
 
 
 async def test_presence_and_preferences(stub: table_pb2_grpc.TableServiceStub) -> None:
@@ -184,7 +184,7 @@ async def test_commands_over_one_stream_with_failover(
             options=table_pb2.TableOptions(profile="casual"),
         )
     )  # fmt: skip
-    live = stub.address  # type: ignore[attr-defined]
+    live = stub.address
     async with table_channel([f"127.0.0.1:{free_port()}", live]) as balanced:
         lines = CommandLines(table_pb2_grpc.TableServiceStub(balanced), streams=3)
         view = await stub.GetView(table_pb2.GetViewRequest(table_id="s1", player_id=P[0]))

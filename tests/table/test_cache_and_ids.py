@@ -69,7 +69,8 @@ async def test_a_stale_cache_is_never_served(redis: redis_asyncio.Redis) -> None
     frm, to = _one_die_step(view)
     moved = await a.submit("t1", P[seat], seat, "a1", 0, c.Move(seat, frm, to))
     # b's cache is one commit behind: the same step judged on it would look legal again.
-    assert b.cache.get("t1").seq < moved.seq  # type: ignore[union-attr]
+    cached = b.cache.get("t1")
+    assert cached is not None and cached.seq < moved.seq
     # On b's stale cache the undo has nothing to take back; on the real state it has.
     undone = await b.submit("t1", P[seat], seat, "b1", 0, c.Undo(seat))
     assert undone.seq > moved.seq and undone.events[0].WhichOneof("body") == "steps_undone"
@@ -105,7 +106,7 @@ async def test_each_commit_publishes_events_and_both_views(redis: redis_asyncio.
             update.ParseFromString(message["data"])
             updates.append(update)
             break
-    await pubsub.aclose()
+    await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
     assert updates, "no update published"
     first = updates[0]
     assert [v.seat for v in first.views] == [0, 1] and first.views[0].seq == first.seq

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 import redis.asyncio as redis_asyncio
@@ -13,7 +13,7 @@ from engine import commands as c
 from services.table.clock import ClockWorker
 from services.table.store import TableStore
 from services.table.tables import TableCore
-from tests.helpers import kind
+from tests.helpers import kind, load_table
 from tests.table.driver import options
 from tests.table.fakes import FakeWallet
 
@@ -31,8 +31,11 @@ async def _events(core: TableCore, table_id: str) -> list[events_pb2.TableEvent]
 
 
 async def _until(
-    core: TableCore, table_id: str, pred, timeout_s: float = 30.0
-) -> list[events_pb2.TableEvent]:  # type: ignore[no-untyped-def]
+    core: TableCore,
+    table_id: str,
+    pred: Callable[[list[events_pb2.TableEvent]], bool],
+    timeout_s: float = 30.0,
+) -> list[events_pb2.TableEvent]:
     for _ in range(int(timeout_s / 0.02)):
         events = await _events(core, table_id)
         if pred(events):
@@ -83,9 +86,10 @@ async def test_unanswered_double_is_dropped(clocked: TableCore) -> None:
     loaded = await clocked.store.load("t1")
     assert loaded is not None
     m = loaded.state.match
+    assert m.play is not None
     await clocked.submit(
         "t1", P[m.turn], m.turn, "", 0, c.SubmitPlay(m.turn, m.play.plays[0].steps)
-    )  # type: ignore[union-attr]
+    )
     seat = 1 - m.turn
     await clocked.submit("t1", P[seat], seat, "", 0, c.OfferDouble(seat))
     events = await _until(clocked, "t1", lambda evs: "double_dropped" in _types(evs))
@@ -110,11 +114,12 @@ async def test_scored_confirm_window_passes_the_turn(clocked: TableCore) -> None
     assert loaded is not None
     seat = loaded.state.match.turn
     rolled = await clocked.submit("t1", P[seat], seat, "", 0, c.Roll(seat))
-    state = (await clocked.store.load("t1")).state.match  # type: ignore[union-attr]
+    state = (await load_table(clocked.store, "t1")).state.match
     if state.phase.value == "moving":
-        for frm, to in state.play.plays[0].steps:  # type: ignore[union-attr]
+        assert state.play is not None
+        for frm, to in state.play.plays[0].steps:
             await clocked.submit("t1", P[seat], seat, "", 0, c.Move(seat, frm, to))
-        kinds = ("awaiting_confirm", "turn_ended")
+        kinds: tuple[str, ...] = ("awaiting_confirm", "turn_ended")
     else:
         kinds = ("turn_passed",)  # no legal move: the 3 s "Got it" window
     del rolled
@@ -127,9 +132,10 @@ async def test_casual_auto_roll_after_25_s(clocked: TableCore) -> None:
     loaded = await clocked.store.load("t1")
     assert loaded is not None
     m = loaded.state.match
+    assert m.play is not None
     await clocked.submit(
         "t1", P[m.turn], m.turn, "", 0, c.SubmitPlay(m.turn, m.play.plays[0].steps)
-    )  # type: ignore[union-attr]
+    )
     events = await _until(
         clocked,
         "t1",

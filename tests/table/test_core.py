@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable
+from typing import TypeVar
 
 import pytest
 
@@ -11,12 +13,14 @@ from bg.table.v1 import table_pb2
 from engine import commands as c
 from services.common.errors import ServiceError
 from services.common.shards import clocks_key, shard_of
+from services.common.table_feed import stream_key
 from services.table.clock import ClockWorker
-from services.table.store import stream_key
 from services.table.tables import TableCore
-from tests.helpers import kind
+from tests.helpers import kind, load_table
 from tests.table.driver import options, play
 from tests.table.fakes import FakeProducer, FakeWallet
+
+T = TypeVar("T")
 
 CLOCKS = clocks_key(shard_of("t1"))
 
@@ -24,7 +28,7 @@ pytestmark = pytest.mark.integration
 P = ["alice", "bob"]
 
 
-async def _with_clock(core: TableCore, work):  # type: ignore[no-untyped-def]
+async def _with_clock(core: TableCore, work: Awaitable[T]) -> T:
     stop = asyncio.Event()
     worker = asyncio.create_task(ClockWorker(core.store, core).run(stop))
     try:
@@ -45,7 +49,9 @@ async def _with_clock(core: TableCore, work):  # type: ignore[no-untyped-def]
     ],
     ids=["wagered1", "wagered3", "scored3", "casual3-cube", "casual-async"],
 )
-async def test_whole_matches_of_every_profile(core: TableCore, opts) -> None:  # type: ignore[no-untyped-def]
+async def test_whole_matches_of_every_profile(
+    core: TableCore, opts: table_pb2.TableOptions
+) -> None:
     fingerprint, seq, existed = await core.create_match("t1", "m1", P, opts)
     assert len(fingerprint) == 64 and seq > 0 and not existed
     phase = await _with_clock(core, play(core, "t1", P, random.Random(1)))
@@ -106,7 +112,7 @@ async def test_duplicate_command_ids_return_the_original_result(core: TableCore)
     again = await core.submit("t1", P[seat], seat, "cmd-1", loaded.seq, c.Roll(seat))
     assert again.duplicate and again.seq == first.seq
     assert [e.event_id for e in again.events] == [e.event_id for e in first.events]
-    assert (await core.store.load("t1")).seq == first.seq  # type: ignore[union-attr]
+    assert (await load_table(core.store, "t1")).seq == first.seq
 
 
 async def test_creating_twice_is_idempotent_and_a_busy_table_refuses_another_match(
@@ -150,13 +156,13 @@ async def test_boost_holds_then_captures_only_when_applied(
     assert kind(out.events[0]) == "boost_applied"
     assert wallet.balances[P[seat]] == 10_000 - 10
     assert wallet.captured == [f"boost:m1:1:{seat}:1"]
-    after = await core.store.load("t1")
-    assert after.state.match.clock_deadline_ms == deadline + 100  # type: ignore[union-attr, operator]
+    after = await load_table(core.store, "t1")
+    assert deadline is not None and after.state.match.clock_deadline_ms == deadline + 100
     wallet.balances[P[seat]] = 5  # cannot pay: no hold, no boost
     with pytest.raises(ServiceError) as err:
         await core.submit("t1", P[seat], seat, "", 0, c.Boost(seat))
     assert err.value.code == "INSUFFICIENT_FUNDS"
-    assert (await core.store.load("t1")).state.match.boosts_used[seat] == 1  # type: ignore[union-attr]
+    assert (await load_table(core.store, "t1")).state.match.boosts_used[seat] == 1
     # Not this seat's turn: the rules refuse it before any money is held.
     wallet.balances[P[seat]] = 10_000
     calls = len(wallet.calls)
@@ -168,7 +174,7 @@ async def test_boost_holds_then_captures_only_when_applied(
     with pytest.raises(ServiceError) as err:
         await core.submit("t1", P[seat], seat, "", 0, c.Boost(seat))
     assert err.value.code == "UPSTREAM_UNAVAILABLE"
-    assert (await core.store.load("t1")).state.match.boosts_used[seat] == 1  # type: ignore[union-attr]
+    assert (await load_table(core.store, "t1")).state.match.boosts_used[seat] == 1
     assert wallet.balances[P[seat]] == 10_000
 
 
@@ -177,10 +183,10 @@ async def _to_doubling_turn(core: TableCore) -> int:
     loaded = await core.store.load("t1")
     assert loaded is not None
     m = loaded.state.match
-    play = m.play.plays[0]  # type: ignore[union-attr]
+    assert m.play is not None
+    play = m.play.plays[0]
     await core.submit("t1", P[m.turn], m.turn, "", 0, c.SubmitPlay(m.turn, play.steps))
-    loaded = await core.store.load("t1")
-    return loaded.state.match.turn  # type: ignore[union-attr]
+    return int((await load_table(core.store, "t1")).state.match.turn)
 
 
 async def test_i4_double_holds_the_raise_and_the_take_captures_it(
@@ -236,9 +242,8 @@ async def test_the_commit_that_ends_a_match_writes_its_record_and_outcome(
     assert loaded is not None
     seat = loaded.state.match.turn
     await core.submit("t1", P[seat], seat, "", 0, c.Boost(seat))
-    loaded = await core.store.load("t1")
-    m = loaded.state.match  # type: ignore[union-attr]
-    play_ = m.play.plays[0]  # type: ignore[union-attr]
+    m = (await load_table(core.store, "t1")).state.match
+    play_ = m.play.plays[0]
     await core.submit("t1", P[seat], seat, "", 0, c.SubmitPlay(seat, play_.steps))
     other = 1 - seat
     ended = await core.submit("t1", P[other], other, "", 0, c.Resign(other))
@@ -249,8 +254,8 @@ async def test_the_commit_that_ends_a_match_writes_its_record_and_outcome(
     kinds = [mv["kind"] for mv in record["moves"]]
     assert kinds[0] == "game_started" and "boost_applied" in kinds and "turn_ended" in kinds
     assert kinds[-1] == "game_ended"
-    final = await core.store.load("t1")
-    assert record["seed_hex"] == final.state.secret.seed.hex()  # type: ignore[union-attr]
+    final = await load_table(core.store, "t1")
+    assert record["seed_hex"] == final.state.secret.seed.hex()
     outcome = await core.outcome("t1", "t1-1")
     assert outcome.state == state.STATE_ENDED and outcome.winner_id == P[seat]
     assert list(outcome.applied_boosts) == [f"boost:t1-1:1:{seat}:1"]
@@ -268,8 +273,9 @@ async def test_a_finished_tables_keys_expire_once_relayed_and_a_rematch_keeps_th
 ) -> None:
     """Issue 13 req. 6: nothing of a finished match stays in Redis past the grace period, and
     nothing expires before its events are on Kafka."""
+    from services.common.table_feed import table_key
     from services.table.relay import EventRelay
-    from services.table.store import FINISHED_TTL_S, commands_key, record_key, table_key
+    from services.table.store import FINISHED_TTL_S, commands_key, record_key
 
     redis = core.store.redis
     keys = [table_key("t1"), stream_key("t1"), commands_key("t1")]

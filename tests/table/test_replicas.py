@@ -25,7 +25,7 @@ from services.common.topics import TABLE_EVENTS
 from services.table.clock import ClockWorker
 from services.table.store import TableStore
 from services.table.tables import TableCore
-from tests.helpers import Valkey, kind
+from tests.helpers import Valkey, kind, load_table
 from tests.table.driver import options
 from tests.table.fakes import FakeWallet
 
@@ -43,7 +43,8 @@ async def test_two_replicas_racing_the_same_commands(
         loaded = await cores[0].store.load("t1")
         assert loaded is not None
         m = loaded.state.match
-        steps = m.play.plays[0].steps  # type: ignore[union-attr]
+        assert m.play is not None
+        steps = m.play.plays[0].steps
         seat = m.turn
         # The same command id sent to both replicas at once: applied once, both get the result.
         results = await asyncio.gather(
@@ -212,7 +213,7 @@ async def test_kill_9_one_replica_mid_match(
                         if ev.table_id in seen:
                             assert record.key == ev.table_id.encode()
                             seen[ev.table_id].append(ev.seq)
-                expected = {t: (await store.load(t)).seq for t in tables}  # type: ignore[union-attr]
+                expected = {t: (await load_table(store, t)).seq for t in tables}
                 if all(set(seen[t]) >= set(range(1, expected[t] + 1)) for t in tables):
                     break
         finally:

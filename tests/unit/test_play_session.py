@@ -27,6 +27,7 @@ class _RefusedCall:
             grpc.aio.Metadata(),
             grpc.aio.Metadata(),
             details="RATE_LIMITED: at most 50 calls per second",
+            debug_error_string="",
         )
 
     def cancel(self) -> bool:
@@ -45,7 +46,7 @@ class _Stub:
 async def test_a_refused_stream_open_fails_fast_and_a_retry_opens_again() -> None:
     stub = _Stub()
     for attempt in (1, 2):  # what the bots worker does on its next pass
-        session = PlaySession(stub, "t1", [])  # type: ignore[arg-type]
+        session = PlaySession(stub, "t1", [])
         loop = asyncio.get_running_loop()
         started = loop.time()
         with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -62,7 +63,7 @@ class _Scripted(PlaySession):
     """A session whose pushed views the test sets; `send` records and the table moves on."""
 
     def __init__(self) -> None:
-        super().__init__(_Stub(), "t1", [])  # type: ignore[arg-type]
+        super().__init__(_Stub(), "t1", [])
         self.sent: list[tuple[int, float]] = []  # (expected seq, loop time)
 
     async def send(

@@ -8,6 +8,12 @@ from client.terminal import HELP, describe, parse, render
 from engine.position import Position
 
 
+def _lit(frm: int, to: list[int]) -> table_pb2.LitPoints:
+    lit = table_pb2.LitPoints(to=to)
+    setattr(lit, "from", frm)  # a Python keyword as a field name
+    return lit
+
+
 def test_render_draws_both_sides_pips_dice_and_lit_moves() -> None:
     start = Position.start()
     view = table_pb2.TableView(
@@ -16,7 +22,7 @@ def test_render_draws_both_sides_pips_dice_and_lit_moves() -> None:
         pips=[167, 167], score=[0, 0], match_length=1, cube=1, cube_owner=-1, dice=[3, 1],
         game_no=1,
         deadline_ms=10_000, deadline_kind="DEADLINE_KIND_TURN",
-        lit=[table_pb2.LitPoints(**{"from": 8, "to": [5, 7]})],
+        lit=[_lit(8, [5, 7])],
     )  # fmt: skip
     text = render(view, now_ms=4_000)
     assert " 5X" in text and " 5O" in text  # 5 on your 6-point, 5 of theirs on your 12-point

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 import pytest
 
 from services.common.vocabulary import PROTO_ENUMS, from_proto, to_proto
 
 
 @pytest.mark.parametrize("enum", list(PROTO_ENUMS), ids=lambda e: e.__name__)
-def test_every_member_has_its_proto_value_and_back(enum: type) -> None:
+def test_every_member_has_its_proto_value_and_back(enum: type[StrEnum]) -> None:
     wrapper, prefix = PROTO_ENUMS[enum]
     names = wrapper.DESCRIPTOR.values_by_name
     proto_names = {n.removeprefix(prefix) for n in names} - {"UNSPECIFIED"}

@@ -13,6 +13,7 @@ import grpc
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bg.common.v1 import errors_pb2
@@ -22,11 +23,12 @@ from services.common.host import ServiceHost
 from services.wallet.api import purchase_signature
 from services.wallet.app import build_app
 from services.wallet.schema import metadata
-from tests.helpers import scrape_metrics
+from tests.helpers import error_of, scrape_metrics
 
 pytestmark = pytest.mark.integration
 TOKEN = [("x-operator-token", "s3cret-op")]
 STORE = "store-secret-0123456789-0123456789"
+WalletUnderTest = tuple[wallet_pb2_grpc.WalletServiceStub, ServiceHost]
 
 
 @contextlib.asynccontextmanager
@@ -77,7 +79,7 @@ async def test_the_starter_grant_is_credited_once_per_player(
         assert (await stub.GetBalance(balance)).balance == 500
 
 
-async def test_deposits_need_the_operator_token(wallet) -> None:  # type: ignore[no-untyped-def]
+async def test_deposits_need_the_operator_token(wallet: WalletUnderTest) -> None:
     stub, _ = wallet
     request = wallet_pb2.DepositRequest(idempotency_key="d1", player_id="alice", amount=500)
     for metadata_ in (None, [("x-operator-token", "guess")]):
@@ -94,7 +96,7 @@ async def test_deposits_need_the_operator_token(wallet) -> None:  # type: ignore
     assert (await stub.GetBalance(wallet_pb2.GetBalanceRequest(player_id="alice"))).balance == 500
 
 
-async def test_errors_are_typed_and_change_nothing(wallet) -> None:  # type: ignore[no-untyped-def]
+async def test_errors_are_typed_and_change_nothing(wallet: WalletUnderTest) -> None:
     stub, host = wallet
     await stub.Deposit(
         wallet_pb2.DepositRequest(idempotency_key="a", player_id="alice", amount=1000),
@@ -123,7 +125,7 @@ async def test_errors_are_typed_and_change_nothing(wallet) -> None:  # type: ign
             )
         )
     assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert error_from(bad.value).field == "amount"  # type: ignore[union-attr]
+    assert error_of(bad.value).field == "amount"
     assert (await stub.GetBalance(wallet_pb2.GetBalanceRequest(player_id="alice"))).balance == 1000
     history = await stub.GetHistory(wallet_pb2.GetHistoryRequest(player_id="alice"))
     assert [(h.kind, h.amount) for h in history.entries] == [("deposit", 1000)]
@@ -133,7 +135,7 @@ async def test_errors_are_typed_and_change_nothing(wallet) -> None:  # type: ign
     assert "bg_wallet_outbox_backlog" in body
 
 
-async def test_full_match_through_the_api(wallet) -> None:  # type: ignore[no-untyped-def]
+async def test_full_match_through_the_api(wallet: WalletUnderTest) -> None:
     stub, _ = wallet
     for p in ("alice", "bob"):
         await stub.Deposit(
@@ -162,7 +164,7 @@ async def test_full_match_through_the_api(wallet) -> None:  # type: ignore[no-un
 
 
 async def test_migrations_match_the_declared_schema(engine: AsyncEngine) -> None:
-    def diff(sync_conn):  # type: ignore[no-untyped-def]
+    def diff(sync_conn: Connection) -> Any:
         return compare_metadata(MigrationContext.configure(sync_conn), metadata)
 
     async with engine.connect() as conn:
@@ -170,7 +172,7 @@ async def test_migrations_match_the_declared_schema(engine: AsyncEngine) -> None
 
 
 async def test_a_signed_purchase_credits_once_and_a_forged_or_stale_one_nothing(
-    wallet,  # type: ignore[no-untyped-def]
+    wallet: WalletUnderTest,
 ) -> None:
     stub, _ = wallet
     now = int(time.time() * 1000)

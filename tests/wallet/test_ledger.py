@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -156,8 +158,8 @@ async def test_settle_and_refund_happen_at_most_once_in_total(
     ],
 )
 async def test_bad_input_gets_a_typed_error_and_writes_nothing(
-    ledger: Ledger, engine: AsyncEngine, call, code: str
-) -> None:  # type: ignore[no-untyped-def]
+    ledger: Ledger, engine: AsyncEngine, call: Callable[[Ledger], Awaitable[object]], code: str
+) -> None:
     await fund(ledger, alice=1000, bob=1000)
     await ledger.escrow("e", "m", ["alice", "bob"], 100)
     before = await _rows(engine)

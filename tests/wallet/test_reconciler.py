@@ -69,7 +69,7 @@ async def test_open_escrows_are_closed_by_their_tables_outcome_exactly_once(
     # tb-1, tc-1 refunded; td-1 and te-1 still hold 500 each.
     assert await ledger.balance("bob") == 5000 - 1000 - 500 - 500 + 1840
     assert await ledger.balance("ann") == 5000 - 1000 - 10 - 500 - 500
-    assert metrics.escrows_stuck._value.get() == 1  # type: ignore[attr-defined]
+    assert metrics.escrows_stuck._value.get() == 1
 
     again = await reconciler.run_once(later())
     assert again.actions == {"playing": 1, "stuck": 1}  # closed ones are not looked at again

@@ -1,0 +1,42 @@
+"""A table's options as the protos carry them, validated into the engine's rules: one function
+that matchmaking (at once, for a clean error at creation) and the table service (at the deal)
+both use."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from bg.table.v1 import table_pb2
+from engine import profiles
+from engine.profiles import Level, OptionsError, RulesOptions
+from services.common.errors import InvalidArgument
+
+
+def rules_from_proto(opt: table_pb2.TableOptions) -> RulesOptions:
+    """Validated engine options; a bad value is an INVALID_ARGUMENT naming the field."""
+    try:
+        if opt.profile == "wagered":
+            return profiles.wagered(opt.match_length or 1, opt.bet, opt.rated)
+        if opt.profile == "scored":
+            level = opt.level or "players"
+            if level not in ("players", "easy", "normal"):
+                raise OptionsError("level", f"unknown level {level!r}")
+            return profiles.scored(
+                opt.match_length or 1, opt.move_time_s or 180, opt.test_game, cast(Level, level)
+            )
+        if opt.profile == "casual":
+            cpu = opt.level or None
+            if cpu not in (None, "easy", "normal"):
+                raise OptionsError("level", f"unknown CPU level {cpu!r}")
+            return profiles.casual(
+                opt.match_length or 1,
+                gammons=not opt.no_gammons,
+                cube=opt.cube,
+                crawford=not opt.no_crawford,
+                async_mode=opt.async_mode,
+                ranked=opt.rated,
+                cpu=cpu,  # type: ignore[arg-type]  # checked just above
+            )
+    except OptionsError as err:
+        raise InvalidArgument("INVALID_OPTION", str(err), field=err.field) from None
+    raise InvalidArgument("INVALID_OPTION", f"unknown profile {opt.profile!r}", field="profile")
