@@ -28,6 +28,7 @@ from services.table.relay import EventRelay
 from services.table.store import FINISHED_TTL_S, TableStore
 from services.table.tables import TableCore
 from services.table.wallet_port import NoWallet
+from tests.table.driver import redis_store
 
 LIVE = 200
 FINISHED = 40
@@ -94,7 +95,7 @@ async def _main(url: str) -> None:
     for i in range(FINISHED):
         await core.create_match(f"done{i}", f"done{i}-1", P, casual)
         await _play(core, f"done{i}", rng)
-    relay = EventRelay(core.store, _Kafka)
+    relay = EventRelay(redis_store(core), _Kafka)
     while await relay.run_once():
         pass
     keys = await _keys(redis, "done")

@@ -264,6 +264,10 @@ class TableStore:
             out += stream_entries(entries)
         return out
 
+    async def deadline(self, table_id: str) -> int | None:
+        score = await self.redis.zscore(clocks_key(shard_of(table_id)), table_id)
+        return None if score is None else int(score)
+
     async def unschedule(self, table_id: str) -> None:
         await self.redis.zrem(clocks_key(shard_of(table_id)), table_id)
 

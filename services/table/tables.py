@@ -43,7 +43,8 @@ from services.common.table_options import rules_from_proto
 from services.common.vocabulary import to_proto
 from services.table import convert
 from services.table.metrics import TableMetrics
-from services.table.store import CommitResult, Loaded, TableStore, command_field
+from services.table.repository import TableRepository
+from services.table.store import CommitResult, Loaded, command_field
 from services.table.wallet_port import WalletPort
 
 log = logging.getLogger("bg.table")
@@ -105,7 +106,7 @@ class Submitted:
 class TableCore:
     def __init__(
         self,
-        store: TableStore,
+        store: TableRepository,
         wallet: WalletPort,
         metrics: TableMetrics | None = None,
         clock_scale: float = 1.0,

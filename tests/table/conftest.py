@@ -1,6 +1,7 @@
-"""Table fixtures: a store on the session's real Valkey (flushed per test), a core with a
-fake wallet. Every test that uses Redis runs twice: on a single Valkey and on a 3-primary Valkey
-Cluster (issue 14: the table service works unchanged on both)."""
+"""Table fixtures: the core's unit tests run it on the in-memory store (`core`, issue 17); the
+Redis store on the session's real Valkey (flushed per test) backs `redis_core` and the
+integration tests, each run twice: on a single Valkey and on a 3-primary Valkey Cluster (issue
+14: the table service works unchanged on both)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from services.table.store import TableStore
 from services.table.tables import TableCore
 from tests.helpers import Valkey
 from tests.table.fakes import FakeWallet
+from tests.table.memory_store import MemoryTableStore
 
 
 @pytest.fixture
@@ -29,5 +31,10 @@ def wallet() -> FakeWallet:
 
 
 @pytest.fixture
-def core(redis: Any, wallet: FakeWallet) -> TableCore:
+def core(wallet: FakeWallet) -> TableCore:
+    return TableCore(MemoryTableStore(), wallet, clock_scale=0.01)
+
+
+@pytest.fixture
+def redis_core(redis: Any, wallet: FakeWallet) -> TableCore:
     return TableCore(TableStore(redis), wallet, clock_scale=0.01)

@@ -9,6 +9,7 @@ from bg.table.v1 import table_pb2
 from engine import bots
 from engine import commands as c
 from engine.position import Position
+from services.table.store import TableStore
 from services.table.tables import Rejected, TableCore
 
 
@@ -56,3 +57,9 @@ async def play(
 
 def options(profile: str, **kw: object) -> table_pb2.TableOptions:
     return table_pb2.TableOptions(profile=profile, **kw)  # type: ignore[arg-type]
+
+
+def redis_store(core: TableCore) -> TableStore:
+    """A core's store when it is the Redis one (the clock worker and the relay work on it)."""
+    assert isinstance(core.store, TableStore), core.store
+    return core.store

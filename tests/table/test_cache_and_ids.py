@@ -17,7 +17,7 @@ from services.common.errors import ServiceError
 from services.common.table_feed import update_channel
 from services.table.store import TableStore
 from services.table.tables import TableCore
-from tests.table.driver import options
+from tests.table.driver import options, redis_store
 from tests.table.fakes import FakeWallet
 
 pytestmark = pytest.mark.integration
@@ -125,6 +125,6 @@ async def test_scripts_reload_after_redis_forgets_them(redis: redis_asyncio.Redi
     frm, to = _one_die_step(view)
     moved = await core.submit("t1", P[seat], seat, "1", 0, c.Move(seat, frm, to))
     await redis.script_flush()
-    await core.store.relay_ack_many({"t1": moved.seq})
-    assert await core.store.relayed("t1") == moved.seq
-    assert await core.store.pending_tables() == []  # caught up: unmarked
+    await redis_store(core).relay_ack_many({"t1": moved.seq})
+    assert await redis_store(core).relayed("t1") == moved.seq
+    assert await redis_store(core).pending_tables() == []  # caught up: unmarked

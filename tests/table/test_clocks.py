@@ -14,7 +14,7 @@ from services.table.clock import ClockWorker
 from services.table.store import TableStore
 from services.table.tables import TableCore
 from tests.helpers import kind, load_table
-from tests.table.driver import options
+from tests.table.driver import options, redis_store
 from tests.table.fakes import FakeWallet
 
 pytestmark = pytest.mark.integration
@@ -50,7 +50,7 @@ async def _until(
 async def clocked(redis: redis_asyncio.Redis) -> AsyncIterator[TableCore]:
     core = TableCore(TableStore(redis), FakeWallet(alice=10_000, bob=10_000), clock_scale=0.001)
     stop = asyncio.Event()
-    task = asyncio.create_task(ClockWorker(core.store, core).run(stop))
+    task = asyncio.create_task(ClockWorker(redis_store(core), core).run(stop))
     yield core
     stop.set()
     await task
@@ -156,7 +156,7 @@ async def test_presence_window_forfeits_after_60_s(clocked: TableCore) -> None:
 async def test_async_table_expires_after_45_idle_days(redis: redis_asyncio.Redis) -> None:
     core = TableCore(TableStore(redis), FakeWallet(), clock_scale=1e-7)  # 45 days -> 0.39 s
     stop = asyncio.Event()
-    task = asyncio.create_task(ClockWorker(core.store, core).run(stop))
+    task = asyncio.create_task(ClockWorker(redis_store(core), core).run(stop))
     try:
         await core.create_match("t1", "m1", P, options("casual", async_mode=True))
         events = await _until(core, "t1", lambda evs: "match_closed" in _types(evs))

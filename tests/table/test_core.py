@@ -5,32 +5,49 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import pytest
 
 from bg.table.v1 import table_pb2
 from engine import commands as c
+from services.common.backoff import pause
 from services.common.errors import ServiceError
-from services.common.shards import clocks_key, shard_of
 from services.common.table_feed import stream_key
 from services.table.clock import ClockWorker
+from services.table.store import TableStore
 from services.table.tables import TableCore
 from tests.helpers import kind, load_table
 from tests.table.driver import options, play
 from tests.table.fakes import FakeProducer, FakeWallet
+from tests.table.memory_store import MemoryTableStore
 
 T = TypeVar("T")
 
-CLOCKS = clocks_key(shard_of("t1"))
 
 pytestmark = pytest.mark.integration
 P = ["alice", "bob"]
 
 
+async def _memory_clock(core: TableCore, store: MemoryTableStore, stop: asyncio.Event) -> None:
+    """The clock worker's job on the in-memory store: fire each deadline once it is due."""
+    while not stop.is_set():
+        now = core.now()
+        for table_id, at in list(store.deadlines.items()):
+            if at <= now:
+                await core.fire_deadline(table_id)
+        await pause(stop, 0.005)
+
+
 async def _with_clock(core: TableCore, work: Awaitable[T]) -> T:
     stop = asyncio.Event()
-    worker = asyncio.create_task(ClockWorker(core.store, core).run(stop))
+    store = core.store
+    ticking = (
+        _memory_clock(core, store, stop)
+        if isinstance(store, MemoryTableStore)
+        else ClockWorker(cast(TableStore, store), core).run(stop)
+    )
+    worker = asyncio.create_task(ticking)
     try:
         return await work
     finally:
@@ -52,6 +69,15 @@ async def _with_clock(core: TableCore, work: Awaitable[T]) -> T:
 async def test_whole_matches_of_every_profile(
     core: TableCore, opts: table_pb2.TableOptions
 ) -> None:
+    await _whole_match(core, opts)
+
+
+async def test_a_whole_match_on_redis_with_its_clock_worker(redis_core: TableCore) -> None:
+    """The same through the Redis store's Lua scripts and the clock worker's shard sets."""
+    await _whole_match(redis_core, options("wagered", match_length=3, bet=200))
+
+
+async def _whole_match(core: TableCore, opts: table_pb2.TableOptions) -> None:
     fingerprint, seq, existed = await core.create_match("t1", "m1", P, opts)
     assert len(fingerprint) == 64 and seq > 0 and not existed
     phase = await _with_clock(core, play(core, "t1", P, random.Random(1)))
@@ -62,7 +88,7 @@ async def test_whole_matches_of_every_profile(
     assert [s for s, _ in events] == list(range(1, loaded.seq + 1))  # contiguous seqs
     record = await core.record("t1", "m1")
     assert record["fingerprint"] == fingerprint and len(record["seed_hex"]) == 32
-    assert await core.store.redis.zscore(CLOCKS, "t1") is None  # no deadline left
+    assert await core.store.deadline("t1") is None  # no deadline left
 
 
 async def test_refusals_are_typed_and_change_nothing(core: TableCore) -> None:
@@ -73,8 +99,8 @@ async def test_refusals_are_typed_and_change_nothing(core: TableCore) -> None:
     other = 1 - seat
     before = (
         loaded.seq,
-        await core.store.redis.xlen(stream_key("t1")),
-        await core.store.redis.zscore(CLOCKS, "t1"),
+        len(await core.store.events("t1", 0)),
+        await core.store.deadline("t1"),
     )
     cases = [
         (P[other], other, c.Move(other, 8, 5), "NOT_YOUR_TURN"),
@@ -98,8 +124,8 @@ async def test_refusals_are_typed_and_change_nothing(core: TableCore) -> None:
     assert after is not None and after.state == loaded.state
     assert (
         after.seq,
-        await core.store.redis.xlen(stream_key("t1")),
-        await core.store.redis.zscore(CLOCKS, "t1"),
+        len(await core.store.events("t1", 0)),
+        await core.store.deadline("t1"),
     ) == before
 
 
@@ -261,15 +287,15 @@ async def test_the_commit_that_ends_a_match_writes_its_record_and_outcome(
     assert list(outcome.applied_boosts) == [f"boost:t1-1:1:{seat}:1"]
     assert (await core.record("t1", "t1-1"))["match_id"] == "t1-1"
     # The record gone first (its own expiry): the finished state still answers.
-    from services.table.store import record_key
-
-    await core.store.redis.delete(record_key("t1", "t1-1"))
+    store = core.store
+    assert isinstance(store, MemoryTableStore)
+    del store.records["t1:t1-1"]
     again = await core.outcome("t1", "t1-1")
     assert again.state == state.STATE_ENDED and again.winner_id == P[seat]
 
 
 async def test_a_finished_tables_keys_expire_once_relayed_and_a_rematch_keeps_them(
-    core: TableCore,
+    redis_core: TableCore,
 ) -> None:
     """Issue 13 req. 6: nothing of a finished match stays in Redis past the grace period, and
     nothing expires before its events are on Kafka."""
@@ -277,7 +303,9 @@ async def test_a_finished_tables_keys_expire_once_relayed_and_a_rematch_keeps_th
     from services.table.relay import EventRelay
     from services.table.store import FINISHED_TTL_S, commands_key, record_key
 
-    redis = core.store.redis
+    core = redis_core
+    store = cast(TableStore, core.store)
+    redis = store.redis
     keys = [table_key("t1"), stream_key("t1"), commands_key("t1")]
     await core.create_match("t1", "t1-1", P, options("wagered", match_length=1, bet=100))
     loaded = await core.store.load("t1")
@@ -287,7 +315,7 @@ async def test_a_finished_tables_keys_expire_once_relayed_and_a_rematch_keeps_th
     assert [await redis.ttl(k) for k in keys] == [-1, -1, -1]  # not on Kafka yet: kept
     assert FINISHED_TTL_S < await redis.ttl(record_key("t1", "t1-1")) <= 86_400
     producer = FakeProducer()
-    relay = EventRelay(core.store, lambda: producer)
+    relay = EventRelay(store, lambda: producer)
     assert await relay.run_once() > 0
     ttls = [await redis.ttl(k) for k in [*keys, record_key("t1", "t1-1")]]
     assert all(0 < t <= FINISHED_TTL_S for t in ttls), ttls

@@ -26,7 +26,7 @@ from services.table.clock import ClockWorker
 from services.table.store import TableStore
 from services.table.tables import TableCore
 from tests.helpers import Valkey, kind, load_table
-from tests.table.driver import options
+from tests.table.driver import options, redis_store
 from tests.table.fakes import FakeWallet
 
 pytestmark = pytest.mark.integration
@@ -85,7 +85,9 @@ async def test_two_clock_workers_fire_each_deadline_once(
     clients = [valkey.client() for _ in range(3)]
     cores = [TableCore(TableStore(cl), FakeWallet(), clock_scale=0.001) for cl in clients]
     stop = asyncio.Event()
-    workers = [asyncio.create_task(ClockWorker(core.store, core).run(stop)) for core in cores[1:]]
+    workers = [
+        asyncio.create_task(ClockWorker(redis_store(core), core).run(stop)) for core in cores[1:]
+    ]
     try:
         tables = [f"t{i}" for i in range(20)]
         for t in tables:

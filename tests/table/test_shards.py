@@ -18,7 +18,7 @@ from services.table.shard_leases import MEMBERS, ShardLeases, assign
 from services.table.store import TableStore
 from services.table.tables import TableCore
 from tests.helpers import Valkey, kind
-from tests.table.driver import options
+from tests.table.driver import options, redis_store
 from tests.table.fakes import FakeProducer, FakeWallet
 
 P = ["alice", "bob"]
@@ -87,7 +87,7 @@ async def test_a_replica_killed_mid_run_loses_no_deadline_and_doubles_none(
     tasks = [
         [
             asyncio.create_task(lease.run(stop)),
-            asyncio.create_task(ClockWorker(core.store, core, lease).run(stop)),
+            asyncio.create_task(ClockWorker(redis_store(core), core, lease).run(stop)),
         ]
         for lease, core, stop in zip(leases, cores[1:], stops, strict=True)
     ]
@@ -139,7 +139,7 @@ async def test_a_relay_sends_its_own_commits_at_once_and_sweeps_up_the_dead_repl
     here = TableCore(TableStore(redis), FakeWallet())
     dead = TableCore(TableStore(redis), FakeWallet())
     producer = FakeProducer()
-    relay = EventRelay(here.store, lambda: producer)
+    relay = EventRelay(redis_store(here), lambda: producer)
     here.on_commit = relay.committed
     await here.create_match("mine", "m-mine", P, options("casual", match_length=1))
     await dead.create_match("theirs", "m-theirs", P, options("casual", match_length=1))
@@ -147,4 +147,4 @@ async def test_a_relay_sends_its_own_commits_at_once_and_sweeps_up_the_dead_repl
     assert {key for key, _ in producer.sent} == {"mine"}
     assert await relay.run_once(sweep=True) > 0
     assert {key for key, _ in producer.sent} == {"mine", "theirs"}
-    assert await here.store.pending_tables() == []
+    assert await redis_store(here).pending_tables() == []

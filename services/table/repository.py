@@ -1,0 +1,69 @@
+"""The table core's port to its state: what `TableCore` (and the event stream of the API) needs
+from a store. `services/table/store.py` is the implementation (Redis, one Lua script per
+atomic change); the unit tests run the core on an in-memory one (tests/table/memory_store.py),
+and a contract test holds both to the same behaviour. The clock worker and the Kafka relay work
+on the Redis store's shard sets directly: they are its integration paths."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from engine.state import TableState
+from services.table.store import CommitResult, Loaded
+
+
+class TableRepository(Protocol):
+    async def load(self, table_id: str) -> Loaded | None:
+        """The table now (seq, state, meta, relayed pointer), or None for no table."""
+        ...
+
+    async def commit(
+        self,
+        table_id: str,
+        expected_seq: int | None,
+        state: TableState,
+        deadline_ms: int | None,
+        command_field: str,
+        events: list[bytes],
+        now_ms: int,
+        meta: dict[str, Any] | None = None,
+        update: bytes = b"",
+        record: dict[str, Any] | None = None,
+    ) -> CommitResult:
+        """All or nothing: the new state at seq + len(events) if the table is at
+        `expected_seq` (None creates it: EXISTS if it is there), the events appended, the
+        deadline set (None clears it), the command field remembered (DUP when seen before), the
+        update published, the record kept (the commit that ends a match)."""
+        ...
+
+    async def command_result(self, table_id: str, field: str) -> tuple[int, int] | None:
+        """(seq after, events produced) of an applied command, or None."""
+        ...
+
+    async def events(
+        self, table_id: str, after_seq: int, count: int = 500
+    ) -> list[tuple[int, bytes]]:
+        """Serialized events after `after_seq`, in order, at most `count`."""
+        ...
+
+    async def wait_events(
+        self, table_id: str, after_seq: int, block_ms: int
+    ) -> list[tuple[int, bytes]]:
+        """Events after `after_seq`, waiting up to `block_ms` for new ones."""
+        ...
+
+    async def deadline(self, table_id: str) -> int | None:
+        """The table's scheduled deadline (ms), or None."""
+        ...
+
+    async def reschedule(self, table_id: str, seq: int, deadline_ms: int | None) -> bool:
+        """Set the deadline if the table is still at `seq` (a stale entry put back in line)."""
+        ...
+
+    async def unschedule(self, table_id: str) -> None: ...
+
+    async def get_record(self, table_id: str, match_id: str) -> dict[str, Any] | None: ...
+
+    async def get_prefs(self, player_id: str) -> dict[str, str]: ...
+
+    async def set_prefs(self, player_id: str, **prefs: str) -> None: ...

@@ -1,0 +1,94 @@
+"""Issue 17: the table core's port, one contract for both stores. The in-memory store the unit
+tests use answers as the Redis store's Lua scripts do (on a single Valkey and a Valkey
+Cluster): created once, compare-and-set on seq, a command id applied once, events in order,
+deadlines, records, preferences."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from engine import profiles
+from engine.machine import new_match
+from engine.state import TableState
+from services.table.repository import TableRepository
+from services.table.store import TableStore
+from tests.helpers import Valkey
+from tests.table.memory_store import MemoryTableStore
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["memory", "valkey", "valkey-cluster"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[TableRepository]:
+    if request.param == "memory":
+        yield MemoryTableStore()
+        return
+    if request.param == "valkey":
+        valkey = Valkey(request.getfixturevalue("valkey_url"), cluster=False)
+    else:
+        valkey = Valkey(request.getfixturevalue("valkey_cluster").url, cluster=True)
+    client = valkey.client()
+    await client.flushdb()
+    yield TableStore(client)
+    await client.aclose()
+
+
+def _state() -> TableState:
+    return new_match(profiles.casual(1), b"\x01" * 16, 0).state
+
+
+async def test_a_table_is_created_once_then_moves_by_compare_and_set(
+    store: TableRepository,
+) -> None:
+    state = _state()
+    made = await store.commit("t1", None, state, 5000, "", [b"e1", b"e2"], 1, meta={"m": 1})
+    assert (made.status, made.seq) == ("OK", 2)
+    again = await store.commit("t1", None, state, None, "", [b"x"], 2)
+    assert (again.status, again.seq) == ("EXISTS", 2)
+    stale = await store.commit("t1", 1, state, None, "", [b"x"], 3)
+    assert (stale.status, stale.seq) == ("CONFLICT", 2)
+    missing = await store.commit("t9", 0, state, None, "", [b"x"], 3)
+    assert missing.status == "NO_TABLE"
+    moved = await store.commit("t1", 2, state, None, "0:c1", [b"e3"], 4)
+    assert (moved.status, moved.seq) == ("OK", 3)
+    loaded = await store.load("t1")
+    assert loaded is not None and (loaded.seq, loaded.meta, loaded.relayed) == (3, {"m": 1}, 0)
+    assert loaded.state == state
+    assert await store.load("t9") is None
+    assert await store.events("t1", 0) == [(1, b"e1"), (2, b"e2"), (3, b"e3")]
+    assert await store.events("t1", 1, count=1) == [(2, b"e2")]
+    assert await store.wait_events("t1", 3, 50) == []  # nothing new within the wait
+
+
+async def test_a_command_id_is_applied_once(store: TableRepository) -> None:
+    state = _state()
+    await store.commit("t1", None, state, None, "", [b"e1"], 1)
+    first = await store.commit("t1", 1, state, None, "1:abc", [b"e2", b"e3"], 2)
+    assert (first.status, first.seq) == ("OK", 3)
+    dup = await store.commit("t1", 3, state, None, "1:abc", [b"x"], 3)  # a retry, seq moved on
+    assert (dup.status, dup.seq, dup.count) == ("DUP", 3, 2)
+    assert await store.command_result("t1", "1:abc") == (3, 2)
+    assert await store.command_result("t1", "0:abc") is None  # ids are per seat (I-34)
+    assert [s for s, _ in await store.events("t1", 0)] == [1, 2, 3]
+
+
+async def test_deadlines_records_and_preferences(store: TableRepository) -> None:
+    state = _state()
+    await store.commit("t1", None, state, 9000, "", [b"e1"], 1)
+    assert await store.deadline("t1") == 9000
+    assert not await store.reschedule("t1", 0, 100)  # stale seq: left alone
+    assert await store.reschedule("t1", 1, 7000) and await store.deadline("t1") == 7000
+    record = {"match_id": "m1", "winner": 1, "moves": [{"kind": "game_started"}]}
+    await store.commit("t1", 1, state, None, "", [b"e2"], 2, record=record)
+    assert await store.deadline("t1") is None
+    assert await store.get_record("t1", "m1") == record
+    assert await store.get_record("t1", "m2") is None
+    await store.commit("t1", 2, state, 100, "", [], 3)
+    await store.unschedule("t1")
+    assert await store.deadline("t1") is None
+    await store.set_prefs("alice", auto_roll="1")
+    await store.set_prefs("alice", theme="dark")
+    assert await store.get_prefs("alice") == {"auto_roll": "1", "theme": "dark"}
+    assert await store.get_prefs("bob") == {}
