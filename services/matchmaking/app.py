@@ -17,6 +17,7 @@ from services.common.service import ServiceApp, base_app
 from services.matchmaking.adapters import GrpcTables, GrpcWallet
 from services.matchmaking.api import MatchmakingServicer
 from services.matchmaking.lobby import Lobby
+from services.matchmaking.lobby_store import RedisLobbyStore
 from services.matchmaking.settings import load_settings
 
 log = logging.getLogger("bg.matchmaking")
@@ -43,7 +44,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         tables = table_channel(settings.table_addrs, interceptors)
         channels.extend([wallet, tables])
         lobby = Lobby(
-            redis,
+            RedisLobbyStore(redis),
             GrpcWallet(wallet),
             GrpcTables(tables),
             settings.code_ttl_s,

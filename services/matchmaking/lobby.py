@@ -1,11 +1,8 @@
-"""The lobby: tables, party codes, quick match and the deal, on Redis (stateless replicas).
+"""The lobby: tables, party codes, quick match and the deal, on a LobbyRepository (Redis in the
+service, services/matchmaking/lobby_store.py; stateless replicas).
 
-A table's lobby document is one JSON value at `lobby:{lobby}:t:<id>`, changed by compare-and-set
-(a script writes it only if it is still what was read, and keeps the open and dealing indexes):
-two players racing for the last seat cannot both get it. The `{lobby}` hash tag puts the
-documents and the indexes in one Redis Cluster slot, so the script is legal there (lobby traffic
-is a few writes per match, far below one node's capacity; party codes, quick-match queues and
-scored pairings are single keys and spread over the cluster). The deal (escrow for wagered
+A table's document changes by compare-and-set: two players racing for the last seat cannot
+both get it. The deal (escrow for wagered
 tables, then the match on the table service) uses idempotent keys derived from the match id, so
 a retried or repeated deal never escrows twice or creates two matches.
 
@@ -31,7 +28,6 @@ import grpc
 from bg.table.v1 import table_pb2
 from services.common import money_keys
 from services.common.clock import now_ms
-from services.common.deps import evalsha
 from services.common.errors import (
     Conflict,
     InvalidArgument,
@@ -39,38 +35,20 @@ from services.common.errors import (
     PermissionDenied,
     ServiceError,
 )
-from services.common.lobby_keys import BOT_TABLES, LOBBY_TAG, lobby_key
 from services.common.table_options import rules_from_proto
+from services.matchmaking.lobby_store import LobbyRepository
 
 log = logging.getLogger("bg.matchmaking.lobby")
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: readable aloud
 CODE_LENGTH = 6
 CPU_PREFIX = "cpu-"
 OPEN, DEALING, DEALT, CLOSED = "open", "dealing", "dealt", "closed"
-OPEN_SET = f"lobby:{LOBBY_TAG}:open"  # public tables with a free seat -> ms created
-LIVE_SET = f"lobby:{LOBBY_TAG}:live"  # watchable tables dealt -> ms dealt (I-35)
 LIVE_FOR_S = 6 * 3600  # a table dealt longer ago than this drops off the live list
-DEALING_SET = f"lobby:{LOBBY_TAG}:dealing"  # table id -> ms its deal started
 DEAL_RESUME_S = money_keys.DEAL_WINDOW_S  # a deal older than this is settled, not driven on
-LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
 # Failures after which a create may or may not have happened (the answer was lost).
 AMBIGUOUS = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNKNOWN}
 )
-
-
-# KEYS: the document, OPEN_SET, DEALING_SET. ARGV: the document as read, as changed, its TTL,
-# the table id, its open-index score ("" = not listed), its dealing-index score ("" = not
-# dealing). Writes only if nobody changed the document since it was read; returns 1 if written.
-_SAVE = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
-if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
-else redis.call('ZREM', KEYS[2], ARGV[4]) end
-if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[4])
-else redis.call('ZREM', KEYS[3], ARGV[4]) end
-return 1
-"""
 
 
 class WalletPort(Protocol):
@@ -127,16 +105,6 @@ def options_key(opts: table_pb2.TableOptions) -> str:
     return opts.SerializeToString(deterministic=True).hex()
 
 
-def _hosting_key(player_id: str) -> str:
-    """The tables a player opened (pruned as they stop waiting), in the player's own slot."""
-    return f"lobby:hosting:{{{player_id}}}"
-
-
-def _seated_key(player_id: str) -> str:
-    """Every table a player sits at (pruned as they close), for operators: a ban leaves them."""
-    return f"lobby:seated:{{{player_id}}}"
-
-
 def _options_json(opts: table_pb2.TableOptions) -> dict[str, Any]:
     from google.protobuf import json_format
 
@@ -153,27 +121,22 @@ def normalize_code(text: str) -> str:
 class Lobby:
     def __init__(
         self,
-        redis: Any,
+        store: LobbyRepository,
         wallet: WalletPort,
         tables: TablePort,
         code_ttl_s: int = 3600,
         max_open: int = 5,
     ) -> None:
-        self.redis = redis
+        self.store = store
         self.wallet = wallet
         self.max_open = max_open
         self.tables = tables
         self.code_ttl_s = code_ttl_s
-        self._save = redis.register_script(_SAVE)
 
     # -- storage -----------------------------------------------------------------------------
 
-    @staticmethod
-    def _key(table_id: str) -> str:
-        return lobby_key(table_id)
-
     async def get(self, table_id: str) -> Table:
-        raw = await self.redis.get(self._key(table_id))
+        raw = await self.store.read(table_id)
         if raw is None:
             raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
         return Table(**json.loads(raw))
@@ -181,13 +144,10 @@ class Lobby:
     async def _update(
         self, table_id: str, change: Callable[[Table], Awaitable[None] | None]
     ) -> Table:
-        """Read, change, then write only if the document is still what was read (one script:
-        compare-and-set, retried on a race); `change` raises to refuse, mutates to accept.
-        Not WATCH/MULTI: redis-py's cluster client runs each command inside a transaction on a
-        new thread with its own event loop, blocking this one (a third of matchmaking's CPU)."""
-        key = self._key(table_id)
+        """Read, change, then write only if the document is still what was read
+        (compare-and-set, retried on a race); `change` raises to refuse, mutates to accept."""
         for _ in range(50):
-            raw = await self.redis.get(key)
+            raw = await self.store.read(table_id)
             if raw is None:
                 raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
             table = Table(**json.loads(raw))
@@ -195,19 +155,19 @@ class Lobby:
             if result is not None:
                 await result
             listed = table.public and table.status == OPEN and "" in table.player_ids
-            args = [
-                raw, json.dumps(asdict(table)), LOBBY_TTL_S, table_id,
-                table.created_ms if listed else "",
-                table.dealing_since_ms if table.status == DEALING else "",
-            ]  # fmt: skip
-            if await evalsha(self.redis, self._save, [key, OPEN_SET, DEALING_SET], args):
+            written = await self.store.save_if_unchanged(
+                table_id, raw, json.dumps(asdict(table)),
+                table.created_ms if listed else None,
+                table.dealing_since_ms if table.status == DEALING else None,
+            )  # fmt: skip
+            if written:
                 return table
         raise ServiceError("BUSY", "the table is busy; try again")
 
     async def _new_code(self, table_id: str) -> str:
         for _ in range(20):
             code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-            if await self.redis.set(f"lobby:code:{code}", table_id, nx=True, ex=self.code_ttl_s):
+            if await self.store.reserve_code(code, table_id, self.code_ttl_s):
                 return code
         raise ServiceError("BUSY", "could not allocate a party code")
 
@@ -232,16 +192,14 @@ class Lobby:
             public=public and not vs_cpu, player_ids=seats,
             code_expires_ms=now_ms() + self.code_ttl_s * 1000, quick=quick,
         )  # fmt: skip
-        await self.redis.set(self._key(table_id), json.dumps(asdict(table)), ex=LOBBY_TTL_S)
-        await self._seated(player_id, table_id)
+        open_since = table.created_ms if table.public else None
+        await self.store.create(table_id, json.dumps(asdict(table)), open_since)
+        await self.store.add_player_table("seated", player_id, table_id)
         if not vs_cpu:
-            await self.redis.sadd(_hosting_key(player_id), table_id)
-            await self.redis.expire(_hosting_key(player_id), LOBBY_TTL_S)
-        if table.public:
-            await self.redis.zadd(OPEN_SET, {table_id: table.created_ms})
+            await self.store.add_player_table("hosting", player_id, table_id)
         await self._leave_other_scored(player_id, table)
         if vs_cpu:
-            await self.redis.sadd(BOT_TABLES, table_id)
+            await self.store.add_bot_table(table_id)
             return await self.deal(table_id)
         return table
 
@@ -254,13 +212,12 @@ class Lobby:
         limit: int = 50,
     ) -> list[Table]:
         limit = 50 if limit <= 0 else min(limit, 200)
-        ids = await self.redis.zrevrange(OPEN_SET, 0, 499)
         out = []
-        for raw_id in ids:
+        for table_id in await self.store.open_tables(500):
             try:
-                table = await self.get(raw_id.decode())
+                table = await self.get(table_id)
             except NotFound:
-                await self.redis.zrem(OPEN_SET, raw_id)
+                await self.store.drop_open(table_id)
                 continue
             o = table.options
             if profile and o.get("profile") != profile:
@@ -279,8 +236,7 @@ class Lobby:
         """At most `max_open` tables of a player waiting for an opponent (party tables and
         quick-match queues together): a flood of tables from one player is refused."""
         waiting = 0
-        for raw in await self.redis.smembers(_hosting_key(player_id)):
-            table_id = raw.decode() if isinstance(raw, bytes) else str(raw)
+        for table_id in await self.store.player_tables("hosting", player_id):
             try:
                 still = (await self.get(table_id)).status == OPEN
             except NotFound:
@@ -288,7 +244,7 @@ class Lobby:
             if still:
                 waiting += 1
             else:
-                await self.redis.srem(_hosting_key(player_id), table_id)
+                await self.store.drop_player_table("hosting", player_id, table_id)
         if waiting >= self.max_open:
             raise ServiceError(
                 "TOO_MANY_TABLES",
@@ -309,22 +265,17 @@ class Lobby:
                 players=player_id,
             )
 
-    async def _seated(self, player_id: str, table_id: str) -> None:
-        await self.redis.sadd(_seated_key(player_id), table_id)
-        await self.redis.expire(_seated_key(player_id), LOBBY_TTL_S)
-
     async def player_tables(self, player_id: str) -> list[Table]:
         """The tables `player_id` sits at and that are not closed, oldest first."""
         _check_player(player_id)
         out = []
-        for raw in await self.redis.smembers(_seated_key(player_id)):
-            table_id = raw.decode() if isinstance(raw, bytes) else str(raw)
+        for table_id in await self.store.player_tables("seated", player_id):
             try:
                 table = await self.get(table_id)
             except NotFound:
                 table = None
             if table is None or table.status == CLOSED or player_id not in table.player_ids:
-                await self.redis.srem(_seated_key(player_id), table_id)
+                await self.store.drop_player_table("seated", player_id, table_id)
                 continue
             out.append(table)
         return sorted(out, key=lambda t: t.created_ms)
@@ -333,14 +284,12 @@ class Lobby:
         """Watchable tables dealt, newest first (I-35). Whether their match is still in play
         is the table service's to say: the gateway asks it before listing one."""
         limit = 50 if limit <= 0 else min(limit, 200)
-        now = now_ms()
-        await self.redis.zremrangebyscore(LIVE_SET, "-inf", now - LIVE_FOR_S * 1000)
         out = []
-        for raw_id in await self.redis.zrevrange(LIVE_SET, 0, 499):
+        for table_id in await self.store.live_tables(now_ms() - LIVE_FOR_S * 1000, 500):
             try:
-                table = await self.get(raw_id.decode())
+                table = await self.get(table_id)
             except NotFound:
-                await self.redis.zrem(LIVE_SET, raw_id)
+                await self.store.drop_live(table_id)
                 continue
             if table.status != DEALT:
                 continue  # re-dealing (a rematch) or closed
@@ -354,10 +303,10 @@ class Lobby:
     async def join_by_code(self, player_id: str, code_text: str) -> Table:
         _check_player(player_id)
         code = normalize_code(code_text)
-        table_id = await self.redis.get(f"lobby:code:{code}")
+        table_id = await self.store.code_table(code)
         if table_id is None:
             raise NotFound("UNKNOWN_CODE", "no table has this code (or it expired)", field="code")
-        return await self.join(player_id, table_id.decode())
+        return await self.join(player_id, table_id)
 
     async def join(self, player_id: str, table_id: str) -> Table:
         await self._can_cover(player_id, (await self.get(table_id)).proto_options())
@@ -374,7 +323,7 @@ class Lobby:
             table.player_ids[table.player_ids.index("")] = player_id
 
         table = await self._update(table_id, sit)
-        await self._seated(player_id, table_id)
+        await self.store.add_player_table("seated", player_id, table_id)
         await self._leave_other_scored(player_id, table)
         casual = table.options.get("profile") == "casual"
         if "" not in table.player_ids and (not casual or table.quick):
@@ -394,18 +343,18 @@ class Lobby:
         # both wait forever. Each one's table exists before it can be found in the queue.
         mine: Table | None = None
         while True:
-            waiting = await self.redis.lpop(queue)
+            waiting = await self.store.pop_waiting(queue)
             if waiting is None:
                 if mine is None:
                     mine = await self.create(player_id, opts, public=False, quick=True)
-                pushed = await self._enqueue_if_empty(queue, mine.table_id)
+                pushed = await self.store.enqueue_if_empty(queue, mine.table_id)
                 if pushed:
                     return mine
                 continue  # someone queued meanwhile: pair with them
             try:
-                table = await self.get(waiting.decode())
+                table = await self.get(waiting)
                 if table.host_id == player_id:
-                    await self.redis.rpush(queue, waiting)  # my own table is still waiting
+                    await self.store.push_waiting(queue, waiting)  # my own table still waits
                     if mine is not None:
                         await self._abandon(mine)
                     return table
@@ -421,14 +370,6 @@ class Lobby:
             if mine is not None:
                 await self._abandon(mine)
             return joined
-
-    async def _enqueue_if_empty(self, queue: str, table_id: str) -> bool:
-        """Queue `table_id` unless someone is already waiting (then pair with them)."""
-        script = (
-            "if redis.call('LLEN', KEYS[1]) > 0 then return 0 end "
-            "redis.call('RPUSH', KEYS[1], ARGV[1]) return 1"
-        )
-        return bool(await self.redis.eval(script, 1, queue, table_id))
 
     async def _abandon(self, table: Table) -> None:
         """Close a quick-match table its host no longer needs (paired elsewhere)."""
@@ -554,10 +495,10 @@ class Lobby:
 
         table = await self._update(table.table_id, dealt)
         if table.watchable:
-            await self.redis.zadd(LIVE_SET, {table.table_id: now_ms()})
+            await self.store.mark_live(table.table_id, now_ms())
         if opts.profile == "scored":
             for p in table.player_ids:
-                await self.redis.set(f"lobby:scored:{p}", table.table_id, ex=86_400)
+                await self.store.set_scored_table(p, table.table_id, 86_400)
         return table
 
     @staticmethod
@@ -588,15 +529,13 @@ class Lobby:
     async def sweep_deals(self) -> int:
         """Settle every deal left half-done past DEAL_RESUME_S: completed when its match exists
         (a create whose answer was lost), undone when not; returns how many were undone."""
-        cutoff = now_ms() - DEAL_RESUME_S * 1000
-        stale = await self.redis.zrangebyscore(DEALING_SET, "-inf", cutoff, start=0, num=100)
+        cutoff = now_ms() - int(DEAL_RESUME_S * 1000)
         undone = 0
-        for raw in stale:
-            table_id = raw.decode() if isinstance(raw, bytes) else str(raw)
+        for table_id in await self.store.dealing_before(cutoff, 100):
             try:
                 table = await self.deal(table_id)
             except NotFound:
-                await self.redis.zrem(DEALING_SET, table_id)
+                await self.store.drop_dealing(table_id)
                 continue
             except ServiceError as err:
                 log.warning(
@@ -611,18 +550,18 @@ class Lobby:
         """I-18: starting another scored game leaves the first."""
         if table.options.get("profile") != "scored":
             return
-        other = await self.redis.get(f"lobby:scored:{player_id}")
-        if other is None or other.decode() == table.table_id:
+        other = await self.store.scored_table(player_id)
+        if other is None or other == table.table_id:
             return
         try:
-            previous = await self.get(other.decode())
+            previous = await self.get(other)
             if previous.status == DEALT and player_id in previous.player_ids:
                 await self.tables.leave(
                     previous.table_id, player_id, previous.player_ids.index(player_id)
                 )
         except ServiceError:
             pass  # already over or gone
-        await self.redis.delete(f"lobby:scored:{player_id}")
+        await self.store.clear_scored_table(player_id)
 
 
 def _check_player(player_id: str) -> None:

@@ -1,6 +1,7 @@
-"""The cluster the gateway, play-protocol and admin tests share: one `bgcluster up` (two table
-replicas, real Valkey, Tansu, SQLite) for the package, clocks scaled by 0.05. Each test makes
-players of its own, so they do not see each other."""
+"""The cluster the gateway, play-protocol and admin tests run on: `bgcluster up` (two table
+replicas, real Valkey, Tansu, SQLite), clocks scaled by 0.05, one per module (a cluster kept for
+the whole package would idle beside the chaos, load and browser tests and slow them). Each test
+makes players of its own, so they do not see each other."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ SECRET = "e2e-token-secret-0123456789-abcdef"
 BOTS_SECRET = "e2e-bots-secret-0123456789-abcdef"
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def cluster(
     tmp_path_factory: pytest.TempPathFactory, valkey_url: str, kafka_bootstrap: str
 ) -> Iterator[dict[str, Any]]:

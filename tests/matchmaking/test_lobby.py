@@ -1,5 +1,6 @@
-"""The lobby on a real Valkey and a real Valkey Cluster, with fakes behind its wallet and table
-ports."""
+"""The lobby with fakes behind its ports: its unit tests on the in-memory store (issue 17); the
+races (the last seat, players arriving together) on a real Valkey and Valkey Cluster too, where
+the store's scripts decide them. The Redis store itself: tests/matchmaking/test_lobby_store.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
 from services.matchmaking import lobby as lobby_module
 from services.matchmaking.lobby import CODE_ALPHABET, Lobby, normalize_code
+from services.matchmaking.lobby_store import LobbyRepository, RedisLobbyStore
 from tests.helpers import Valkey
+from tests.matchmaking.memory_lobby import MemoryLobbyStore
 
 pytestmark = pytest.mark.integration
 
@@ -93,13 +96,30 @@ class FakeTables:
 Parts = tuple[Lobby, "FakeWallet", "FakeTables"]  # the lobby and its fakes
 
 
+def _parts(store: LobbyRepository) -> Parts:
+    wallet, tables = FakeWallet(short={"poor"}, poor={"pauper"}), FakeTables()
+    return Lobby(store, wallet, tables), wallet, tables
+
+
 @pytest.fixture
-async def lobby(valkey: Valkey) -> AsyncIterator[Parts]:
-    """On a single Valkey and a Valkey Cluster (the lobby's scripts keep to one slot)."""
+def lobby() -> Parts:
+    return _parts(MemoryLobbyStore())
+
+
+@pytest.fixture(params=["memory", "valkey", "valkey-cluster"])
+async def racing_lobby(request: pytest.FixtureRequest) -> AsyncIterator[Parts]:
+    """Races on each store: in memory, and through the Redis store's scripts on a single Valkey
+    and a Valkey Cluster (the lobby's scripts keep to one slot)."""
+    if request.param == "memory":
+        yield _parts(MemoryLobbyStore())
+        return
+    if request.param == "valkey":
+        valkey = Valkey(request.getfixturevalue("valkey_url"), cluster=False)
+    else:
+        valkey = Valkey(request.getfixturevalue("valkey_cluster").url, cluster=True)
     client = valkey.client()
     await client.flushdb()
-    wallet, tables = FakeWallet(short={"poor"}, poor={"pauper"}), FakeTables()
-    yield Lobby(client, wallet, tables), wallet, tables
+    yield _parts(RedisLobbyStore(client))
     await client.aclose()
 
 
@@ -208,8 +228,8 @@ async def test_i18_starting_a_second_scored_game_leaves_the_first(lobby: Parts) 
     assert tables.left == [(first.table_id, "ann")]
 
 
-async def test_two_players_racing_for_the_last_seat(lobby: Parts) -> None:
-    lb, _, _ = lobby
+async def test_two_players_racing_for_the_last_seat(racing_lobby: Parts) -> None:
+    lb, _, _ = racing_lobby
     table = await lb.create("ann", table_pb2.TableOptions(profile="casual"), public=False)
     results = await asyncio.gather(
         *(lb.join(p, table.table_id) for p in ("b1", "b2", "b3")), return_exceptions=True
@@ -331,9 +351,9 @@ async def test_a_deal_left_half_done_is_undone_after_the_resume_window(
     assert await lb.sweep_deals() == 0  # nothing left to sweep
 
 
-async def test_players_arriving_together_are_all_paired(lobby: Parts) -> None:
+async def test_players_arriving_together_are_all_paired(racing_lobby: Parts) -> None:
     """Quick match is atomic: six players at once make three dealt tables, nobody waits alone."""
-    lb, _, tables = lobby
+    lb, _, tables = racing_lobby
     opts = table_pb2.TableOptions(profile="scored", match_length=1)
     players = [f"p{i}" for i in range(6)]
     got = await asyncio.gather(*(lb.quick_match(p, opts) for p in players))
@@ -361,7 +381,7 @@ async def test_a_player_has_a_bounded_number_of_tables_waiting(lobby: Parts) -> 
     """Party tables and quick-match queues count together; a table that stops waiting (dealt,
     closed) frees its place; tables vs the CPU are dealt at once and do not count."""
     first, wallet, tables = lobby
-    lb = Lobby(first.redis, wallet, tables, max_open=2)
+    lb = Lobby(first.store, wallet, tables, max_open=2)
     casual = table_pb2.TableOptions(profile="casual")
     one = await lb.create("ann", casual, public=True)
     await lb.quick_match("ann", WAGERED)

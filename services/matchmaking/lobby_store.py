@@ -1,0 +1,219 @@
+"""The lobby's state: the port the lobby works through (`LobbyRepository`) and its Redis
+implementation. The unit tests run the lobby on an in-memory one
+(tests/matchmaking/memory_lobby.py), held to this one by a contract test.
+
+A table's document is one JSON value at `lobby:{lobby}:t:<id>`, changed by compare-and-set (a
+script writes it only if it is still what was read, and keeps the open and dealing indexes):
+two players racing for the last seat cannot both get it. The `{lobby}` hash tag puts the
+documents and the indexes in one Redis Cluster slot, so the script is legal there; party codes,
+quick-match queues, scored pairings and the per-player sets are single keys and spread over the
+cluster."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from services.common.deps import evalsha
+from services.common.lobby_keys import BOT_TABLES, LOBBY_TAG, lobby_key
+
+OPEN_SET = f"lobby:{LOBBY_TAG}:open"  # public tables with a free seat -> ms created
+LIVE_SET = f"lobby:{LOBBY_TAG}:live"  # watchable tables dealt -> ms dealt (I-35)
+DEALING_SET = f"lobby:{LOBBY_TAG}:dealing"  # table id -> ms its deal started
+LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
+PlayerSet = Literal["hosting", "seated"]  # the tables a player opened / sits at
+
+# KEYS: the document, OPEN_SET, DEALING_SET. ARGV: the document as read, as changed, its TTL,
+# the table id, its open-index score ("" = not listed), its dealing-index score ("" = not
+# dealing). Writes only if nobody changed the document since it was read; returns 1 if written.
+_SAVE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
+else redis.call('ZREM', KEYS[2], ARGV[4]) end
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[4])
+else redis.call('ZREM', KEYS[3], ARGV[4]) end
+return 1
+"""
+
+_ENQUEUE_IF_EMPTY = (
+    "if redis.call('LLEN', KEYS[1]) > 0 then return 0 end "
+    "redis.call('RPUSH', KEYS[1], ARGV[1]) return 1"
+)
+
+
+class LobbyRepository(Protocol):
+    async def read(self, table_id: str) -> str | None:
+        """A table's document (JSON), or None."""
+        ...
+
+    async def create(self, table_id: str, doc: str, open_since_ms: int | None) -> None:
+        """A new document, listed as open from `open_since_ms` (None: not listed)."""
+        ...
+
+    async def save_if_unchanged(
+        self,
+        table_id: str,
+        read: str,
+        doc: str,
+        open_since_ms: int | None,
+        dealing_since_ms: int | None,
+    ) -> bool:
+        """Write `doc` if the document is still `read`; keep the open and dealing indexes."""
+        ...
+
+    async def reserve_code(self, code: str, table_id: str, ttl_s: int) -> bool:
+        """Take a party code for a table unless it is taken."""
+        ...
+
+    async def code_table(self, code: str) -> str | None: ...
+
+    async def add_player_table(self, kind: PlayerSet, player_id: str, table_id: str) -> None: ...
+
+    async def player_tables(self, kind: PlayerSet, player_id: str) -> list[str]: ...
+
+    async def drop_player_table(self, kind: PlayerSet, player_id: str, table_id: str) -> None: ...
+
+    async def open_tables(self, limit: int) -> list[str]:
+        """Listed open tables, newest first."""
+        ...
+
+    async def drop_open(self, table_id: str) -> None: ...
+
+    async def mark_live(self, table_id: str, at_ms: int) -> None: ...
+
+    async def live_tables(self, since_ms: int, limit: int) -> list[str]:
+        """Tables dealt since `since_ms`, newest first (older ones drop off)."""
+        ...
+
+    async def drop_live(self, table_id: str) -> None: ...
+
+    async def dealing_before(self, cutoff_ms: int, limit: int) -> list[str]:
+        """Tables whose deal started before `cutoff_ms`, oldest first."""
+        ...
+
+    async def drop_dealing(self, table_id: str) -> None: ...
+
+    async def pop_waiting(self, queue: str) -> str | None:
+        """The quick-match table waiting longest in `queue`, taken off it."""
+        ...
+
+    async def push_waiting(self, queue: str, table_id: str) -> None: ...
+
+    async def enqueue_if_empty(self, queue: str, table_id: str) -> bool:
+        """Queue `table_id` unless someone waits already (atomic)."""
+        ...
+
+    async def add_bot_table(self, table_id: str) -> None:
+        """A table with a computer seat, for the bots worker."""
+        ...
+
+    async def scored_table(self, player_id: str) -> str | None:
+        """The player's scored table in play (I-18), or None."""
+        ...
+
+    async def set_scored_table(self, player_id: str, table_id: str, ttl_s: int) -> None: ...
+
+    async def clear_scored_table(self, player_id: str) -> None: ...
+
+
+def _text(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _player_key(kind: PlayerSet, player_id: str) -> str:
+    """In the player's own slot (Redis Cluster)."""
+    return f"lobby:{kind}:{{{player_id}}}"
+
+
+class RedisLobbyStore:
+    def __init__(self, redis: Any) -> None:
+        self.redis = redis
+        self._save = redis.register_script(_SAVE)
+
+    async def read(self, table_id: str) -> str | None:
+        raw = await self.redis.get(lobby_key(table_id))
+        return None if raw is None else _text(raw)
+
+    async def create(self, table_id: str, doc: str, open_since_ms: int | None) -> None:
+        await self.redis.set(lobby_key(table_id), doc, ex=LOBBY_TTL_S)
+        if open_since_ms is not None:
+            await self.redis.zadd(OPEN_SET, {table_id: open_since_ms})
+
+    async def save_if_unchanged(
+        self,
+        table_id: str,
+        read: str,
+        doc: str,
+        open_since_ms: int | None,
+        dealing_since_ms: int | None,
+    ) -> bool:
+        args = [
+            read, doc, LOBBY_TTL_S, table_id,
+            "" if open_since_ms is None else open_since_ms,
+            "" if dealing_since_ms is None else dealing_since_ms,
+        ]  # fmt: skip
+        keys = [lobby_key(table_id), OPEN_SET, DEALING_SET]
+        return bool(await evalsha(self.redis, self._save, keys, args))
+
+    async def reserve_code(self, code: str, table_id: str, ttl_s: int) -> bool:
+        return bool(await self.redis.set(f"lobby:code:{code}", table_id, nx=True, ex=ttl_s))
+
+    async def code_table(self, code: str) -> str | None:
+        raw = await self.redis.get(f"lobby:code:{code}")
+        return None if raw is None else _text(raw)
+
+    async def add_player_table(self, kind: PlayerSet, player_id: str, table_id: str) -> None:
+        await self.redis.sadd(_player_key(kind, player_id), table_id)
+        await self.redis.expire(_player_key(kind, player_id), LOBBY_TTL_S)
+
+    async def player_tables(self, kind: PlayerSet, player_id: str) -> list[str]:
+        return sorted(_text(r) for r in await self.redis.smembers(_player_key(kind, player_id)))
+
+    async def drop_player_table(self, kind: PlayerSet, player_id: str, table_id: str) -> None:
+        await self.redis.srem(_player_key(kind, player_id), table_id)
+
+    async def open_tables(self, limit: int) -> list[str]:
+        return [_text(r) for r in await self.redis.zrevrange(OPEN_SET, 0, limit - 1)]
+
+    async def drop_open(self, table_id: str) -> None:
+        await self.redis.zrem(OPEN_SET, table_id)
+
+    async def mark_live(self, table_id: str, at_ms: int) -> None:
+        await self.redis.zadd(LIVE_SET, {table_id: at_ms})
+
+    async def live_tables(self, since_ms: int, limit: int) -> list[str]:
+        await self.redis.zremrangebyscore(LIVE_SET, "-inf", f"({since_ms}")
+        return [_text(r) for r in await self.redis.zrevrange(LIVE_SET, 0, limit - 1)]
+
+    async def drop_live(self, table_id: str) -> None:
+        await self.redis.zrem(LIVE_SET, table_id)
+
+    async def dealing_before(self, cutoff_ms: int, limit: int) -> list[str]:
+        found = await self.redis.zrangebyscore(DEALING_SET, "-inf", cutoff_ms, start=0, num=limit)
+        return [_text(r) for r in found]
+
+    async def drop_dealing(self, table_id: str) -> None:
+        await self.redis.zrem(DEALING_SET, table_id)
+
+    async def pop_waiting(self, queue: str) -> str | None:
+        raw = await self.redis.lpop(queue)
+        return None if raw is None else _text(raw)
+
+    async def push_waiting(self, queue: str, table_id: str) -> None:
+        await self.redis.rpush(queue, table_id)
+
+    async def enqueue_if_empty(self, queue: str, table_id: str) -> bool:
+        return bool(await self.redis.eval(_ENQUEUE_IF_EMPTY, 1, queue, table_id))
+
+    async def add_bot_table(self, table_id: str) -> None:
+        await self.redis.sadd(BOT_TABLES, table_id)
+
+    async def scored_table(self, player_id: str) -> str | None:
+        raw = await self.redis.get(f"lobby:scored:{player_id}")
+        return None if raw is None else _text(raw)
+
+    async def set_scored_table(self, player_id: str, table_id: str, ttl_s: int) -> None:
+        await self.redis.set(f"lobby:scored:{player_id}", table_id, ex=ttl_s)
+
+    async def clear_scored_table(self, player_id: str) -> None:
+        await self.redis.delete(f"lobby:scored:{player_id}")
