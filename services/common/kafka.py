@@ -124,6 +124,9 @@ class Committer:
         self._last = self.clock()
 
 
+HEALTHY_S = 60.0  # a consumer that ran this long before failing counts as healthy
+
+
 async def keep_consuming(
     make_consumer: Callable[[], Any],
     run: Callable[[Any], Awaitable[None]],
@@ -131,17 +134,19 @@ async def keep_consuming(
     name: str,
 ) -> None:
     """Run a consumer loop until `stop`; when it fails (broker down, rebalance error), log it and
-    start over with a new consumer after a backoff (from 2 s, jittered, at most 30 s). Offsets
-    are committed after processing (at most every COMMIT_EVERY_S), so a restart re-delivers at
-    most that much (consumers are idempotent)."""
-    backoff = Backoff(2.0, cap_s=30.0)
+    start over with a new consumer after a backoff (from 2 s, jittered, at most 10 s; back to 2 s
+    once a consumer has run HEALTHY_S). Offsets are committed after processing (at most every
+    COMMIT_EVERY_S), so a restart re-delivers at most that much (consumers are idempotent)."""
+    backoff = Backoff(2.0, cap_s=10.0)
     while not stop.is_set():
+        started = time.monotonic()
         try:
             await run(make_consumer())
-            backoff.reset()
         except asyncio.CancelledError:
             raise
         except Exception:
+            if time.monotonic() - started >= HEALTHY_S:
+                backoff.reset()  # a failure after a long healthy run starts the policy afresh
             delay = backoff.failed()
             log.exception(
                 "consumer failed; restarting", extra={"consumer": name, "in_s": round(delay, 1)}

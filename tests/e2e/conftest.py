@@ -1,7 +1,8 @@
-"""The cluster the gateway, play-protocol and admin tests run on: `bgcluster up` (two table
-replicas, real Valkey, Tansu, SQLite), clocks scaled by 0.05, one per module (a cluster kept for
-the whole package would idle beside the chaos, load and browser tests and slow them). Each test
-makes players of its own, so they do not see each other."""
+"""The cluster the gateway, play-protocol and admin tests share: one `bgcluster up` (two table
+replicas, real Valkey, Tansu, SQLite), clocks scaled by 0.05. Those three modules run last in
+the package (see `pytest_collection_modifyitems`), so the cluster starts once and stops with the
+package: it never idles beside the chaos, load or browser tests. Each
+test makes players of its own, so they do not see each other."""
 
 from __future__ import annotations
 
@@ -16,7 +17,24 @@ SECRET = "e2e-token-secret-0123456789-abcdef"
 BOTS_SECRET = "e2e-bots-secret-0123456789-abcdef"
 
 
-@pytest.fixture(scope="module")
+SHARED = ("test_admin.py", "test_gateway.py", "test_play_protocol.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the modules on the shared cluster to the end of this package's tests (kept in their
+    order; everything else keeps its place)."""
+    here = [i for i, item in enumerate(items) if item.path.parent.name == "e2e"]
+    if not here:
+        return
+    block = [items[i] for i in here]
+    moved = [t for t in block if t.path.name not in SHARED] + [
+        t for t in block if t.path.name in SHARED
+    ]
+    for slot, item in zip(here, moved, strict=True):
+        items[slot] = item
+
+
+@pytest.fixture(scope="package")
 def cluster(
     tmp_path_factory: pytest.TempPathFactory, valkey_url: str, kafka_bootstrap: str
 ) -> Iterator[dict[str, Any]]:
