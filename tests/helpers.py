@@ -65,6 +65,18 @@ class Valkey:
         return {"BG_REDIS_URL": self.url, "BG_REDIS_CLUSTER": "true" if self.cluster else "false"}
 
 
+async def flushed_client(request: Any, kind: str) -> Any:
+    """A client of the session's single Valkey ("valkey") or Valkey Cluster ("valkey-cluster"),
+    flushed: for fixtures that run a store on memory and on both (close it after)."""
+    if kind == "valkey":
+        valkey = Valkey(request.getfixturevalue("valkey_url"), cluster=False)
+    else:
+        valkey = Valkey(request.getfixturevalue("valkey_cluster").url, cluster=True)
+    client = valkey.client()
+    await client.flushdb()
+    return client
+
+
 def kafka_namespace() -> str:
     """A namespace of its own for a cluster on the session's shared broker: its topics and
     consumer groups are nobody else's (a member another test killed -9 never holds them)."""

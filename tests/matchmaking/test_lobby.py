@@ -16,7 +16,7 @@ from services.common.errors import ServiceError
 from services.matchmaking import lobby as lobby_module
 from services.matchmaking.lobby import CODE_ALPHABET, Lobby, normalize_code
 from services.matchmaking.lobby_store import LobbyRepository, RedisLobbyStore
-from tests.helpers import Valkey
+from tests.helpers import flushed_client
 from tests.matchmaking.memory_lobby import MemoryLobbyStore
 
 pytestmark = pytest.mark.integration
@@ -113,12 +113,7 @@ async def racing_lobby(request: pytest.FixtureRequest) -> AsyncIterator[Parts]:
     if request.param == "memory":
         yield _parts(MemoryLobbyStore())
         return
-    if request.param == "valkey":
-        valkey = Valkey(request.getfixturevalue("valkey_url"), cluster=False)
-    else:
-        valkey = Valkey(request.getfixturevalue("valkey_cluster").url, cluster=True)
-    client = valkey.client()
-    await client.flushdb()
+    client = await flushed_client(request, request.param)
     yield _parts(RedisLobbyStore(client))
     await client.aclose()
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from services.matchmaking.lobby_store import LobbyRepository, RedisLobbyStore
-from tests.helpers import Valkey
+from tests.helpers import flushed_client
 from tests.matchmaking.memory_lobby import MemoryLobbyStore
 
 pytestmark = pytest.mark.integration
@@ -21,12 +21,7 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[LobbyRepository
     if request.param == "memory":
         yield MemoryLobbyStore()
         return
-    if request.param == "valkey":
-        valkey = Valkey(request.getfixturevalue("valkey_url"), cluster=False)
-    else:
-        valkey = Valkey(request.getfixturevalue("valkey_cluster").url, cluster=True)
-    client = valkey.client()
-    await client.flushdb()
+    client = await flushed_client(request, request.param)
     yield RedisLobbyStore(client)
     await client.aclose()
 

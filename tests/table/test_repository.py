@@ -14,7 +14,7 @@ from engine.machine import new_match
 from engine.state import TableState
 from services.table.repository import TableRepository
 from services.table.store import TableStore
-from tests.helpers import Valkey
+from tests.helpers import flushed_client
 from tests.table.memory_store import MemoryTableStore
 
 pytestmark = pytest.mark.integration
@@ -25,12 +25,7 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[TableRepository
     if request.param == "memory":
         yield MemoryTableStore()
         return
-    if request.param == "valkey":
-        valkey = Valkey(request.getfixturevalue("valkey_url"), cluster=False)
-    else:
-        valkey = Valkey(request.getfixturevalue("valkey_cluster").url, cluster=True)
-    client = valkey.client()
-    await client.flushdb()
+    client = await flushed_client(request, request.param)
     yield TableStore(client)
     await client.aclose()
 
