@@ -305,7 +305,9 @@ async def test_a_create_whose_answer_was_lost_is_never_refunded_while_its_match_
     with pytest.raises(ServiceError):
         await lb.join("fay", third.table_id)  # never made
     tables.down = False
-    monkeypatch.setattr(lobby_module, "DEAL_RESUME_S", 0.0)
+    # Every deal past its window at once (a window of 0 would leave one made in the same
+    # millisecond fresh: the in-memory store is that fast).
+    monkeypatch.setattr(lobby_module, "DEAL_RESUME_S", -1.0)
     assert await lb.sweep_deals() == 1
     done = await lb.get(second.table_id)
     assert done.status == "dealt" and done.match_id in tables.created
@@ -333,7 +335,9 @@ async def test_a_deal_left_half_done_is_undone_after_the_resume_window(
     with pytest.raises(ServiceError) as err:
         await lb.leave("bob", table.table_id)
     assert err.value.code == "DEALING"  # fresh: the deal may still complete
-    monkeypatch.setattr(lobby_module, "DEAL_RESUME_S", 0.0)
+    # Every deal past its window at once (a window of 0 would leave one made in the same
+    # millisecond fresh: the in-memory store is that fast).
+    monkeypatch.setattr(lobby_module, "DEAL_RESUME_S", -1.0)
     assert await lb.sweep_deals() == 0  # wallet still down: nothing closed, stakes not lost
     assert (await lb.get(table.table_id)).status == "dealing"
     wallet.down = False
