@@ -23,17 +23,12 @@ from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
-from services.common.errors import error_from
 from services.common.play_wire import phase_of, reason_of
+from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
 FUNDS = 5000
-
-
-def _code(exc: grpc.aio.AioRpcError) -> str:
-    detail = error_from(exc)
-    return detail.code if detail is not None else exc.code().name
 
 
 async def _operator(cluster: dict[str, Any], channel: grpc.aio.Channel) -> Any:
@@ -128,13 +123,13 @@ async def test_a_banned_player_is_cut_off_mid_match_and_the_opponent_is_paid(
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await bob.balance()
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
-        assert _code(refused.value) == "BANNED"
+        assert error_of(refused.value).code == "BANNED"
         with pytest.raises(grpc.aio.AioRpcError) as refreshed:
             await bob.stub.Refresh(gateway_pb2.RefreshRequest(refresh_token=bob.refresh))  # type: ignore[attr-defined]
-        assert _code(refreshed.value) == "REFRESH_REVOKED"
+        assert error_of(refreshed.value).code == "REFRESH_REVOKED"
         with pytest.raises(grpc.aio.AioRpcError) as again:
             await _device_player(ch, "bob", device)
-        assert _code(again.value) == "BANNED"
+        assert error_of(again.value).code == "BANNED"
 
         view = await ann.view(table.table_id)
         assert (phase_of(view), reason_of(view), view.winner) == ("match_over", "left", 0)
@@ -170,7 +165,7 @@ async def test_credits_debits_lookups_and_a_stuck_table_are_audited(
         )
         with pytest.raises(grpc.aio.AioRpcError) as short:
             await admin.Adjust(too_much, metadata=auth)
-        assert _code(short.value) == "INSUFFICIENT_FUNDS"
+        assert error_of(short.value).code == "INSUFFICIENT_FUNDS"
         debit = admin_pb2.AdjustRequest(
             player_id=carol.player_id, amount=-100, reason="chargeback 77", idempotency_key="d1"
         )
@@ -180,7 +175,7 @@ async def test_credits_debits_lookups_and_a_stuck_table_are_audited(
                 admin_pb2.AdjustRequest(player_id=carol.player_id, amount=5, idempotency_key="x"),
                 metadata=auth,
             )
-        assert _code(no_reason.value) == "REASON_REQUIRED"
+        assert error_of(no_reason.value).code == "REASON_REQUIRED"
         assert await carol.balance() == FUNDS + 300 - 100
 
         # A wagered match dealt, then stuck: its escrow shows as open too long, the operator
@@ -217,7 +212,7 @@ async def test_credits_debits_lookups_and_a_stuck_table_are_audited(
             await admin.CloseTable(
                 admin_pb2.CloseTableRequest(table_id=table.table_id, reason="again"), metadata=auth
             )
-        assert _code(twice.value) == "MATCH_OVER"
+        assert error_of(twice.value).code == "MATCH_OVER"
         after = await admin.ListStaleEscrows(
             admin_pb2.ListStaleEscrowsRequest(older_than_s=1), metadata=auth
         )
@@ -235,14 +230,14 @@ async def test_credits_debits_lookups_and_a_stuck_table_are_audited(
             await admin.LookupPlayer(
                 admin_pb2.LookupPlayerRequest(player_id=dan.player_id), metadata=carol.auth
             )
-        assert _code(not_operator.value) == "NOT_OPERATOR"
+        assert error_of(not_operator.value).code == "NOT_OPERATOR"
         gateway = gateway_pb2_grpc.GatewayServiceStub(ch)
         with pytest.raises(grpc.aio.AioRpcError) as not_player:
             await gateway.GetBalance(gateway_pb2.BalanceRequest(), metadata=auth)
         assert not_player.value.code() == grpc.StatusCode.UNAUTHENTICATED
         with pytest.raises(grpc.aio.AioRpcError) as bad_key:
             await admin.OperatorLogin(admin_pb2.OperatorLoginRequest(name="admin", key="x" * 40))
-        assert _code(bad_key.value) == "BAD_CREDENTIALS"
+        assert error_of(bad_key.value).code == "BAD_CREDENTIALS"
 
         # Every action above is in the audit log: who, what, on whom, why, how it ended.
         log = await admin.ListAudit(admin_pb2.ListAuditRequest(limit=200), metadata=auth)
