@@ -64,10 +64,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         tables: grpc.aio.Channel,
         presence: Presence,
         limits: RateLimits,
-        leaderboard: grpc.aio.Channel | None = None,
-        feed: TableFeed | None = None,
+        leaderboard: grpc.aio.Channel,
+        feed: TableFeed,
+        names: Names,
+        privacy: Privacy,
         command_streams: int = 4,
-        names: Names | None = None,
         accounts: Accounts | None = None,
         access_ttl_s: int = 900,
         bots_secret: str = "",
@@ -86,17 +87,15 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.tables = table_pb2_grpc.TableServiceStub(tables)
         self.lines = CommandLines(self.tables, streams=command_streams)
         self.presence = presence
-        self.feed = feed or TableFeed(presence.redis)
-        self.names = names or Names(presence.redis, signer.ttl_s)
+        self.feed = feed
+        self.names = names
         self.accounts = accounts
-        self.privacy = Privacy(presence.redis)
+        self.privacy = privacy
         self.access_ttl_s = access_ttl_s  # accounts' tokens; guests' live signer.ttl_s
         self.bots_secret = bots_secret
         self.spectators = SpectatorViews(self._spectator_view)
         self.limits = limits
-        self.boards = (
-            leaderboard_pb2_grpc.LeaderboardServiceStub(leaderboard) if leaderboard else None
-        )
+        self.boards = leaderboard_pb2_grpc.LeaderboardServiceStub(leaderboard)
         self._background: set[asyncio.Task[None]] = set()
 
     def _limit(self, context: Context) -> None:
@@ -336,21 +335,18 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     @grpc_errors
     async def GetLeaderboard(self, request: leaderboard_pb2.TopRequest, context: Context) -> Any:
         self.player(context, request)
-        assert self.boards is not None
         return await call(self.boards.Top(request, timeout=10))
 
     @grpc_errors
     async def GetRank(self, request: leaderboard_pb2.RankRequest, context: Context) -> Any:
         player = self.player(context, request)
         request.player_id = request.player_id or player
-        assert self.boards is not None
         return await call(self.boards.Rank(request, timeout=10))
 
     @grpc_errors
     async def GetProfile(self, request: leaderboard_pb2.ProfileRequest, context: Context) -> Any:
         player = self.player(context, request)
         request.player_id = request.player_id or player
-        assert self.boards is not None
         return await call(self.boards.Profile(request, timeout=10))
 
     @grpc_errors
@@ -358,7 +354,6 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: leaderboard_pb2.HistoryRequest, context: Context
     ) -> Any:
         request.player_id = self.player(context, request)  # your own history only
-        assert self.boards is not None
         return await call(self.boards.History(request, timeout=10))
 
     @grpc_errors
@@ -366,7 +361,6 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: leaderboard_pb2.ArchivedMatchRequest, context: Context
     ) -> Any:
         request.player_id = self.player(context, request)  # only a match you played
-        assert self.boards is not None
         return await call(self.boards.ArchivedMatch(request, timeout=10))
 
     @grpc_errors
@@ -376,7 +370,6 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         player = self.player(context, request)
         if request.format not in ("mat", "json"):
             raise InvalidArgument("BAD_FORMAT", "format is mat or json", field="format")
-        assert self.boards is not None
         wanted = leaderboard_pb2.ArchivedMatchRequest(match_id=request.match_id, player_id=player)
         archived: Any = await call(self.boards.ArchivedMatch(wanted, timeout=10))
         ids = list(archived.summary.player_ids)

@@ -24,7 +24,10 @@ from services.gateway.audit import AuditLog
 from services.gateway.auth import GuestIdentities, TokenSigner, parse_keys
 from services.gateway.bans import Bans
 from services.gateway.feed import TableFeed
+from services.gateway.names import Names
 from services.gateway.presence import Presence
+from services.gateway.presence_store import RedisPresenceStore
+from services.gateway.privacy import Privacy
 from services.gateway.rate_limits import RateLimits
 from services.gateway.settings import load_settings
 from services.gateway.static_files import StaticFiles
@@ -53,7 +56,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     accounts = Accounts(engine, settings.refresh_ttl_s)
     bans = Bans(redis, settings.ban_sync_s)
     operator_keys = parse_operator_keys(settings.operator_keys)
-    presence = Presence(redis, settings.presence_ttl_s)
+    presence = Presence(RedisPresenceStore(redis), settings.presence_ttl_s)
     limits = RateLimits(
         redis,
         settings.rate_per_s,
@@ -84,6 +87,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             limits,
             boards,
             feed,
+            Names(redis, signer.ttl_s),
+            Privacy(redis),
             settings.command_streams,
             accounts=accounts,
             access_ttl_s=settings.access_ttl_s,

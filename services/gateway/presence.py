@@ -1,22 +1,18 @@
 """Presence as gateway leases: which players have a live Play stream to a table, across gateways.
 
-Each gateway process holds one lease, its entry in `presence:gateways` (gateway id -> expiry
-ms), renewed every `ttl_s / 3` with one command however many streams it serves. Each open stream
-is a member "<gateway>\0<stream>" of its (table, player) set `presence:{s<n>}:<table>:<player>`
-(the table's shard hash tag, so each script touches one Redis Cluster slot) and a member
-"<table>\0<player>\0<stream>" of its gateway's set `presence:streams:{<gateway>}`, written first
-so a gateway that dies mid-open leaves nothing unswept. The first member of a (table, player)
-reports a connect, the last one to go a disconnect; each transition is decided by one Lua script,
-so exactly one caller reports it.
+Each gateway process holds one lease, renewed every `ttl_s / 3` with one call however many
+streams it serves, and records each open stream under it (services/gateway/presence_store.py
+keeps them). The first stream of a (table, player) reports a connect, the last one to go a
+disconnect; the store decides each transition atomically, so exactly one caller reports it.
 
-A gateway that dies stops renewing: after `ttl_s` any gateway's sweeper closes the streams in
-its set (reporting the disconnects, so the away rule, 60 s, I-8, starts even when nobody closed
-the stream) and then forgets it. A gateway that stalled past its lease finds it gone when it next
-renews: it takes a new id and opens its live streams again under it (reporting the connects the
-sweeper undid), so nothing the sweeper does to the old id touches them.
+A gateway that dies stops renewing: after `ttl_s` any gateway's sweeper closes the streams
+recorded under it (reporting the disconnects, so the away rule, 60 s, I-8, starts even when
+nobody closed the stream) and then forgets it. A gateway that stalled past its lease finds it gone
+when it next renews: it takes a new id and opens its live streams again under it (reporting the
+connects the sweeper undid), so nothing the sweeper does to the old id touches them.
 
-(Per-stream leases, renewed one script call per stream, cost a gateway 2,000 calls a second at
-10,000 streams; this costs one.)
+(Per-stream leases, renewed one call per stream, cost a gateway 2,000 calls a second at 10,000
+streams; this costs one.)
 """
 
 from __future__ import annotations
@@ -26,88 +22,31 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from services.common.clock import now_ms
-from services.common.deps import evalsha
-from services.common.shards import shard_of, shard_tag
+from services.gateway.presence_store import PresenceRepository
 
 log = logging.getLogger("bg.gateway.presence")
 
-GATEWAYS_KEY = "presence:gateways"
 SWEEP_BATCH = 500  # streams of dead gateways closed per sweep
-
-# KEYS: pair set. ARGV: member. Returns 1 when this is the pair's first member (a connect).
-_OPEN = """
-if redis.call('SADD', KEYS[1], ARGV[1]) == 1 and redis.call('SCARD', KEYS[1]) == 1 then
-  return 1
-end
-return 0
-"""
-
-# KEYS: pair set. ARGV: member. Returns 1 when this removed its last member (a disconnect).
-_CLOSE = """
-if redis.call('SREM', KEYS[1], ARGV[1]) == 1 and redis.call('EXISTS', KEYS[1]) == 0 then
-  return 1
-end
-return 0
-"""
-
-# KEYS: the gateways. ARGV: gateway, new expiry ms, now ms. Renews a lease that has not lapsed
-# (returns 1); a lapsed or swept one is left to the sweepers (returns 0).
-_RENEW = """
-local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if expiry and tonumber(expiry) >= tonumber(ARGV[3]) then
-  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-  return 1
-end
-return 0
-"""
-
-# KEYS: the gateways. ARGV: gateway, now ms. Forgets a lapsed gateway (the caller found its
-# streams all closed).
-_FORGET = """
-local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if expiry and tonumber(expiry) < tonumber(ARGV[2]) then
-  redis.call('ZREM', KEYS[1], ARGV[1])
-  return 1
-end
-return 0
-"""
-
-
-def _pair_key(table_id: str, player_id: str) -> str:
-    return f"presence:{shard_tag(shard_of(table_id))}:{table_id}:{player_id}"
-
-
-def _stream_member(table_id: str, player_id: str, stream: str) -> str:
-    return f"{table_id}\0{player_id}\0{stream}"
-
-
-def streams_key(gateway: str) -> str:
-    """A gateway's open streams: "<table>\0<player>\0<stream>"."""
-    return f"presence:streams:{{{gateway}}}"
+SWEEP_GATEWAYS = 10  # dead gateways looked at per sweep
 
 
 class Presence:
-    def __init__(self, redis: Any, ttl_s: float = 15.0) -> None:
-        self.redis = redis
+    def __init__(
+        self, store: PresenceRepository, ttl_s: float = 15.0, clock: Callable[[], int] = now_ms
+    ) -> None:
+        self.store = store
         self.ttl_s = ttl_s
+        self._now = clock
         self.gateway = uuid.uuid4().hex[:16]  # this process's lease; a new one after a lapse
         # This gateway's live streams: stream -> (table, player, the gateway id it opened under).
         self.mine: dict[str, tuple[str, str, str]] = {}
         self._registered = False
-        self._open = redis.register_script(_OPEN)
-        self._close_script = redis.register_script(_CLOSE)
-        self._renew = redis.register_script(_RENEW)
-        self._forget = redis.register_script(_FORGET)
-
-    def _now(self) -> int:
-        return now_ms()
 
     async def _register(self) -> None:
         """Take this gateway's lease (before its first stream, so sweepers can find them)."""
-        await self.redis.zadd(GATEWAYS_KEY, {self.gateway: self._now() + int(self.ttl_s * 1000)})
+        await self.store.take_lease(self.gateway, self._now() + int(self.ttl_s * 1000))
         self._registered = True
 
     async def opened(self, table_id: str, player_id: str, stream: str) -> bool:
@@ -116,25 +55,17 @@ class Presence:
             await self._register()
         gateway = self.gateway
         self.mine[stream] = (table_id, player_id, gateway)
-        await self.redis.sadd(streams_key(gateway), _stream_member(table_id, player_id, stream))
-        keys, member = [_pair_key(table_id, player_id)], f"{gateway}\0{stream}"
-        first = await evalsha(self.redis, self._open, keys, [member])
+        first = await self.store.open_stream(gateway, table_id, player_id, stream)
         if self.mine.get(stream) != (table_id, player_id, gateway):
             # Closed while it opened: undo, or it would outlive the stream.
-            await self._close(gateway, table_id, player_id, stream)
+            await self.store.close_stream(gateway, table_id, player_id, stream)
             return False
-        return bool(first)
+        return first
 
     async def closed(self, table_id: str, player_id: str, stream: str) -> bool:
         """Forget `stream`; True when it was the player's last live stream to the table."""
         _, _, gateway = self.mine.pop(stream, (table_id, player_id, self.gateway))
-        return await self._close(gateway, table_id, player_id, stream)
-
-    async def _close(self, gateway: str, table_id: str, player_id: str, stream: str) -> bool:
-        keys, member = [_pair_key(table_id, player_id)], f"{gateway}\0{stream}"
-        last = bool(await evalsha(self.redis, self._close_script, keys, [member]))
-        await self.redis.srem(streams_key(gateway), _stream_member(table_id, player_id, stream))
-        return last
+        return await self.store.close_stream(gateway, table_id, player_id, stream)
 
     async def renew_all(self) -> list[tuple[str, str, str]]:
         """Extend this gateway's lease (one call). When it had lapsed (this gateway stalled past
@@ -144,8 +75,7 @@ class Presence:
             await self._register()
             return []
         now = self._now()
-        args = [self.gateway, now + int(self.ttl_s * 1000), now]
-        if await evalsha(self.redis, self._renew, [GATEWAYS_KEY], args):
+        if await self.store.renew_lease(self.gateway, now + int(self.ttl_s * 1000), now):
             return []
         log.warning("this gateway's presence lease lapsed; opening its streams again")
         self.gateway = uuid.uuid4().hex[:16]
@@ -162,7 +92,7 @@ class Presence:
             return False  # closed meanwhile, or opened under the new lease already
         first = await self.opened(table_id, player_id, stream)
         # Opened under the new id first, so closing the old member reports nothing.
-        await self._close(held[2], table_id, player_id, stream)
+        await self.store.close_stream(held[2], table_id, player_id, stream)
         return first
 
     async def expired(self, limit: int = SWEEP_BATCH) -> list[tuple[str, str]]:
@@ -170,19 +100,15 @@ class Presence:
         call; returns the (table, player) pairs that lost their last live stream: disconnects
         the caller must report. A dead gateway with nothing left is forgotten."""
         now = self._now()
-        dead = await self.redis.zrangebyscore(GATEWAYS_KEY, "-inf", now - 1, start=0, num=10)
         gone = []
-        for raw in dead:
-            gateway = raw.decode() if isinstance(raw, bytes) else str(raw)
-            members = await self.redis.srandmember(streams_key(gateway), limit)
-            for item in members:
-                member = item.decode() if isinstance(item, bytes) else str(item)
-                table_id, player_id, stream = member.split("\0")
-                if await self._close(gateway, table_id, player_id, stream):
+        for gateway in await self.store.lapsed_gateways(now, SWEEP_GATEWAYS):
+            streams = await self.store.streams_of(gateway, limit)
+            for table_id, player_id, stream in streams:
+                if await self.store.close_stream(gateway, table_id, player_id, stream):
                     gone.append((table_id, player_id))
-            limit -= len(members)
-            if not members:
-                await evalsha(self.redis, self._forget, [GATEWAYS_KEY], [gateway, now])
+            limit -= len(streams)
+            if not streams:
+                await self.store.forget(gateway, now)
             if limit <= 0:
                 break
         return gone

@@ -1,0 +1,145 @@
+"""Presence's state: the port presence works through (`PresenceRepository`) and its Redis
+implementation. The unit tests run presence on an in-memory one
+(tests/gateway/memory_presence.py), held to this one by a contract test.
+
+Gateway leases are one sorted set, `presence:gateways` (gateway id -> expiry ms). Each open
+stream is a member "<gateway>\\0<stream>" of its (table, player) set
+`presence:{s<n>}:<table>:<player>` (the table's shard hash tag, so each script touches one Redis
+Cluster slot) and a member "<table>\\0<player>\\0<stream>" of its gateway's set
+`presence:streams:{<gateway>}`, written first so a gateway that dies mid-open leaves nothing
+unswept. Each transition (first member in, last member out, a renewal, forgetting a lapsed
+gateway) is decided by one Lua script, so exactly one caller sees it."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from services.common.deps import evalsha
+from services.common.shards import shard_of, shard_tag
+
+GATEWAYS_KEY = "presence:gateways"
+
+# KEYS: pair set. ARGV: member. Returns 1 when this is the pair's first member (a connect).
+_OPEN = """
+if redis.call('SADD', KEYS[1], ARGV[1]) == 1 and redis.call('SCARD', KEYS[1]) == 1 then
+  return 1
+end
+return 0
+"""
+
+# KEYS: pair set. ARGV: member. Returns 1 when this removed its last member (a disconnect).
+_CLOSE = """
+if redis.call('SREM', KEYS[1], ARGV[1]) == 1 and redis.call('EXISTS', KEYS[1]) == 0 then
+  return 1
+end
+return 0
+"""
+
+# KEYS: the gateways. ARGV: gateway, new expiry ms, now ms. Renews a lease that has not lapsed
+# (returns 1); a lapsed or swept one is left to the sweepers (returns 0).
+_RENEW = """
+local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if expiry and tonumber(expiry) >= tonumber(ARGV[3]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  return 1
+end
+return 0
+"""
+
+# KEYS: the gateways. ARGV: gateway, now ms. Forgets a lapsed gateway (the caller found its
+# streams all closed).
+_FORGET = """
+local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if expiry and tonumber(expiry) < tonumber(ARGV[2]) then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+"""
+
+Stream = tuple[str, str, str]  # table, player, stream
+
+
+class PresenceRepository(Protocol):
+    async def take_lease(self, gateway: str, expiry_ms: int) -> None:
+        """Hold `gateway`'s lease until `expiry_ms`."""
+        ...
+
+    async def renew_lease(self, gateway: str, expiry_ms: int, now_ms: int) -> bool:
+        """Extend a lease that has not lapsed by `now_ms`; False when it lapsed or was forgotten."""
+        ...
+
+    async def lapsed_gateways(self, now_ms: int, limit: int) -> list[str]:
+        """Gateways whose lease lapsed before `now_ms`."""
+        ...
+
+    async def forget(self, gateway: str, now_ms: int) -> None:
+        """Drop a lapsed gateway's lease (one whose streams are all closed)."""
+        ...
+
+    async def open_stream(self, gateway: str, table_id: str, player_id: str, stream: str) -> bool:
+        """Record a stream under `gateway`; True when it is the (table, player)'s first."""
+        ...
+
+    async def close_stream(self, gateway: str, table_id: str, player_id: str, stream: str) -> bool:
+        """Forget a stream; True when it was the (table, player)'s last. Idempotent."""
+        ...
+
+    async def streams_of(self, gateway: str, limit: int) -> list[Stream]:
+        """Up to `limit` of the streams recorded under `gateway`."""
+        ...
+
+
+def _pair_key(table_id: str, player_id: str) -> str:
+    return f"presence:{shard_tag(shard_of(table_id))}:{table_id}:{player_id}"
+
+
+def streams_key(gateway: str) -> str:
+    """A gateway's open streams: "<table>\\0<player>\\0<stream>"."""
+    return f"presence:streams:{{{gateway}}}"
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode() if isinstance(raw, bytes) else raw
+
+
+class RedisPresenceStore:
+    def __init__(self, redis: Any) -> None:  # redis-py's async client: untyped
+        self.redis = redis
+        self._open = redis.register_script(_OPEN)
+        self._close = redis.register_script(_CLOSE)
+        self._renew = redis.register_script(_RENEW)
+        self._forget = redis.register_script(_FORGET)
+
+    async def take_lease(self, gateway: str, expiry_ms: int) -> None:
+        await self.redis.zadd(GATEWAYS_KEY, {gateway: expiry_ms})
+
+    async def renew_lease(self, gateway: str, expiry_ms: int, now_ms: int) -> bool:
+        args = [gateway, expiry_ms, now_ms]
+        return bool(await evalsha(self.redis, self._renew, [GATEWAYS_KEY], args))
+
+    async def lapsed_gateways(self, now_ms: int, limit: int) -> list[str]:
+        found = await self.redis.zrangebyscore(GATEWAYS_KEY, "-inf", now_ms - 1, start=0, num=limit)
+        return [_text(raw) for raw in found]
+
+    async def forget(self, gateway: str, now_ms: int) -> None:
+        await evalsha(self.redis, self._forget, [GATEWAYS_KEY], [gateway, now_ms])
+
+    async def open_stream(self, gateway: str, table_id: str, player_id: str, stream: str) -> bool:
+        await self.redis.sadd(streams_key(gateway), f"{table_id}\0{player_id}\0{stream}")
+        keys, member = [_pair_key(table_id, player_id)], f"{gateway}\0{stream}"
+        return bool(await evalsha(self.redis, self._open, keys, [member]))
+
+    async def close_stream(self, gateway: str, table_id: str, player_id: str, stream: str) -> bool:
+        keys, member = [_pair_key(table_id, player_id)], f"{gateway}\0{stream}"
+        last = bool(await evalsha(self.redis, self._close, keys, [member]))
+        await self.redis.srem(streams_key(gateway), f"{table_id}\0{player_id}\0{stream}")
+        return last
+
+    async def streams_of(self, gateway: str, limit: int) -> list[Stream]:
+        found = await self.redis.srandmember(streams_key(gateway), limit)
+        out: list[Stream] = []
+        for raw in found:
+            table_id, player_id, stream = _text(raw).split("\0")
+            out.append((table_id, player_id, stream))
+        return out
