@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Mapping
 
 from services.bots.settings import load_settings
@@ -20,21 +18,14 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
     )
-    stop = asyncio.Event()
-    parts: dict[str, object] = {}
 
     async def start() -> None:
         if not settings.bots_secret:
             raise RuntimeError("BG_BOTS_SECRET is required: bots sign in through the gateway")
         worker = BotWorker(redis, settings.gateway_addr, settings.bots_secret, settings.max_tables)
-        parts["task"] = asyncio.create_task(worker.run(stop), name="bots")
+        app.background.spawn("bots", worker.run(app.background.stop))
 
     async def close() -> None:
-        stop.set()
-        task = parts.get("task")
-        if isinstance(task, asyncio.Task):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(task, 5)
         await redis.aclose()
 
     app.checks.append(redis_check(redis))

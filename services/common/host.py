@@ -150,6 +150,7 @@ class ServiceHost:
                 await asyncio.sleep(self.settings.shutdown_delay_s)
             if self._server is not None:
                 await self._server.stop(self.settings.shutdown_grace_s)
+            await self.app.background.close()
             for hook in reversed(self.app.on_stop):
                 try:
                     await hook()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import grpc
 from opentelemetry.sdk.trace import TracerProvider
 
+from services.common.background import Background
 from services.common.metrics import ServiceMetrics
 from services.common.settings import ServiceSettings
 
@@ -25,8 +26,9 @@ class ServiceApp:
     """A service as the host sees it. Built by each service's `app.build_app` (composition root).
 
     `register` adds the domain servicers to the server and returns their full names (for health
-    and reflection); `start` opens clients and background tasks once the port is bound; `stop`
-    closes them after the server has drained.
+    and reflection); `on_start` hooks run once the port is bound and start the `background`
+    loops; after the server has drained the host stops those loops, then runs the `on_stop`
+    hooks (last added first), which close the clients.
     """
 
     name: str
@@ -36,6 +38,7 @@ class ServiceApp:
     checks: list[ReadinessCheck] = field(default_factory=list)
     on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    background: Background = field(default_factory=Background)
     tracer_provider: TracerProvider | None = None
     ports: dict[str, int] = field(default_factory=dict)  # extra listeners (e.g. "ws") once started
 

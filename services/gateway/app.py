@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import secrets
 from collections.abc import Mapping
-from typing import Any
 
 import grpc
+from websockets.asyncio.server import Server, serve
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
@@ -41,21 +39,24 @@ log = logging.getLogger("bg.gateway")
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("gateway", settings)
-    redis = redis_client(
-        settings.redis_url,
-        round_trips=app.metrics.redis_round_trips,
-        cluster=settings.redis_cluster,
-    )
+
+    # Identities: signed tokens, accounts and bans on SQL (bans mirrored in Redis), operators.
     secret = settings.token_secret
     if not secret:
         # One replica alone can sign with a random secret; replicas must share BG_TOKEN_SECRET.
         secret = secrets.token_urlsafe(32)
     signer = TokenSigner(secret, settings.token_ttl_s, parse_keys(settings.token_keys))
-    feed = TableFeed(redis)
     engine = sql_engine(settings.database_url)
     accounts = Accounts(engine, settings.refresh_ttl_s)
-    bans = Bans(redis, settings.ban_sync_s)
     operator_keys = parse_operator_keys(settings.operator_keys)
+
+    # What the gateways share in Redis: bans, presence, rate limits, the tables' feeds, names.
+    redis = redis_client(
+        settings.redis_url,
+        round_trips=app.metrics.redis_round_trips,
+        cluster=settings.redis_cluster,
+    )
+    bans = Bans(redis, settings.ban_sync_s)
     presence = Presence(RedisPresenceStore(redis), settings.presence_ttl_s)
     limits = RateLimits(
         redis,
@@ -64,11 +65,15 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.rate_sync_s,
         settings.rate_per_login_s,
     )
+    feed = TableFeed(redis)
     channels: list[grpc.aio.Channel] = []
-    parts: dict[str, Any] = {}
-    stop = asyncio.Event()
+    servicer: GatewayServicer | None = None
+    ws_server: Server | None = None
 
     def register(server: grpc.aio.Server) -> list[str]:
+        # The clients of the services (grpc.aio channels need the running loop, so they are
+        # made here, not above), and the player and operator APIs on them.
+        nonlocal servicer
         if not (settings.token_secret or settings.token_keys):
             log.warning("BG_TOKEN_SECRET is unset: tokens are valid on this replica only")
         interceptors = tracing.client_interceptors(app.tracer_provider)
@@ -96,7 +101,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             bans=bans,
         )
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
-        parts["servicer"] = servicer
         admin = AdminServicer(
             signer, operator_keys, accounts, AuditLog(engine), bans, limits,
             mm, wallet, tables, boards, settings.wallet_operator_token,
@@ -104,40 +108,33 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         admin_pb2_grpc.add_AdminServiceServicer_to_server(admin, server)
         return [SERVICE_NAME, ADMIN_NAME]
 
-    async def start_ws() -> None:
+    async def start() -> None:
+        nonlocal ws_server
+        assert servicer is not None  # the host registers before it starts
         await accounts.migrate()
         bans.seed(await accounts.banned_ids())  # Redis may be down yet: the task restores it
-        parts["bans"] = asyncio.create_task(bans.run(stop), name="bans")
-        from websockets.asyncio.server import serve
-
-        ws = WsGateway(parts["servicer"])
-        server = await serve(
-            ws.handle,
+        # The browsers' WebSocket, on the same origin as the browser client's files.
+        ws_server = await serve(
+            WsGateway(servicer).handle,
             settings.host,
             settings.ws_port,
             max_size=MAX_MESSAGE,
-            process_request=StaticFiles(),  # the browser client, on the same origin
+            process_request=StaticFiles(),
         )
-        parts["ws"] = server
-        app.ports["ws"] = server.sockets[0].getsockname()[1]
+        app.ports["ws"] = ws_server.sockets[0].getsockname()[1]
         log.info("websocket listening", extra={"ws_port": app.ports["ws"]})
-        parts["presence"] = asyncio.create_task(
-            presence.run(parts["servicer"].report_presence, stop), name="presence"
-        )
-        parts["limits"] = asyncio.create_task(limits.run(stop), name="rate-limits")
+        background = app.background
+        background.spawn("bans", bans.run(background.stop))
+        background.spawn("presence", presence.run(servicer.report_presence, background.stop))
+        background.spawn("rate-limits", limits.run(background.stop))
 
     async def close() -> None:
-        stop.set()
-        for task in ("presence", "limits", "bans"):
-            if task in parts:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await asyncio.wait_for(parts[task], 5)
-        if "ws" in parts:
-            parts["ws"].close()
-            await parts["ws"].wait_closed()
+        if ws_server is not None:
+            ws_server.close()
+            await ws_server.wait_closed()
         await feed.close()
-        if "servicer" in parts:
-            await parts["servicer"].lines.close()
+        if servicer is not None:
+            await servicer.lines.close()
         for channel in channels:
             await channel.close(None)
         await redis.aclose()
@@ -146,6 +143,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.register = register
     app.checks.append(redis_check(redis))
     app.checks.append(sql_check(engine))
-    app.on_start.append(start_ws)
+    app.on_start.append(start)
     app.on_stop.append(close)
     return app

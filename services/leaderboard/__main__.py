@@ -14,16 +14,16 @@ def _rebuild() -> None:
     from services.leaderboard.app import MIGRATIONS
     from services.leaderboard.consumer import EventHandler, rebuild
     from services.leaderboard.settings import load_settings
-    from services.leaderboard.store import BoardStore
+    from services.leaderboard.store import SqlBoardStore
 
     async def run() -> None:
         settings = load_settings()
         engine = sql_engine(settings.database_url)
         redis = redis_client(settings.redis_url, cluster=settings.redis_cluster)
         await migrate(engine, MIGRATIONS)
-        store = BoardStore(engine, redis, settings.season_days * 86_400_000)
+        handler = EventHandler(SqlBoardStore(engine, redis), settings.season_ms)
         namespace = Namespace(settings.kafka_namespace)
-        applied = await rebuild(EventHandler(store), settings.kafka_bootstrap, namespace)
+        applied = await rebuild(handler, settings.kafka_bootstrap, namespace)
         print(f"rebuilt the boards from {applied} events")
         await engine.dispose()
         await redis.aclose()

@@ -12,7 +12,8 @@ from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 from services.common.clock import now_ms
 from services.common.errors import InvalidArgument, NotFound, ServiceError, grpc_errors
 from services.leaderboard import boards
-from services.leaderboard.store import ALL, BoardStore
+from services.leaderboard.effects import ALL
+from services.leaderboard.store import BoardRepository
 
 Context = grpc.aio.ServicerContext[Any, Any]
 BOARDS = ("trophies", "league", "scored", "rating")
@@ -21,9 +22,13 @@ LEVELS = ("players", "easy", "normal")
 
 class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
     def __init__(
-        self, store: BoardStore, replay: Callable[[str], Awaitable[dict[str, int]]] | None = None
+        self,
+        store: BoardRepository,
+        season_ms: int = boards.WEEK_MS,
+        replay: Callable[[str], Awaitable[dict[str, int]]] | None = None,
     ) -> None:
         self.store = store
+        self.season_ms = season_ms
         self.replay = replay  # replays one player's events from Kafka (consumer.replay_player)
 
     @grpc_errors
@@ -37,7 +42,7 @@ class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
         return leaderboard_pb2.ReplayPlayerResponse(**counts)
 
     def season(self) -> str:
-        return boards.season_of(now_ms(), self.store.season_ms)
+        return boards.season_of(now_ms(), self.season_ms)
 
     def _key(self, board: str, key: str) -> str:
         if board not in BOARDS:
@@ -93,12 +98,12 @@ class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
         league_rank, _, _ = await self.store.rank("league", season, request.player_id, 0)
         return leaderboard_pb2.ProfileResponse(
             player_id=request.player_id,
-            trophies=p["trophies"].get(ALL, 0),
-            season_trophies=p["trophies"].get(season, 0),
-            rating=p["rating"],
-            experience=p["experience"],
-            scored_points=p["scored"],
-            league_diamonds=p["league"].get(season, 0),
+            trophies=p.trophies.get(ALL, 0),
+            season_trophies=p.trophies.get(season, 0),
+            rating=p.rating,
+            experience=p.experience,
+            scored_points=p.scored,
+            league_diamonds=p.league.get(season, 0),
             league_rank=league_rank,
             season=season,
         )

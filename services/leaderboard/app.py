@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,11 +17,13 @@ from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS, WALLET_EVENTS, Namespace
 from services.leaderboard.api import LeaderboardServicer
 from services.leaderboard.consumer import EventHandler, consume, replay_player
+from services.leaderboard.effects import ALL
 from services.leaderboard.settings import load_settings
-from services.leaderboard.store import BoardStore
+from services.leaderboard.store import BoardRepository, SqlBoardStore
 
 SERVICE_NAME = leaderboard_pb2.DESCRIPTOR.services_by_name["LeaderboardService"].full_name
 MIGRATIONS = Path(__file__).with_name("migrations")
+SIZES_S = 5.0  # the board-size gauges: a dashboard needs no more
 
 
 class LeaderboardMetrics:
@@ -51,19 +51,22 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("leaderboard", settings)
     metrics = LeaderboardMetrics(app.metrics.registry)
+    namespace = Namespace(settings.kafka_namespace)
+
+    # The record (SQL) and the ranks derived from it (Redis), behind the boards' port.
     engine = sql_engine(settings.database_url)
     redis = redis_client(
         settings.redis_url,
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
     )
-    store = BoardStore(engine, redis, settings.season_days * 86_400_000)
-    handler = EventHandler(store, metrics)
-    namespace = Namespace(settings.kafka_namespace)
-    stop = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
+    store = SqlBoardStore(engine, redis)
+
+    # The core: events in, boards out; the API reads them.
+    handler = EventHandler(store, settings.season_ms, metrics)
     servicer = LeaderboardServicer(
         store,
+        settings.season_ms,
         lambda player: replay_player(handler, settings.kafka_bootstrap, player, namespace),
     )
 
@@ -71,37 +74,31 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         leaderboard_pb2_grpc.add_LeaderboardServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
 
+    def make_consumer() -> Any:  # aiokafka: untyped
+        return kafka.consumer(
+            settings.kafka_bootstrap,
+            namespace.group("leaderboard"),
+            namespace.topic(TABLE_EVENTS),
+            namespace.topic(WALLET_EVENTS),
+            client_id=settings.replica or "leaderboard",
+        )
+
     async def start() -> None:
         await migrate(engine, MIGRATIONS)
         await store.resync()  # Redis is derived: rebuild the ranks from the SQL record
-
-        def make_consumer() -> Any:
-            return kafka.consumer(
-                settings.kafka_bootstrap,
-                namespace.group("leaderboard"),
-                namespace.topic(TABLE_EVENTS),
-                namespace.topic(WALLET_EVENTS),
-                client_id=settings.replica or "leaderboard",
-            )
-
-        tasks.append(
-            asyncio.create_task(
-                kafka.keep_consuming(
-                    make_consumer,
-                    lambda c: consume(handler, c, stop, metrics.lag, namespace),
-                    stop,
-                    "events",
-                ),
-                name="consumer",
-            )
+        stop = app.background.stop
+        app.background.spawn(
+            "consumer",
+            kafka.keep_consuming(
+                make_consumer,
+                lambda c: consume(handler, c, stop, metrics.lag, namespace),
+                stop,
+                "events",
+            ),
         )
-        tasks.append(asyncio.create_task(_sizes(store, servicer, metrics, stop), name="sizes"))
+        app.background.every("board-sizes", SIZES_S, lambda: _sizes(store, servicer, metrics))
 
     async def close() -> None:
-        stop.set()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(task, 5)
         await engine.dispose()
         await redis.aclose()
 
@@ -113,20 +110,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
 
 async def _sizes(
-    store: BoardStore,
-    servicer: LeaderboardServicer,
-    metrics: LeaderboardMetrics,
-    stop: asyncio.Event,
+    store: BoardRepository, servicer: LeaderboardServicer, metrics: LeaderboardMetrics
 ) -> None:
-    while not stop.is_set():
-        with contextlib.suppress(Exception):
-            season = servicer.season()
-            for board, key in (
-                ("trophies", "all"),
-                ("league", season),
-                ("scored", "players"),
-                ("rating", "all"),
-            ):
-                metrics.board_size.labels(board).set(await store.size(board, key))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 5.0)
+    season = servicer.season()
+    current = (("trophies", ALL), ("league", season), ("scored", "players"), ("rating", ALL))
+    for board, key in current:
+        metrics.board_size.labels(board).set(await store.size(board, key))

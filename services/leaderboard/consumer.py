@@ -13,14 +13,21 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from bg.events.v1 import events_pb2
 from services.common import kafka
 from services.common.topics import PLAIN, TABLE_EVENTS, WALLET_EVENTS, Namespace
-from services.leaderboard.store import BoardStore, Effects, table_effects, wallet_effects
+from services.leaderboard import boards
+from services.leaderboard.effects import Effects, table_effects, wallet_effects
+from services.leaderboard.store import BoardRepository
 
 log = logging.getLogger("bg.leaderboard")
 
 
 class EventHandler:
-    def __init__(self, store: BoardStore, metrics: Any = None) -> None:
+    """One event in: decoded, its effects worked out, applied to the boards once."""
+
+    def __init__(
+        self, store: BoardRepository, season_ms: int = boards.WEEK_MS, metrics: Any = None
+    ) -> None:
         self.store = store
+        self.season_ms = season_ms
         self.metrics = metrics
 
     async def handle(self, topic: str, raw: bytes) -> str:
@@ -30,12 +37,12 @@ class EventHandler:
                 t_event.ParseFromString(raw)
                 event_id, at_ms = t_event.event_id, t_event.at_ms
                 kind = t_event.WhichOneof("body") or "other"
-                fx: Effects = table_effects(t_event, self.store.season_ms)
+                fx: Effects = table_effects(t_event, self.season_ms)
             else:
                 w_event = events_pb2.WalletEvent()
                 w_event.ParseFromString(raw)
                 event_id, at_ms, kind = w_event.event_id, w_event.at_ms, f"wallet_{w_event.kind}"
-                fx = wallet_effects(w_event, self.store.season_ms)
+                fx = wallet_effects(w_event, self.season_ms)
         except Exception:
             log.error("undecodable event skipped", extra={"topic": topic, "size": len(raw)})
             return self._count("undecodable", "undecodable")

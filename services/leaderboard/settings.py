@@ -28,6 +28,10 @@ class LeaderboardSettings(ServiceSettings):
         "BG_SEASON_DAYS", 7, "Season length in days (weeks from Monday UTC).", min=1
     )
 
+    @property
+    def season_ms(self) -> int:
+        return self.season_days * 86_400_000
+
 
 def load_settings(environ: Mapping[str, str] | None = None) -> LeaderboardSettings:
     return load(LeaderboardSettings, environ)

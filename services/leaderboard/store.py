@@ -1,4 +1,6 @@
-"""Applies events to the boards: SQL is the record, Redis sorted sets the ranks.
+"""The boards' state: the port the leaderboard works through (`BoardRepository`) and its
+implementation, where SQL is the record and Redis sorted sets the ranks. The unit tests run
+on an in-memory one (tests/leaderboard/memory_boards.py), held to this one by the same tests.
 
 Each event is one SQL transaction that first records its id (a repeated id changes nothing),
 then adds its deltas. After the commit, the touched Redis members are set to the SQL values
@@ -8,20 +10,18 @@ then adds its deltas. After the commit, the touched Redis members are set to the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bg.events.v1 import events_pb2
-from engine.vocabulary import EndReason, GameResult
-from services.common.vocabulary import from_proto
 from services.leaderboard import boards
+from services.leaderboard.effects import ALL, Effects
 from services.leaderboard.schema import match_players, matches, processed, ratings, scores
 
-CPU_PREFIX = "cpu-"
-ALL = "all"
+Ranked = tuple[int, str, float]  # (rank from 1, player, score)
 
 
 def zkey(board: str, key: str) -> str:
@@ -29,87 +29,61 @@ def zkey(board: str, key: str) -> str:
 
 
 @dataclass
-class Delta:
-    board: str
-    key: str
-    player_id: str
-    value: int
+class Profile:
+    """A player's standings from the record: board -> key -> value, and their rating."""
+
+    trophies: dict[str, int] = field(default_factory=dict)
+    league: dict[str, int] = field(default_factory=dict)
+    scored: dict[str, int] = field(default_factory=dict)
+    rating: float = boards.START_RATING
+    experience: int = 0
+    rated_matches: int = 0
 
 
-@dataclass
-class Effects:
-    deltas: list[Delta] = field(default_factory=list)
-    rated: tuple[str, str, int] | None = None  # (winner, loser, match length)
+class BoardRepository(Protocol):
+    async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:
+        """Apply an event's effects once; False for an event id already applied."""
+        ...
+
+    async def archive(self, event: events_pb2.TableEvent) -> bool: ...
+
+    async def history(self, player: str, limit: int, before_ms: int) -> list[bytes]:
+        """A player's archived match end events, newest first, ended before `before_ms` (0:
+        any)."""
+        ...
+
+    async def archived(self, match_id: str) -> bytes | None: ...
+
+    async def top(self, board: str, key: str, limit: int) -> list[Ranked]: ...
+
+    async def rank(
+        self, board: str, key: str, player: str, around: int
+    ) -> tuple[int, float, list[Ranked]]:
+        """(rank, score, neighbours) with rank 0 when the player is not on the board."""
+        ...
+
+    async def size(self, board: str, key: str) -> int: ...
+
+    async def profile(self, player: str) -> Profile: ...
+
+    async def resync(self) -> None:
+        """Rebuild the ranks from the record (after a crash between the two)."""
+        ...
+
+    async def reset(self) -> None:
+        """Empty the boards (before a rebuild from the topics)."""
+        ...
 
 
-def table_effects(event: events_pb2.TableEvent, season_ms: int) -> Effects:
-    """What a table event changes on the boards."""
-    fx = Effects()
-    kind = event.WhichOneof("body")
-    season = boards.season_of(event.at_ms, season_ms)
-    if kind == "game_ended":
-        g = event.game_ended
-        result = from_proto(g.result, GameResult)
-        if g.info.profile == "wagered" and g.info.rated and result is not None:
-            winner = g.info.player_ids[g.winner_seat]
-            value = boards.game_trophies(result)
-            fx.deltas += [
-                Delta("trophies", ALL, winner, value),
-                Delta("trophies", season, winner, value),
-            ]
-    elif kind == "match_ended":
-        m = event.match_ended
-        info = m.info
-        players = list(info.player_ids)
-        winner = players[m.winner_seat]
-        if info.profile == "wagered" and info.rated:
-            won = [
-                r
-                for g in m.games
-                if g.winner_seat == m.winner_seat and (r := from_proto(g.result, GameResult))
-            ]
-            reason = from_proto(m.reason, EndReason)
-            bonus = reason and boards.match_trophies(info.match_length, reason, won)
-            if bonus:
-                fx.deltas += [
-                    Delta("trophies", ALL, winner, bonus),
-                    Delta("trophies", season, winner, bonus),
-                ]
-        elif info.profile == "scored" and not info.test_game:
-            level = info.level or "players"
-            for player, points in zip(players, m.scored_points, strict=False):
-                if points and not player.startswith(CPU_PREFIX):
-                    fx.deltas.append(Delta("scored", level, player, points))
-        elif (
-            info.profile == "casual"
-            and info.rated
-            and not any(p.startswith(CPU_PREFIX) for p in players)
-        ):
-            fx.rated = (winner, players[1 - m.winner_seat], info.match_length)
-    return fx
+class SqlBoardStore:
+    """The record in SQL, the ranks in Redis sorted sets derived from it."""
 
-
-def wallet_effects(event: events_pb2.WalletEvent, season_ms: int) -> Effects:
-    """I-13: a settled wagered match adds the winner's net gain to the season's league."""
-    fx = Effects()
-    if event.kind == "settle" and event.winner_id:
-        fx.deltas.append(
-            Delta(
-                "league", boards.season_of(event.at_ms, season_ms), event.winner_id, event.net_gain
-            )
-        )
-    return fx
-
-
-class BoardStore:
-    def __init__(self, engine: AsyncEngine, redis: Any, season_ms: int = boards.WEEK_MS) -> None:
+    def __init__(self, engine: AsyncEngine, redis: Any) -> None:  # redis-py: untyped
         self.engine = engine
         self.redis = redis
-        self.season_ms = season_ms
         self._insert = sqlite.insert if engine.dialect.name == "sqlite" else postgresql.insert
 
     async def archive(self, event: events_pb2.TableEvent) -> bool:
-        """Keep a finished match (its end event, with every move) for its players; once."""
         kind = event.WhichOneof("body")
         players = list(getattr(event, kind).info.player_ids)
         async with self.engine.begin() as conn:
@@ -134,7 +108,6 @@ class BoardStore:
         return True
 
     async def history(self, player: str, limit: int, before_ms: int) -> list[bytes]:
-        """A player's archived match end events, newest first."""
         query = (
             select(matches.c.event)
             .join(match_players, match_players.c.match_id == matches.c.match_id)
@@ -153,7 +126,6 @@ class BoardStore:
         return None if raw is None else bytes(raw)
 
     async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:
-        """Apply once; returns False for an event already applied."""
         touched: list[tuple[str, str, str]] = []
         rated: list[tuple[str, float]] = []
         async with self.engine.begin() as conn:
@@ -254,14 +226,13 @@ class BoardStore:
 
     # -- reads -------------------------------------------------------------------------------
 
-    async def top(self, board: str, key: str, limit: int) -> list[tuple[int, str, float]]:
+    async def top(self, board: str, key: str, limit: int) -> list[Ranked]:
         rows = await self.redis.zrevrange(zkey(board, key), 0, limit - 1, withscores=True)
         return [(i + 1, m.decode(), s) for i, (m, s) in enumerate(rows)]
 
     async def rank(
         self, board: str, key: str, player: str, around: int
-    ) -> tuple[int, float, list[tuple[int, str, float]]]:
-        """(rank, score, neighbours) with rank 0 when the player is not on the board."""
+    ) -> tuple[int, float, list[Ranked]]:
         index = await self.redis.zrevrank(zkey(board, key), player)
         if index is None:
             return 0, 0.0, []
@@ -277,16 +248,17 @@ class BoardStore:
     async def size(self, board: str, key: str) -> int:
         return int(await self.redis.zcard(zkey(board, key)))
 
-    async def profile(self, player: str) -> dict[str, Any]:
+    async def profile(self, player: str) -> Profile:
         async with self.engine.connect() as conn:
             rows = (await conn.execute(select(scores).where(scores.c.player_id == player))).all()
             rating = (
                 await conn.execute(select(ratings).where(ratings.c.player_id == player))
             ).first()
-        out: dict[str, Any] = {"trophies": {}, "league": {}, "scored": {}}
+        out = Profile()
         for r in rows:
-            out[r.board][r.key] = r.value
-        out["rating"] = rating.rating if rating else boards.START_RATING
-        out["experience"] = rating.experience if rating else 0
-        out["rated_matches"] = rating.matches if rating else 0
+            getattr(out, r.board)[r.key] = r.value
+        if rating:
+            out.rating, out.experience, out.rated_matches = (
+                rating.rating, rating.experience, rating.matches
+            )  # fmt: skip
         return out

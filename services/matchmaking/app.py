@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 
@@ -28,42 +26,43 @@ SERVICE_NAME = matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"]
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("matchmaking", settings)
+
+    # The lobby's state, behind its port.
     redis = redis_client(
         settings.redis_url,
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
     )
+    store = RedisLobbyStore(redis)
     channels: list[grpc.aio.Channel] = []
-    lobbies: list[Lobby] = []
-    stop = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
+    lobby: Lobby | None = None
 
     def register(server: grpc.aio.Server) -> list[str]:
+        # The clients of the wallet and the tables (grpc.aio channels need the running loop, so
+        # they are made here, not above), the lobby on them, its API.
+        nonlocal lobby
         interceptors = tracing.client_interceptors(app.tracer_provider)
         wallet = wallet_channel(settings.wallet_addr, interceptors)
         tables = table_channel(settings.table_addrs, interceptors)
         channels.extend([wallet, tables])
         lobby = Lobby(
-            RedisLobbyStore(redis),
+            store,
             GrpcWallet(wallet),
             GrpcTables(tables),
             settings.code_ttl_s,
             settings.max_open_tables,
         )
-        lobbies.append(lobby)
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
             MatchmakingServicer(lobby, settings.invite_base), server
         )
         return [SERVICE_NAME]
 
     async def start() -> None:
-        tasks.append(asyncio.create_task(_sweep(lobbies[0], stop), name="deal-sweeper"))
+        # Undo deals a crash left half-done (the saga's compensation), every few seconds.
+        assert lobby is not None  # the host registers before it starts
+        app.background.every("deal-sweeper", SWEEP_INTERVAL_S, lobby.sweep_deals, log)
 
     async def close() -> None:
-        stop.set()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(task, 5)
         for channel in channels:
             await channel.close(None)
         await redis.aclose()
@@ -73,15 +72,3 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.on_start.append(start)
     app.on_stop.append(close)
     return app
-
-
-async def _sweep(lobby: Lobby, stop: asyncio.Event) -> None:
-    """Undo deals a crash left half-done (the saga's compensation), every few seconds."""
-    while not stop.is_set():
-        try:
-            if undone := await lobby.sweep_deals():
-                log.warning("undid deals left half-done", extra={"count": undone})
-        except Exception as exc:  # Redis down: the next sweep
-            log.warning("deal sweep failed", extra={"error": repr(exc)[:300]})
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), SWEEP_INTERVAL_S)

@@ -544,6 +544,8 @@ class Lobby:
                 )
                 continue
             undone += table.status == CLOSED
+        if undone:
+            log.warning("undid deals left half-done", extra={"count": undone})
         return undone
 
     async def _leave_other_scored(self, player_id: str, table: Table) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Mapping
 
@@ -33,71 +32,64 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("table", settings)
     metrics = TableMetrics(app.metrics)
+    replica = settings.replica or "table"
+
+    # The tables' state (behind the TableRepository port) and this replica's shards of it.
     redis = redis_client(
         settings.redis_url,
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
     )
     store = TableStore(redis)
-    stop = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
-    parts: dict[str, object] = {}
-
-    def core() -> TableCore:
-        return parts["core"]  # type: ignore[return-value]
+    leases = ShardLeases(
+        redis, settings.replica, on_change=lambda owned: metrics.shards.set(len(owned))
+    )
+    channels: list[grpc.aio.Channel] = []
+    core: TableCore | None = None
 
     def register(server: grpc.aio.Server) -> list[str]:
-        # Runs inside the event loop (grpc.aio channels need it), before start().
-        channel = wallet_channel(
-            settings.wallet_addr, tracing.client_interceptors(app.tracer_provider)
+        # The wallet's client (grpc.aio channels need the running loop, so it is made here, not
+        # above), the core on it, its API.
+        nonlocal core
+        channels.append(
+            wallet_channel(settings.wallet_addr, tracing.client_interceptors(app.tracer_provider))
         )
-        parts["channel"] = channel
-        parts["core"] = TableCore(
+        core = TableCore(
             store,
-            GrpcWallet(channel),
+            GrpcWallet(channels[0]),
             metrics,
             settings.clock_scale,
             cache_size=settings.cache_size,
         )
-        table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(core()), server)
+        table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(core), server)
         return [SERVICE_NAME]
 
+    relay = EventRelay(
+        store,
+        lambda: kafka.producer(
+            settings.kafka_bootstrap, settings.kafka_idempotence, f"{replica}-relay"
+        ),
+        metrics,
+        topic=Namespace(settings.kafka_namespace).topic(TABLE_EVENTS),
+        leases=leases,
+    )
+
     async def start() -> None:
-        replica = settings.replica or "table"
-        leases = ShardLeases(
-            redis, settings.replica, on_change=lambda owned: metrics.shards.set(len(owned))
-        )
+        assert core is not None  # the host registers before it starts
         with contextlib.suppress(Exception):  # Redis not up yet: the lease task keeps trying
             await leases.renew()
-        tasks.append(asyncio.create_task(leases.run(stop), name="shard-leases"))
+        background = app.background
+        background.spawn("shard-leases", leases.run(background.stop))
         if settings.clock_workers:
-            worker = ClockWorker(store, core(), leases)
-            tasks.append(asyncio.create_task(worker.run(stop), name="clock"))
-        if settings.relay:
-            relay = EventRelay(
-                store,
-                lambda: kafka.producer(
-                    settings.kafka_bootstrap, settings.kafka_idempotence, f"{replica}-relay"
-                ),
-                metrics,
-                topic=Namespace(settings.kafka_namespace).topic(TABLE_EVENTS),
-                leases=leases,
-            )
-            core().on_commit = relay.committed
-            parts["relay"] = relay
-            tasks.append(asyncio.create_task(relay.run(stop), name="relay"))
-        tasks.append(asyncio.create_task(_gauge(store, leases, metrics, stop), name="gauges"))
+            background.spawn("clock", ClockWorker(store, core, leases).run(background.stop))
+        if settings.relay:  # the per-table event streams into Kafka
+            core.on_commit = relay.committed
+            background.spawn("relay", relay.run(background.stop))
+        background.every("gauges", GAUGE_S, lambda: _gauges(store, leases, metrics))
 
     async def close() -> None:
-        stop.set()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(task, 5)
-        relay = parts.get("relay")
-        if isinstance(relay, EventRelay):
-            await relay.close()
-        channel = parts.get("channel")
-        if isinstance(channel, grpc.aio.Channel):
+        await relay.close()
+        for channel in channels:
             await channel.close(None)
         await redis.aclose()
 
@@ -108,14 +100,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     return app
 
 
-async def _gauge(
-    store: TableStore, leases: ShardLeases, metrics: TableMetrics, stop: asyncio.Event
-) -> None:
-    while not stop.is_set():
-        with contextlib.suppress(Exception):
-            metrics.live_tables.set(await store.live_tables(leases.owned()))
-            memory = await store.redis.info("memory")
-            metrics.redis_used.set(memory.get("used_memory", 0))
-            metrics.redis_max.set(memory.get("maxmemory", 0))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), GAUGE_S)
+async def _gauges(store: TableStore, leases: ShardLeases, metrics: TableMetrics) -> None:
+    metrics.live_tables.set(await store.live_tables(leases.owned()))
+    memory = await store.redis.info("memory")
+    metrics.redis_used.set(memory.get("used_memory", 0))
+    metrics.redis_max.set(memory.get("maxmemory", 0))

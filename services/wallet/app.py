@@ -3,9 +3,8 @@ reconciler."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Mapping
+from typing import Any
 
 import grpc
 
@@ -25,17 +24,20 @@ from services.wallet.reconciler import GrpcOutcomes, Reconciler
 from services.wallet.settings import load_settings
 
 SERVICE_NAME = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
+AUDIT_S = 5.0  # the escrow and invariant gauges
 
 
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("wallet", settings)
-    engine = sql_engine(settings.database_url)
     metrics = WalletMetrics(app.metrics)
-    ledger = Ledger(engine, settings.fee_bps)
-    ledger.on_operation = lambda outcome: _observe(metrics, outcome)
     replica = settings.replica or "wallet"
     namespace = Namespace(settings.kafka_namespace)
+
+    # The ledger on SQL, and its outbox relayed to Kafka.
+    engine = sql_engine(settings.database_url)
+    ledger = Ledger(engine, settings.fee_bps)
+    ledger.on_operation = lambda outcome: _observe(metrics, outcome)
     relay = OutboxRelay(
         engine,
         lambda: kafka.producer(
@@ -45,60 +47,60 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.relay_interval_s,
         namespace=namespace,
     )
+    # Settlements and refunds from the tables' events.
     handler = TableEventsHandler(ledger, metrics)
-    stop = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
     channels: list[grpc.aio.Channel] = []
 
     def register(server: grpc.aio.Server) -> list[str]:
-        wallet_pb2_grpc.add_WalletServiceServicer_to_server(
-            WalletServicer(
-                ledger,
-                metrics,
-                settings.operator_token,
-                settings.starter_grant,
-                settings.store_secret,
-            ),
-            server,
+        servicer = WalletServicer(
+            ledger,
+            metrics,
+            settings.operator_token,
+            settings.starter_grant,
+            settings.store_secret,
         )
+        wallet_pb2_grpc.add_WalletServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
+
+    def make_consumer() -> Any:  # aiokafka: untyped
+        return kafka.consumer(
+            settings.kafka_bootstrap,
+            namespace.group("wallet"),
+            namespace.topic(TABLE_EVENTS),
+            client_id=replica,
+        )
 
     async def start() -> None:
         await migrate(engine)
-        metrics.escrowed.set(await ledger.open_escrow_total())
-        metrics.invariant_ok.set(0 if await check_invariants(engine) else 1)
-        tasks.append(asyncio.create_task(relay.run(stop), name="outbox-relay"))
+        await _audit(metrics, ledger)
+        background = app.background
+        background.spawn("outbox-relay", relay.run(background.stop))
         if settings.consume_table_events:
-
-            def make_consumer() -> object:
-                return kafka.consumer(
-                    settings.kafka_bootstrap,
-                    namespace.group("wallet"),
-                    namespace.topic(TABLE_EVENTS),
-                    client_id=replica,
-                )
-
-            keep = kafka.keep_consuming(
-                make_consumer, lambda c: consume(handler, c, stop), stop, "table-events"
+            background.spawn(
+                "consumer",
+                kafka.keep_consuming(
+                    make_consumer,
+                    lambda c: consume(handler, c, background.stop),
+                    background.stop,
+                    "table-events",
+                ),
             )
-            tasks.append(asyncio.create_task(keep, name="consumer"))
-        tasks.append(asyncio.create_task(_audit(metrics, ledger, stop), name="audit"))
-        interceptors = tracing.client_interceptors(app.tracer_provider)
-        channels.append(table_channel(settings.table_addrs, interceptors))
+        background.every("audit", AUDIT_S, lambda: _audit(metrics, ledger))
+        # Escrows past their bound, settled from the table's outcome (grpc.aio channels need the
+        # running loop: made here).
+        channels.append(
+            table_channel(settings.table_addrs, tracing.client_interceptors(app.tracer_provider))
+        )
         reconciler = Reconciler(
             ledger,
-            GrpcOutcomes(channels[-1]),
+            GrpcOutcomes(channels[0]),
             metrics,
             settings.escrow_bound_s,
             settings.reconcile_interval_s,
         )
-        tasks.append(asyncio.create_task(reconciler.run(stop), name="reconciler"))
+        background.spawn("reconciler", reconciler.run(background.stop))
 
     async def close() -> None:
-        stop.set()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(task, 5)
         await relay.close()
         for channel in channels:
             await channel.close(None)
@@ -119,11 +121,7 @@ def _observe(metrics: WalletMetrics, outcome: Outcome) -> None:
         metrics.settlements.labels("refunded").inc()
 
 
-async def _audit(metrics: WalletMetrics, ledger: Ledger, stop: asyncio.Event) -> None:
-    """Every few seconds: open escrow total and the ledger invariants, as gauges."""
-    while not stop.is_set():
-        with contextlib.suppress(Exception):
-            metrics.escrowed.set(await ledger.open_escrow_total())
-            metrics.invariant_ok.set(0 if await check_invariants(ledger.engine) else 1)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 5.0)
+async def _audit(metrics: WalletMetrics, ledger: Ledger) -> None:
+    """The open escrow total and the ledger invariants, as gauges."""
+    metrics.escrowed.set(await ledger.open_escrow_total())
+    metrics.invariant_ok.set(0 if await check_invariants(ledger.engine) else 1)

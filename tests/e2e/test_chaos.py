@@ -39,7 +39,7 @@ from services.common.migrate import migrate
 from services.common.play_wire import FINISHED
 from services.leaderboard.app import MIGRATIONS
 from services.leaderboard.consumer import EventHandler, rebuild
-from services.leaderboard.store import BoardStore
+from services.leaderboard.store import SqlBoardStore
 from services.wallet.ledger import check_invariants
 from services.wallet.schema import escrows, holds, operations, transfers
 from tests.helpers import retried
@@ -331,9 +331,9 @@ async def test_chaos_every_part_killed_in_turn_loses_nothing(
         fresh_redis = redis_asyncio.Redis.from_url(cluster.redis_url.rsplit("/", 1)[0] + "/1")
         try:
             await migrate(fresh_engine, MIGRATIONS)
-            fresh = BoardStore(fresh_engine, fresh_redis)
+            fresh = SqlBoardStore(fresh_engine, fresh_redis)
             await rebuild(EventHandler(fresh), cluster.kafka_bootstrap)
-            live = BoardStore(live_engine, fresh_redis)
+            live = SqlBoardStore(live_engine, fresh_redis)
             for p in players:
                 assert await live.profile(p.player_id) == await fresh.profile(p.player_id)
         finally:

@@ -1,0 +1,87 @@
+"""What an event changes on the boards: pure functions of the event, no I/O (the store applies
+the deltas they return; services/leaderboard/boards.py has the arithmetic)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bg.events.v1 import events_pb2
+from engine.vocabulary import EndReason, GameResult
+from services.common.vocabulary import from_proto
+from services.leaderboard import boards
+
+CPU_PREFIX = "cpu-"  # matchmaking's computer seats: never ranked (I-31)
+ALL = "all"  # the all-time key of the trophies and rating boards
+
+
+@dataclass
+class Delta:
+    board: str
+    key: str
+    player_id: str
+    value: int
+
+
+@dataclass
+class Effects:
+    deltas: list[Delta] = field(default_factory=list)
+    rated: tuple[str, str, int] | None = None  # (winner, loser, match length)
+
+
+def table_effects(event: events_pb2.TableEvent, season_ms: int) -> Effects:
+    """What a table event changes on the boards."""
+    fx = Effects()
+    kind = event.WhichOneof("body")
+    season = boards.season_of(event.at_ms, season_ms)
+    if kind == "game_ended":
+        g = event.game_ended
+        result = from_proto(g.result, GameResult)
+        if g.info.profile == "wagered" and g.info.rated and result is not None:
+            winner = g.info.player_ids[g.winner_seat]
+            value = boards.game_trophies(result)
+            fx.deltas += [
+                Delta("trophies", ALL, winner, value),
+                Delta("trophies", season, winner, value),
+            ]
+    elif kind == "match_ended":
+        m = event.match_ended
+        info = m.info
+        players = list(info.player_ids)
+        winner = players[m.winner_seat]
+        if info.profile == "wagered" and info.rated:
+            won = [
+                r
+                for g in m.games
+                if g.winner_seat == m.winner_seat and (r := from_proto(g.result, GameResult))
+            ]
+            reason = from_proto(m.reason, EndReason)
+            bonus = reason and boards.match_trophies(info.match_length, reason, won)
+            if bonus:
+                fx.deltas += [
+                    Delta("trophies", ALL, winner, bonus),
+                    Delta("trophies", season, winner, bonus),
+                ]
+        elif info.profile == "scored" and not info.test_game:
+            level = info.level or "players"
+            for player, points in zip(players, m.scored_points, strict=False):
+                if points and not player.startswith(CPU_PREFIX):
+                    fx.deltas.append(Delta("scored", level, player, points))
+        elif (
+            info.profile == "casual"
+            and info.rated
+            and not any(p.startswith(CPU_PREFIX) for p in players)
+        ):
+            fx.rated = (winner, players[1 - m.winner_seat], info.match_length)
+    return fx
+
+
+def wallet_effects(event: events_pb2.WalletEvent, season_ms: int) -> Effects:
+    """I-13: a settled wagered match adds the winner's net gain to the season's league."""
+    fx = Effects()
+    if event.kind == "settle" and event.winner_id:
+        fx.deltas.append(
+            Delta(
+                "league", boards.season_of(event.at_ms, season_ms), event.winner_id, event.net_gain
+            )
+        )
+    return fx

@@ -1,0 +1,107 @@
+"""An in-memory BoardRepository (services/leaderboard/store.py) for unit tests of the
+leaderboard, held to the SQL-and-Redis store by tests/leaderboard/test_store.py, which runs the
+same tests on both. Like that store it keeps a record and ranks derived from it: `ranks` can be
+lost (as Redis can) and `resync` rebuilds them."""
+
+from __future__ import annotations
+
+from bg.events.v1 import events_pb2
+from services.leaderboard import boards
+from services.leaderboard.effects import ALL, Effects
+from services.leaderboard.store import Profile, Ranked
+
+
+class MemoryBoardStore:
+    def __init__(self) -> None:
+        self.processed: set[str] = set()
+        self.scores: dict[tuple[str, str, str], int] = {}  # (board, key, player) -> value
+        self.ratings: dict[str, tuple[float, int, int]] = {}  # rating, experience, matches
+        self.matches: dict[str, tuple[int, bytes]] = {}  # match -> (ended ms, end event)
+        self.players: dict[str, set[str]] = {}  # player -> their archived matches
+        self.ranks: dict[tuple[str, str], dict[str, float]] = {}  # derived, like Redis
+
+    async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:
+        if event_id in self.processed:
+            return False
+        self.processed.add(event_id)
+        for d in fx.deltas:
+            at = (d.board, d.key, d.player_id)
+            self.scores[at] = self.scores.get(at, 0) + d.value
+            self.ranks.setdefault((d.board, d.key), {})[d.player_id] = self.scores[at]
+        if fx.rated:
+            winner, loser, length = fx.rated
+            (wr, we, wm), (lr, le, lm) = (
+                self.ratings.get(p, (boards.START_RATING, 0, 0)) for p in (winner, loser)
+            )
+            change = boards.fibs_change(wr, lr, length, we, le)
+            self.ratings[winner] = (wr + change.winner, we + length, wm + 1)
+            self.ratings[loser] = (lr + change.loser, le + length, lm + 1)
+            for player in (winner, loser):
+                self.ranks.setdefault(("rating", ALL), {})[player] = self.ratings[player][0]
+        return True
+
+    async def archive(self, event: events_pb2.TableEvent) -> bool:
+        if event.match_id in self.matches:
+            return False
+        self.matches[event.match_id] = (event.at_ms, event.SerializeToString())
+        body = getattr(event, event.WhichOneof("body") or "")
+        for player in body.info.player_ids:
+            self.players.setdefault(player, set()).add(event.match_id)
+        return True
+
+    async def history(self, player: str, limit: int, before_ms: int) -> list[bytes]:
+        kept = [self.matches[m] for m in self.players.get(player, set())]
+        kept = [m for m in kept if not before_ms or m[0] < before_ms]
+        return [raw for _, raw in sorted(kept, key=lambda m: -m[0])[:limit]]
+
+    async def archived(self, match_id: str) -> bytes | None:
+        kept = self.matches.get(match_id)
+        return None if kept is None else kept[1]
+
+    def _ordered(self, board: str, key: str) -> list[tuple[str, float]]:
+        # Redis's order: highest score first, ties by member, highest first.
+        members = self.ranks.get((board, key), {})
+        return sorted(members.items(), key=lambda m: (m[1], m[0]), reverse=True)
+
+    async def top(self, board: str, key: str, limit: int) -> list[Ranked]:
+        return [(i + 1, p, float(s)) for i, (p, s) in enumerate(self._ordered(board, key)[:limit])]
+
+    async def rank(
+        self, board: str, key: str, player: str, around: int
+    ) -> tuple[int, float, list[Ranked]]:
+        ordered = self._ordered(board, key)
+        index = next((i for i, (p, _) in enumerate(ordered) if p == player), None)
+        if index is None:
+            return 0, 0.0, []
+        start = max(0, index - around)
+        near = ordered[start : index + around + 1]
+        return (
+            index + 1,
+            float(ordered[index][1]),
+            [(start + i + 1, p, float(s)) for i, (p, s) in enumerate(near)],
+        )
+
+    async def size(self, board: str, key: str) -> int:
+        return len(self.ranks.get((board, key), {}))
+
+    async def profile(self, player: str) -> Profile:
+        out = Profile()
+        for (board, key, p), value in self.scores.items():
+            if p == player:
+                getattr(out, board)[key] = value
+        if player in self.ratings:
+            out.rating, out.experience, out.rated_matches = self.ratings[player]
+        return out
+
+    async def resync(self) -> None:
+        self.ranks = {}
+        for (board, key, player), value in self.scores.items():
+            self.ranks.setdefault((board, key), {})[player] = value
+        for player, (rating, _, _) in self.ratings.items():
+            self.ranks.setdefault(("rating", ALL), {})[player] = rating
+
+    async def reset(self) -> None:
+        self.processed.clear()
+        self.scores.clear()
+        self.ratings.clear()
+        await self.resync()
