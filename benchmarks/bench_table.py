@@ -56,7 +56,7 @@ async def _wait_serving(port: int) -> None:
 
 
 async def _play_table(
-    stub: table_pb2_grpc.TableServiceStub, table_id: str, until: float, lat: list[float]
+    stub: table_pb2_grpc.TableServiceAsyncStub, table_id: str, until: float, lat: list[float]
 ) -> int:
     players = ["a-" + table_id, "b-" + table_id]
     done = 0
@@ -100,7 +100,7 @@ async def _play_table(
     return done
 
 
-async def _commands(stubs: list[table_pb2_grpc.TableServiceStub]) -> None:
+async def _commands(stubs: list[table_pb2_grpc.TableServiceAsyncStub]) -> None:
     opts = table_pb2.TableOptions(profile="casual", match_length=7)
     sem = asyncio.Semaphore(50)
 
@@ -135,7 +135,7 @@ async def _commands(stubs: list[table_pb2_grpc.TableServiceStub]) -> None:
     )
 
 
-async def _clocks(stubs: list[table_pb2_grpc.TableServiceStub], valkey_url: str) -> None:
+async def _clocks(stubs: list[table_pb2_grpc.TableServiceAsyncStub], valkey_url: str) -> None:
     import redis.asyncio as redis_asyncio
 
     opts = table_pb2.TableOptions(profile="wagered", match_length=7, bet=100)

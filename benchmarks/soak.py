@@ -184,7 +184,7 @@ def _memory(cluster: Cluster) -> dict[str, int]:
 
 
 async def _idle_stream(
-    stub: gateway_pb2_grpc.GatewayServiceStub,
+    stub: gateway_pb2_grpc.GatewayServiceAsyncStub,
     token: str,
     table_id: str,
     report: bool,
@@ -234,7 +234,7 @@ async def _idle_stream(
 async def _playing_pair(
     pair: tuple[Player, Player],
     table_id: str,
-    wallet: wallet_pb2_grpc.WalletServiceStub,
+    wallet: wallet_pb2_grpc.WalletServiceAsyncStub,
     token: str,
     stats: Stats,
     stop: asyncio.Event,
@@ -269,7 +269,7 @@ async def _play_out(
 
 async def _table_between(
     pair: tuple[Player, Player],
-    wallet: wallet_pb2_grpc.WalletServiceStub,
+    wallet: wallet_pb2_grpc.WalletServiceAsyncStub,
     token: str,
     stats: Stats,
 ) -> str | None:
@@ -301,7 +301,7 @@ async def _table_between(
 async def _deal(
     channels: list[list[grpc.aio.Channel]],
     i: int,
-    wallet: wallet_pb2_grpc.WalletServiceStub,
+    wallet: wallet_pb2_grpc.WalletServiceAsyncStub,
     token: str,
     stats: Stats,
     think_s: float,

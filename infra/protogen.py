@@ -1,8 +1,8 @@
 """Regenerate the one generated package, `bg/`, from `protos/`.
 
 `python -m infra.protogen` (or `make protos`) wipes `bg/` and rebuilds it: messages, gRPC stubs
-and type stubs for every `.proto` under `protos/`. Nothing in `bg/` is ever edited by hand; it is
-git-ignored and excluded from ruff and mypy.
+and type stubs of both for every `.proto` under `protos/`. Nothing in `bg/` is ever edited by
+hand; it is git-ignored and excluded from ruff and mypy.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ def generate(protos: Path = PROTOS, out_root: Path = ROOT) -> list[Path]:
     if not files:
         raise SystemExit(f"no .proto files under {protos}")
     include = str(Path(protoc.__file__).parent / "_proto")
+    # mypy-protobuf's plugin types the gRPC stubs (an aio channel gives an async stub whose
+    # calls return the response types); protoc's own --pyi_out types the messages.
+    typed_grpc = Path(sys.executable).parent / "protoc-gen-mypy_grpc"
     args = [
         "grpc_tools.protoc",
         f"-I{protos}",
@@ -35,6 +38,8 @@ def generate(protos: Path = PROTOS, out_root: Path = ROOT) -> list[Path]:
         f"--python_out={out_root}",
         f"--pyi_out={out_root}",
         f"--grpc_python_out={out_root}",
+        f"--plugin=protoc-gen-mypy_grpc={typed_grpc}",
+        f"--mypy_grpc_out={out_root}",
         *(str(f) for f in files),
     ]
     if protoc.main(args) != 0:

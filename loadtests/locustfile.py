@@ -86,7 +86,7 @@ class GameUser(User):
         self.stub = gateway_pb2_grpc.GatewayServiceStub(channel)
         reply = self.stub.Login(gateway_pb2.LoginRequest(guest_name=type(self).__name__[:20]))
         self.token, self.player_id = reply.token, reply.player_id
-        self.auth = [("authorization", f"Bearer {self.token}")]
+        self.auth = (("authorization", f"Bearer {self.token}"),)
         wallet = wallet_pb2_grpc.WalletServiceStub(
             grpc.insecure_channel(os.environ["LOAD_WALLET_ADDR"])
         )
@@ -94,7 +94,7 @@ class GameUser(User):
             wallet_pb2.DepositRequest(
                 idempotency_key=f"load:{self.player_id}", player_id=self.player_id, amount=100_000
             ),
-            metadata=[("x-operator-token", os.environ["LOAD_OPERATOR_TOKEN"])],
+            metadata=(("x-operator-token", os.environ["LOAD_OPERATOR_TOKEN"]),),
         )
         self.rng = random.Random(self.player_id)
 
@@ -144,7 +144,7 @@ class GameUser(User):
 
     def close_stream(self) -> None:
         self.requests.put(None)
-        self.call.cancel()
+        self.call.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leaves it untyped
         self.reader.kill(block=False)
 
     def send(self, cmd: table_pb2.Command, seq: int, name: str) -> Any:

@@ -152,7 +152,7 @@ def error_from(exc: grpc.aio.AioRpcError) -> errors_pb2.Error | None:
     return None
 
 
-async def remote_call(awaitable: Any) -> Any:
+async def remote_call(awaitable: Awaitable[T]) -> T:
     """Await a call to another service, turning its typed error back into a ServiceError (and a
     failure without one into UPSTREAM_UNAVAILABLE with the transport's status)."""
     try:

@@ -82,7 +82,7 @@ class PlaySession:
 
     def __init__(
         self,
-        stub: gateway_pb2_grpc.GatewayServiceStub,
+        stub: gateway_pb2_grpc.GatewayServiceAsyncStub,
         table_id: str,
         metadata: list[tuple[str, str]],
         from_seq: int = 0,

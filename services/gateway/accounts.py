@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -48,6 +48,17 @@ RESERVED = ("cpu", "guest", "admin", "deleted")
 # not theft: it gets a session too. Later, a second use ends the session.
 REUSE_GRACE_MS = 10_000
 ACCOUNT_PREFIX = "p"  # account players' ids ("g": guests, "cpu-": computer seats)
+
+
+class AccountRecord(TypedDict):
+    """What operators see of an account (the fields of bg.admin.v1.PlayerRecord it fills)."""
+
+    display_name: str
+    kind: str  # guest, device, email or account
+    created_ms: int
+    deleted: bool
+    banned: bool
+    ban_reason: str
 
 
 @dataclass(frozen=True)
@@ -412,7 +423,7 @@ class Accounts:
         async with self.engine.connect() as conn:
             return [str(r) for r in (await conn.scalars(select(bans.c.player_id))).all()]
 
-    async def record(self, player_id: str) -> dict[str, Any]:
+    async def record(self, player_id: str) -> AccountRecord:
         """What operators see of an account: name, kind (guest/device/email), creation, deletion,
         ban. A player id with no account is a guest."""
         async with self.engine.connect() as conn:
@@ -423,15 +434,13 @@ class Accounts:
                 select(devices.c.player_id).where(devices.c.player_id == player_id).limit(1)
             )
             ban = (await conn.execute(select(bans).where(bans.c.player_id == player_id))).first()
-        out: dict[str, Any] = {
+        out: AccountRecord = {
             "display_name": "", "kind": "guest", "created_ms": 0, "deleted": False,
             "banned": ban is not None, "ban_reason": ban.reason if ban is not None else "",
         }  # fmt: skip
         if row is not None:
-            out |= {
-                "display_name": row.display_name,
-                "kind": "email" if row.email else ("device" if device else "account"),
-                "created_ms": row.created_ms,
-                "deleted": row.deleted_ms is not None,
-            }
+            out["display_name"] = row.display_name
+            out["kind"] = "email" if row.email else ("device" if device else "account")
+            out["created_ms"] = row.created_ms
+            out["deleted"] = row.deleted_ms is not None
         return out

@@ -30,7 +30,7 @@ from services.common.errors import (
     remote_call,
 )
 from services.gateway.accounts import Accounts
-from services.gateway.audit import AuditLog
+from services.gateway.audit import AuditLog, Detail
 from services.gateway.auth import OPERATORS, Identity, TokenSigner
 from services.gateway.bans import Bans
 from services.gateway.rate_limits import RateLimits, peer_address
@@ -128,7 +128,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         action: str,
         target: str,
         reason: str,
-        act: Callable[[str], Awaitable[tuple[T, dict[str, Any]]]],
+        act: Callable[[str], Awaitable[tuple[T, Detail]]],
     ) -> T:
         """Check the caller, write the audit row, act, complete the row with the outcome."""
         operator = "-"
@@ -177,7 +177,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     ) -> admin_pb2.PlayerRecord:
         player = _target(request.player_id, "player_id")
 
-        async def act(_: str) -> tuple[admin_pb2.PlayerRecord, dict[str, Any]]:
+        async def act(_: str) -> tuple[admin_pb2.PlayerRecord, Detail]:
             account = await self.accounts.record(player)
             balance = await remote_call(
                 self.wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=player), timeout=10)
@@ -214,7 +214,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     ) -> wallet_pb2.OperationResponse:
         player = _target(request.player_id, "player_id")
 
-        async def act(operator: str) -> tuple[wallet_pb2.OperationResponse, dict[str, Any]]:
+        async def act(operator: str) -> tuple[wallet_pb2.OperationResponse, Detail]:
             reason = _reason(request.reason)
             if not request.idempotency_key:
                 raise InvalidArgument(
@@ -238,7 +238,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     async def Ban(self, request: admin_pb2.BanRequest, context: Context) -> admin_pb2.BanResponse:
         player = _target(request.player_id, "player_id")
 
-        async def act(operator: str) -> tuple[admin_pb2.BanResponse, dict[str, Any]]:
+        async def act(operator: str) -> tuple[admin_pb2.BanResponse, Detail]:
             reason = _reason(request.reason)
             # First cut the player off (no call of theirs passes from here), then leave their
             # tables for them: the table applies the profile's leaving rule to each match.
@@ -274,7 +274,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     async def Unban(self, request: admin_pb2.BanRequest, context: Context) -> admin_pb2.BanResponse:
         player = _target(request.player_id, "player_id")
 
-        async def act(_: str) -> tuple[admin_pb2.BanResponse, dict[str, Any]]:
+        async def act(_: str) -> tuple[admin_pb2.BanResponse, Detail]:
             _reason(request.reason)
             was = await self.accounts.unban(player)
             await self.bans.unban(player)
@@ -288,7 +288,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     ) -> admin_pb2.CloseTableResponse:
         table_id = _target(request.table_id, "table_id")
 
-        async def act(_: str) -> tuple[admin_pb2.CloseTableResponse, dict[str, Any]]:
+        async def act(_: str) -> tuple[admin_pb2.CloseTableResponse, Detail]:
             _reason(request.reason)
             reply = await remote_call(
                 self.tables.CloseMatch(table_pb2.CloseMatchRequest(table_id=table_id), timeout=10)
@@ -303,7 +303,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     async def ListStaleEscrows(
         self, request: admin_pb2.ListStaleEscrowsRequest, context: Context
     ) -> wallet_pb2.ListOpenEscrowsResponse:
-        async def act(_: str) -> tuple[wallet_pb2.ListOpenEscrowsResponse, dict[str, Any]]:
+        async def act(_: str) -> tuple[wallet_pb2.ListOpenEscrowsResponse, Detail]:
             ask = wallet_pb2.ListOpenEscrowsRequest(
                 older_than_s=request.older_than_s or 600, limit=request.limit
             )
@@ -320,11 +320,11 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     ) -> leaderboard_pb2.ReplayPlayerResponse:
         player = _target(request.player_id, "player_id")
 
-        async def act(_: str) -> tuple[leaderboard_pb2.ReplayPlayerResponse, dict[str, Any]]:
+        async def act(_: str) -> tuple[leaderboard_pb2.ReplayPlayerResponse, Detail]:
             _reason(request.reason)
             ask = leaderboard_pb2.ReplayPlayerRequest(player_id=player)
             reply = await remote_call(self.boards.ReplayPlayer(ask, timeout=120))
-            detail = {"events": reply.events, "applied": reply.applied}
+            detail: Detail = {"events": reply.events, "applied": reply.applied}
             return reply, detail
 
         return await self._audited(context, "replay", player, request.reason.strip(), act)
@@ -337,7 +337,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         if not 1 <= limit <= 200:
             raise InvalidArgument("INVALID_LIMIT", "limit must be 1..200", field="limit")
 
-        async def act(_: str) -> tuple[admin_pb2.ListAuditResponse, dict[str, Any]]:
+        async def act(_: str) -> tuple[admin_pb2.ListAuditResponse, Detail]:
             rows = await self.audit.entries(limit, request.target)
             entries = [
                 admin_pb2.AuditEntry(

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 import grpc
+from google.protobuf.message import Message
 from redis.exceptions import RedisError
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
@@ -104,7 +105,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         peer = context.peer() if hasattr(context, "peer") else "local"
         self.limits.check_peer(peer_address(peer))
 
-    def player(self, context: Context, request: Any = None) -> str:
+    def player(self, context: Context, request: Message | None = None) -> str:
         """The caller's player id from the verified token, within the player's rate limit over
         every gateway; `request`'s strings bounded."""
         self._limit(context)
@@ -182,7 +183,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 "CPU_SEATS_ONLY", "a service signs in only as a computer seat", field="player_id"
             )
         table = matchmaking_pb2.TableRequest(player_id=seat, table_id=parts[2])
-        lobby: Any = await call(self.lobby.GetTable(table, timeout=10))
+        lobby = await call(self.lobby.GetTable(table, timeout=10))
         if seat not in lobby.player_ids:
             raise PermissionDenied(
                 "NOT_A_SEAT", "no table has this computer seat", field="player_id"
@@ -267,57 +268,71 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     @grpc_errors
     async def CreateTable(
         self, request: matchmaking_pb2.CreateTableRequest, context: Context
-    ) -> Any:
+    ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
         return await call(self.lobby.CreateTable(request, timeout=10))
 
     @grpc_errors
-    async def ListTables(self, request: matchmaking_pb2.ListTablesRequest, context: Context) -> Any:
+    async def ListTables(
+        self, request: matchmaking_pb2.ListTablesRequest, context: Context
+    ) -> matchmaking_pb2.ListTablesResponse:
         self.player(context, request)
-        reply: Any = await call(self.lobby.ListTables(request, timeout=10))
+        reply = await call(self.lobby.ListTables(request, timeout=10))
         if request.live:  # matches still in play (the lobby cannot tell), none kept private
             playing = await asyncio.gather(*(self._watchable(t) for t in reply.tables))
             kept = [t for t, ok in zip(reply.tables, playing, strict=True) if ok]
             reply = matchmaking_pb2.ListTablesResponse(tables=kept)
         return reply
 
-    async def _watchable(self, table: Any) -> bool:
+    async def _watchable(self, table: matchmaking_pb2.LobbyTable) -> bool:
         if await self.privacy.any_hidden(list(table.player_ids)):
             return False
         request = table_pb2.GetViewRequest(table_id=table.table_id, spectator=True)
         try:
-            view: Any = await call(self.tables.GetView(request, timeout=5))
+            view = await call(self.tables.GetView(request, timeout=5))
         except ServiceError:
             return False  # gone (forgotten an hour after its end) or unreachable: not listed
         return view.phase not in FINISHED
 
     @grpc_errors
-    async def JoinByCode(self, request: matchmaking_pb2.JoinByCodeRequest, context: Context) -> Any:
+    async def JoinByCode(
+        self, request: matchmaking_pb2.JoinByCodeRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
         return await call(self.lobby.JoinByCode(request, timeout=10))
 
     @grpc_errors
-    async def QuickMatch(self, request: matchmaking_pb2.QuickMatchRequest, context: Context) -> Any:
+    async def QuickMatch(
+        self, request: matchmaking_pb2.QuickMatchRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
         return await call(self.lobby.QuickMatch(request, timeout=10))
 
     @grpc_errors
-    async def StartTable(self, request: matchmaking_pb2.TableRequest, context: Context) -> Any:
+    async def StartTable(
+        self, request: matchmaking_pb2.TableRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
         return await call(self.lobby.StartTable(request, timeout=10))
 
     @grpc_errors
-    async def LeaveTable(self, request: matchmaking_pb2.TableRequest, context: Context) -> Any:
+    async def LeaveTable(
+        self, request: matchmaking_pb2.TableRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
         return await call(self.lobby.LeaveTable(request, timeout=10))
 
     @grpc_errors
-    async def GetTable(self, request: matchmaking_pb2.TableRequest, context: Context) -> Any:
+    async def GetTable(
+        self, request: matchmaking_pb2.TableRequest, context: Context
+    ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
         return await call(self.lobby.GetTable(request, timeout=10))
 
     @grpc_errors
-    async def GetView(self, request: gateway_pb2.ViewRequest, context: Context) -> Any:
+    async def GetView(
+        self, request: gateway_pb2.ViewRequest, context: Context
+    ) -> table_pb2.TableView:
         player = self.player(context, request)
         view = table_pb2.GetViewRequest(table_id=request.table_id, player_id=player)
         return await call(self.tables.GetView(view, timeout=10))
@@ -325,26 +340,32 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     @grpc_errors
     async def GetMatchRecord(
         self, request: table_pb2.GetMatchRecordRequest, context: Context
-    ) -> Any:
+    ) -> table_pb2.MatchRecord:
         player = self.player(context, request)
-        record: Any = await call(self.tables.GetMatchRecord(request, timeout=10))
+        record = await call(self.tables.GetMatchRecord(request, timeout=10))
         if player not in record.player_ids:
             raise PermissionDenied("NOT_SEATED", "only the match's players get its record")
         return record
 
     @grpc_errors
-    async def GetLeaderboard(self, request: leaderboard_pb2.TopRequest, context: Context) -> Any:
+    async def GetLeaderboard(
+        self, request: leaderboard_pb2.TopRequest, context: Context
+    ) -> leaderboard_pb2.TopResponse:
         self.player(context, request)
         return await call(self.boards.Top(request, timeout=10))
 
     @grpc_errors
-    async def GetRank(self, request: leaderboard_pb2.RankRequest, context: Context) -> Any:
+    async def GetRank(
+        self, request: leaderboard_pb2.RankRequest, context: Context
+    ) -> leaderboard_pb2.RankResponse:
         player = self.player(context, request)
         request.player_id = request.player_id or player
         return await call(self.boards.Rank(request, timeout=10))
 
     @grpc_errors
-    async def GetProfile(self, request: leaderboard_pb2.ProfileRequest, context: Context) -> Any:
+    async def GetProfile(
+        self, request: leaderboard_pb2.ProfileRequest, context: Context
+    ) -> leaderboard_pb2.ProfileResponse:
         player = self.player(context, request)
         request.player_id = request.player_id or player
         return await call(self.boards.Profile(request, timeout=10))
@@ -352,14 +373,14 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     @grpc_errors
     async def GetMatchHistory(
         self, request: leaderboard_pb2.HistoryRequest, context: Context
-    ) -> Any:
+    ) -> leaderboard_pb2.HistoryResponse:
         request.player_id = self.player(context, request)  # your own history only
         return await call(self.boards.History(request, timeout=10))
 
     @grpc_errors
     async def GetArchivedMatch(
         self, request: leaderboard_pb2.ArchivedMatchRequest, context: Context
-    ) -> Any:
+    ) -> leaderboard_pb2.ArchivedMatchResponse:
         request.player_id = self.player(context, request)  # only a match you played
         return await call(self.boards.ArchivedMatch(request, timeout=10))
 
@@ -371,7 +392,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         if request.format not in ("mat", "json"):
             raise InvalidArgument("BAD_FORMAT", "format is mat or json", field="format")
         wanted = leaderboard_pb2.ArchivedMatchRequest(match_id=request.match_id, player_id=player)
-        archived: Any = await call(self.boards.ArchivedMatch(wanted, timeout=10))
+        archived = await call(self.boards.ArchivedMatch(wanted, timeout=10))
         ids = list(archived.summary.player_ids)
         names = await self._display_names(ids)
         stem = f"match-{archived.summary.match_id}"
@@ -397,7 +418,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: gateway_pb2.BalanceRequest, context: Context
     ) -> gateway_pb2.BalanceResponse:
         player = self.player(context, request)
-        reply: Any = await call(
+        reply = await call(
             self.wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=player), timeout=10)
         )
         return gateway_pb2.BalanceResponse(balance=reply.balance)
@@ -436,7 +457,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     # -- the play stream ---------------------------------------------------------------------
 
-    async def Play(
+    async def Play(  # type: ignore[override]  # grpc.aio: written to the context, not yielded
         self, request_iterator: AsyncIterator[gateway_pb2.PlayRequest], context: Context
     ) -> None:
         # Written with context.write(), not yielded: when the client goes away the handler task
@@ -458,7 +479,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         # Subscribe before reading the state, so no commit falls between the two.
         sub = await self.feed.subscribe(table_id)
         try:
-            view: Any = await call(
+            view = await call(
                 self.tables.GetView(
                     table_pb2.GetViewRequest(table_id=table_id, player_id=player), timeout=10
                 )
@@ -522,7 +543,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         """The table's updates for this seat, each event once and in order, gaps filled."""
         table_id = sub.table_id
 
-        async def fresh() -> Any:
+        async def fresh() -> table_pb2.TableView:
             request = table_pb2.GetViewRequest(table_id=table_id, player_id=player)
             return await call(self.tables.GetView(request, timeout=10))
 
@@ -536,7 +557,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         sub: Subscription,
         last: int,
         queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
-        fresh: Callable[[], Awaitable[Any]],
+        fresh: Callable[[], Awaitable[table_pb2.TableView]],
         pushed: Callable[[table_pb2.TableUpdate], Awaitable[table_pb2.TableView | None]],
     ) -> None:
         """A subscription's updates into `queue`, each event once and in order, gaps filled
@@ -545,6 +566,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         table_id = sub.table_id
         while True:
             update = await sub.queue.get()
+            mine: table_pb2.TableView | None
             try:
                 if update is GAP:
                     view = await fresh()
@@ -587,13 +609,15 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     # -- watching (I-35) ---------------------------------------------------------------------
 
-    async def Watch(self, request: gateway_pb2.WatchRequest, context: Context) -> None:
+    async def Watch(  # type: ignore[override]  # grpc.aio: written to the context, not yielded
+        self, request: gateway_pb2.WatchRequest, context: Context
+    ) -> None:
         """A read-only stream of a watchable table: the same events as the players get (the
         seed only in the match's end), with a spectator's view."""
         try:
             player = self.player(context, request)
             table_id = limits.table_id(request.table_id)
-            lobby: Any = await call(
+            lobby = await call(
                 self.lobby.GetTable(
                     matchmaking_pb2.TableRequest(player_id=player, table_id=table_id), timeout=10
                 )
@@ -606,13 +630,13 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             await abort(context, err)
             return
 
-        async def fresh() -> Any:
+        async def fresh() -> table_pb2.TableView:
             return await self._spectator_view(table_id)
 
         async def pushed(update: table_pb2.TableUpdate) -> table_pb2.TableView:
             # Seat 0's side at the turn's start is in neither seat's pushed view while seat 0
             # moves: one read per commit, shared by this gateway's watchers of the table.
-            return cast(table_pb2.TableView, await self.spectators.view(table_id, update.seq))
+            return await self.spectators.view(table_id, update.seq)
 
         self.spectators.watch(table_id)
         sub = await self.feed.subscribe(table_id)
@@ -639,7 +663,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             self.spectators.unwatch(table_id)
             await self.feed.unsubscribe(sub)
 
-    async def _spectator_view(self, table_id: str) -> Any:
+    async def _spectator_view(self, table_id: str) -> table_pb2.TableView:
         request = table_pb2.GetViewRequest(table_id=table_id, spectator=True)
         return await call(self.tables.GetView(request, timeout=10))
 

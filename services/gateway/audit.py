@@ -11,6 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from services.common.clock import now_ms
 from services.gateway.account_schema import admin_audit
 
+Detail = dict[str, object]  # what an action did, kept as JSON
+
 
 class AuditLog:
     def __init__(self, engine: AsyncEngine) -> None:
@@ -23,7 +25,7 @@ class AuditLog:
         target: str,
         reason: str,
         outcome: str,
-        detail: dict[str, Any] | None = None,
+        detail: Detail | None = None,
     ) -> int:
         """A new entry; its id."""
         async with self.engine.begin() as conn:
@@ -41,7 +43,7 @@ class AuditLog:
                 ).scalar_one()
             )  # fmt: skip
 
-    async def finish(self, entry: int, outcome: str, detail: dict[str, Any]) -> None:
+    async def finish(self, entry: int, outcome: str, detail: Detail) -> None:
         """How the action an entry announced ended."""
         async with self.engine.begin() as conn:
             await conn.execute(

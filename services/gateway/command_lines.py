@@ -15,8 +15,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator
 
 import grpc
 
@@ -29,7 +28,7 @@ log = logging.getLogger("bg.gateway.commands")
 class CommandLine:
     """One SubmitCommands stream to one replica."""
 
-    def __init__(self, stub: table_pb2_grpc.TableServiceStub) -> None:
+    def __init__(self, stub: table_pb2_grpc.TableServiceAsyncStub) -> None:
         self.stub = stub
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[table_pb2.SubmitCommandOutcome]] = {}
@@ -48,7 +47,11 @@ class CommandLine:
         self._reader = asyncio.create_task(self._read(stream, queue))
         return queue
 
-    async def _read(self, stream: Any, queue: asyncio.Queue[Any]) -> None:
+    async def _read(
+        self,
+        stream: AsyncIterable[table_pb2.SubmitCommandOutcome],
+        queue: asyncio.Queue[table_pb2.SubmitCommandCall | None],
+    ) -> None:
         failure: BaseException = ServiceError(
             "UPSTREAM_UNAVAILABLE", "the command stream ended", status=grpc.StatusCode.UNAVAILABLE
         )
@@ -113,7 +116,7 @@ class CommandLines:
     """`streams` lines on one balanced stub; a table's commands take the line its id hashes to,
     and the next one when that one is unavailable."""
 
-    def __init__(self, stub: table_pb2_grpc.TableServiceStub, streams: int = 4) -> None:
+    def __init__(self, stub: table_pb2_grpc.TableServiceAsyncStub, streams: int = 4) -> None:
         self.lines = [CommandLine(stub) for _ in range(max(1, streams))]
 
     async def submit(

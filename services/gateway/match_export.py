@@ -16,6 +16,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from bg.events.v1 import events_pb2
+from bg.leaderboard.v1 import leaderboard_pb2
 
 CELL = 28  # width of the left column, as gnubg exports it
 
@@ -24,7 +25,7 @@ def _point(p: int) -> str:
     return "bar" if p == 25 else "off" if p == 0 else str(p)
 
 
-def _play(steps: Sequence[Any], hits: set[int]) -> str:
+def _play(steps: Sequence[events_pb2.Step], hits: set[int]) -> str:
     out = []
     for s in steps:
         to = s.to
@@ -32,7 +33,7 @@ def _play(steps: Sequence[Any], hits: set[int]) -> str:
     return " ".join(out)
 
 
-def _hits(mover: list[int], opponent: list[int], steps: Sequence[Any]) -> set[int]:
+def _hits(mover: list[int], opponent: list[int], steps: Sequence[events_pb2.Step]) -> set[int]:
     """Apply `steps` to the boards (each side's own numbering, index 24 the bar), returning the
     mover's points where a step hit."""
     hit = set()
@@ -73,7 +74,7 @@ class _Game:
         cells = self.cells + [""] * (len(self.cells) % 2)
         return [(cells[i], cells[i + 1]) for i in range(0, len(cells), 2)]
 
-    def moved(self, seat: int, steps: Sequence[Any]) -> None:
+    def moved(self, seat: int, steps: Sequence[events_pb2.Step]) -> None:
         dice = self.dice[seat] or (0, 0)
         hits = _hits(self.boards[seat], self.boards[1 - seat], steps)
         self.act(seat, f"{dice[0]}{dice[1]}: {_play(steps, hits)}".rstrip())
@@ -134,7 +135,7 @@ def match_length(moves: Sequence[events_pb2.TableEvent]) -> int:
     return 1
 
 
-def to_json(archived: Any, names: dict[str, str]) -> str:
+def to_json(archived: leaderboard_pb2.ArchivedMatchResponse, names: dict[str, str]) -> str:
     """The whole archive (summary, seed, fingerprint, every move) plus the players' names."""
     data = json_format.MessageToDict(archived, preserving_proto_field_name=True)
     data["names"] = {p: names.get(p, p) for p in archived.summary.player_ids}

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+
+from bg.table.v1 import table_pb2
 
 
 class SpectatorViews:
-    def __init__(self, read: Callable[[str], Awaitable[Any]]) -> None:
-        self.read = read  # table id -> its spectator view (a TableView)
-        self._latest: dict[str, tuple[int, asyncio.Future[Any]]] = {}
+    def __init__(self, read: Callable[[str], Awaitable[table_pb2.TableView]]) -> None:
+        self.read = read  # table id -> its spectator view
+        self._latest: dict[str, tuple[int, asyncio.Future[table_pb2.TableView]]] = {}
         self._watchers: dict[str, int] = {}
 
     def watch(self, table_id: str) -> None:
@@ -30,7 +31,7 @@ class SpectatorViews:
             self._watchers.pop(table_id, None)
             self._latest.pop(table_id, None)
 
-    async def view(self, table_id: str, seq: int) -> Any:
+    async def view(self, table_id: str, seq: int) -> table_pb2.TableView:
         """A view at `seq` or later (one read shared by every watcher asking for it)."""
         cached = self._latest.get(table_id)
         if cached is None or cached[0] < seq or (cached[1].done() and cached[1].exception()):

@@ -102,7 +102,7 @@ async def test_a_banned_player_is_cut_off_mid_match_and_the_opponent_is_paid(
 
         stream = bob.stub.Play(outgoing(), metadata=bob.auth)
         first = await stream.read()
-        assert first.update.view.seat == 1
+        assert isinstance(first, gateway_pb2.PlayUpdate) and first.update.view.seat == 1
 
         admin, auth = await _operator(cluster, ch)
         banned = await admin.Ban(
@@ -113,7 +113,7 @@ async def test_a_banned_player_is_cut_off_mid_match_and_the_opponent_is_paid(
 
         # The open stream gets BANNED and ends.
         codes = []
-        while (update := await stream.read()) is not grpc.aio.EOF:  # type: ignore[attr-defined]
+        while isinstance(update := await stream.read(), gateway_pb2.PlayUpdate):  # to its EOF
             if update.WhichOneof("kind") == "error":
                 codes.append(update.error.error.code)
         assert codes == ["BANNED"]

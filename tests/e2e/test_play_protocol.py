@@ -31,11 +31,12 @@ async def test_oversized_ids_are_invalid_argument_naming_the_field(
     async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
         (ann,) = await _players(cluster, ch, "ann", grant=0)
         long_id = "x" * size
-        for call, request, field in [
+        cases: list[tuple[Any, Any, str]] = [
             (ann.stub.GetView, gateway_pb2.ViewRequest(table_id=long_id), "table_id"),
             (ann.stub.GetTable, matchmaking_pb2.TableRequest(table_id=long_id), "table_id"),
             (ann.stub.JoinByCode, matchmaking_pb2.JoinByCodeRequest(code=long_id), "code"),
-        ]:
+        ]
+        for call, request, field in cases:
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await call(request, metadata=ann.auth)
             assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value.details()

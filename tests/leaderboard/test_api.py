@@ -36,7 +36,7 @@ async def boards_store() -> MemoryBoardStore:
 @pytest.fixture
 async def stub(
     boards_store: MemoryBoardStore,
-) -> AsyncIterator[leaderboard_pb2_grpc.LeaderboardServiceStub]:
+) -> AsyncIterator[leaderboard_pb2_grpc.LeaderboardServiceAsyncStub]:
     server = grpc.aio.server()
     leaderboard_pb2_grpc.add_LeaderboardServiceServicer_to_server(
         LeaderboardServicer(boards_store), server
@@ -48,7 +48,7 @@ async def stub(
     await server.stop(None)
 
 
-async def test_top_rank_and_profile(stub: leaderboard_pb2_grpc.LeaderboardServiceStub) -> None:
+async def test_top_rank_and_profile(stub: leaderboard_pb2_grpc.LeaderboardServiceAsyncStub) -> None:
     top = await stub.Top(lb.TopRequest(board="trophies", key="all", limit=3))
     assert [(e.rank, e.player_id, e.score) for e in top.entries] == [
         (1, "ann", 60.0), (2, "cy", 40.0), (3, "bob", 40.0),
@@ -70,7 +70,7 @@ async def test_top_rank_and_profile(stub: leaderboard_pb2_grpc.LeaderboardServic
 
 
 async def test_archived_matches_are_their_players_alone(
-    stub: leaderboard_pb2_grpc.LeaderboardServiceStub, boards_store: MemoryBoardStore
+    stub: leaderboard_pb2_grpc.LeaderboardServiceAsyncStub, boards_store: MemoryBoardStore
 ) -> None:
     ended = events_pb2.TableEvent(event_id="t1:9", table_id="t1", match_id="m1", at_ms=5)
     ended.match_ended.info.profile = "casual"
@@ -104,7 +104,7 @@ async def test_archived_matches_are_their_players_alone(
     ],
 )
 async def test_bad_requests_get_typed_errors_and_change_nothing(
-    stub: leaderboard_pb2_grpc.LeaderboardServiceStub,
+    stub: leaderboard_pb2_grpc.LeaderboardServiceAsyncStub,
     boards_store: MemoryBoardStore,
     call: str,
     request_: object,

@@ -22,9 +22,8 @@ P = ["alice", "bob"]
 
 
 @pytest.fixture
-async def stub(
-    valkey: Valkey, redis: redis_asyncio.Redis
-) -> AsyncIterator[table_pb2_grpc.TableServiceStub]:
+async def address(valkey: Valkey, redis: redis_asyncio.Redis) -> AsyncIterator[str]:
+    """A table service (no relay, clocks at 1/100) on loopback."""
     host = ServiceHost(
         build_app(
             {
@@ -34,18 +33,21 @@ async def stub(
         )
     )  # fmt: skip
     await host.start()
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel:
-        stub = table_pb2_grpc.TableServiceStub(channel)
-        stub.address = f"127.0.0.1:{host.grpc_port}"
-        yield stub
+    yield f"127.0.0.1:{host.grpc_port}"
     await host.stop()
+
+
+@pytest.fixture
+async def stub(address: str) -> AsyncIterator[table_pb2_grpc.TableServiceAsyncStub]:
+    async with grpc.aio.insecure_channel(address) as channel:
+        yield table_pb2_grpc.TableServiceStub(channel)
 
 
 def _cmd(**kind: object) -> table_pb2.Command:
     return table_pb2.Command(**kind)  # type: ignore[arg-type]
 
 
-async def test_a_match_over_grpc(stub: table_pb2_grpc.TableServiceStub) -> None:
+async def test_a_match_over_grpc(stub: table_pb2_grpc.TableServiceAsyncStub) -> None:
     created = await stub.CreateMatch(
         table_pb2.CreateMatchRequest(
             table_id="g1",
@@ -69,6 +71,7 @@ async def test_a_match_over_grpc(stub: table_pb2_grpc.TableServiceStub) -> None:
         table_pb2.StreamEventsRequest(table_id="g1", player_id="bob", from_seq=1)
     )
     first = await asyncio.wait_for(stream.read(), 5)
+    assert isinstance(first, events_pb2.TableEvent)
     assert first.seq == 2  # resumes after the seq the client saw
     lit = mine.lit[0]
     move = events_pb2.Step(to=lit.to[0])
@@ -87,7 +90,9 @@ async def test_a_match_over_grpc(stub: table_pb2_grpc.TableServiceStub) -> None:
     assert done.seq > mine.seq and kind(done.events[0]) == "checkers_moved"
     streamed = [first]
     while streamed[-1].seq < done.seq:
-        streamed.append(await asyncio.wait_for(stream.read(), 5))
+        event = await asyncio.wait_for(stream.read(), 5)
+        assert isinstance(event, events_pb2.TableEvent)
+        streamed.append(event)
     assert [e.seq for e in streamed] == list(range(2, done.seq + 1))
     stream.cancel()
     with pytest.raises(grpc.aio.AioRpcError) as early:
@@ -128,7 +133,12 @@ ROLL = table_pb2.Empty()
         (_submit("g2", "alice", 999, roll=ROLL), grpc.StatusCode.FAILED_PRECONDITION, "STALE_SEQ"),
     ],
 )
-async def test_typed_errors(stub: table_pb2_grpc.TableServiceStub, request_, status, code) -> None:  # type: ignore[no-untyped-def]
+async def test_typed_errors(
+    stub: table_pb2_grpc.TableServiceAsyncStub,
+    request_: table_pb2.SubmitCommandRequest,
+    status: grpc.StatusCode,
+    code: str,
+) -> None:
     await stub.CreateMatch(
         table_pb2.CreateMatchRequest(
             table_id="g2",
@@ -143,7 +153,7 @@ async def test_typed_errors(stub: table_pb2_grpc.TableServiceStub, request_, sta
     assert error_of(err.value).code == code
 
 
-async def test_presence_and_preferences(stub: table_pb2_grpc.TableServiceStub) -> None:
+async def test_presence_and_preferences(stub: table_pb2_grpc.TableServiceAsyncStub) -> None:
     await stub.SetPreferences(table_pb2.SetPreferencesRequest(player_id="alice", auto_roll=True))
     await stub.CreateMatch(
         table_pb2.CreateMatchRequest(
@@ -169,7 +179,7 @@ async def test_presence_and_preferences(stub: table_pb2_grpc.TableServiceStub) -
 
 
 async def test_commands_over_one_stream_with_failover(
-    stub: table_pb2_grpc.TableServiceStub,
+    stub: table_pb2_grpc.TableServiceAsyncStub, address: str
 ) -> None:
     """The gateway's command lines on one balanced channel (issue 14 req. 2): many commands on
     a SubmitCommands stream, typed errors carried back, and a dead replica among the addresses
@@ -184,7 +194,7 @@ async def test_commands_over_one_stream_with_failover(
             options=table_pb2.TableOptions(profile="casual"),
         )
     )  # fmt: skip
-    live = stub.address
+    live = address
     async with table_channel([f"127.0.0.1:{free_port()}", live]) as balanced:
         lines = CommandLines(table_pb2_grpc.TableServiceStub(balanced), streams=3)
         view = await stub.GetView(table_pb2.GetViewRequest(table_id="s1", player_id=P[0]))

@@ -5,13 +5,16 @@ load test's players think before they act."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 import pytest
 
 from bg.table.v1 import table_pb2
 from services.common.play_wire import FINISHED, PlaySession
+
+if TYPE_CHECKING:  # the typed async stub exists for the type checker alone
+    from bg.gateway.v1.gateway_pb2_grpc import GatewayServiceAsyncStub
 
 
 class _RefusedCall:
@@ -46,7 +49,7 @@ class _Stub:
 async def test_a_refused_stream_open_fails_fast_and_a_retry_opens_again() -> None:
     stub = _Stub()
     for attempt in (1, 2):  # what the bots worker does on its next pass
-        session = PlaySession(stub, "t1", [])
+        session = PlaySession(cast("GatewayServiceAsyncStub", stub), "t1", [])
         loop = asyncio.get_running_loop()
         started = loop.time()
         with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -63,7 +66,7 @@ class _Scripted(PlaySession):
     """A session whose pushed views the test sets; `send` records and the table moves on."""
 
     def __init__(self) -> None:
-        super().__init__(_Stub(), "t1", [])
+        super().__init__(cast("GatewayServiceAsyncStub", _Stub()), "t1", [])
         self.sent: list[tuple[int, float]] = []  # (expected seq, loop time)
 
     async def send(

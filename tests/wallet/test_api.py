@@ -28,13 +28,13 @@ from tests.helpers import error_of, scrape_metrics
 pytestmark = pytest.mark.integration
 TOKEN = [("x-operator-token", "s3cret-op")]
 STORE = "store-secret-0123456789-0123456789"
-WalletUnderTest = tuple[wallet_pb2_grpc.WalletServiceStub, ServiceHost]
+WalletUnderTest = tuple["wallet_pb2_grpc.WalletServiceAsyncStub", ServiceHost]
 
 
 @contextlib.asynccontextmanager
 async def _wallet(
     tmp_path: Path, kafka_bootstrap: str, grant: int = 0
-) -> AsyncIterator[tuple[wallet_pb2_grpc.WalletServiceStub, ServiceHost]]:
+) -> AsyncIterator[tuple[wallet_pb2_grpc.WalletServiceAsyncStub, ServiceHost]]:
     app = build_app(
         {
             "BG_GRPC_PORT": "0",
@@ -57,7 +57,7 @@ async def _wallet(
 @pytest.fixture
 async def wallet(
     tmp_path: Path, kafka_bootstrap: str
-) -> AsyncIterator[tuple[wallet_pb2_grpc.WalletServiceStub, ServiceHost]]:
+) -> AsyncIterator[tuple[wallet_pb2_grpc.WalletServiceAsyncStub, ServiceHost]]:
     async with _wallet(tmp_path, kafka_bootstrap) as found:
         yield found
 
