@@ -4,7 +4,8 @@ A bot signs in as its seat's player id (`cpu-<level>-<table>`) through the gatew
 ServiceLogin, with the bots' service credential (scoped to computer seats a table has; the bots
 never hold the token-signing key), and sees only what that player may see: views and events,
 never the seed or a future roll (I-26, I-31). `easy` and `normal` are the engine's bots.
-Several workers may run: a short lease per table keeps one bot per seat.
+Several workers may run: a short lease per table (redis-py's Lock: taken, renewed and released
+only by its holder) keeps one bot per seat; a bot whose lease was lost stops playing.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import secrets
 from typing import Any
 
 import grpc
+from redis.asyncio.lock import Lock
+from redis.exceptions import LockNotOwnedError
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from engine import bots
@@ -38,8 +41,12 @@ class BotWorker:
         self.playing: dict[str, asyncio.Task[None]] = {}
         self.finished = 0
 
-    async def _play(self, table_id: str) -> None:
-        lease = f"bots:lease:{table_id}"
+    def lease(self, table_id: str) -> Lock:
+        return Lock(
+            self.redis, f"bots:lease:{table_id}", LEASE_S, blocking=False, thread_local=False
+        )
+
+    async def _play(self, table_id: str, lease: Lock) -> None:
         try:
             raw = await self.redis.get(lobby_key(table_id))
             if raw is None:
@@ -55,7 +62,7 @@ class BotWorker:
             choose = bots.STRATEGIES["easy" if level == "easy" else "normal"]
             rng = random.Random(hash(table_id) & 0xFFFF)
             stub = gateway_pb2_grpc.GatewayServiceStub(channel)
-            renew = asyncio.create_task(self._renew(lease))
+            renew = asyncio.create_task(self._renew(lease, table_id))
             try:
                 login = await stub.ServiceLogin(
                     gateway_pb2.ServiceLoginRequest(player_id=bot_id),
@@ -75,23 +82,33 @@ class BotWorker:
                 "bot failed; another pass will pick the table up", extra={"table_id": table_id}
             )
         finally:
-            with contextlib.suppress(Exception):
-                if await self.redis.get(lease) == self.token.encode():
-                    await self.redis.delete(lease)
+            with contextlib.suppress(Exception):  # lapsed (maybe another's now), or Redis down
+                await lease.release()
             self.playing.pop(table_id, None)
 
-    async def _renew(self, lease: str) -> None:
+    async def _renew(self, lease: Lock, table_id: str) -> None:
+        """Keep the lease every LEASE_S / 3; when another worker holds it now (this one stalled
+        past it), stop this bot: one bot per seat."""
         while True:
             await asyncio.sleep(LEASE_S / 3)
-            await self.redis.set(lease, self.token, ex=LEASE_S)
+            try:
+                await lease.reacquire()
+            except LockNotOwnedError:
+                log.warning("a bot's lease was lost; it stops", extra={"table_id": table_id})
+                if (playing := self.playing.get(table_id)) is not None:
+                    playing.cancel()
+                return
+            except Exception as exc:  # Redis down: try again; the lease outlives two misses
+                log.warning("cannot renew a bot's lease", extra={"error": repr(exc)[:300]})
 
     async def run_once(self) -> None:
         for raw in await self.redis.smembers(BOT_TABLES):
             table_id = raw.decode()
             if table_id in self.playing or len(self.playing) >= self.max_tables:
                 continue
-            if await self.redis.set(f"bots:lease:{table_id}", self.token, nx=True, ex=LEASE_S):
-                self.playing[table_id] = asyncio.create_task(self._play(table_id))
+            lease = self.lease(table_id)
+            if await lease.acquire(token=self.token):
+                self.playing[table_id] = asyncio.create_task(self._play(table_id, lease))
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
