@@ -19,6 +19,7 @@ from engine.view import PlayerView
 from engine.vocabulary import DeadlineKind, EndReason, GameResult, Phase
 from services.common.errors import InvalidArgument
 from services.common.vocabulary import to_proto
+from services.table.store import TableMeta
 
 
 def options_to_proto(o: RulesOptions) -> table_pb2.TableOptions:
@@ -58,7 +59,7 @@ def engine_command(cmd: table_pb2.Command, seat: int) -> c.Command:
     raise InvalidArgument("MALFORMED", "the command is empty or unknown", field="command")
 
 
-def match_info(meta: dict[str, Any], o: RulesOptions) -> events_pb2.MatchInfo:
+def match_info(meta: TableMeta, o: RulesOptions) -> events_pb2.MatchInfo:
     return events_pb2.MatchInfo(
         profile=o.profile,
         player_ids=meta["player_ids"],
@@ -100,7 +101,7 @@ def _steps(steps: Any) -> list[events_pb2.Step]:
 
 
 def table_event(
-    event: e.Event, seq: int, meta: dict[str, Any], match: MatchState, now_ms: int
+    event: e.Event, seq: int, meta: TableMeta, match: MatchState, now_ms: int
 ) -> events_pb2.TableEvent:
     """The typed proto of one engine event (one message per event type, in the `body` oneof)."""
     out = events_pb2.TableEvent(
@@ -150,7 +151,7 @@ def _game(info: events_pb2.MatchInfo, g: GameRecord) -> events_pb2.GameEnded:
 
 
 def view_proto(
-    v: PlayerView, meta: dict[str, Any], seq: int, options: RulesOptions
+    v: PlayerView, meta: TableMeta, seq: int, options: RulesOptions
 ) -> table_pb2.TableView:
     return table_pb2.TableView(
         table_id=meta["table_id"],

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from engine.state import TableState
-from services.table.store import CommitResult, Loaded
+from services.table.store import CommitResult, Loaded, TableMeta
 
 
 class TableRepository(Protocol):
@@ -26,7 +26,7 @@ class TableRepository(Protocol):
         command_field: str,
         events: list[bytes],
         now_ms: int,
-        meta: dict[str, Any] | None = None,
+        meta: TableMeta | None = None,
         update: bytes = b"",
         record: dict[str, Any] | None = None,
     ) -> CommitResult:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import redis.asyncio as redis_asyncio
 
@@ -137,11 +137,19 @@ def command_field(seat: int, command_id: str) -> str:
     return f"{seat}:{command_id}" if command_id else ""
 
 
+class TableMeta(TypedDict):
+    """Who plays which match at a table: set when a match is dealt, kept beside the state."""
+
+    table_id: str
+    match_id: str
+    player_ids: list[str]  # by seat
+
+
 @dataclass(frozen=True)
 class Loaded:
     seq: int
     state: TableState
-    meta: dict[str, Any]
+    meta: TableMeta
     relayed: int
 
 
@@ -192,7 +200,7 @@ class TableStore:
         command_field: str,
         events: list[bytes],
         now_ms: int,
-        meta: dict[str, Any] | None = None,
+        meta: TableMeta | None = None,
         update: bytes = b"",
         record: dict[str, Any] | None = None,
     ) -> CommitResult:

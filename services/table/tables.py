@@ -44,7 +44,7 @@ from services.common.vocabulary import to_proto
 from services.table import convert
 from services.table.metrics import TableMetrics
 from services.table.repository import TableRepository
-from services.table.store import CommitResult, Loaded, command_field
+from services.table.store import CommitResult, Loaded, TableMeta, command_field
 from services.table.wallet_port import WalletPort
 
 log = logging.getLogger("bg.table")
@@ -149,7 +149,7 @@ class TableCore:
             auto = (prefs[0].get("auto_roll") == "1", prefs[1].get("auto_roll") == "1")
             now = self.now()
             applied = new_match(rules, secrets.token_bytes(16), now, auto_roll=auto)
-            meta = {"table_id": table_id, "match_id": match_id, "player_ids": players}
+            meta = TableMeta(table_id=table_id, match_id=match_id, player_ids=list(players))
             base = Loaded(0, applied.state, meta, 0) if loaded is None else loaded
             result, _ = await self._commit(
                 table_id, base, applied, "", now, meta=meta, create=loaded is None
@@ -463,7 +463,7 @@ class TableCore:
         out: Applied,
         field: str,
         now: int,
-        meta: dict[str, Any] | None = None,
+        meta: TableMeta | None = None,
         create: bool = False,
     ) -> tuple[CommitResult, list[events_pb2.TableEvent]]:
         """One round trip: the script checks `base.seq` and the command id, writes, publishes
@@ -548,7 +548,7 @@ RECORD_KINDS = frozenset({
 
 
 def _record(
-    meta: dict[str, Any], state: TableState, moves: list[events_pb2.TableEvent]
+    meta: TableMeta, state: TableState, moves: list[events_pb2.TableEvent]
 ) -> dict[str, Any]:
     m = state.match
     listed = []

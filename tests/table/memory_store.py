@@ -9,7 +9,7 @@ import copy
 from typing import Any
 
 from engine.state import TableState
-from services.table.store import CommitResult, Loaded, decode_state, encode_state
+from services.table.store import CommitResult, Loaded, TableMeta, decode_state, encode_state
 
 
 class MemoryTableStore:
@@ -40,7 +40,7 @@ class MemoryTableStore:
         command_field: str,
         events: list[bytes],
         now_ms: int,
-        meta: dict[str, Any] | None = None,
+        meta: TableMeta | None = None,
         update: bytes = b"",
         record: dict[str, Any] | None = None,
     ) -> CommitResult:

@@ -13,7 +13,7 @@ from engine import profiles
 from engine.machine import new_match
 from engine.state import TableState
 from services.table.repository import TableRepository
-from services.table.store import TableStore
+from services.table.store import TableMeta, TableStore
 from tests.helpers import flushed_client
 from tests.table.memory_store import MemoryTableStore
 
@@ -34,11 +34,14 @@ def _state() -> TableState:
     return new_match(profiles.casual(1), b"\x01" * 16, 0).state
 
 
+META = TableMeta(table_id="t1", match_id="m1", player_ids=["ann", "bob"])
+
+
 async def test_a_table_is_created_once_then_moves_by_compare_and_set(
     store: TableRepository,
 ) -> None:
     state = _state()
-    made = await store.commit("t1", None, state, 5000, "", [b"e1", b"e2"], 1, meta={"m": 1})
+    made = await store.commit("t1", None, state, 5000, "", [b"e1", b"e2"], 1, meta=META)
     assert (made.status, made.seq) == ("OK", 2)
     again = await store.commit("t1", None, state, None, "", [b"x"], 2)
     assert (again.status, again.seq) == ("EXISTS", 2)
@@ -49,7 +52,7 @@ async def test_a_table_is_created_once_then_moves_by_compare_and_set(
     moved = await store.commit("t1", 2, state, None, "0:c1", [b"e3"], 4)
     assert (moved.status, moved.seq) == ("OK", 3)
     loaded = await store.load("t1")
-    assert loaded is not None and (loaded.seq, loaded.meta, loaded.relayed) == (3, {"m": 1}, 0)
+    assert loaded is not None and (loaded.seq, loaded.meta, loaded.relayed) == (3, META, 0)
     assert loaded.state == state
     assert await store.load("t9") is None
     assert await store.events("t1", 0) == [(1, b"e1"), (2, b"e2"), (3, b"e3")]
