@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,3 +63,13 @@ def valkey(request: pytest.FixtureRequest) -> Valkey:
     if request.param == "valkey":
         return Valkey(request.getfixturevalue("valkey_url"), cluster=False)
     return Valkey(request.getfixturevalue("valkey_cluster").url, cluster=True)
+
+
+@pytest.fixture
+async def redis(valkey: Valkey) -> AsyncIterator[Any]:
+    """A flushed client of the single Valkey, then of the Valkey Cluster (redis-py's async
+    clients are untyped)."""
+    client = valkey.client()
+    await client.flushdb()
+    yield client
+    await client.aclose()

@@ -5,22 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from services.gateway.bans import BANNED, Bans
-from tests.helpers import Valkey
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def redis(valkey: Valkey) -> AsyncIterator[Any]:
-    client = valkey.client()
-    yield client
-    await client.aclose()
 
 
 async def test_a_ban_is_seen_at_once_here_and_at_the_next_sync_elsewhere(redis: Any) -> None:

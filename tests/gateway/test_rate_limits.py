@@ -5,14 +5,12 @@ gateway decides without a round trip and overshoots by at most its local cap per
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from services.common.errors import ServiceError
 from services.gateway.rate_limits import RateLimits, SharedLimiter, peer_address
-from tests.helpers import Valkey
 
 pytestmark = pytest.mark.integration
 
@@ -23,13 +21,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.t
-
-
-@pytest.fixture
-async def redis(valkey: Valkey) -> AsyncIterator[Any]:
-    client = valkey.client()
-    yield client
-    await client.aclose()
 
 
 def test_peer_address_counts_a_clients_connections_together() -> None:

@@ -5,7 +5,6 @@ its lease taken by another (it stalled past it) stops its bot, so a seat never h
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,17 +12,8 @@ from redis.exceptions import LockNotOwnedError
 
 from services.bots import worker as bots_worker
 from services.bots.worker import BotWorker
-from tests.helpers import Valkey
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def redis(valkey: Valkey) -> AsyncIterator[Any]:
-    client = valkey.client()
-    await client.flushdb()
-    yield client
-    await client.aclose()
 
 
 def _worker(redis: Any) -> BotWorker:

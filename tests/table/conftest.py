@@ -5,24 +5,14 @@ integration tests, each run twice: on a single Valkey and on a 3-primary Valkey 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from services.table.store import TableStore
 from services.table.tables import TableCore
-from tests.helpers import Valkey
 from tests.table.fakes import FakeWallet
 from tests.table.memory_store import MemoryTableStore
-
-
-@pytest.fixture
-async def redis(valkey: Valkey) -> AsyncIterator[Any]:
-    client = valkey.client()
-    await client.flushdb()
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture
