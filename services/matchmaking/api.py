@@ -8,7 +8,7 @@ import grpc
 
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from services.common.errors import grpc_errors
-from services.matchmaking.lobby import Lobby, Table
+from services.matchmaking.lobby import Lobby, LobbyStatus, Table
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -92,7 +92,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         self, request: matchmaking_pb2.TableRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
         table = await self.lobby.get(request.table_id)
-        if table.status == "dealing":
+        if table.status is LobbyStatus.DEALING:
             table = await self.lobby.deal(table.table_id)  # finish a deal a crash interrupted
         return self._out(table)
 

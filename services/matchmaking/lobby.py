@@ -21,6 +21,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 import grpc
@@ -42,7 +43,17 @@ log = logging.getLogger("bg.matchmaking.lobby")
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: readable aloud
 CODE_LENGTH = 6
 CPU_PREFIX = "cpu-"
-OPEN, DEALING, DEALT, CLOSED = "open", "dealing", "dealt", "closed"
+
+
+class LobbyStatus(StrEnum):
+    """A table's life in the lobby (the wire's LobbyTable.status carries the value)."""
+
+    OPEN = "open"  # seats to fill
+    DEALING = "dealing"  # escrow and match creation under way (the saga)
+    DEALT = "dealt"  # the match is on the table service
+    CLOSED = "closed"
+
+
 LIVE_FOR_S = 6 * 3600  # a table dealt longer ago than this drops off the live list
 DEAL_RESUME_S = money_keys.DEAL_WINDOW_S  # a deal older than this is settled, not driven on
 # Failures after which a create may or may not have happened (the answer was lost).
@@ -74,7 +85,7 @@ class Table:
     options: dict[str, Any]  # TableOptions as JSON (protobuf field names)
     public: bool
     player_ids: list[str]
-    status: str = OPEN
+    status: LobbyStatus = LobbyStatus.OPEN
     match_id: str = ""
     fingerprint: str = ""
     close_reason: str = ""
@@ -88,6 +99,11 @@ class Table:
         from google.protobuf import json_format
 
         return json_format.ParseDict(self.options, table_pb2.TableOptions())
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> Table:
+        doc = json.loads(raw)
+        return cls(**{**doc, "status": LobbyStatus(doc["status"])})
 
     @property
     def vs_cpu(self) -> bool:
@@ -139,7 +155,7 @@ class Lobby:
         raw = await self.store.read(table_id)
         if raw is None:
             raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
-        return Table(**json.loads(raw))
+        return Table.from_json(raw)
 
     async def _update(
         self, table_id: str, change: Callable[[Table], Awaitable[None] | None]
@@ -150,15 +166,15 @@ class Lobby:
             raw = await self.store.read(table_id)
             if raw is None:
                 raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
-            table = Table(**json.loads(raw))
+            table = Table.from_json(raw)
             result = change(table)
             if result is not None:
                 await result
-            listed = table.public and table.status == OPEN and "" in table.player_ids
+            listed = table.public and table.status == LobbyStatus.OPEN and "" in table.player_ids
             written = await self.store.save_if_unchanged(
                 table_id, raw, json.dumps(asdict(table)),
                 table.created_ms if listed else None,
-                table.dealing_since_ms if table.status == DEALING else None,
+                table.dealing_since_ms if table.status == LobbyStatus.DEALING else None,
             )  # fmt: skip
             if written:
                 return table
@@ -238,7 +254,7 @@ class Lobby:
         waiting = 0
         for table_id in await self.store.player_tables("hosting", player_id):
             try:
-                still = (await self.get(table_id)).status == OPEN
+                still = (await self.get(table_id)).status == LobbyStatus.OPEN
             except NotFound:
                 still = False
             if still:
@@ -274,7 +290,11 @@ class Lobby:
                 table = await self.get(table_id)
             except NotFound:
                 table = None
-            if table is None or table.status == CLOSED or player_id not in table.player_ids:
+            if (
+                table is None
+                or table.status == LobbyStatus.CLOSED
+                or player_id not in table.player_ids
+            ):
                 await self.store.drop_player_table("seated", player_id, table_id)
                 continue
             out.append(table)
@@ -291,7 +311,7 @@ class Lobby:
             except NotFound:
                 await self.store.drop_live(table_id)
                 continue
-            if table.status != DEALT:
+            if table.status != LobbyStatus.DEALT:
                 continue  # re-dealing (a rematch) or closed
             if profile and table.options.get("profile") != profile:
                 continue
@@ -314,7 +334,7 @@ class Lobby:
         def sit(table: Table) -> None:
             if player_id in table.player_ids:
                 return  # already seated: joining again is harmless
-            if table.status != OPEN:
+            if table.status != LobbyStatus.OPEN:
                 raise ServiceError(
                     "TABLE_NOT_OPEN", f"the table is {table.status}", field="table_id"
                 )
@@ -358,7 +378,7 @@ class Lobby:
                     if mine is not None:
                         await self._abandon(mine)
                     return table
-                if table.status != OPEN:
+                if table.status != LobbyStatus.OPEN:
                     continue
                 joined = await self.join(player_id, table.table_id)
             except (NotFound, Conflict):
@@ -375,8 +395,8 @@ class Lobby:
         """Close a quick-match table its host no longer needs (paired elsewhere)."""
 
         def close(t: Table) -> None:
-            if t.status == OPEN and t.player_ids[1] == "":
-                t.status, t.close_reason = CLOSED, "paired_elsewhere"
+            if t.status == LobbyStatus.OPEN and t.player_ids[1] == "":
+                t.status, t.close_reason = LobbyStatus.CLOSED, "paired_elsewhere"
 
         await self._update(table.table_id, close)
 
@@ -396,17 +416,18 @@ class Lobby:
         table = await self.get(table_id)
         if player_id not in table.player_ids:
             raise PermissionDenied("NOT_SEATED", "you do not sit at this table")
-        if table.status == DEALT:
+        if table.status == LobbyStatus.DEALT:
             await self.tables.leave(table_id, player_id, table.player_ids.index(player_id))
             return table
-        if table.status == DEALING and self._stale(table):
+        if table.status == LobbyStatus.DEALING and self._stale(table):
             await self.deal(table_id)  # undone: the stakes go back, the table closes
 
         def stand(t: Table) -> None:
-            if t.status not in (OPEN, CLOSED):
+            if t.status not in (LobbyStatus.OPEN, LobbyStatus.CLOSED):
                 raise ServiceError("DEALING", "the match is being dealt")
             if player_id == t.host_id:
-                t.status, t.close_reason = CLOSED, "host_left"  # leaving before the deal is free
+                # Leaving before the deal is free.
+                t.status, t.close_reason = LobbyStatus.CLOSED, "host_left"
             else:
                 t.player_ids[t.player_ids.index(player_id)] = ""
 
@@ -420,9 +441,9 @@ class Lobby:
             raise ServiceError("NO_REMATCH", "no rematch was agreed (I-32)")
 
         def reopen(t: Table) -> None:
-            if t.status != DEALT or t.match_id != table.match_id:
+            if t.status != LobbyStatus.DEALT or t.match_id != table.match_id:
                 return  # already re-dealt by the other player's call
-            t.status = OPEN
+            t.status = LobbyStatus.OPEN
 
         await self._update(table_id, reopen)
         return await self.deal(table_id)
@@ -434,14 +455,14 @@ class Lobby:
         create its match, or that was left half-done for DEAL_RESUME_S, is undone."""
 
         def claim(t: Table) -> None:
-            if t.status == OPEN:
+            if t.status == LobbyStatus.OPEN:
                 t.matches += 1
-                t.status = DEALING
+                t.status = LobbyStatus.DEALING
                 t.match_id = f"{t.table_id}-{t.matches}"
                 t.dealing_since_ms = now_ms()
 
         table = await self._update(table_id, claim)
-        if table.status != DEALING:
+        if table.status != LobbyStatus.DEALING:
             return table
         opts = table.proto_options()
         if self._stale(table):
@@ -490,8 +511,8 @@ class Lobby:
         match_id = table.match_id
 
         def dealt(t: Table) -> None:
-            if t.status == DEALING and t.match_id == match_id:
-                t.status, t.fingerprint = DEALT, fingerprint
+            if t.status == LobbyStatus.DEALING and t.match_id == match_id:
+                t.status, t.fingerprint = LobbyStatus.DEALT, fingerprint
 
         table = await self._update(table.table_id, dealt)
         if table.watchable:
@@ -521,8 +542,8 @@ class Lobby:
         match_id = table.match_id
 
         def close(t: Table) -> None:
-            if t.status == DEALING and t.match_id == match_id:
-                t.status, t.close_reason = CLOSED, reason
+            if t.status == LobbyStatus.DEALING and t.match_id == match_id:
+                t.status, t.close_reason = LobbyStatus.CLOSED, reason
 
         return await self._update(table.table_id, close)
 
@@ -543,7 +564,7 @@ class Lobby:
                     extra={"table_id": table_id, "code": err.code},
                 )
                 continue
-            undone += table.status == CLOSED
+            undone += table.status == LobbyStatus.CLOSED
         if undone:
             log.warning("undid deals left half-done", extra={"count": undone})
         return undone
@@ -557,7 +578,7 @@ class Lobby:
             return
         try:
             previous = await self.get(other)
-            if previous.status == DEALT and player_id in previous.player_ids:
+            if previous.status == LobbyStatus.DEALT and player_id in previous.player_ids:
                 await self.tables.leave(
                     previous.table_id, player_id, previous.player_ids.index(player_id)
                 )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, TypedDict
 
 import redis.asyncio as redis_asyncio
@@ -153,9 +154,19 @@ class Loaded:
     relayed: int
 
 
+class CommitStatus(StrEnum):
+    """How a commit ended (the commit script returns the value)."""
+
+    OK = "OK"
+    CONFLICT = "CONFLICT"  # the table moved on since it was read
+    DUP = "DUP"  # the command was applied before: its result, nothing written
+    NO_TABLE = "NO_TABLE"
+    EXISTS = "EXISTS"  # a create found the table there
+
+
 @dataclass(frozen=True)
 class CommitResult:
-    status: str  # OK, CONFLICT, DUP, NO_TABLE, EXISTS
+    status: CommitStatus
     seq: int
     count: int = 0  # DUP: how many events the original command produced
 
@@ -228,9 +239,9 @@ class TableStore:
             record_key(table_id, record["match_id"] if record else ""),
         ]  # fmt: skip
         status, value = await self._run(self._commit, keys, args)
-        status = status.decode() if isinstance(status, bytes) else status
+        status = CommitStatus(status.decode() if isinstance(status, bytes) else status)
         value = value.decode() if isinstance(value, bytes) else str(value)
-        if status == "DUP":
+        if status is CommitStatus.DUP:
             seq, count = value.split(":")
             return CommitResult(status, int(seq), int(count))
         return CommitResult(status, int(value))

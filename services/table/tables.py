@@ -44,7 +44,7 @@ from services.common.vocabulary import to_proto
 from services.table import convert
 from services.table.metrics import TableMetrics
 from services.table.repository import TableRepository
-from services.table.store import CommitResult, Loaded, TableMeta, command_field
+from services.table.store import CommitResult, CommitStatus, Loaded, TableMeta, command_field
 from services.table.wallet_port import WalletPort
 
 log = logging.getLogger("bg.table")
@@ -154,9 +154,9 @@ class TableCore:
             result, _ = await self._commit(
                 table_id, base, applied, "", now, meta=meta, create=loaded is None
             )
-            if result.status == "OK":
+            if result.status is CommitStatus.OK:
                 return applied.state.match.fingerprint, result.seq, False
-            if result.status == "EXISTS" or result.status == "CONFLICT":
+            if result.status is CommitStatus.EXISTS or result.status is CommitStatus.CONFLICT:
                 continue
         raise ServiceError("BUSY", "could not create the match; try again")
 
@@ -230,12 +230,12 @@ class TableCore:
                     return await self._duplicate(table_id, *previous)
                 raise Rejected(out.code, out.message)
             result, events = await self._commit(table_id, loaded, out, field, now)
-            if result.status == "OK":
+            if result.status is CommitStatus.OK:
                 await self._capture_held(loaded, out)
                 return Submitted(result.seq, events)
-            if result.status == "DUP":
+            if result.status is CommitStatus.DUP:
                 return await self._duplicate(table_id, result.seq, result.count)
-            if result.status == "NO_TABLE":
+            if result.status is CommitStatus.NO_TABLE:
                 self.cache.drop(table_id)
                 raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
             if self.metrics:
@@ -360,7 +360,7 @@ class TableCore:
                 log.error("deadline refused", extra={"table_id": table_id, "code": out.code})
                 return None
             result, _ = await self._commit(table_id, loaded, out, "", now)
-            if result.status == "OK":
+            if result.status is CommitStatus.OK:
                 if self.metrics:
                     self.metrics.clock_lateness.labels(due.kind).observe((now - due.at_ms) / 1000)
                     self.metrics.timeouts.labels(due.kind).inc()
@@ -380,7 +380,7 @@ class TableCore:
             if isinstance(out, Rejection):
                 raise Rejected(out.code, out.message)
             result, _ = await self._commit(table_id, loaded, out, "", now)
-            if result.status == "OK":
+            if result.status is CommitStatus.OK:
                 return result.seq
             if self.metrics:
                 self.metrics.cas_conflicts.inc()
@@ -507,7 +507,7 @@ class TableCore:
             update.SerializeToString(),
             record,
         )
-        if result.status == "OK":
+        if result.status is CommitStatus.OK:
             self.cache.put(table_id, Loaded(result.seq, out.state, meta, base.relayed))
             if events and self.on_commit is not None:
                 self.on_commit(table_id)

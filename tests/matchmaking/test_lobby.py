@@ -14,7 +14,7 @@ import pytest
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
 from services.matchmaking import lobby as lobby_module
-from services.matchmaking.lobby import CODE_ALPHABET, Lobby, normalize_code
+from services.matchmaking.lobby import CODE_ALPHABET, Lobby, LobbyStatus, normalize_code
 from services.matchmaking.lobby_store import LobbyRepository, RedisLobbyStore
 from tests.helpers import flushed_client
 from tests.matchmaking.memory_lobby import MemoryLobbyStore
@@ -126,8 +126,10 @@ async def test_party_code_join_deals_a_wagered_table(lobby: Parts) -> None:
     table = await lb.create("ann", WAGERED, public=True)
     assert len(table.code) == 6 and set(table.code) <= set(CODE_ALPHABET)
     assert [t.table_id for t in await lb.list_open(profile="wagered")] == [table.table_id]
+    assert (await lb.get(table.table_id)).status is LobbyStatus.OPEN  # typed as stored
     dealt = await lb.join_by_code("bob", f"https://play.example/join/{table.code.lower()}")
-    assert dealt.status == "dealt" and dealt.player_ids == ["ann", "bob"]
+    assert dealt.status == "dealt" and dealt.player_ids == ["ann", "bob"]  # the wire's value
+    assert (await lb.get(table.table_id)).status is LobbyStatus.DEALT
     assert wallet.escrows[dealt.match_id] == (["ann", "bob"], 500)
     assert tables.created == [dealt.match_id]
     assert await lb.list_open() == []  # no longer open

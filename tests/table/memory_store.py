@@ -9,7 +9,14 @@ import copy
 from typing import Any
 
 from engine.state import TableState
-from services.table.store import CommitResult, Loaded, TableMeta, decode_state, encode_state
+from services.table.store import (
+    CommitResult,
+    CommitStatus,
+    Loaded,
+    TableMeta,
+    decode_state,
+    encode_state,
+)
 
 
 class MemoryTableStore:
@@ -46,16 +53,16 @@ class MemoryTableStore:
     ) -> CommitResult:
         row = self.tables.get(table_id)
         if expected_seq is None and row is not None:
-            return CommitResult("EXISTS", row["seq"])
+            return CommitResult(CommitStatus.EXISTS, row["seq"])
         if expected_seq is not None and row is None:
-            return CommitResult("NO_TABLE", 0)
+            return CommitResult(CommitStatus.NO_TABLE, 0)
         seen = self.commands.get(table_id, {})
         if command_field and command_field in seen:
             seq, count = seen[command_field]
-            return CommitResult("DUP", seq, count)
+            return CommitResult(CommitStatus.DUP, seq, count)
         current = 0 if row is None else row["seq"]
         if expected_seq is not None and current != expected_seq:
-            return CommitResult("CONFLICT", current)
+            return CommitResult(CommitStatus.CONFLICT, current)
         stream = self.streams.setdefault(table_id, [])
         stream += [(current + i + 1, data) for i, data in enumerate(events)]
         new = current + len(events)
@@ -76,7 +83,7 @@ class MemoryTableStore:
             self.updates.append((table_id, update))
         async with self._appended:
             self._appended.notify_all()
-        return CommitResult("OK", new)
+        return CommitResult(CommitStatus.OK, new)
 
     async def command_result(self, table_id: str, field: str) -> tuple[int, int] | None:
         return self.commands.get(table_id, {}).get(field)
