@@ -548,11 +548,6 @@ def _cmd_offer_rematch(ctx: _Ctx, cmd: c.OfferRematch) -> None:
     opt = ctx.opt
     seat = cmd.seat
     _need(
-        m.phase is Phase.MATCH_OVER,
-        RejectionCode.WRONG_PHASE,
-        "a rematch follows a finished match",
-    )
-    _need(
         m.rematch_offered_by is None,
         RejectionCode.ALREADY_OFFERED,
         "a rematch is already offered",
@@ -564,11 +559,6 @@ def _cmd_offer_rematch(ctx: _Ctx, cmd: c.OfferRematch) -> None:
 def _cmd_accept_rematch(ctx: _Ctx, cmd: c.AcceptRematch) -> None:
     m = ctx.m
     seat = cmd.seat
-    _need(
-        m.phase is Phase.MATCH_OVER,
-        RejectionCode.WRONG_PHASE,
-        "a rematch follows a finished match",
-    )
     _need(
         m.rematch_offered_by == 1 - seat,
         RejectionCode.NOT_OFFERED,
@@ -839,7 +829,12 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
     if after is None and in_match is None:
         raise _Reject(RejectionCode.UNKNOWN_COMMAND, f"unknown command {kind.__name__}")
     _need(cmd.seat in (0, 1), RejectionCode.BAD_SEAT, f"seat must be 0 or 1, got {cmd.seat}")
-    if after is not None:
+    if after is not None:  # the after-match table's guard
+        _need(
+            ctx.m.phase is Phase.MATCH_OVER,
+            RejectionCode.WRONG_PHASE,
+            "a rematch follows a finished match",
+        )
         after(ctx, cmd)
         return
     assert in_match is not None

@@ -24,8 +24,10 @@ from redis.exceptions import LockNotOwnedError
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from engine import bots
+from services.common.backoff import pause
 from services.common.lobby_keys import BOT_TABLES, lobby_key
 from services.common.play_wire import PlaySession, next_command
+from services.common.seats import computer_level, is_computer
 
 log = logging.getLogger("bg.bots")
 LEASE_S = 30
@@ -53,8 +55,8 @@ class BotWorker:
                 await self.redis.srem(BOT_TABLES, table_id)
                 return
             seats = json.loads(raw)["player_ids"]
-            bot_id = next(p for p in seats if p.startswith("cpu-"))
-            level = bot_id.split("-")[1]
+            bot_id = next(p for p in seats if is_computer(p))
+            level = computer_level(bot_id)
             # One connection per seat, as a device would have: rate limits are per connection.
             channel = grpc.aio.insecure_channel(
                 self.gateway_addr, options=[("grpc.use_local_subchannel_pool", 1)]
@@ -116,7 +118,6 @@ class BotWorker:
                 await self.run_once()
             except Exception:
                 log.exception("bots: Redis unavailable; retrying")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 0.3)
+            await pause(stop, 0.3)
         for task in list(self.playing.values()):
             task.cancel()

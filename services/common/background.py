@@ -8,6 +8,8 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from services.common.backoff import pause
+
 GRACE_S = 5.0  # a loop's time to finish after `stop` is set; then it is cancelled
 
 
@@ -53,5 +55,4 @@ async def every(
         except Exception as exc:
             if log is not None:
                 log.warning(f"{name} failed", extra={"error": repr(exc)[:300]})
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval_s)
+        await pause(stop, interval_s)

@@ -10,12 +10,13 @@ itself at once; `on_ban` ends the banned player's live streams there.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from redis.exceptions import RedisError
+
+from services.common.backoff import pause
 
 log = logging.getLogger("bg.gateway.bans")
 
@@ -78,5 +79,4 @@ class Bans:
                 await self.sync()
             except (RedisError, OSError) as exc:  # keep the last known set; try again
                 log.warning("ban sync failed", extra={"error": repr(exc)})
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.sync_s)
+            await pause(stop, self.sync_s)

@@ -18,11 +18,11 @@ streams; this costs one.)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
 
+from services.common.backoff import pause
 from services.common.clock import now_ms
 from services.gateway.presence_store import PresenceRepository
 
@@ -130,5 +130,4 @@ class Presence:
                     await report(table_id, player_id, False)
             except Exception as exc:  # Redis down: next round
                 log.warning("presence round failed", extra={"error": repr(exc)[:300]})
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.ttl_s / 3)
+            await pause(stop, self.ttl_s / 3)

@@ -14,7 +14,6 @@ per-gateway limits, never to refusing players.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 import grpc
 
+from services.common.backoff import pause
 from services.common.deps import evalsha_many
 from services.common.errors import ServiceError
 
@@ -132,8 +132,7 @@ class SharedLimiter:
                 await self.sync()
             except Exception as exc:  # Redis away: limits stay local until it is back
                 log.warning("rate limit sync failed", extra={"error": repr(exc)[:200]})
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.sync_s)
+            await pause(stop, self.sync_s)
 
 
 class RateLimits:

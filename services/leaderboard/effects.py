@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 from bg.events.v1 import events_pb2
 from engine.vocabulary import EndReason, GameResult
+from services.common.seats import is_computer
 from services.common.vocabulary import from_proto
 from services.leaderboard import boards
 
-CPU_PREFIX = "cpu-"  # matchmaking's computer seats: never ranked (I-31)
 ALL = "all"  # the all-time key of the trophies and rating boards
 
 
@@ -64,13 +64,9 @@ def table_effects(event: events_pb2.TableEvent, season_ms: int) -> Effects:
         elif info.profile == "scored" and not info.test_game:
             level = info.level or "players"
             for player, points in zip(players, m.scored_points, strict=False):
-                if points and not player.startswith(CPU_PREFIX):
+                if points and not is_computer(player):
                     fx.deltas.append(Delta("scored", level, player, points))
-        elif (
-            info.profile == "casual"
-            and info.rated
-            and not any(p.startswith(CPU_PREFIX) for p in players)
-        ):
+        elif info.profile == "casual" and info.rated and not any(is_computer(p) for p in players):
             fx.rated = (winner, players[1 - m.winner_seat], info.match_length)
     return fx
 

@@ -2,16 +2,15 @@
 service, services/matchmaking/lobby_store.py; stateless replicas).
 
 A table's document changes by compare-and-set: two players racing for the last seat cannot
-both get it. The deal (escrow for wagered
-tables, then the match on the table service) uses idempotent keys derived from the match id, so
-a retried or repeated deal never escrows twice or creates two matches.
+both get it. The deal (escrow for wagered tables, then the match on the table service) uses
+idempotent keys derived from the match id, so a retried or repeated deal never escrows twice or
+creates two matches.
 
 The deal is a saga: if the match cannot be created, the escrow is refunded and the table closes
 (players can leave it). A deal a crash left half-done is driven on by the next call within
-DEAL_RESUME_S, and after that settled by any call or the sweeper over DEALING_SET (completed if its
-match exists, compensated if not), so
-the stakes are never held for a match that will not be played; the wallet's reconciler, whose
-bound is far longer, is the last line.
+DEAL_RESUME_S, and after that settled by any call or the sweeper over the dealing index
+(completed if its match exists, compensated if not), so the stakes are never held for a match
+that will not be played; the wallet's reconciler, whose bound is far longer, is the last line.
 """
 
 from __future__ import annotations
@@ -36,13 +35,13 @@ from services.common.errors import (
     PermissionDenied,
     ServiceError,
 )
+from services.common.seats import computer_seat, is_computer
 from services.common.table_options import rules_from_proto
 from services.matchmaking.lobby_store import LobbyRepository
 
 log = logging.getLogger("bg.matchmaking.lobby")
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: readable aloud
 CODE_LENGTH = 6
-CPU_PREFIX = "cpu-"
 
 
 class LobbyStatus(StrEnum):
@@ -93,7 +92,7 @@ class Table:
     matches: int = 0
     dealing_since_ms: int = 0
     quick: bool = False  # paired by quick match: dealt when full, casual too (no host to Start)
-    created_ms: int = field(default_factory=lambda: now_ms())
+    created_ms: int = field(default_factory=now_ms)
 
     def proto_options(self) -> table_pb2.TableOptions:
         from google.protobuf import json_format
@@ -107,7 +106,7 @@ class Table:
 
     @property
     def vs_cpu(self) -> bool:
-        return any(p.startswith(CPU_PREFIX) for p in self.player_ids)
+        return any(is_computer(p) for p in self.player_ids)
 
     @property
     def watchable(self) -> bool:
@@ -202,7 +201,7 @@ class Lobby:
         code = await self._new_code(table_id)
         seats = [player_id, ""]
         if vs_cpu:
-            seats[1] = f"{CPU_PREFIX}{opts.level}-{table_id}"
+            seats[1] = computer_seat(opts.level, table_id)
         table = Table(
             table_id=table_id, code=code, host_id=player_id, options=_options_json(opts),
             public=public and not vs_cpu, player_ids=seats,
@@ -588,5 +587,5 @@ class Lobby:
 
 
 def _check_player(player_id: str) -> None:
-    if not player_id or len(player_id) > 64 or player_id.startswith(CPU_PREFIX):
+    if not player_id or len(player_id) > 64 or is_computer(player_id):
         raise PermissionDenied("BAD_PLAYER", "unknown player")

@@ -16,9 +16,11 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from services.common.backoff import pause
+from services.common.clock import now_ms
 from services.table.shard_leases import AllShards, ShardLeases
 from services.table.store import WAKE_CHANNEL, TableStore
-from services.table.tables import TableCore, wall_ms
+from services.table.tables import TableCore
 
 log = logging.getLogger("bg.table.clock")
 BATCH = 200
@@ -37,7 +39,7 @@ class ClockWorker:
         core: TableCore,
         leases: ShardLeases | AllShards | None = None,
         concurrency: int = 64,
-        now: Callable[[], int] = wall_ms,
+        now: Callable[[], int] = now_ms,
     ) -> None:
         self.store = store
         self.core = core
@@ -69,8 +71,7 @@ class ClockWorker:
             except Exception as exc:
                 log.warning("clock wake-ups lost; resubscribing", extra={"error": repr(exc)})
                 self._swept_ms = 0
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), 0.5)
+                await pause(stop, 0.5)
             finally:
                 if pubsub is not None:
                     with contextlib.suppress(Exception):

@@ -22,8 +22,9 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
+from services.common.backoff import pause
+from services.common.clock import now_ms
 from services.common.shards import VIRTUAL_SHARDS
-from services.table.tables import wall_ms
 
 log = logging.getLogger("bg.table.shards")
 MEMBERS = "table:replicas"
@@ -51,7 +52,7 @@ class ShardLeases:
         redis: Any,
         name: str = "",
         ttl_ms: int = TTL_MS,
-        now: Callable[[], int] = wall_ms,
+        now: Callable[[], int] = now_ms,
         on_change: Callable[[list[int]], None] | None = None,
     ) -> None:
         self.redis = redis
@@ -93,8 +94,7 @@ class ShardLeases:
                 await self.renew()
             except Exception as exc:  # Redis away: keep the shards we had, try again
                 log.warning("shard lease renewal failed", extra={"error": repr(exc)[:200]})
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.ttl_ms / 4000)
+            await pause(stop, self.ttl_ms / 4000)
         with contextlib.suppress(Exception):
             await self.redis.zrem(MEMBERS, self.member)  # hand the shards over at once
 

@@ -84,10 +84,6 @@ class StateCache:
         self._items.pop(table_id, None)
 
 
-def wall_ms() -> int:
-    return now_ms()
-
-
 class Rejected(ServiceError):
     """The engine refused the command (its code: NOT_YOUR_TURN, ILLEGAL_STEP, ...)."""
 
@@ -110,7 +106,7 @@ class TableCore:
         wallet: WalletPort,
         metrics: TableMetrics | None = None,
         clock_scale: float = 1.0,
-        now: Callable[[], int] = wall_ms,
+        now: Callable[[], int] = now_ms,
         cache_size: int = 4096,
     ) -> None:
         self.store = store

@@ -72,7 +72,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     async def start() -> None:
         await migrate(engine)
-        await _audit(metrics, ledger)
+        await _audit(metrics, ledger)  # gauges set before start completes (then every AUDIT_S)
         background = app.background
         background.spawn("outbox-relay", relay.run(background.stop))
         if settings.consume_table_events:
@@ -85,6 +85,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
                     "table-events",
                 ),
             )
+        # The gauges, at once and then every AUDIT_S.
         background.every("audit", AUDIT_S, lambda: _audit(metrics, ledger))
         # Escrows past their bound, settled from the table's outcome (grpc.aio channels need the
         # running loop: made here).

@@ -14,7 +14,6 @@ An escrow it can neither resolve nor confirm as playing is counted as stuck: an 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -24,6 +23,7 @@ from sqlalchemy import and_, select
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common import money_keys
+from services.common.backoff import pause
 from services.common.clock import now_ms as wall_now
 from services.common.errors import ServiceError, remote_call
 from services.wallet.ledger import Ledger
@@ -153,5 +153,4 @@ class Reconciler:
                 await self.run_once()
             except Exception as exc:  # the database is down: next pass
                 log.warning("reconciler pass failed", extra={"error": repr(exc)[:300]})
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.interval_s)
+            await pause(stop, self.interval_s)
