@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from typing import Any
 
 import grpc
@@ -14,9 +15,12 @@ from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from engine import bots
+from services.common.errors import error_from
 from services.common.play_wire import PlaySession, next_command
 
 __all__ = ["PlaySession", "Player", "next_command"]
+# A call's answer may have been lost: a request with a request id is sent again.
+LOST = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED)
 
 
 class Player:
@@ -40,15 +44,23 @@ class Player:
         self.think_s = think_s  # seconds before each command, as a person takes (load tests)
 
     async def rpc(self, method: Any, request: Any, auth: bool = True) -> Any:
-        """A unary call; over the connection's rate limit, back off and retry (politely)."""
+        """A unary call; over the rate limit, wait as the answer says and retry. A request with
+        a `request_id` is also sent again when its answer was lost (UNAVAILABLE, a deadline):
+        the retry answers what the first call did, so nothing is staked or seated twice."""
+        retry_lost = bool(getattr(request, "request_id", ""))
         for _ in range(200):
             try:
-                return await method(request, metadata=self.auth if auth else None)
+                return await method(request, metadata=self.auth if auth else None, timeout=15)
             except grpc.aio.AioRpcError as exc:
-                if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    detail = error_from(exc)
+                    wait_ms = int(detail.metadata.get("retry_after_ms", "100")) if detail else 100
+                    await asyncio.sleep(min(wait_ms, 1000) / 1000)
+                elif retry_lost and exc.code() in LOST:
+                    await asyncio.sleep(0.2)
+                else:
                     raise
-                await asyncio.sleep(0.1)
-        raise TimeoutError("rate limited for too long")
+        raise TimeoutError("no answer for too long")
 
     @property
     def auth(self) -> list[tuple[str, str]]:
@@ -62,11 +74,18 @@ class Player:
         return self.player_id
 
     async def create_table(self, options: table_pb2.TableOptions, public: bool = False) -> Any:
-        request = matchmaking_pb2.CreateTableRequest(options=options, public=public)
+        request = matchmaking_pb2.CreateTableRequest(
+            options=options, public=public, request_id=uuid.uuid4().hex
+        )
         return await self.rpc(self.stub.CreateTable, request)
 
     async def join(self, code: str) -> Any:
-        return await self.rpc(self.stub.JoinByCode, matchmaking_pb2.JoinByCodeRequest(code=code))
+        request = matchmaking_pb2.JoinByCodeRequest(code=code, request_id=uuid.uuid4().hex)
+        return await self.rpc(self.stub.JoinByCode, request)
+
+    async def quick_match(self, options: table_pb2.TableOptions) -> Any:
+        request = matchmaking_pb2.QuickMatchRequest(options=options, request_id=uuid.uuid4().hex)
+        return await self.rpc(self.stub.QuickMatch, request)
 
     async def table(self, table_id: str) -> Any:
         return await self.rpc(self.stub.GetTable, matchmaking_pb2.TableRequest(table_id=table_id))

@@ -509,8 +509,11 @@ def _need(cond: bool, code: RejectionCode, message: str) -> None:
 
 
 def _need_turn(m: MatchState, seat: int, *phases: Phase) -> None:
+    """The seat must be the one to act, in one of `phases`. While a game is in progress the
+    seat is checked first: the other player's command is NOT_YOUR_TURN, whatever the phase."""
+    if m.phase in IN_GAME:
+        _need(m.decider == seat, RejectionCode.NOT_YOUR_TURN, f"seat {seat} is not the one to act")
     _need(m.phase in phases, RejectionCode.WRONG_PHASE, f"not allowed while {m.phase.value}")
-    _need(m.decider == seat, RejectionCode.NOT_YOUR_TURN, f"seat {seat} is not the one to act")
 
 
 def _resume_doubler(ctx: _Ctx, **changes: Any) -> None:

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from infra import embedded, valkey_cluster
+from infra import embedded, readiness, valkey_cluster
 from infra.processes import ManagedProcess, ProcSpec
 from infra.supervision import Supervisor
 from services.common.topics import Namespace
@@ -110,6 +110,8 @@ class Cluster:
         self.redis_url = config.redis_url or ""
         self.kafka_bootstrap = config.kafka_bootstrap or ""
         self.stopping = False
+        self._died_at: dict[str, float] = {}  # process name -> when it last died
+        self._watches: set[asyncio.Task[None]] = set()  # "serving again" watches
         self.failures: list[str] = []
         self.supervisor = Supervisor(self._on_death, self._on_restart)
         self._ports: set[int] = set()
@@ -384,6 +386,7 @@ class Cluster:
     def _on_death(self, process: ManagedProcess, code: int) -> None:
         if self.stopping:
             return
+        self._died_at[process.name] = time.monotonic()
         banner = "!" * 72
         message = f"{process.name} DIED (exit code {code}); starting it again"
         self.failures.append(message)
@@ -396,9 +399,36 @@ class Cluster:
 
     def _on_restart(self, process: ManagedProcess) -> None:
         restarts = self.supervisor.restarts(process.name)
-        self.say(f"bgcluster: {process.name} started again (pid {process.pid}, restart {restarts})")
+        self.say(
+            f"bgcluster: {process.name} started again (pid {process.pid}, restart {restarts}); "
+            "not serving yet"
+        )
         with contextlib.suppress(OSError):
             self._write_state()
+        watch = asyncio.create_task(self._until_serving(process))
+        self._watches.add(watch)
+        watch.add_done_callback(self._watches.discard)
+
+    async def _until_serving(self, process: ManagedProcess, limit_s: float = 300.0) -> None:
+        """Say when a restarted process serves again (its gRPC health, or an infrastructure
+        part's own check of what it serves): a live process is not a serving one."""
+        name, pid = process.name, process.pid
+        died = self._died_at.get(name, time.monotonic())
+        instance = next((i for i in self.instances if i.name == name), None)
+        while time.monotonic() - died < limit_s and process.pid == pid and not self.stopping:
+            if instance is not None:
+                ok = await readiness.grpc_health(instance.address, timeout=1.0) == "SERVING"
+            else:
+                ok = await readiness.serving(name, self.infra_addresses.get(name, ""))
+            if ok:
+                self.say(
+                    f"bgcluster: {name} SERVING again, {time.monotonic() - died:.1f} s after "
+                    "it died"
+                )
+                return
+            await asyncio.sleep(0.25)
+        if process.pid == pid and not self.stopping:
+            self.say(f"bgcluster: {name} is running but NOT SERVING {limit_s:.0f} s after it died")
 
     # -- state for `bgcluster status` ------------------------------------------------------------
 
@@ -477,6 +507,8 @@ class Cluster:
         """Services first (each drains), then infrastructure. Idempotent."""
         self.stopping = True
         await self.supervisor.stop()
+        for watch in list(self._watches):
+            watch.cancel()
         services = [i.process for i in self.instances if i.process is not None]
         await asyncio.gather(*(p.stop(self.config.service_stop_timeout_s) for p in services))
         # SeaweedFS last: the broker flushes into it while it stops.

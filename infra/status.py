@@ -11,9 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
+from infra import readiness
 from infra.runner import STATE_FILE
 
 
@@ -32,13 +30,7 @@ def read_state(data_dir: Path) -> dict[str, Any]:
 
 async def probe(address: str, timeout: float = 2.0) -> str:
     """The gRPC health status name of `address`, or UNREACHABLE."""
-    try:
-        async with grpc.aio.insecure_channel(address) as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
-            reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=timeout)
-            return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
-    except grpc.aio.AioRpcError:
-        return "UNREACHABLE"
+    return await readiness.grpc_health(address, timeout)
 
 
 def alive(pid: int | None) -> bool:
@@ -53,10 +45,22 @@ def alive(pid: int | None) -> bool:
     return True
 
 
+async def infra_status(name: str, address: str, pid: int | None) -> str:
+    """SERVING when the part answers what it serves (infra/readiness.py), NOT_SERVING while its
+    process lives but it does not, DEAD with no process."""
+    if not alive(pid):
+        return "DEAD"
+    return "SERVING" if await readiness.serving(name, address) else "NOT_SERVING"
+
+
 async def collect(data_dir: Path) -> list[dict[str, Any]]:
     state = read_state(data_dir)
     services = state["services"]
+    infra = state.get("infra", [])
     statuses = await asyncio.gather(*(probe(s["address"]) for s in services))
+    parts = await asyncio.gather(
+        *(infra_status(p["name"], p.get("address", ""), p["pid"]) for p in infra)
+    )
     rows = [
         {
             "name": s["name"],
@@ -74,18 +78,18 @@ async def collect(data_dir: Path) -> list[dict[str, Any]]:
             "name": p["name"],
             "instance": p["name"],
             "address": p.get("address", ""),
-            "status": "RUNNING" if alive(p["pid"]) else "DEAD",
+            "status": status,
             "metrics": "",
             "pid": p["pid"],
             "restarts": p.get("restarts", 0),
         }
-        for p in state.get("infra", [])
+        for p, status in zip(infra, parts, strict=True)
     ]
     return rows
 
 
 def healthy(rows: list[dict[str, Any]]) -> bool:
-    return all(r["status"] in ("SERVING", "RUNNING") for r in rows)
+    return all(r["status"] == "SERVING" for r in rows)
 
 
 class UnknownProcess(LookupError):
@@ -94,7 +98,8 @@ class UnknownProcess(LookupError):
 
 async def restart(data_dir: Path, name: str, timeout: float = 60.0) -> dict[str, Any]:
     """SIGTERM the named process (a service instance or infrastructure); the runner's supervisor
-    starts it again. Waits for the new pid and, for a service, for SERVING."""
+    starts it again. Waits for the new pid and for SERVING (a service's health, an
+    infrastructure part's own check)."""
     rows = await collect(data_dir)
     row = next((r for r in rows if r["instance"] == name), None)
     if row is None:
@@ -108,7 +113,7 @@ async def restart(data_dir: Path, name: str, timeout: float = 60.0) -> dict[str,
         await asyncio.sleep(0.2)
         with_state = {r["instance"]: r for r in await collect(data_dir)}
         now = with_state.get(name)
-        if now and now["pid"] != old_pid and now["status"] in ("SERVING", "RUNNING"):
+        if now and now["pid"] != old_pid and now["status"] == "SERVING":
             return now
     raise TimeoutError(f"{name} was not back within {timeout:.0f}s")
 

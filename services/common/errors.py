@@ -104,12 +104,43 @@ def infrastructure_failure(exc: BaseException) -> ServiceError | None:
     if isinstance(exc, redis_errors.ConnectionError | redis_errors.TimeoutError):
         return Unavailable("STORE_UNAVAILABLE", "the table store is unavailable; try again")
     if isinstance(exc, sql_errors.OperationalError | sql_errors.InterfaceError) or (
-        isinstance(exc, sql_errors.DBAPIError) and exc.connection_invalidated
+        isinstance(exc, sql_errors.DBAPIError)
+        and (exc.connection_invalidated or _not_ready(sqlstate(exc)))
     ):
         return Unavailable("LEDGER_UNAVAILABLE", "the database is unavailable; try again")
     if isinstance(exc, ConnectionError | TimeoutError):
         return Unavailable("UNAVAILABLE", "a dependency is unavailable; try again")
     return None
+
+
+# SQLSTATEs of a server that cannot be reached or is not (yet) accepting work: a restart, a
+# crash recovery, a failover, too many connections. asyncpg raises them as PostgresError
+# subclasses, which SQLAlchemy wraps in a plain DBAPIError (connection_invalidated False): the
+# code is what tells them from a refused statement.
+_NOT_READY_CLASSES = ("08",)  # connection exception
+_NOT_READY = frozenset(
+    {
+        "57P01",  # admin_shutdown
+        "57P02",  # crash_shutdown
+        "57P03",  # cannot_connect_now: starting up, in recovery
+        "57P05",  # idle_session_timeout
+        "53300",  # too_many_connections
+        "25006",  # read_only_sql_transaction: a standby after a failover
+    }
+)
+
+
+def sqlstate(exc: BaseException) -> str:
+    """The SQLSTATE a database error carries (asyncpg's, through SQLAlchemy's wrapping), or ""."""
+    for err in (exc, getattr(exc, "orig", None), getattr(exc, "__cause__", None)):
+        code = getattr(err, "sqlstate", None) or getattr(err, "pgcode", None)
+        if isinstance(code, str):
+            return code
+    return ""
+
+
+def _not_ready(code: str) -> bool:
+    return code in _NOT_READY or code.startswith(_NOT_READY_CLASSES)
 
 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ServiceError) -> None:

@@ -35,8 +35,9 @@ devices = Table(
     Index("ix_devices_player", "player_id"),
 )
 
-# Refresh tokens, stored hashed. Each use rotates the token within its family; a token used
-# twice (stolen and replayed) revokes the whole family.
+# Refresh tokens, stored hashed. Each use rotates the token within its family (successor_hash:
+# the one that replaced it, 0004); a token used twice past the race window (stolen and
+# replayed) revokes the whole family.
 refresh_tokens = Table(
     "refresh_tokens",
     metadata,
@@ -46,6 +47,7 @@ refresh_tokens = Table(
     Column("expires_ms", BigInteger, nullable=False),
     Column("used_ms", BigInteger, nullable=True),
     Column("revoked_ms", BigInteger, nullable=True),
+    Column("successor_hash", String(64), nullable=True),
     Index("ix_refresh_family", "family"),
     Index("ix_refresh_player", "player_id"),
 )

@@ -11,19 +11,21 @@ start (accounts_migrations/, under an advisory lock on PostgreSQL).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
+import hmac
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import func, select, update
+from sqlalchemy import Row, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -67,10 +69,26 @@ class Session:
     refresh_token: str
     refresh_expires_ms: int
     granted: bool = True  # False: the starter grant is still to be credited
+    issued_ms: int = 0  # when this session was made: its access token is issued as of then
 
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def successor_of(key: bytes, token: str) -> str:
+    """The refresh token that replaces `token`: HMAC-SHA256 under a gateways' key, so a retry
+    gets the very same one and nobody without the key can compute it from a copied token."""
+    mac = hmac.new(key, b"bg-refresh-successor\x00" + token.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+
+def successor_keys(signing_keys: Iterable[str]) -> list[bytes]:
+    """The refresh successors' keys, one per token-signing key (the signing one first), kept
+    apart from the signing keys themselves by a label."""
+    return [
+        hashlib.sha256(b"bg-refresh-successor-key:" + k.encode()).digest() for k in signing_keys
+    ]
 
 
 def valid_name(name: str) -> str:
@@ -94,8 +112,12 @@ class Accounts:
         lockout_after: int = 5,
         lockout_s: int = 900,
         clock: Callable[[], float] = time.time,
+        successor_keys: Sequence[bytes] = (),
     ) -> None:
         self.engine = engine
+        # Gateway replicas must share these (app.py derives them from the token keys); one
+        # alone may use a random key.
+        self.successor_keys = list(successor_keys) or [secrets.token_bytes(32)]
         self.refresh_ttl_s = refresh_ttl_s
         self.name_change_s = name_change_s
         self.lockout_after = lockout_after
@@ -326,51 +348,86 @@ class Accounts:
         identity: Identity,
         family: str | None = None,
         granted: bool = True,
+        token: str | None = None,
     ) -> Session:
-        token = secrets.token_urlsafe(32)
-        expires = self._now_ms() + self.refresh_ttl_s * 1000
+        token = token or secrets.token_urlsafe(32)
+        now = self._now_ms()
+        expires = now + self.refresh_ttl_s * 1000
         await conn.execute(
             refresh_tokens.insert().values(
                 token_hash=_digest(token), family=family or secrets.token_hex(16),
                 player_id=identity.player_id, expires_ms=expires,
             )
         )  # fmt: skip
-        return Session(identity, token, expires, granted)
+        return Session(identity, token, expires, granted, issued_ms=now)
+
+    async def _refresh_row(self, conn: AsyncConnection, token: str) -> Row[Any] | None:
+        return (
+            await conn.execute(
+                select(refresh_tokens, players.c.display_name, players.c.deleted_ms)
+                .join(players, players.c.player_id == refresh_tokens.c.player_id)
+                .where(refresh_tokens.c.token_hash == _digest(token))
+            )
+        ).first()
 
     async def refresh(self, token: str) -> Session:
-        """A new session for a refresh token, which is used up (rotation)."""
+        """A new session for a refresh token, which is used up (rotation). Used again within
+        REUSE_GRACE_MS (a retry after a lost answer, two tabs renewing at once) it answers the
+        same new session as the first time, never a second one; later, a second use ends the
+        session family (the token was copied)."""
         now = self._now_ms()
         async with self.engine.begin() as conn:
-            row = (
-                await conn.execute(
-                    select(refresh_tokens, players.c.display_name, players.c.deleted_ms)
-                    .join(players, players.c.player_id == refresh_tokens.c.player_id)
-                    .where(refresh_tokens.c.token_hash == _digest(token))
-                )
-            ).first()
+            row = await self._refresh_row(conn, token)
             if row is None:
                 raise Unauthenticated("BAD_REFRESH", "unknown refresh token; log in again")
             if row.revoked_ms is not None or row.deleted_ms is not None:
                 raise Unauthenticated("REFRESH_REVOKED", "this session has ended; log in again")
             if row.expires_ms <= now:
                 raise Unauthenticated("REFRESH_EXPIRED", "this session has expired; log in again")
-            used = await conn.execute(
-                update(refresh_tokens)
-                .where(
-                    refresh_tokens.c.token_hash == row.token_hash,
-                    refresh_tokens.c.used_ms.is_(None),
-                )
-                .values(used_ms=now)
-            )
             identity = Identity(row.player_id, row.display_name)
-            if used.rowcount == 1:
-                return await self._session(conn, identity, row.family)
-            if row.used_ms is not None and now - row.used_ms <= REUSE_GRACE_MS:
-                # Two tabs renewing at once, or a retry after a lost answer: both get a session.
-                return await self._session(conn, identity, row.family)
+            if row.used_ms is None:
+                successor = successor_of(self.successor_keys[0], token)
+                used = await conn.execute(
+                    update(refresh_tokens)
+                    .where(
+                        refresh_tokens.c.token_hash == row.token_hash,
+                        refresh_tokens.c.used_ms.is_(None),
+                    )
+                    .values(used_ms=now, successor_hash=_digest(successor))
+                )
+                if used.rowcount == 1:
+                    return await self._session(conn, identity, row.family, token=successor)
+                row = await self._refresh_row(conn, token)  # a racing call used it just now
+                assert row is not None and row.used_ms is not None
+            if now - row.used_ms <= REUSE_GRACE_MS:
+                again = await self._successor(conn, row, token, identity)
+                if again is not None:
+                    return again
         # Used before: a copy is in someone else's hands. End the whole session family.
         await self._revoke_family(row.family)
         raise Unauthenticated("REFRESH_REUSED", "this refresh token was already used; log in again")
+
+    async def _successor(
+        self, conn: AsyncConnection, row: Row[Any], token: str, identity: Identity
+    ) -> Session | None:
+        """The session the first use of `token` answered: its new token is derived from the
+        used one under a key of the gateways' (any key still held, so a key rotation within
+        the window changes nothing), checked against the stored hash."""
+        for key in self.successor_keys:
+            candidate = successor_of(key, token)
+            if _digest(candidate) != row.successor_hash:
+                continue
+            made = (
+                await conn.execute(
+                    select(refresh_tokens).where(refresh_tokens.c.token_hash == row.successor_hash)
+                )
+            ).first()
+            if made is None:
+                return None
+            if made.revoked_ms is not None:
+                raise Unauthenticated("REFRESH_REVOKED", "this session has ended; log in again")
+            return Session(identity, candidate, made.expires_ms, issued_ms=row.used_ms)
+        return None
 
     async def logout(self, token: str) -> None:
         """End the session the refresh token belongs to (idempotent; unknown tokens too)."""

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
@@ -29,6 +30,7 @@ from services.common.errors import (
     grpc_errors,
     remote_call,
 )
+from services.gateway import limits
 from services.gateway.accounts import Accounts
 from services.gateway.audit import AuditLog, Detail
 from services.gateway.auth import OPERATORS, Identity, TokenSigner
@@ -40,6 +42,9 @@ Context = grpc.aio.ServicerContext[Any, Any]
 T = TypeVar("T")
 OPERATOR_PREFIX = "op:"
 MIN_KEY = 32
+# Every string an operator sends is bounded, as players' are (services/gateway/limits.py): the
+# rest (ids, keys, the audit filter) take the default of 64 characters.
+ADMIN_BOUNDS = {"name": 32, "key": 256, "reason": 200}
 
 
 def parse_operator_keys(spec: str) -> dict[str, str]:
@@ -125,18 +130,25 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     async def _audited(
         self,
         context: Context,
+        request: Message,
         action: str,
-        target: str,
-        reason: str,
+        target_field: str,
         act: Callable[[str], Awaitable[tuple[T, Detail]]],
     ) -> T:
-        """Check the caller, write the audit row, act, complete the row with the outcome."""
+        """Check the request's bounds and the caller, write the audit row, act, complete the
+        row with the outcome. `target_field` names the request's field the action is on."""
+        target = str(getattr(request, target_field)) if target_field else ""
+        reason = str(getattr(request, "reason", "")).strip()
         operator = "-"
         try:
+            limits.check(request, ADMIN_BOUNDS)
+            if target_field:
+                _target(target, target_field)
             self.limits.check_peer(peer_address(context.peer()))
             operator = self._operator(context)
         except ServiceError as err:
-            await self.audit.record(operator, action, target, reason, err.code)
+            # Refused calls are audited too, with what they sent cut to the log's bounds.
+            await self.audit.record(operator, action, target[:64], reason[:200], err.code)
             raise
         entry = await self.audit.record(operator, action, target, reason, "started")
         try:
@@ -156,8 +168,9 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     async def OperatorLogin(
         self, request: admin_pb2.OperatorLoginRequest, context: Context
     ) -> admin_pb2.OperatorLoginResponse:
-        name = request.name[:64]
+        name = request.name[:32]
         try:
+            limits.check(request, ADMIN_BOUNDS)
             self.limits.check_peer(peer_address(context.peer()))
             self.limits.check_login(f"operator:{name}")
             key = self.keys.get(name, self._dummy)
@@ -175,7 +188,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     async def LookupPlayer(
         self, request: admin_pb2.LookupPlayerRequest, context: Context
     ) -> admin_pb2.PlayerRecord:
-        player = _target(request.player_id, "player_id")
+        player = request.player_id
 
         async def act(_: str) -> tuple[admin_pb2.PlayerRecord, Detail]:
             account = await self.accounts.record(player)
@@ -206,13 +219,13 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             )  # fmt: skip
             return record, {}
 
-        return await self._audited(context, "lookup", player, request.reason.strip(), act)
+        return await self._audited(context, request, "lookup", "player_id", act)
 
     @grpc_errors
     async def Adjust(
         self, request: admin_pb2.AdjustRequest, context: Context
     ) -> wallet_pb2.OperationResponse:
-        player = _target(request.player_id, "player_id")
+        player = request.player_id
 
         async def act(operator: str) -> tuple[wallet_pb2.OperationResponse, Detail]:
             reason = _reason(request.reason)
@@ -232,11 +245,11 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             )  # fmt: skip
             return reply, {"amount": request.amount, "operation_id": reply.operation_id}
 
-        return await self._audited(context, "adjust", player, request.reason.strip(), act)
+        return await self._audited(context, request, "adjust", "player_id", act)
 
     @grpc_errors
     async def Ban(self, request: admin_pb2.BanRequest, context: Context) -> admin_pb2.BanResponse:
-        player = _target(request.player_id, "player_id")
+        player = request.player_id
 
         async def act(operator: str) -> tuple[admin_pb2.BanResponse, Detail]:
             reason = _reason(request.reason)
@@ -249,7 +262,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
                 "left_tables": left
             }
 
-        return await self._audited(context, "ban", player, request.reason.strip(), act)
+        return await self._audited(context, request, "ban", "player_id", act)
 
     async def _leave_all(self, player: str) -> list[str]:
         tables = await remote_call(
@@ -272,7 +285,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
 
     @grpc_errors
     async def Unban(self, request: admin_pb2.BanRequest, context: Context) -> admin_pb2.BanResponse:
-        player = _target(request.player_id, "player_id")
+        player = request.player_id
 
         async def act(_: str) -> tuple[admin_pb2.BanResponse, Detail]:
             _reason(request.reason)
@@ -280,13 +293,13 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             await self.bans.unban(player)
             return admin_pb2.BanResponse(player_id=player, banned=False), {"was_banned": was}
 
-        return await self._audited(context, "unban", player, request.reason.strip(), act)
+        return await self._audited(context, request, "unban", "player_id", act)
 
     @grpc_errors
     async def CloseTable(
         self, request: admin_pb2.CloseTableRequest, context: Context
     ) -> admin_pb2.CloseTableResponse:
-        table_id = _target(request.table_id, "table_id")
+        table_id = request.table_id
 
         async def act(_: str) -> tuple[admin_pb2.CloseTableResponse, Detail]:
             _reason(request.reason)
@@ -297,7 +310,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
                 "seq": reply.seq
             }
 
-        return await self._audited(context, "close_table", table_id, request.reason.strip(), act)
+        return await self._audited(context, request, "close_table", "table_id", act)
 
     @grpc_errors
     async def ListStaleEscrows(
@@ -312,13 +325,13 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             )
             return reply, {"found": len(reply.escrows), "older_than_s": ask.older_than_s}
 
-        return await self._audited(context, "stale_escrows", "", "", act)
+        return await self._audited(context, request, "stale_escrows", "", act)
 
     @grpc_errors
     async def ReplayPlayer(
         self, request: admin_pb2.ReplayPlayerRequest, context: Context
     ) -> leaderboard_pb2.ReplayPlayerResponse:
-        player = _target(request.player_id, "player_id")
+        player = request.player_id
 
         async def act(_: str) -> tuple[leaderboard_pb2.ReplayPlayerResponse, Detail]:
             _reason(request.reason)
@@ -327,7 +340,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             detail: Detail = {"events": reply.events, "applied": reply.applied}
             return reply, detail
 
-        return await self._audited(context, "replay", player, request.reason.strip(), act)
+        return await self._audited(context, request, "replay", "player_id", act)
 
     @grpc_errors
     async def ListAudit(
@@ -352,4 +365,4 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             }
 
         # Reading the log is audited too, under no target: a read never lists itself.
-        return await self._audited(context, "audit", "", "", act)
+        return await self._audited(context, request, "audit", "", act)

@@ -204,7 +204,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     def _logged_in(self, session: Session) -> gateway_pb2.LoginResponse:
         self._refuse_banned(session.identity.player_id)
-        token, expires = self.signer.issue(session.identity, ttl_s=self.access_ttl_s)
+        # Issued as of the session's making: a refresh retried within its race window gets the
+        # very same pair, access token included.
+        issued = session.issued_ms / 1000 if session.issued_ms else None
+        token, expires = self.signer.issue(session.identity, now=issued, ttl_s=self.access_ttl_s)
         return gateway_pb2.LoginResponse(
             token=token,
             player_id=session.identity.player_id,
@@ -270,7 +273,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: matchmaking_pb2.CreateTableRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
-        return await call(self.lobby.CreateTable(request, timeout=10))
+        return await self._shown(await call(self.lobby.CreateTable(request, timeout=10)))
 
     @grpc_errors
     async def ListTables(
@@ -278,11 +281,21 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     ) -> matchmaking_pb2.ListTablesResponse:
         self.player(context, request)
         reply = await call(self.lobby.ListTables(request, timeout=10))
+        for table in reply.tables:
+            await self._shown(table)
         if request.live:  # matches still in play (the lobby cannot tell), none kept private
             playing = await asyncio.gather(*(self._watchable(t) for t in reply.tables))
             kept = [t for t, ok in zip(reply.tables, playing, strict=True) if ok]
             reply = matchmaking_pb2.ListTablesResponse(tables=kept)
         return reply
+
+    async def _shown(self, table: matchmaking_pb2.LobbyTable) -> matchmaking_pb2.LobbyTable:
+        """A table as a client sees it: the lobby does not know players' privacy (the gateway
+        keeps it), so a table one of whose players hides from spectators is not watchable,
+        as Watch and the live list already treat it."""
+        if table.watchable and await self.privacy.any_hidden(list(table.player_ids)):
+            table.watchable = False
+        return table
 
     async def _watchable(self, table: matchmaking_pb2.LobbyTable) -> bool:
         if await self.privacy.any_hidden(list(table.player_ids)):
@@ -299,35 +312,35 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: matchmaking_pb2.JoinByCodeRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
-        return await call(self.lobby.JoinByCode(request, timeout=10))
+        return await self._shown(await call(self.lobby.JoinByCode(request, timeout=10)))
 
     @grpc_errors
     async def QuickMatch(
         self, request: matchmaking_pb2.QuickMatchRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
-        return await call(self.lobby.QuickMatch(request, timeout=10))
+        return await self._shown(await call(self.lobby.QuickMatch(request, timeout=10)))
 
     @grpc_errors
     async def StartTable(
         self, request: matchmaking_pb2.TableRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
-        return await call(self.lobby.StartTable(request, timeout=10))
+        return await self._shown(await call(self.lobby.StartTable(request, timeout=10)))
 
     @grpc_errors
     async def LeaveTable(
         self, request: matchmaking_pb2.TableRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
-        return await call(self.lobby.LeaveTable(request, timeout=10))
+        return await self._shown(await call(self.lobby.LeaveTable(request, timeout=10)))
 
     @grpc_errors
     async def GetTable(
         self, request: matchmaking_pb2.TableRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
-        return await call(self.lobby.GetTable(request, timeout=10))
+        return await self._shown(await call(self.lobby.GetTable(request, timeout=10)))
 
     @grpc_errors
     async def GetView(
@@ -524,12 +537,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     def _cut_off(self, player_id: str) -> None:
         """A ban seen by this gateway: each live stream of the player gets the error and ends."""
-        banned = PermissionDenied("BANNED", "this player is banned").to_proto()
+        banned = PermissionDenied("BANNED", "this player is banned")
+        ended = gateway_pb2.CommandError(error=banned.to_proto(), status=banned.status.name)
         for queue in self._streams.pop(player_id, set()):
             with contextlib.suppress(asyncio.QueueFull):
-                queue.put_nowait(
-                    gateway_pb2.PlayUpdate(error=gateway_pb2.CommandError(error=banned))
-                )
+                queue.put_nowait(gateway_pb2.PlayUpdate(error=ended))
                 queue.put_nowait(None)
 
     async def _pushes(
@@ -707,9 +719,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         seat: int,
         queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
     ) -> None:
+        request_no = 0  # the join was 0
         try:
             async for message in requests:
                 cmd = message.command
+                request_no += 1
                 try:
                     if message.WhichOneof("kind") != "command":
                         raise InvalidArgument(
@@ -730,13 +744,18 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                         rematch = matchmaking_pb2.TableRequest(player_id=player, table_id=table_id)
                         await call(self.lobby.Rematch(rematch, timeout=10))
                     result = gateway_pb2.CommandResult(
-                        command_id=command_id, seq=reply.seq, duplicate=reply.duplicate
-                    )
+                        command_id=command_id, seq=reply.seq, duplicate=reply.duplicate,
+                        request_no=request_no,
+                    )  # fmt: skip
                     await queue.put(gateway_pb2.PlayUpdate(result=result, table_id=table_id))
                 except ServiceError as err:
+                    # An id over its bound is never cut to fit: the cut could be another
+                    # command's id. The client matches such an answer on request_no.
+                    sent = cmd.command_id if len(cmd.command_id) <= 64 else ""
                     failed = gateway_pb2.CommandError(
-                        command_id=cmd.command_id[:64], error=err.to_proto()
-                    )
+                        command_id=sent, error=err.to_proto(), request_no=request_no,
+                        status=err.status.name,
+                    )  # fmt: skip
                     await queue.put(gateway_pb2.PlayUpdate(error=failed, table_id=table_id))
         finally:
             await queue.put(None)  # the client closed its side: end the stream

@@ -15,7 +15,7 @@ from services.common import tracing
 from services.common.balanced import leaderboard_channel, table_channel, wallet_channel
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.service import ServiceApp, base_app
-from services.gateway.accounts import Accounts
+from services.gateway.accounts import Accounts, successor_keys
 from services.gateway.admin import AdminServicer, parse_operator_keys
 from services.gateway.api import GatewayServicer
 from services.gateway.audit import AuditLog
@@ -47,7 +47,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         secret = secrets.token_urlsafe(32)
     signer = TokenSigner(secret, settings.token_ttl_s, parse_keys(settings.token_keys))
     engine = sql_engine(settings.database_url)
-    accounts = Accounts(engine, settings.refresh_ttl_s)
+    accounts = Accounts(
+        engine, settings.refresh_ttl_s, successor_keys=successor_keys(signer.keys.values())
+    )
     operator_keys = parse_operator_keys(settings.operator_keys)
 
     # What the gateways share in Redis: bans, presence, rate limits, the tables' feeds, names.
@@ -64,6 +66,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.rate_per_peer_s,
         settings.rate_sync_s,
         settings.rate_per_login_s,
+        settings.rate_burst,
     )
     feed = TableFeed(redis)
     channels: list[grpc.aio.Channel] = []

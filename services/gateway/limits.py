@@ -7,6 +7,8 @@ services/common/errors.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
@@ -34,19 +36,20 @@ def table_id(value: str, field: str = "table_id") -> str:
     return bounded(value, field)
 
 
-def check(request: Message, prefix: str = "") -> None:
-    """Every string in `request` (nested messages included) within its limit."""
+def check(request: Message, bounds: Mapping[str, int] = MAX_BY_FIELD, prefix: str = "") -> None:
+    """Every string in `request` (nested messages included) within its limit: `bounds` by
+    field name, DEFAULT_MAX for the rest."""
     for fd, value in request.ListFields():
         name = prefix + fd.name
         if fd.type == FieldDescriptor.TYPE_STRING:
-            limit = MAX_BY_FIELD.get(fd.name, DEFAULT_MAX)
+            limit = bounds.get(fd.name, DEFAULT_MAX)
             for item in value if _repeated(fd) else [value]:
                 bounded(item, name, limit)
         elif fd.type == FieldDescriptor.TYPE_MESSAGE:
             if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
                 continue  # no client request has maps
             for item in value if _repeated(fd) else [value]:
-                check(item, name + ".")
+                check(item, bounds, name + ".")
 
 
 def _repeated(fd: FieldDescriptor) -> bool:

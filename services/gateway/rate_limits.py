@@ -1,14 +1,18 @@
-"""Rate limits that hold across gateway replicas: per player (from the token) and per peer
-address, counted in Redis in one-second windows.
+"""Rate limits that hold across gateway replicas: per player (from the token), per peer address
+and per login name, each a token bucket shared through Redis.
 
-Asking Redis on every call would put a round trip on the command path, so each gateway decides
-locally from the window's total as Redis last told it plus its own calls since, and every
-`sync_s` adds its counts to the window's hashes and reads the totals back (one script call per
-bucket, whatever the number of players: `rl:{rl<b>}:<kind>:<window>`, field per key). Between
-syncs a gateway lets at most twice its share of one interval through (2 x rate x sync_s), so
-across K gateways a client overshoots the limit by at most K times that in a window (with the
-defaults, 10 calls per gateway). Hashes expire two windows later; a Redis outage degrades to
-per-gateway limits, never to refusing players.
+A bucket holds at most `burst` tokens and gains `per_s` a second; a call takes one, and a call
+that finds none is refused with the time until the next token (`retry_after_ms`). A player's
+calls and Play commands draw from one bucket, whichever gateway and stream they come by.
+
+Asking Redis on every call would put a round trip on the command path, so each gateway keeps
+the buckets itself and every `sync_s` adds its calls to the key's counter in Redis (one script
+call per hash bucket, whatever the number of players: `rl:{rl<b>}:<kind>:<window>`, a field per
+key) and learns from the totals what the other gateways let through, which it takes from its own
+bucket. A client on one gateway meets the limit exactly; spread over K gateways it overshoots by
+at most what the others let through in one sync interval ((K - 1) x per_s x sync_s). Counters
+expire two windows later; a Redis outage degrades to per-gateway limits, never to refusing
+players.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import math
 import time
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -28,6 +33,7 @@ from services.common.deps import evalsha_many
 from services.common.errors import ServiceError
 
 log = logging.getLogger("bg.gateway.rate_limits")
+WINDOW_S = 10  # the counters' window: they only carry calls from one sync to the next
 
 
 def peer_address(peer: str) -> str:
@@ -55,8 +61,18 @@ return out
 """
 
 
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp: float  # when `tokens` was last brought up to date
+    pending: int = 0  # calls let through here and not yet sent to Redis
+    window: int = -1  # the counter window `total` is of
+    total: int = 0  # the key's counter in that window, as Redis last said (ours included)
+
+
 class SharedLimiter:
-    """A fixed-window limit of `per_s` calls per key per second, shared through Redis."""
+    """A token bucket of `burst` tokens refilled at `per_s` a second per key, shared through
+    Redis by every gateway."""
 
     def __init__(
         self,
@@ -65,66 +81,80 @@ class SharedLimiter:
         per_s: float,
         sync_s: float = 0.1,
         now: Callable[[], float] = time.time,
+        burst: float | None = None,
     ) -> None:
         self.redis = redis
         self.kind = kind
         self.per_s = per_s
+        self.burst = max(1.0, burst if burst is not None else per_s)
         self.sync_s = sync_s
         self.now = now
-        # Calls one gateway may let through between syncs beyond what it knows of.
-        self.local_cap = max(2, math.ceil(2 * per_s * sync_s))
         self._script = redis.register_script(_ADD)
-        self._window = 0
-        self._known: dict[str, int] = {}  # key -> the window's total, as Redis last said
-        self._pending: dict[str, int] = {}  # key -> this gateway's calls not yet sent
+        self._buckets: dict[str, _Bucket] = {}
 
-    def _roll(self) -> int:
-        window = int(self.now())
-        if window != self._window:
-            self._window = window
-            self._known.clear()
-            self._pending.clear()
-        return window
+    def _refilled(self, key: str, now: float) -> _Bucket:
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(self.burst, now)
+        else:
+            bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.stamp) * self.per_s)
+            bucket.stamp = now
+        return bucket
+
+    def take(self, key: str) -> int:
+        """Take a token for one call of `key`: 0 when allowed, else the milliseconds until the
+        next token (nothing taken)."""
+        bucket = self._refilled(key, self.now())
+        if bucket.tokens < 1 - 1e-6:  # (the refill's float error never costs a call)
+            return max(1, math.ceil((1 - bucket.tokens) / self.per_s * 1000 - 1e-6))
+        bucket.tokens -= 1
+        bucket.pending += 1
+        return 0
 
     def allow(self, key: str) -> bool:
-        self._roll()
-        pending = self._pending.get(key, 0)
-        if pending >= self.local_cap or self._known.get(key, 0) + pending >= self.per_s:
-            return False
-        self._pending[key] = pending + 1
-        return True
+        return self.take(key) == 0
 
     def _hash(self, bucket: int, window: int) -> str:
         return f"rl:{{rl{bucket}}}:{self.kind}:{window}"
 
     async def sync(self) -> None:
-        """Send this gateway's counts and learn the totals (one script call per bucket)."""
-        window = self._roll()
-        pending, self._pending = self._pending, {}
-        for key, total in self._known.items():
-            if total * 2 >= self.per_s:  # near its limit: learn what the others let through
-                pending.setdefault(key, 0)
-        if not pending:
+        """Send this gateway's calls and take what the others let through from the buckets
+        (one script call per hash bucket). Buckets full and idle since an earlier window are
+        forgotten."""
+        now = self.now()
+        window = int(now // WINDOW_S)
+        sending: dict[str, int] = {}
+        for key, bucket in list(self._buckets.items()):
+            self._refilled(key, now)
+            if bucket.pending or bucket.tokens < self.burst:
+                sending[key] = bucket.pending  # 0: only to learn the others' calls
+                bucket.pending = 0
+            elif bucket.window != window:
+                # Idle and full since an earlier window: nothing to know. (Within the window
+                # it stays: its counter there includes our calls, which are not the others'.)
+                del self._buckets[key]
+        if not sending:
             return
-        by_bucket: dict[int, list[str]] = {}
-        for key in pending:
-            by_bucket.setdefault(zlib.crc32(key.encode()) % BUCKETS, []).append(key)
+        by_hash: dict[int, list[str]] = {}
+        for key in sending:
+            by_hash.setdefault(zlib.crc32(key.encode()) % BUCKETS, []).append(key)
         calls = [
-            ([self._hash(b, window)], [2, *(x for k in keys for x in (k, pending[k]))])
-            for b, keys in by_bucket.items()
+            ([self._hash(b, window)], [2 * WINDOW_S, *(x for k in keys for x in (k, sending[k]))])
+            for b, keys in by_hash.items()
         ]
         try:
             replies = await evalsha_many(self.redis, self._script, calls)
         except Exception:
-            if window == self._window:  # keep them; send them next time
-                for key, count in pending.items():
-                    self._pending[key] = self._pending.get(key, 0) + count
+            for key, count in sending.items():  # keep them; send them next time
+                self._refilled(key, now).pending += count
             raise
-        if window != self._window:
-            return  # a new window began meanwhile: these totals are history
-        for keys, totals in zip(by_bucket.values(), replies, strict=True):
+        for keys, totals in zip(by_hash.values(), replies, strict=True):
             for key, total in zip(keys, totals, strict=True):
-                self._known[key] = int(total)
+                bucket = self._refilled(key, self.now())
+                before = bucket.total if bucket.window == window else 0
+                others = int(total) - before - sending[key]
+                bucket.window, bucket.total = window, int(total)
+                bucket.tokens -= max(0, others)
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -136,9 +166,10 @@ class SharedLimiter:
 
 
 class RateLimits:
-    """The gateway's limits: per player (every authenticated call and Play command), per peer
-    address (every call, Login included) and per login name (a device or an email: guessing
-    passwords or device ids from many addresses), all shared with the other gateways."""
+    """The gateway's limits: per player (every authenticated call and Play command, from one
+    bucket), per peer address (every call, Login included) and per login name (a device or an
+    email: guessing passwords or device ids from many addresses), all shared with the other
+    gateways."""
 
     def __init__(
         self,
@@ -147,27 +178,33 @@ class RateLimits:
         per_peer_s: float,
         sync_s: float = 0.1,
         per_login_s: float = 5.0,
+        player_burst: float | None = None,
     ) -> None:
-        self.players = SharedLimiter(redis, "player", per_player_s, sync_s)
+        self.players = SharedLimiter(redis, "player", per_player_s, sync_s, burst=player_burst)
         self.peers = SharedLimiter(redis, "peer", per_peer_s, sync_s)
         self.logins = SharedLimiter(redis, "login", per_login_s, sync_s)
 
     def check_player(self, player_id: str) -> None:
-        if not self.players.allow(player_id):
-            raise _limited(f"at most {self.players.per_s:g} calls per second per player")
+        _check(self.players, player_id, "calls and commands per second per player")
 
     def check_peer(self, address: str) -> None:
-        if not self.peers.allow(address):
-            raise _limited(f"at most {self.peers.per_s:g} calls per second from one address")
+        _check(self.peers, address, "calls per second from one address")
 
     def check_login(self, who: str) -> None:
         """`who`: "device:<hash>" or "email:<address>" (never a secret in a Redis key)."""
-        if not self.logins.allow(who):
-            raise _limited(f"at most {self.logins.per_s:g} logins per second for one account")
+        _check(self.logins, who, "logins per second for one account")
 
     async def run(self, stop: asyncio.Event) -> None:
         await asyncio.gather(self.players.run(stop), self.peers.run(stop), self.logins.run(stop))
 
 
-def _limited(message: str) -> ServiceError:
-    return ServiceError("RATE_LIMITED", message, status=grpc.StatusCode.RESOURCE_EXHAUSTED)
+def _check(limiter: SharedLimiter, key: str, what: str) -> None:
+    wait_ms = limiter.take(key)
+    if wait_ms:
+        raise ServiceError(
+            "RATE_LIMITED",
+            f"at most {limiter.per_s:g} {what} (bursts of {limiter.burst:g}); "
+            f"retry in {wait_ms} ms",
+            status=grpc.StatusCode.RESOURCE_EXHAUSTED,
+            retry_after_ms=str(wait_ms),
+        )

@@ -107,8 +107,16 @@ class GatewaySettings(ServiceSettings):
     rate_per_s: float = setting(
         "BG_RATE_PER_S",
         50.0,
-        "Calls (and Play commands) per second allowed per player, over every gateway.",
+        "Calls and Play commands together, per second per player, over every gateway and "
+        "stream (a token bucket of BG_RATE_BURST), then RATE_LIMITED with retry_after_ms.",
         min=0.1,
+    )
+    rate_burst: float = setting(
+        "BG_RATE_BURST",
+        50.0,
+        "Calls (and Play commands) a player may make at once after a pause: the token "
+        "bucket's size, refilled at BG_RATE_PER_S.",
+        min=1,
     )
     rate_per_peer_s: float = setting(
         "BG_RATE_PER_PEER_S",

@@ -1,16 +1,20 @@
 """The gateway's API over WebSocket for browsers: the same messages in the protobuf JSON mapping.
 
-Client -> gateway, one JSON object per message:
+One envelope for everything (docs/protocol.md, "WebSocket"). Client -> gateway, one JSON object
+per message, each with an `id` of the client's choosing (a number, or a string of at most 64
+characters):
   {"id": 1, "method": "Login", "request": {"guestName": "ann"}}
   {"id": 2, "method": "CreateTable", "request": {...}, "token": "<token>"}   (token once is enough)
   {"id": 3, "method": "Play", "request": {"join": {"tableId": "...", "fromSeq": "0"}}}
-  {"method": "Play", "tableId": "...", "request": {"command": {"commandId": "c1", ...}}}
-  {"id": 4, "method": "Watch", "request": {"tableId": "...", "fromSeq": "0"}}   (read-only, I-35)
-Gateway -> client:
+  {"id": 4, "method": "Play", "tableId": "...", "request": {"command": {"commandId": "c1", ...}}}
+  {"id": 5, "method": "Watch", "request": {"tableId": "...", "fromSeq": "0"}}   (read-only, I-35)
+Gateway -> client: every request gets exactly one answer carrying its id,
   {"id": 1, "response": {...}}   or   {"id": 1, "error": {"status": "...", "code": "...", ...}}
-  {"update": {...PlayUpdate...}}  for everything the Play streams carry (`update.tableId` says
-  which table: one connection may join several tables, each its own stream; a command names its
-  table with "tableId", optional while one table is joined).
+(a join's or a Watch's response is a `Joined`: the stream is open, at which seq; a command's is
+its CommandResult, its refusal an error with `commandId` and `requestNo`), and the streams push
+  {"push": "update", "update": {"tableId": "...", "update": {SeatUpdate}}}
+  {"push": "ended", "tableId": "...", "error": {...}}   (the server ended the stream; error if why)
+`id` is null only on the answer to a message whose id could not be read (not JSON, say).
 Unary calls and the Play stream run through the very servicer the gRPC API uses, so
 authentication, seat checks and rate limits are the same.
 """
@@ -21,11 +25,12 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
 from google.protobuf import json_format
+from google.protobuf.message import Message
 from websockets.exceptions import ConnectionClosed
 
 from bg.common.v1 import errors_pb2
@@ -37,8 +42,10 @@ from services.common.errors import ERROR_KEY
 from services.gateway.api import GatewayServicer
 
 log = logging.getLogger("bg.gateway.ws")
-MAX_STREAMS = 8  # Play streams one connection may hold
+MAX_STREAMS = 8  # Play streams one connection may hold (and as many Watch streams)
 MAX_MESSAGE = 64 * 1024  # bytes in one client message
+RequestId = int | str | None
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 UNARY: dict[str, Any] = {
     "Login": gateway_pb2.LoginRequest,
@@ -69,6 +76,22 @@ UNARY: dict[str, Any] = {
 }
 
 
+def to_json(message: Message) -> dict[str, Any]:
+    """The protobuf JSON mapping with every field, defaults included (a seat 0 or a zero balance
+    is there, not missing); 64-bit integers are strings and enums their full names, as the
+    mapping has them (docs/protocol.md shows each)."""
+    return dict(json_format.MessageToDict(message, always_print_fields_with_no_presence=True))
+
+
+def error_json(status: str, error: errors_pb2.Error, **extra: Any) -> dict[str, Any]:
+    """Every error's one shape: the gRPC status name and the typed Error's fields."""
+    return {"status": status, **to_json(error), **extra}
+
+
+def _error(status: grpc.StatusCode, code: str, message: str, field: str = "") -> dict[str, Any]:
+    return error_json(status.name, errors_pb2.Error(code=code, message=message[:200], field=field))
+
+
 class Aborted(Exception):
     def __init__(self, status: grpc.StatusCode, details: str) -> None:
         super().__init__(details)
@@ -76,12 +99,12 @@ class Aborted(Exception):
 
 
 class WsContext:
-    """The part of grpc.aio.ServicerContext the servicer uses."""
+    """The part of grpc.aio.ServicerContext the servicer uses; a stream's writes go to `stream`."""
 
-    def __init__(self, token: str, connection_id: str, connection: Any = None) -> None:
+    def __init__(self, token: str, connection_id: str, stream: StreamAnswers | None = None) -> None:
         self.token = token
         self.connection_id = connection_id
-        self.connection = connection
+        self.stream = stream
         self.error: errors_pb2.Error | None = None
 
     def peer(self) -> str:
@@ -99,14 +122,102 @@ class WsContext:
     async def abort(self, code: grpc.StatusCode, details: str) -> None:
         raise Aborted(code, details)
 
+    def aborted(self, exc: Aborted) -> dict[str, Any]:
+        """An aborted call's error in the one shape."""
+        detail = self.error or errors_pb2.Error(code=exc.status.name, message=str(exc)[:200])
+        return error_json(exc.status.name, detail)
+
     async def write(self, update: gateway_pb2.PlayUpdate) -> None:
+        assert self.stream is not None
         try:
-            await self.connection.send(json.dumps({"update": json_format.MessageToDict(update)}))
+            await self.stream.write(update)
         except ConnectionClosed:
             raise asyncio.CancelledError from None  # the socket is gone: end the stream
 
 
-def _request_id(message: dict[str, Any]) -> int | str | None:
+class StreamAnswers:
+    """One Play or Watch stream on a connection: turns what the servicer writes into answers
+    carrying the ids of the requests they answer, and pushes.
+
+    The servicer answers a stream's commands one by one in the order sent, each with its
+    `request_no` (the join is 0): the n-th command sent here is answered with the id it came
+    with. Every command gets its answer, the stream's end included (STREAM_ENDED)."""
+
+    def __init__(self, send: Send, table_id: str, open_id: RequestId, spectator: bool) -> None:
+        self.send = send
+        self.table_id = table_id
+        self.open_id = open_id
+        self.spectator = spectator
+        self.joined = False
+        self.ended = False
+        self._sent = 0
+        self._waiting: dict[int, RequestId] = {}  # request_no -> the client's id
+
+    def command(self, request_id: RequestId) -> bool:
+        """A command goes to the stream: remember the id its answer carries (False: the stream
+        has ended, the command is not sent)."""
+        if self.ended:
+            return False
+        self._sent += 1
+        self._waiting[self._sent] = request_id
+        return True
+
+    async def write(self, update: gateway_pb2.PlayUpdate) -> None:
+        kind = update.WhichOneof("kind")
+        if kind == "update":
+            if not self.joined:
+                self.joined = True
+                joined = gateway_pb2.Joined(
+                    table_id=self.table_id, seq=update.update.seq, spectator=self.spectator
+                )
+                await self.send({"id": self.open_id, "response": to_json(joined)})
+            await self.send({"push": "update", "update": to_json(update)})
+        elif kind == "result":
+            result = update.result
+            await self.send(
+                {"id": self._waiting.pop(result.request_no, None), "response": to_json(result)}
+            )
+        elif kind == "error":
+            failed = update.error
+            if failed.request_no == 0:  # not an answer: the stream ends (a ban)
+                await self.end(error_json(failed.status or "ABORTED", failed.error))
+                return
+            error = error_json(
+                failed.status or "FAILED_PRECONDITION", failed.error,
+                commandId=failed.command_id, requestNo=str(failed.request_no),
+            )  # fmt: skip
+            await self.send({"id": self._waiting.pop(failed.request_no, None), "error": error})
+
+    async def refuse(self, error: dict[str, Any]) -> None:
+        """The stream could not open: the join's (or Watch's) answer."""
+        self.ended = True
+        await self.send({"id": self.open_id, "error": error})
+
+    async def end(self, error: dict[str, Any] | None = None) -> None:
+        """The server ended the stream: commands still unanswered get STREAM_ENDED (they may or
+        may not have been applied: sent again with the same command id on a new stream, each
+        applies at most once), then the push that says so."""
+        if self.ended:
+            return
+        self.ended = True
+        if not self.joined:
+            await self.refuse(error or _error(grpc.StatusCode.UNAVAILABLE, "STREAM_ENDED", "ended"))
+            return
+        for request_no, request_id in sorted(self._waiting.items()):
+            gone = _error(
+                grpc.StatusCode.UNAVAILABLE, "STREAM_ENDED",
+                "the stream ended before this command was answered; join again and send it "
+                "again with the same command id",
+            )  # fmt: skip
+            await self.send({"id": request_id, "error": gone | {"requestNo": str(request_no)}})
+        self._waiting.clear()
+        push: dict[str, Any] = {"push": "ended", "tableId": self.table_id}
+        if error is not None:
+            push["error"] = error
+        await self.send(push)
+
+
+def _request_id(message: dict[str, Any]) -> RequestId:
     """The client's request id as it will be echoed: a number or a short string, else none."""
     value = message.get("id")
     if isinstance(value, bool) or not isinstance(value, int | str):
@@ -114,15 +225,9 @@ def _request_id(message: dict[str, Any]) -> int | str | None:
     return value if isinstance(value, int) or len(value) <= 64 else None
 
 
-def _malformed(message: str) -> dict[str, Any]:
-    return {"status": "INVALID_ARGUMENT", "code": "MALFORMED", "message": message[:200]}
-
-
-def _error(ctx: WsContext, exc: Aborted) -> dict[str, Any]:
-    out: dict[str, Any] = {"status": exc.status.name, "message": str(exc)}
-    if ctx.error is not None:
-        out |= json_format.MessageToDict(ctx.error)
-    return out
+_Streams = dict[
+    str, tuple[asyncio.Queue[gateway_pb2.PlayRequest | None], StreamAnswers, asyncio.Task[None]]
+]
 
 
 class WsGateway:
@@ -133,165 +238,202 @@ class WsGateway:
         token = ""
         remote = getattr(connection, "remote_address", None) or ("local", 0)
         conn_id = f"ipv4:{remote[0]}:{remote[1]}"  # a gRPC-style peer: limits count per address
-        streams: dict[str, tuple[asyncio.Queue[gateway_pb2.PlayRequest | None], asyncio.Task[None]]]
-        streams = {}
-        watching: dict[str, asyncio.Task[None]] = {}  # table -> its read-only stream
+        sending = asyncio.Lock()
+
+        async def send(reply: dict[str, Any]) -> None:
+            async with sending:  # one stream's answer and push never interleave with another's
+                await connection.send(json.dumps(reply))
+
+        streams: _Streams = {}
+        watching: dict[str, tuple[StreamAnswers, asyncio.Task[None]]] = {}
         try:
             async for raw in connection:
                 try:
                     message = json.loads(raw)
-                    method = message["method"]
-                    if not isinstance(method, str):
-                        raise TypeError("method")
-                except (ValueError, KeyError, TypeError, RecursionError):
+                    if not isinstance(message, dict):
+                        raise TypeError("not an object")
+                except (ValueError, TypeError, RecursionError):
                     # RecursionError: a deeply nested document is malformed, not a crash.
-                    await connection.send(json.dumps({"error": _malformed("not a request")}))
+                    await send({"id": None, "error": _malformed("not a JSON object")})
+                    continue
+                request_id = _request_id(message)
+                method = message.get("method")
+                if not isinstance(method, str):
+                    await send({"id": request_id, "error": _malformed("no method", "method")})
                     continue
                 token = str(message.get("token") or token)[:4096]
                 if method == "Play":
-                    if str(message.get("tableId") or "") in watching:
-                        error = {"status": "PERMISSION_DENIED", "code": "WATCHING_ONLY"}
-                        await connection.send(
-                            json.dumps({"id": _request_id(message), "error": error})
-                        )
-                        continue
-                    await self._play_message(connection, message, token, conn_id, streams)
-                    continue
-                if method == "Watch":
-                    await self._watch_message(connection, message, token, conn_id, watching)
-                    continue
-                await connection.send(
-                    json.dumps(await self._unary(method, message, WsContext(token, conn_id)))
-                )
+                    await self._play_message(send, message, token, conn_id, streams, watching)
+                elif method == "Watch":
+                    await self._watch_message(send, message, token, conn_id, watching)
+                else:
+                    await send(await self._unary(method, message, WsContext(token, conn_id)))
         except ConnectionClosed as gone:
             # A client dropping without a close frame is an ordinary goodbye, not an error.
             log.debug("websocket closed", extra={"code": gone.rcvd.code if gone.rcvd else None})
         finally:
-            for queue, task in streams.values():
+            for queue, _, task in streams.values():
                 await queue.put(None)
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-            for task in watching.values():
+            for _, task in watching.values():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
 
     async def _play_message(
         self,
-        connection: Any,
+        send: Send,
         message: dict[str, Any],
         token: str,
         conn_id: str,
-        streams: dict[
-            str, tuple[asyncio.Queue[gateway_pb2.PlayRequest | None], asyncio.Task[None]]
-        ],
+        streams: _Streams,
+        watching: dict[str, tuple[StreamAnswers, asyncio.Task[None]]],
     ) -> None:
         request_id = _request_id(message)
         try:
             request = json_format.ParseDict(message.get("request", {}), gateway_pb2.PlayRequest())
         except (json_format.ParseError, RecursionError, TypeError) as exc:
-            await connection.send(json.dumps({"id": request_id, "error": _malformed(str(exc))}))
+            await send({"id": request_id, "error": _malformed(str(exc), "request")})
             return
-        for done in [t for t, (_, task) in streams.items() if task.done()]:
+        for done in [t for t, (_, answers, task) in streams.items() if task.done()]:
             del streams[done]
         if request.WhichOneof("kind") == "join":
             table_id = request.join.table_id
             if table_id in streams:
-                error = {"status": "ALREADY_EXISTS", "code": "ALREADY_JOINED", "field": "join"}
+                error = _error(
+                    grpc.StatusCode.ALREADY_EXISTS, "ALREADY_JOINED",
+                    f"table {table_id[:64]!r} is joined on this connection", "join",
+                )  # fmt: skip
             elif len(streams) >= MAX_STREAMS:
-                error = {"status": "RESOURCE_EXHAUSTED", "code": "TOO_MANY_STREAMS"}
+                error = _error(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS",
+                    f"at most {MAX_STREAMS} Play streams on one connection",
+                )  # fmt: skip
             else:
                 # Bounded: a client sending faster than its commands are answered waits here,
                 # and so does the reading of its socket (backpressure, not memory).
                 queue: asyncio.Queue[gateway_pb2.PlayRequest | None] = asyncio.Queue(64)
                 await queue.put(request)
-                ctx = WsContext(token, conn_id, connection)
-                task = asyncio.create_task(self._play(connection, queue, ctx, request_id))
-                streams[table_id] = (queue, task)
+                answers = StreamAnswers(send, table_id, request_id, spectator=False)
+                ctx = WsContext(token, conn_id, answers)
+                task = asyncio.create_task(self._play(queue, ctx, answers))
+                streams[table_id] = (queue, answers, task)
                 return
-            error["message"] = f"table {table_id[:64]!r}"
-            await connection.send(json.dumps({"id": request_id, "error": error}))
+            await send({"id": request_id, "error": error})
             return
         table_id = str(message.get("tableId") or "")
         if not table_id and len(streams) == 1:
             table_id = next(iter(streams))
+        if table_id and table_id in watching:
+            error = _error(
+                grpc.StatusCode.PERMISSION_DENIED, "WATCHING_ONLY",
+                "this connection watches the table: a spectator sends no commands", "tableId",
+            )  # fmt: skip
+            await send({"id": request_id, "error": error})
+            return
         if table_id not in streams:
             code = "NOT_JOINED" if table_id else "NAME_THE_TABLE"
-            error = {"status": "FAILED_PRECONDITION", "code": code, "field": "tableId"}
-            await connection.send(json.dumps({"id": request_id, "error": error}))
+            text = "join the table first" if table_id else "name the table: tableId"
+            await send(
+                {"id": request_id,
+                 "error": _error(grpc.StatusCode.FAILED_PRECONDITION, code, text, "tableId")}
+            )  # fmt: skip
             return
-        await streams[table_id][0].put(request)
+        queue, answers, _ = streams[table_id]
+        if not answers.command(request_id):
+            await send(
+                {"id": request_id,
+                 "error": _error(grpc.StatusCode.UNAVAILABLE, "STREAM_ENDED",
+                                 "the stream has ended; join again", "tableId")}
+            )  # fmt: skip
+            return
+        await queue.put(request)
 
     async def _watch_message(
         self,
-        connection: Any,
+        send: Send,
         message: dict[str, Any],
         token: str,
         conn_id: str,
-        watching: dict[str, asyncio.Task[None]],
+        watching: dict[str, tuple[StreamAnswers, asyncio.Task[None]]],
     ) -> None:
         """A read-only stream (I-35): its updates come like Play's; commands are refused."""
         request_id = _request_id(message)
         try:
             request = json_format.ParseDict(message.get("request", {}), gateway_pb2.WatchRequest())
         except (json_format.ParseError, RecursionError, TypeError) as exc:
-            await connection.send(json.dumps({"id": request_id, "error": _malformed(str(exc))}))
+            await send({"id": request_id, "error": _malformed(str(exc), "request")})
             return
-        for done in [t for t, task in watching.items() if task.done()]:
+        for done in [t for t, (_, task) in watching.items() if task.done()]:
             del watching[done]
         if request.table_id in watching:
-            error = {"status": "ALREADY_EXISTS", "code": "ALREADY_WATCHING", "field": "tableId"}
+            error = _error(
+                grpc.StatusCode.ALREADY_EXISTS, "ALREADY_WATCHING",
+                "this connection already watches the table", "tableId",
+            )  # fmt: skip
         elif len(watching) >= MAX_STREAMS:
-            error = {"status": "RESOURCE_EXHAUSTED", "code": "TOO_MANY_STREAMS"}
+            error = _error(
+                grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS",
+                f"at most {MAX_STREAMS} Watch streams on one connection",
+            )  # fmt: skip
         else:
-            ctx = WsContext(token, conn_id, connection)
-            watching[request.table_id] = asyncio.create_task(
-                self._watch(connection, request, ctx, request_id)
-            )
+            answers = StreamAnswers(send, request.table_id, request_id, spectator=True)
+            ctx = WsContext(token, conn_id, answers)
+            task = asyncio.create_task(self._watch(request, ctx, answers))
+            watching[request.table_id] = (answers, task)
             return
-        await connection.send(json.dumps({"id": request_id, "error": error}))
+        await send({"id": request_id, "error": error})
 
     async def _watch(
-        self, connection: Any, request: gateway_pb2.WatchRequest, ctx: WsContext, request_id: Any
+        self, request: gateway_pb2.WatchRequest, ctx: WsContext, answers: StreamAnswers
     ) -> None:
-        try:
-            await self.servicer.Watch(request, ctx)  # type: ignore[arg-type]
-        except Aborted as exc:
-            await connection.send(json.dumps({"id": request_id, "error": _error(ctx, exc)}))
-
-    async def _unary(self, method: str, message: dict[str, Any], ctx: WsContext) -> dict[str, Any]:
-        reply: dict[str, Any] = {"id": _request_id(message)}
-        request_type = UNARY.get(method)
-        if request_type is None:
-            reply["error"] = {
-                "status": "UNIMPLEMENTED",
-                "code": "UNKNOWN_METHOD",
-                "message": method[:64],
-            }
-            return reply
-        try:
-            request = json_format.ParseDict(message.get("request", {}), request_type())
-            response = await getattr(self.servicer, method)(request, ctx)
-            reply["response"] = json_format.MessageToDict(response)
-        except Aborted as exc:
-            reply["error"] = _error(ctx, exc)
-        except (json_format.ParseError, RecursionError, TypeError) as exc:
-            reply["error"] = _malformed(str(exc))
-        return reply
+        await self._stream(self.servicer.Watch(request, ctx), ctx, answers)  # type: ignore[arg-type]
 
     async def _play(
         self,
-        connection: Any,
         queue: asyncio.Queue[gateway_pb2.PlayRequest | None],
         ctx: WsContext,
-        request_id: Any,
+        answers: StreamAnswers,
     ) -> None:
         async def requests() -> AsyncIterator[gateway_pb2.PlayRequest]:
             while (item := await queue.get()) is not None:
                 yield item
 
+        await self._stream(self.servicer.Play(requests(), ctx), ctx, answers)  # type: ignore[arg-type]
+
+    @staticmethod
+    async def _stream(run: Awaitable[None], ctx: WsContext, answers: StreamAnswers) -> None:
+        """Run a stream's handler; its end, however it ends, is answered."""
         try:
-            await self.servicer.Play(requests(), ctx)  # type: ignore[arg-type]
+            await run
         except Aborted as exc:
-            await connection.send(json.dumps({"id": request_id, "error": _error(ctx, exc)}))
+            with contextlib.suppress(ConnectionClosed):
+                await answers.end(ctx.aborted(exc))
+            return
+        with contextlib.suppress(ConnectionClosed):
+            await answers.end()
+
+    async def _unary(self, method: str, message: dict[str, Any], ctx: WsContext) -> dict[str, Any]:
+        reply: dict[str, Any] = {"id": _request_id(message)}
+        request_type = UNARY.get(method)
+        if request_type is None:
+            reply["error"] = _error(
+                grpc.StatusCode.UNIMPLEMENTED, "UNKNOWN_METHOD", f"no method {method[:64]!r}",
+                "method",
+            )  # fmt: skip
+            return reply
+        try:
+            request = json_format.ParseDict(message.get("request", {}), request_type())
+            response = await getattr(self.servicer, method)(request, ctx)
+            reply["response"] = to_json(response)
+        except Aborted as exc:
+            reply["error"] = ctx.aborted(exc)
+        except (json_format.ParseError, RecursionError, TypeError) as exc:
+            reply["error"] = _malformed(str(exc), "request")
+        return reply
+
+
+def _malformed(message: str, field: str = "") -> dict[str, Any]:
+    return _error(grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED", message, field)

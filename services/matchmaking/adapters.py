@@ -64,3 +64,8 @@ class GrpcTables:
         request = table_pb2.GetMatchOutcomeRequest(table_id=table_id, match_id=match_id)
         reply = await call(self.stub.GetMatchOutcome(request, timeout=5))
         return bool(reply.state != table_pb2.MatchOutcome.State.STATE_UNKNOWN)
+
+    async def match_in_play(self, table_id: str, match_id: str) -> bool:
+        request = table_pb2.GetMatchOutcomeRequest(table_id=table_id, match_id=match_id)
+        reply = await call(self.stub.GetMatchOutcome(request, timeout=5))
+        return bool(reply.state == table_pb2.MatchOutcome.State.STATE_PLAYING)

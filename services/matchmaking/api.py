@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import grpc
 
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from services.common.errors import grpc_errors
-from services.matchmaking.lobby import Lobby, LobbyStatus, Table
+from services.common.errors import InvalidArgument, grpc_errors
+from services.matchmaking.lobby import Lobby, LobbyStatus, Retry, Table
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -31,6 +32,26 @@ def to_proto(t: Table, invite_base: str) -> matchmaking_pb2.LobbyTable:
     )
 
 
+def _retry(
+    request: matchmaking_pb2.CreateTableRequest
+    | matchmaking_pb2.JoinByCodeRequest
+    | matchmaking_pb2.QuickMatchRequest,
+) -> Retry | None:
+    """The request's client id, with a fingerprint of the rest of it (another request under a
+    used id is refused)."""
+    if not request.request_id:
+        return None
+    if len(request.request_id) > 64:
+        raise InvalidArgument("TOO_LONG", "request_id is at most 64 characters", field="request_id")
+    request_id = request.request_id
+    request.request_id = ""  # the fingerprint is of the rest
+    try:
+        digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()[:16]
+    finally:
+        request.request_id = request_id
+    return Retry(request.player_id, request_id, digest)
+
+
 class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     def __init__(self, lobby: Lobby, invite_base: str) -> None:
         self.lobby = lobby
@@ -43,8 +64,14 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def CreateTable(
         self, request: matchmaking_pb2.CreateTableRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
+        retry = _retry(request)
         return self._out(
-            await self.lobby.create(request.player_id, request.options, request.public)
+            await self.lobby.once(
+                retry,
+                lambda: self.lobby.create(
+                    request.player_id, request.options, request.public, retry=retry
+                ),
+            )
         )
 
     @grpc_errors
@@ -67,13 +94,23 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def JoinByCode(
         self, request: matchmaking_pb2.JoinByCodeRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
-        return self._out(await self.lobby.join_by_code(request.player_id, request.code))
+        retry = _retry(request)
+        return self._out(
+            await self.lobby.once(
+                retry, lambda: self.lobby.join_by_code(request.player_id, request.code, retry)
+            )
+        )
 
     @grpc_errors
     async def QuickMatch(
         self, request: matchmaking_pb2.QuickMatchRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
-        return self._out(await self.lobby.quick_match(request.player_id, request.options))
+        retry = _retry(request)
+        return self._out(
+            await self.lobby.once(
+                retry, lambda: self.lobby.quick_match(request.player_id, request.options, retry)
+            )
+        )
 
     @grpc_errors
     async def StartTable(

@@ -15,6 +15,7 @@ that will not be played; the wallet's reconciler, whose bound is far longer, is 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -53,7 +54,11 @@ class LobbyStatus(StrEnum):
     CLOSED = "closed"
 
 
+IN_ANOTHER_MATCH = "in_another_match"  # a close reason: "in_another_match:<player>"
 LIVE_FOR_S = 6 * 3600  # a table dealt longer ago than this drops off the live list
+REQUEST_TTL_S = 86_400  # a client's request id answers its retries this long
+WAGERED_HOLD_TTL_S = 7 * 86_400  # longer than any wagered match lasts
+PENDING = "pending"
 DEAL_RESUME_S = money_keys.DEAL_WINDOW_S  # a deal older than this is settled, not driven on
 # Failures after which a create may or may not have happened (the answer was lost).
 AMBIGUOUS = frozenset(
@@ -74,6 +79,23 @@ class TablePort(Protocol):
     async def leave(self, table_id: str, player_id: str, seat: int) -> None: ...
     async def rematch_agreed(self, table_id: str, player_id: str) -> bool: ...
     async def match_exists(self, table_id: str, match_id: str) -> bool: ...
+    async def match_in_play(self, table_id: str, match_id: str) -> bool: ...
+
+
+@dataclass
+class Retry:
+    """A client's request id for a call that seats its player (CreateTable, JoinByCode,
+    QuickMatch): every retry answers the table the first call seated the player at, never a
+    second table (Stripe's idempotency keys). `fingerprint` stands for the rest of the request:
+    another request under a used id is refused."""
+
+    player_id: str
+    request_id: str
+    fingerprint: str
+    held: str = ""  # what the store holds for the id now: ours once claimed
+
+    def value(self, table_id: str) -> str:
+        return f"{table_id}|{self.fingerprint}"
 
 
 @dataclass
@@ -110,8 +132,8 @@ class Table:
 
     @property
     def watchable(self) -> bool:
-        """I-35: anyone may watch a public table, and a wagered or scored quick match (no
-        player can opt out yet: there is no such preference)."""
+        """I-35: anyone may watch a public table, and a wagered or scored quick match; a
+        player's opt-out (SetPrivacy) is the gateway's to apply, which keeps that preference."""
         return self.public or (self.quick and self.options.get("profile") in ("wagered", "scored"))
 
 
@@ -189,11 +211,17 @@ class Lobby:
     # -- lobby operations --------------------------------------------------------------------
 
     async def create(
-        self, player_id: str, opts: table_pb2.TableOptions, public: bool, quick: bool = False
+        self,
+        player_id: str,
+        opts: table_pb2.TableOptions,
+        public: bool,
+        quick: bool = False,
+        retry: Retry | None = None,
     ) -> Table:
         _check_player(player_id)
         rules_from_proto(opts)  # validates every option, naming the bad field
         await self._can_cover(player_id, opts)
+        await self._not_in_another_match(player_id, opts)
         vs_cpu = opts.level in ("easy", "normal")
         if not vs_cpu:
             await self._within_cap(player_id)
@@ -209,6 +237,7 @@ class Lobby:
         )  # fmt: skip
         open_since = table.created_ms if table.public else None
         await self.store.create(table_id, json.dumps(asdict(table)), open_since)
+        await self._bind(retry, table_id)
         await self.store.add_player_table("seated", player_id, table_id)
         if not vs_cpu:
             await self.store.add_player_table("hosting", player_id, table_id)
@@ -319,16 +348,21 @@ class Lobby:
                 break
         return out
 
-    async def join_by_code(self, player_id: str, code_text: str) -> Table:
+    async def join_by_code(
+        self, player_id: str, code_text: str, retry: Retry | None = None
+    ) -> Table:
         _check_player(player_id)
         code = normalize_code(code_text)
         table_id = await self.store.code_table(code)
         if table_id is None:
             raise NotFound("UNKNOWN_CODE", "no table has this code (or it expired)", field="code")
-        return await self.join(player_id, table_id)
+        return await self.join(player_id, table_id, retry)
 
-    async def join(self, player_id: str, table_id: str) -> Table:
-        await self._can_cover(player_id, (await self.get(table_id)).proto_options())
+    async def join(self, player_id: str, table_id: str, retry: Retry | None = None) -> Table:
+        found = await self.get(table_id)
+        if player_id not in found.player_ids:
+            await self._can_cover(player_id, found.proto_options())
+            await self._not_in_another_match(player_id, found.proto_options())
 
         def sit(table: Table) -> None:
             if player_id in table.player_ids:
@@ -342,6 +376,7 @@ class Lobby:
             table.player_ids[table.player_ids.index("")] = player_id
 
         table = await self._update(table_id, sit)
+        await self._bind(retry, table_id)
         await self.store.add_player_table("seated", player_id, table_id)
         await self._leave_other_scored(player_id, table)
         casual = table.options.get("profile") == "casual"
@@ -349,10 +384,13 @@ class Lobby:
             return await self.deal(table_id)
         return table
 
-    async def quick_match(self, player_id: str, opts: table_pb2.TableOptions) -> Table:
+    async def quick_match(
+        self, player_id: str, opts: table_pb2.TableOptions, retry: Retry | None = None
+    ) -> Table:
         _check_player(player_id)
         rules_from_proto(opts)
         await self._can_cover(player_id, opts)
+        await self._not_in_another_match(player_id, opts)
         if opts.level in ("easy", "normal"):
             raise InvalidArgument(
                 "INVALID_OPTION", "quick match pairs people; use CreateTable vs CPU", field="level"
@@ -365,7 +403,7 @@ class Lobby:
             waiting = await self.store.pop_waiting(queue)
             if waiting is None:
                 if mine is None:
-                    mine = await self.create(player_id, opts, public=False, quick=True)
+                    mine = await self.create(player_id, opts, public=False, quick=True, retry=retry)
                 pushed = await self.store.enqueue_if_empty(queue, mine.table_id)
                 if pushed:
                     return mine
@@ -379,13 +417,15 @@ class Lobby:
                     return table
                 if table.status != LobbyStatus.OPEN:
                     continue
-                joined = await self.join(player_id, table.table_id)
+                joined = await self.join(player_id, table.table_id, retry)
             except (NotFound, Conflict):
                 continue
             except ServiceError as err:
                 if err.code != "TABLE_NOT_OPEN":
                     raise
                 continue
+            if joined.close_reason == f"{IN_ANOTHER_MATCH}:{joined.host_id}":
+                continue  # its host sits at another wagered match now: look further
             if mine is not None:
                 await self._abandon(mine)
             return joined
@@ -475,6 +515,9 @@ class Lobby:
             )
             return await self._dealt(table, fingerprint, opts)
         if opts.profile == "wagered":
+            busy = await self._hold_wagered(table)
+            if busy:  # one wagered match in play at a time (docs/protocol.md, W-1)
+                return await self._close_dealing(table, f"{IN_ANOTHER_MATCH}:{busy}")
             try:
                 await self.wallet.escrow(
                     f"escrow:{table.match_id}", table.match_id, table.player_ids, opts.bet
@@ -544,7 +587,124 @@ class Lobby:
             if t.status == LobbyStatus.DEALING and t.match_id == match_id:
                 t.status, t.close_reason = LobbyStatus.CLOSED, reason
 
-        return await self._update(table.table_id, close)
+        closed = await self._update(table.table_id, close)
+        if table.options.get("profile") == "wagered":
+            await self._release_wagered(table, table.player_ids)
+        return closed
+
+    # -- one wagered match at a time (W-1) ---------------------------------------------------
+
+    async def _hold_wagered(self, table: Table) -> str:
+        """Hold every player of this deal as sitting at its match; "" when all are held, else
+        the first player who sits at another wagered match in play (nothing held then). A hold
+        of a match no longer in play is taken over; a hold is released when its deal is undone,
+        and otherwise outlives its match until the player's next deal finds it over."""
+        ref = f"{table.table_id}|{table.match_id}"
+        held: list[str] = []
+        for player in table.player_ids:
+            replacing = ""
+            for _ in range(5):
+                other = await self.store.hold(
+                    "wagered", player, "match", ref, replacing, WAGERED_HOLD_TTL_S
+                )
+                if other is None:
+                    held.append(player)
+                    break
+                if await self._in_play(other):
+                    break
+                replacing = other  # that match is over: take its place
+            else:
+                other = "contended"
+            if other is not None:
+                await self._release_wagered(table, held)
+                return player
+        return ""
+
+    async def _release_wagered(self, table: Table, players: list[str]) -> None:
+        ref = f"{table.table_id}|{table.match_id}"
+        for player in players:
+            await self.store.release("wagered", player, "match", ref)
+
+    async def _in_play(self, ref: str) -> bool:
+        """Whether a held wagered match ("<table>|<match>") is being dealt or played."""
+        table_id, _, match_id = ref.partition("|")
+        try:
+            table = await self.get(table_id)
+        except NotFound:
+            return False
+        if table.match_id != match_id:
+            return False  # that table has moved on (a rematch): its old match is over
+        if table.status == LobbyStatus.DEALING:
+            return True
+        if table.status == LobbyStatus.DEALT:
+            return await self.tables.match_in_play(table_id, match_id)
+        return False
+
+    async def _not_in_another_match(self, player_id: str, opts: table_pb2.TableOptions) -> None:
+        """A wagered table is refused at once to a player sitting at a wagered match in play
+        (the deal still decides: W-1)."""
+        if opts.profile != "wagered":
+            return
+        ref = await self.store.held("wagered", player_id, "match")
+        if ref is not None and await self._in_play(ref):
+            raise ServiceError(
+                "IN_ANOTHER_MATCH",
+                "you are playing a wagered match: finish it before another",
+                table_id=ref.partition("|")[0],
+            )
+
+    # -- client request ids ------------------------------------------------------------------
+
+    async def once(self, retry: Retry | None, act: Callable[[], Awaitable[Table]]) -> Table:
+        """Run a call that seats `retry.player_id` once per request id: a retry (or a call
+        racing the first) answers the table the first call seated the player at, as it stands
+        now (a deal left half-done is driven on). A first call that failed before seating
+        anyone runs again."""
+        if retry is None or not retry.request_id:
+            return await act()
+        mine = retry.value(f"{PENDING}:{secrets.token_hex(6)}")
+        for _ in range(200):
+            held = await self.store.hold(
+                "request", retry.player_id, retry.request_id, mine, "", REQUEST_TTL_S
+            )
+            if held is None:
+                break
+            table_id, _, fingerprint = held.partition("|")
+            if fingerprint != retry.fingerprint:
+                raise InvalidArgument(
+                    "REQUEST_ID_REUSED", "this request id was used for another request",
+                    field="request_id",
+                )  # fmt: skip
+            if not table_id.startswith(PENDING):
+                table = await self.get(table_id)
+                if table.status == LobbyStatus.DEALING:
+                    table = await self.deal(table_id)
+                return table
+            await asyncio.sleep(0.05)  # the first call is still under way
+        else:
+            raise ServiceError(
+                "REQUEST_IN_PROGRESS", "this request is still being answered; retry",
+                status=grpc.StatusCode.ABORTED,
+            )  # fmt: skip
+        retry.held = mine
+        try:
+            table = await act()
+        except BaseException:
+            if retry.held == mine:  # nobody seated: a retry runs the call again
+                await self.store.release("request", retry.player_id, retry.request_id, mine)
+            raise
+        await self._bind(retry, table.table_id)
+        return table
+
+    async def _bind(self, retry: Retry | None, table_id: str) -> None:
+        """The request id answers `table_id` from now on (the player sits there)."""
+        if retry is None or not retry.held:
+            return
+        value = retry.value(table_id)
+        await self.store.hold(
+            "request", retry.player_id, retry.request_id, value, retry.held, REQUEST_TTL_S
+        )
+        retry.held = value
 
     async def sweep_deals(self) -> int:
         """Settle every deal left half-done past DEAL_RESUME_S: completed when its match exists

@@ -21,6 +21,9 @@ LIVE_SET = f"lobby:{LOBBY_TAG}:live"  # watchable tables dealt -> ms dealt (I-35
 DEALING_SET = f"lobby:{LOBBY_TAG}:dealing"  # table id -> ms its deal started
 LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
 PlayerSet = Literal["hosting", "seated"]  # the tables a player opened / sits at
+# A player's entries held by compare-and-set: a client request id's answer; the wagered match
+# the player sits at.
+HoldKind = Literal["request", "wagered"]
 
 # KEYS: the document, OPEN_SET, DEALING_SET. ARGV: the document as read, as changed, its TTL,
 # the table id, its open-index score ("" = not listed), its dealing-index score ("" = not
@@ -34,6 +37,18 @@ if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[4])
 else redis.call('ZREM', KEYS[3], ARGV[4]) end
 return 1
 """
+
+# KEYS[1]: a player's key. ARGV: the value to set, the value it may replace ("" = none), ttl s.
+# Sets it if it is unset, equal to ARGV[2] or already ARGV[1]; returns nil then, else the value
+# that holds it.
+_HOLD = """
+local held = redis.call('GET', KEYS[1])
+if held and held ~= ARGV[1] and held ~= ARGV[2] then return held end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+return false
+"""
+# KEYS[1]: a player's key. ARGV[1]: the value. Deletes it only if it still holds that value.
+_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end"
 
 _ENQUEUE_IF_EMPTY = (
     "if redis.call('LLEN', KEYS[1]) > 0 then return 0 end "
@@ -115,6 +130,19 @@ class LobbyRepository(Protocol):
 
     async def clear_scored_table(self, player_id: str) -> None: ...
 
+    async def hold(
+        self, kind: HoldKind, player_id: str, key: str, value: str, replacing: str, ttl_s: int
+    ) -> str | None:
+        """Set the player's `kind` entry `key` to `value` if it is unset, holds `replacing`, or
+        holds `value` already (atomic); None then, else the value that holds it."""
+        ...
+
+    async def release(self, kind: HoldKind, player_id: str, key: str, value: str) -> None:
+        """Delete the entry if it still holds `value`."""
+        ...
+
+    async def held(self, kind: HoldKind, player_id: str, key: str) -> str | None: ...
+
 
 def _text(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
@@ -129,6 +157,8 @@ class RedisLobbyStore:
     def __init__(self, redis: Any) -> None:
         self.redis = redis
         self._save = redis.register_script(_SAVE)
+        self._hold = redis.register_script(_HOLD)
+        self._release = redis.register_script(_RELEASE)
 
     async def read(self, table_id: str) -> str | None:
         raw = await self.redis.get(lobby_key(table_id))
@@ -217,3 +247,23 @@ class RedisLobbyStore:
 
     async def clear_scored_table(self, player_id: str) -> None:
         await self.redis.delete(f"lobby:scored:{player_id}")
+
+    async def hold(
+        self, kind: HoldKind, player_id: str, key: str, value: str, replacing: str, ttl_s: int
+    ) -> str | None:
+        held = await evalsha(
+            self.redis, self._hold, [_hold_key(kind, player_id, key)], [value, replacing, ttl_s]
+        )
+        return None if held is None else _text(held)
+
+    async def release(self, kind: HoldKind, player_id: str, key: str, value: str) -> None:
+        await evalsha(self.redis, self._release, [_hold_key(kind, player_id, key)], [value])
+
+    async def held(self, kind: HoldKind, player_id: str, key: str) -> str | None:
+        raw = await self.redis.get(_hold_key(kind, player_id, key))
+        return None if raw is None else _text(raw)
+
+
+def _hold_key(kind: HoldKind, player_id: str, key: str) -> str:
+    """In the player's own slot (Redis Cluster)."""
+    return f"lobby:{kind}:{{{player_id}}}:{key}"

@@ -122,7 +122,7 @@ async def _await_back(data_dir: Path, name: str, dead_pid: int, until: float) ->
     while time.monotonic() < until:
         rows = {r["instance"]: r for r in await collect(data_dir)}
         row = rows[name]
-        if row["pid"] != dead_pid and row["status"] in ("SERVING", "RUNNING"):
+        if row["pid"] != dead_pid and row["status"] == "SERVING":
             return time.monotonic() - started
         await asyncio.sleep(0.1)
     raise AssertionError(f"{name} did not come back")

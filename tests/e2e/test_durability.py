@@ -67,9 +67,9 @@ async def _kill_and_await_restart(cluster: Cluster, data_dir: Path, name: str) -
     assert proc.pid is not None
     dead = proc.pid
     os.kill(dead, signal.SIGKILL)
-    for _ in range(300):  # bounded: ~30 s
+    for _ in range(600):  # bounded: ~60 s (SERVING: the part answers what it serves)
         rows = {r["instance"]: r for r in await collect(data_dir)}
-        if rows[name]["pid"] != dead and rows[name]["status"] == "RUNNING":
+        if rows[name]["pid"] != dead and rows[name]["status"] == "SERVING":
             assert rows[name]["restarts"] >= 1
             return
         await asyncio.sleep(0.1)

@@ -358,12 +358,13 @@ class WsPlayer(Player):
     async def _read(self) -> None:
         async for raw in self.ws:
             message = json.loads(raw)
-            if "update" in message:
+            if message.get("push") == "update":
                 await self.updates.put(message["update"])
             elif message.get("id") in self.replies:
                 self.replies.pop(message["id"]).set_result(message)
 
-    async def call(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
+    async def answer(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
+        """The one answer to a request: {"id", "response"} or {"id", "error"}."""
         self.next_id += 1
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.replies[self.next_id] = future
@@ -372,7 +373,11 @@ class WsPlayer(Player):
                 {"id": self.next_id, "method": method, "request": request, "token": self.token}
             )
         )
-        reply = await asyncio.wait_for(future, 30)
+        reply: dict[str, Any] = await asyncio.wait_for(future, 30)
+        return reply
+
+    async def call(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
+        reply = await self.answer(method, request)
         if "error" in reply:
             raise RuntimeError(reply["error"])
         return dict(reply["response"])
@@ -388,25 +393,20 @@ class WsPlayer(Player):
         """Play from the views the stream pushes (never GetView)."""
         from google.protobuf import json_format
 
-        await self.ws.send(
-            json.dumps({"id": 0, "method": "Play", "request": {"join": {"tableId": table_id}}})
-        )
+        joined = await self.call("Play", {"join": {"tableId": table_id}})
+        assert joined["tableId"] == table_id and joined["spectator"] is False
         view = table_pb2.TableView()
-        answers: dict[str, dict[str, Any]] = {}
 
         async def pump(timeout_s: float) -> None:
             message = await asyncio.wait_for(self.updates.get(), timeout_s)
             assert message["tableId"] == table_id
-            if "update" in message:
-                pushed = json_format.ParseDict(message["update"]["view"], table_pb2.TableView())
-                if pushed.seq >= view.seq:
-                    view.CopyFrom(pushed)
-            else:
-                answer = message.get("result") or message["error"]
-                answers[answer["commandId"]] = message
+            pushed = json_format.ParseDict(message["update"]["view"], table_pb2.TableView())
+            if pushed.seq >= view.seq:
+                view.CopyFrom(pushed)
 
         while not view.seq:
             await pump(30)
+        assert view.seq == int(joined["seq"])  # the join's answer says at which seq
         for _ in range(5000):
             if phase_of(view) in ("match_over", "closed"):
                 return view
@@ -421,10 +421,11 @@ class WsPlayer(Player):
                 "expectedSeq": str(view.seq),
                 "command": json_format.MessageToDict(cmd),
             }
-            await self.ws.send(json.dumps({"method": "Play", "request": {"command": body}}))
-            while command_id not in answers:
-                await pump(30)
-            result = answers[command_id].get("result")
+            # No tableId: optional while one table is joined on the connection.
+            reply = await self.answer("Play", {"command": body})
+            result = reply.get("response")
+            if result is None:
+                assert reply["error"]["commandId"] == command_id
             while result and view.seq < int(result["seq"]):
                 await pump(30)
         raise AssertionError("no end")

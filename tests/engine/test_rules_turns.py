@@ -44,6 +44,15 @@ def test_moves_by_the_wrong_seat_or_illegal_steps_change_nothing() -> None:
     refused(st, c.Move(7, 8, 5), 10, "BAD_SEAT")
 
 
+def test_the_other_seats_commands_during_a_move_are_not_its_turn() -> None:
+    """Issue 24, item 8: while seat 0 moves, whatever seat 1 sends (a roll, a confirm, an undo,
+    a double) is NOT_YOUR_TURN, not WRONG_PHASE; the mover's own roll is WRONG_PHASE."""
+    st = _moving(W, (3, 1))
+    for cmd in (c.Roll(1), c.Confirm(1), c.Undo(1), c.OfferDouble(1), c.SubmitPlay(1, ())):
+        refused(st, cmd, 10, "NOT_YOUR_TURN")
+    refused(st, c.Roll(0), 10, "WRONG_PHASE")
+
+
 def test_lit_totals_skip_a_hit_on_the_intermediate_point() -> None:
     """Totals are lit for one checker, except when they would hit on the way."""
     own = side({13: 2, 6: 13})
@@ -89,7 +98,8 @@ def test_i23_casual_turn_passes_once_every_die_is_used() -> None:
     assert one.state.match.phase is Phase.MOVING
     two = ok(one.state, c.Move(0, 6, 5), 20)
     assert types(two.events)[:3] == ["checkers_moved", "turn_ended", "turn_started"]
-    refused(two.state, c.Undo(0), 30, "WRONG_PHASE")  # no undo once the turn has passed
+    # No undo once the turn has passed: it is the other seat's turn now (issue 24, item 8).
+    refused(two.state, c.Undo(0), 30, "NOT_YOUR_TURN")
 
 
 def test_i20_scored_confirm_window_then_the_turn_passes_by_itself() -> None:

@@ -3,6 +3,7 @@ unique names, refresh-token rotation with reuse detection, logout."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -87,10 +88,11 @@ async def test_refresh_rotates_and_a_reused_token_ends_the_session(
     login = await accounts.device_login(device(), "cat")
     second = await accounts.refresh(login.refresh_token)
     assert second.identity == login.identity and second.refresh_token != login.refresh_token
-    # Used again within seconds (two tabs renewing at once): a race, not theft.
+    # Used again within seconds (a retry after a lost answer, two tabs renewing at once): a
+    # race, not theft, and it gets the same answer: one chain, never a fork (issue 24, item 1).
     clock.now += 5
     racer = await accounts.refresh(login.refresh_token)
-    assert racer.identity == login.identity
+    assert racer == second
     # Used again later (a stolen copy): refused, and the whole family with it.
     clock.now += 30
     assert await code_of(accounts.refresh(login.refresh_token)) == "REFRESH_REUSED"
@@ -105,6 +107,32 @@ async def test_refresh_rotates_and_a_reused_token_ends_the_session(
     clock.now += 3601
     assert await code_of(accounts.refresh(late.refresh_token)) == "REFRESH_EXPIRED"
     assert await code_of(accounts.refresh("garbage")) == "BAD_REFRESH"
+
+
+async def test_a_refresh_retried_in_its_window_answers_the_same_and_forks_nothing(
+    accounts: Accounts, clock: Clock
+) -> None:
+    """Issue 24, item 1: every use of r0 within the window, concurrent ones included, answers
+    the same successor r1; r1's own chain goes on alone, and past the window r0 ends it."""
+    login = await accounts.device_login(device(), "fay")
+    answers = await asyncio.gather(*(accounts.refresh(login.refresh_token) for _ in range(4)))
+    assert len({a.refresh_token for a in answers}) == 1
+    assert len({(a.refresh_expires_ms, a.issued_ms) for a in answers}) == 1
+    clock.now += 2
+    first = answers[0]
+    assert await accounts.refresh(login.refresh_token) == first  # a retry 2 s later
+    second = await accounts.refresh(first.refresh_token)
+    assert second.refresh_token not in (first.refresh_token, login.refresh_token)
+    clock.now += 11  # past the window: r0 again is a copy in someone's hands
+    assert await code_of(accounts.refresh(login.refresh_token)) == "REFRESH_REUSED"
+    assert await code_of(accounts.refresh(second.refresh_token)) == "REFRESH_REVOKED"
+    # A gateway holding other keys (not the cluster's) cannot answer a retry with the same
+    # token: it never makes a second chain either.
+    login2 = await accounts.device_login(device(), "gus")
+    one = await accounts.refresh(login2.refresh_token)
+    other = Accounts(accounts.engine, refresh_ttl_s=3600, clock=clock)
+    assert await code_of(other.refresh(login2.refresh_token)) == "REFRESH_REUSED"
+    assert await code_of(accounts.refresh(one.refresh_token)) == "REFRESH_REVOKED"
 
 
 async def test_email_password_login_locks_out_after_repeated_failures(

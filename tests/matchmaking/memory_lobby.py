@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from services.matchmaking.lobby_store import PlayerSet
+from services.matchmaking.lobby_store import HoldKind, PlayerSet
 
 
 class MemoryLobbyStore:
@@ -21,6 +21,7 @@ class MemoryLobbyStore:
         self.queues: dict[str, deque[str]] = {}
         self.bot_tables: set[str] = set()
         self.scored: dict[str, str] = {}
+        self.holds: dict[tuple[HoldKind, str, str], str] = {}
 
     async def read(self, table_id: str) -> str | None:
         return self.docs.get(table_id)
@@ -114,6 +115,22 @@ class MemoryLobbyStore:
 
     async def clear_scored_table(self, player_id: str) -> None:
         self.scored.pop(player_id, None)
+
+    async def hold(
+        self, kind: HoldKind, player_id: str, key: str, value: str, replacing: str, ttl_s: int
+    ) -> str | None:
+        held = self.holds.get((kind, player_id, key))
+        if held is not None and held not in (value, replacing):
+            return held
+        self.holds[(kind, player_id, key)] = value
+        return None
+
+    async def release(self, kind: HoldKind, player_id: str, key: str, value: str) -> None:
+        if self.holds.get((kind, player_id, key)) == value:
+            del self.holds[(kind, player_id, key)]
+
+    async def held(self, kind: HoldKind, player_id: str, key: str) -> str | None:
+        return self.holds.get((kind, player_id, key))
 
 
 def _newest(index: dict[str, int]) -> list[str]:

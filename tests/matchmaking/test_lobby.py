@@ -58,6 +58,7 @@ class FakeTables:
         self.down = False
         self.refuse = False
         self.lost_answers = 0  # creates that happen but whose answer never arrives
+        self.over: set[str] = set()  # matches that have ended
 
     async def create_match(
         self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
@@ -91,6 +92,9 @@ class FakeTables:
                 "UPSTREAM_UNAVAILABLE", "no table replica", status=grpc.StatusCode.UNAVAILABLE
             )
         return match_id in self.created
+
+    async def match_in_play(self, table_id: str, match_id: str) -> bool:
+        return match_id in self.created and match_id not in self.over
 
 
 Parts = tuple[Lobby, "FakeWallet", "FakeTables"]  # the lobby and its fakes

@@ -80,3 +80,22 @@ async def test_quick_match_queues_pair_in_arrival_order(store: LobbyRepository) 
     assert not await store.enqueue_if_empty(queue, "t2")  # someone waits: pair instead
     await store.push_waiting(queue, "t3")
     assert [await store.pop_waiting(queue) for _ in range(3)] == ["t1", "t3", None]
+
+
+async def test_holds_change_only_from_what_they_hold(store: LobbyRepository) -> None:
+    """Issue 24: a player's holds (a request id's answer, the wagered match they sit at) are set
+    when free, when they hold the value given to replace, or the value itself; released only by
+    their holder."""
+    assert await store.hold("wagered", "ann", "match", "t1|m1", "", 60) is None
+    assert await store.hold("wagered", "ann", "match", "t1|m1", "", 60) is None  # again: ours
+    assert await store.hold("wagered", "ann", "match", "t2|m2", "", 60) == "t1|m1"
+    assert await store.hold("wagered", "ann", "match", "t2|m2", "t9|m9", 60) == "t1|m1"
+    assert await store.hold("wagered", "ann", "match", "t2|m2", "t1|m1", 60) is None
+    assert await store.held("wagered", "ann", "match") == "t2|m2"
+    assert await store.hold("wagered", "bob", "match", "t1|m1", "", 60) is None  # per player
+    await store.release("wagered", "ann", "match", "t1|m1")  # not what it holds: kept
+    assert await store.held("wagered", "ann", "match") == "t2|m2"
+    await store.release("wagered", "ann", "match", "t2|m2")
+    assert await store.held("wagered", "ann", "match") is None
+    assert await store.hold("request", "ann", "match", "x", "", 60) is None  # kinds apart
+    assert await store.held("wagered", "ann", "match") is None

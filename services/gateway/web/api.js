@@ -20,7 +20,8 @@ export class Connection {
     this.token = "";
     this.nextId = 1;
     this.calls = new Map(); // id -> {resolve, reject}
-    this.commands = new Map(); // commandId -> {message, resolve, reject}
+    this.commands = new Map(); // request id -> {message, resolve, reject}, until answered
+    this.joins = new Map(); // request id -> tableId: Play joins and Watches awaiting answers
     this.tables = new Map(); // tableId -> last seq processed
     this.watching = new Set(); // tables joined read-only (Watch, I-35)
     this.ws = null;
@@ -84,52 +85,55 @@ export class Connection {
   }
 
   _join(tableId, fromSeq) {
+    const id = this.nextId++;
+    this.joins.set(id, tableId);
     if (this.watching.has(tableId)) {
       const request = { tableId, fromSeq: String(fromSeq) };
-      this.ws.send(JSON.stringify({ method: "Watch", request, token: this.token }));
+      this.ws.send(JSON.stringify({ id, method: "Watch", request, token: this.token }));
       return;
     }
     const request = { join: { tableId, fromSeq: String(fromSeq) } };
-    this.ws.send(JSON.stringify({ method: "Play", request, token: this.token }));
+    this.ws.send(JSON.stringify({ id, method: "Play", request, token: this.token }));
   }
 
-  // Sends one command; resolves with its result or rejects with the refusal.
+  // Sends one command; resolves with its result or rejects with the refusal. After a dropped
+  // connection it is sent again, with the same command id.
   command(tableId, commandId, expectedSeq, command) {
+    const id = this.nextId++;
     const message = {
-      method: "Play", tableId, token: this.token,
+      id, method: "Play", tableId, token: this.token,
       request: { command: { commandId, expectedSeq: String(expectedSeq), command } },
     };
     return new Promise((resolve, reject) => {
-      this.commands.set(commandId, { message, resolve, reject });
+      this.commands.set(id, { message, resolve, reject });
       if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
     });
   }
 
+  // Every request gets one answer carrying its id; the streams' pushes say "push".
   _receive(message) {
-    if (message.update) {
+    if (message.push === "update") {
       const update = message.update;
-      if (update.update) {
-        const seq = Number(update.update.seq || 0);
-        if (seq > (this.tables.get(update.tableId) ?? -1)) this.tables.set(update.tableId, seq);
-        this.onUpdate(update.tableId, update.update);
-      } else if (update.result || update.error) {
-        const answer = update.result || update.error;
-        const pending = this.commands.get(answer.commandId);
-        if (pending) {
-          this.commands.delete(answer.commandId);
-          if (update.result) pending.resolve(update.result);
-          else pending.reject(new ApiError(update.error.error || {}));
-        }
-      }
+      const seq = Number(update.update.seq || 0);
+      if (seq > (this.tables.get(update.tableId) ?? -1)) this.tables.set(update.tableId, seq);
+      this.onUpdate(update.tableId, update.update);
       return;
     }
-    const call = this.calls.get(message.id);
-    if (call) {
+    if (message.push === "ended") {
+      if (message.error) this.onStatus("error", new ApiError(message.error));
+      return;
+    }
+    const pending = this.calls.get(message.id) || this.commands.get(message.id);
+    if (pending) {
       this.calls.delete(message.id);
-      if (message.error) call.reject(new ApiError(message.error));
-      else call.resolve(message.response || {});
-    } else if (message.error) {
-      this.onStatus("error", new ApiError(message.error)); // a Play join refused
+      this.commands.delete(message.id);
+      if (message.error) pending.reject(new ApiError(message.error));
+      else pending.resolve(message.response || {});
+      return;
+    }
+    if (this.joins.has(message.id)) {
+      this.joins.delete(message.id);
+      if (message.error) this.onStatus("error", new ApiError(message.error)); // a join refused
     }
   }
 

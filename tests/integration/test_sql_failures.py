@@ -1,0 +1,127 @@
+"""Issue 24, item 10: every "cannot reach, or not yet ready" error of each SQL driver answers
+UNAVAILABLE (retryable), never UNKNOWN, and a refused statement is not one of them. The errors
+are the drivers' own, raised through SQLAlchemy's real wrapping: asyncpg against a server
+speaking PostgreSQL's wire protocol that refuses the startup as PostgreSQL does in crash
+recovery, at its connection limit or shutting down; then a real PostgreSQL and a real SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from services.common.errors import Unavailable, infrastructure_failure, sqlstate
+
+pytestmark = pytest.mark.integration
+SSL_REQUEST = 80877103
+
+
+async def _refusing_postgres(code: str, message: str) -> AsyncIterator[int]:
+    """A server that answers every startup with PostgreSQL's FATAL ErrorResponse `code`."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            length = int.from_bytes(await reader.readexactly(4), "big")
+            body = await reader.readexactly(length - 4)
+            if int.from_bytes(body[:4], "big") == SSL_REQUEST:
+                writer.write(b"N")  # no TLS; the StartupMessage follows
+                length = int.from_bytes(await reader.readexactly(4), "big")
+                await reader.readexactly(length - 4)
+            fields = (
+                b"".join(
+                    kind + value.encode() + b"\0"
+                    for kind, value in (
+                        (b"S", "FATAL"),
+                        (b"V", "FATAL"),
+                        (b"C", code),
+                        (b"M", message),
+                    )
+                )
+                + b"\0"
+            )
+            writer.write(b"E" + (len(fields) + 4).to_bytes(4, "big") + fields)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "driver_error"),
+    [
+        ("57P03", "the database system is not yet accepting connections",
+         asyncpg.exceptions.CannotConnectNowError),
+        ("53300", "sorry, too many clients already", asyncpg.exceptions.TooManyConnectionsError),
+        ("57P01", "terminating connection due to administrator command",
+         asyncpg.exceptions.AdminShutdownError),
+        ("57P02", "terminating connection because of crash of another server process",
+         asyncpg.exceptions.CrashShutdownError),
+    ],
+    ids=["in-recovery", "too-many-clients", "admin-shutdown", "crash-shutdown"],
+)  # fmt: skip
+async def test_postgres_not_ready_is_unavailable(
+    code: str, message: str, driver_error: type[Exception]
+) -> None:
+    async for port in _refusing_postgres(code, message):
+        engine = create_async_engine(f"postgresql+asyncpg://bg:pw@127.0.0.1:{port}/bg")
+        try:
+            with pytest.raises(Exception) as raised:
+                async with engine.connect() as conn:
+                    await conn.execute(text("SELECT 1"))
+        finally:
+            await engine.dispose()
+        exc = raised.value
+        # What the issue found: a plain DBAPIError, not invalidated, around asyncpg's own error.
+        assert isinstance(exc, DBAPIError) and not exc.connection_invalidated
+        assert exc.orig is not None and isinstance(exc.orig.__cause__, driver_error)
+        assert sqlstate(exc) == code
+        mapped = infrastructure_failure(exc)
+        assert isinstance(mapped, Unavailable) and mapped.code == "LEDGER_UNAVAILABLE"
+
+
+async def test_postgres_gone_is_unavailable_and_a_refused_statement_is_not(
+    postgres_url: str, unused_tcp_port: int
+) -> None:
+    nobody = create_async_engine(f"postgresql+asyncpg://bg:pw@127.0.0.1:{unused_tcp_port}/bg")
+    try:
+        with pytest.raises(Exception) as refused:
+            async with nobody.connect():
+                pass
+    finally:
+        await nobody.dispose()
+    assert isinstance(infrastructure_failure(refused.value), Unavailable)
+    real = create_async_engine(postgres_url)
+    try:
+        with pytest.raises(DBAPIError) as bad:
+            async with real.connect() as conn:
+                await conn.execute(text("SELEC 1"))  # a syntax error: the statement's fault
+    finally:
+        await real.dispose()
+    assert sqlstate(bad.value) == "42601"
+    assert infrastructure_failure(bad.value) is None
+
+
+async def test_sqlite_that_cannot_open_its_file_is_unavailable(tmp_path: Path) -> None:
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path}/missing/dir/db.sqlite")
+    try:
+        with pytest.raises(DBAPIError) as raised:
+            async with engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+    finally:
+        await engine.dispose()
+    mapped = infrastructure_failure(raised.value)
+    assert isinstance(mapped, Unavailable) and mapped.code == "LEDGER_UNAVAILABLE"
