@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+from collections.abc import Awaitable
 from typing import Any
 
 import grpc
@@ -56,6 +58,16 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     def __init__(self, lobby: Lobby, invite_base: str) -> None:
         self.lobby = lobby
         self.invite_base = invite_base
+        self._running: set[asyncio.Task[Table]] = set()
+
+    async def _to_the_end(self, change: Awaitable[Table]) -> Table:
+        """Run a lobby change to its end even if the caller goes away (its deadline, a dropped
+        connection): cut in the middle, a quick match could leave a table made but never
+        queued. The caller's retry, by its request id, finds the finished work."""
+        task = asyncio.ensure_future(change)
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return await asyncio.shield(task)
 
     def _out(self, t: Table) -> matchmaking_pb2.LobbyTable:
         return to_proto(t, self.invite_base)
@@ -66,11 +78,13 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     ) -> matchmaking_pb2.LobbyTable:
         retry = _retry(request)
         return self._out(
-            await self.lobby.once(
-                retry,
-                lambda: self.lobby.create(
-                    request.player_id, request.options, request.public, retry=retry
-                ),
+            await self._to_the_end(
+                self.lobby.once(
+                    retry,
+                    lambda: self.lobby.create(
+                        request.player_id, request.options, request.public, retry=retry
+                    ),
+                )
             )
         )
 
@@ -96,8 +110,10 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     ) -> matchmaking_pb2.LobbyTable:
         retry = _retry(request)
         return self._out(
-            await self.lobby.once(
-                retry, lambda: self.lobby.join_by_code(request.player_id, request.code, retry)
+            await self._to_the_end(
+                self.lobby.once(
+                    retry, lambda: self.lobby.join_by_code(request.player_id, request.code, retry)
+                )
             )
         )
 
@@ -107,8 +123,11 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     ) -> matchmaking_pb2.LobbyTable:
         retry = _retry(request)
         return self._out(
-            await self.lobby.once(
-                retry, lambda: self.lobby.quick_match(request.player_id, request.options, retry)
+            await self._to_the_end(
+                self.lobby.once(
+                    retry,
+                    lambda: self.lobby.quick_match(request.player_id, request.options, retry),
+                )
             )
         )
 
@@ -116,13 +135,17 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def StartTable(
         self, request: matchmaking_pb2.TableRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
-        return self._out(await self.lobby.start(request.player_id, request.table_id))
+        return self._out(
+            await self._to_the_end(self.lobby.start(request.player_id, request.table_id))
+        )
 
     @grpc_errors
     async def LeaveTable(
         self, request: matchmaking_pb2.TableRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
-        return self._out(await self.lobby.leave(request.player_id, request.table_id))
+        return self._out(
+            await self._to_the_end(self.lobby.leave(request.player_id, request.table_id))
+        )
 
     @grpc_errors
     async def GetTable(
@@ -144,4 +167,6 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def Rematch(
         self, request: matchmaking_pb2.TableRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
-        return self._out(await self.lobby.rematch(request.player_id, request.table_id))
+        return self._out(
+            await self._to_the_end(self.lobby.rematch(request.player_id, request.table_id))
+        )

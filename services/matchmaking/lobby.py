@@ -220,8 +220,8 @@ class Lobby:
     ) -> Table:
         _check_player(player_id)
         rules_from_proto(opts)  # validates every option, naming the bad field
+        await self._not_in_another_match(player_id, opts)  # W-1 first: the likelier story
         await self._can_cover(player_id, opts)
-        await self._not_in_another_match(player_id, opts)
         vs_cpu = opts.level in ("easy", "normal")
         if not vs_cpu:
             await self._within_cap(player_id)
@@ -361,8 +361,8 @@ class Lobby:
     async def join(self, player_id: str, table_id: str, retry: Retry | None = None) -> Table:
         found = await self.get(table_id)
         if player_id not in found.player_ids:
-            await self._can_cover(player_id, found.proto_options())
             await self._not_in_another_match(player_id, found.proto_options())
+            await self._can_cover(player_id, found.proto_options())
 
         def sit(table: Table) -> None:
             if player_id in table.player_ids:
@@ -389,8 +389,8 @@ class Lobby:
     ) -> Table:
         _check_player(player_id)
         rules_from_proto(opts)
+        await self._not_in_another_match(player_id, opts)  # W-1 first: the likelier story
         await self._can_cover(player_id, opts)
-        await self._not_in_another_match(player_id, opts)
         if opts.level in ("easy", "normal"):
             raise InvalidArgument(
                 "INVALID_OPTION", "quick match pairs people; use CreateTable vs CPU", field="level"

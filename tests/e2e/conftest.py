@@ -1,5 +1,5 @@
-"""The cluster the gateway, play-protocol and admin tests share: one `bgcluster up` (two table
-replicas, real Valkey, Tansu, SQLite), clocks scaled by 0.05. Those three modules run last in
+"""The cluster the gateway, play-protocol, contract and admin tests share: one `bgcluster up`
+(two table replicas, real Valkey, Tansu, SQLite), clocks scaled by 0.05. Those modules run last in
 the package (see `pytest_collection_modifyitems`), so the cluster starts once and stops with the
 package: it never idles beside the chaos, load or browser tests. Each
 test makes players of its own, so they do not see each other."""
@@ -17,7 +17,7 @@ SECRET = "e2e-token-secret-0123456789-abcdef"
 BOTS_SECRET = "e2e-bots-secret-0123456789-abcdef"
 
 
-SHARED = ("test_admin.py", "test_gateway.py", "test_play_protocol.py")
+SHARED = ("test_admin.py", "test_contract.py", "test_gateway.py", "test_play_protocol.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

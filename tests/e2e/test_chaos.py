@@ -24,7 +24,6 @@ from pathlib import Path
 import grpc
 import pytest
 import redis.asyncio as redis_asyncio
-from sqlalchemy import func, select
 
 from bg.events.v1 import events_pb2
 from bg.leaderboard.v1 import leaderboard_pb2
@@ -40,8 +39,7 @@ from services.common.play_wire import FINISHED
 from services.leaderboard.app import MIGRATIONS
 from services.leaderboard.consumer import EventHandler, rebuild
 from services.leaderboard.store import SqlBoardStore
-from services.wallet.ledger import check_invariants
-from services.wallet.schema import escrows, holds, operations, transfers
+from tests.e2e.money import books, settle_down
 from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e
@@ -51,7 +49,6 @@ PAIRS = 4  # 3 wagered pairs, 1 casual pair
 BET = 100
 FUNDS = 100_000
 OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
-OutcomeState = table_pb2.MatchOutcome.State
 
 
 @dataclass
@@ -135,32 +132,6 @@ def _pid_of(cluster: Cluster, name: str) -> int:
     return pid
 
 
-async def _settle_down(wallet_db: Path, until: float) -> tuple[int, int]:
-    """Wait for every escrow and hold to close (clocks end abandoned matches, the consumer and
-    the reconciler settle). Returns (open escrows, open holds) at the end."""
-    engine = sql_engine(f"sqlite+aiosqlite:///{wallet_db}")
-    try:
-        while True:
-            async with engine.connect() as conn:
-                open_escrows = int(
-                    await conn.scalar(
-                        select(func.count()).select_from(escrows).where(escrows.c.status == "open")
-                    )
-                    or 0
-                )
-                open_holds = int(
-                    await conn.scalar(
-                        select(func.count()).select_from(holds).where(holds.c.status == "held")
-                    )
-                    or 0
-                )
-            if (open_escrows == 0 and open_holds == 0) or time.monotonic() > until:
-                return open_escrows, open_holds
-            await asyncio.sleep(1.0)
-    finally:
-        await engine.dispose()
-
-
 async def test_chaos_every_part_killed_in_turn_loses_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -213,62 +184,28 @@ async def test_chaos_every_part_killed_in_turn_loses_nothing(
         await asyncio.wait_for(asyncio.gather(*drivers, return_exceptions=True), 90)
 
         # Quiescence: abandoned matches end by their clocks; every escrow and hold closes.
-        open_escrows, open_holds = await _settle_down(data / "wallet.db", time.monotonic() + 120)
-        wallet_engine = sql_engine(f"sqlite+aiosqlite:///{data / 'wallet.db'}")
-        try:
-            assert await check_invariants(wallet_engine) == []
-            assert (open_escrows, open_holds) == (0, 0)
-            async with wallet_engine.connect() as conn:
-                closed = (await conn.execute(select(escrows))).all()
-                payouts = (
-                    await conn.execute(
-                        select(transfers.c.debit, transfers.c.credit, operations.c.kind)
-                        .join(operations, operations.c.id == transfers.c.operation_id)
-                        .where(operations.c.kind == "settle")
-                    )
-                ).all()
-        finally:
-            await wallet_engine.dispose()
-        winners = {
-            t.debit.removeprefix("escrow:"): t.credit.removeprefix("player:")
-            for t in payouts
-            if t.credit.startswith("player:")
-        }
+        wallet_url = f"sqlite+aiosqlite:///{data / 'wallet.db'}"
+        open_escrows, open_holds = await settle_down(wallet_url, time.monotonic() + 120)
+        assert (open_escrows, open_holds) == (0, 0)
         wagered = [t for t, profile in run.tables.items() if profile == "wagered"]
-        assert wagered and closed, "no wagered match was dealt"
-
-        # Each escrow closed once, as its table says the match went; every record is there.
         tables = [
             table_pb2_grpc.TableServiceStub(grpc.aio.insecure_channel(i.address))
             for i in cluster.instances
             if i.service == "table"
         ]
-        # And every balance is exact to the diamond, worked out from the tables' side alone:
-        # a settled match moves bet x final cube from loser to winner less 8% of each side
-        # (I-11), a refunded one nothing (I-10); an applied boost costs 10.
-        expected = {p.player_id: FUNDS for p in players}
-        for e in closed:
-            table_id = e.match_id.rsplit("-", 1)[0]
-            outcome = await tables[0].GetMatchOutcome(
-                table_pb2.GetMatchOutcomeRequest(table_id=table_id, match_id=e.match_id)
-            )
-            seats = [e.player_a, e.player_b]
-            for key in outcome.applied_boosts:  # boost:<match>:<game>:<seat>:<n>
-                expected[seats[int(key.split(":")[-2])]] -= 10
+        # Each escrow closed once, as its table says the match went, and every balance exact
+        # to the diamond, worked out from the tables' side alone (tests/e2e/money.py).
+        ledger = await books(wallet_url, tables[0], {p.player_id: FUNDS for p in players}, BET)
+        closed, expected = ledger.closed, ledger.expected
+        assert wagered and closed, "no wagered match was dealt"
+        for e in closed:  # every settled match's record is there
             if e.status == "settled":
-                assert outcome.state == OutcomeState.STATE_ENDED, e.match_id
-                assert winners[e.match_id] == outcome.winner_id, e.match_id
-                stake = BET * outcome.cube
-                loser = seats[1 - seats.index(outcome.winner_id)]
-                expected[outcome.winner_id] += stake - 2 * (stake * 800 // 10_000)
-                expected[loser] -= stake
                 record = await tables[0].GetMatchRecord(
-                    table_pb2.GetMatchRecordRequest(table_id=table_id, match_id=e.match_id)
+                    table_pb2.GetMatchRecordRequest(
+                        table_id=e.match_id.rsplit("-", 1)[0], match_id=e.match_id
+                    )
                 )
                 assert record.seed_hex and record.winner in (0, 1)
-            else:
-                assert e.status == "refunded"
-                assert outcome.state in (OutcomeState.STATE_CLOSED, OutcomeState.STATE_UNKNOWN)
 
         for p in players:
             assert await retried(p.balance, time.monotonic() + 30) == expected[p.player_id]

@@ -1,4 +1,4 @@
-"""Refresh tokens: the hash of the token that replaced each one, so a retry within the race
+"""Each refresh token keeps the hash of the one that replaced it, so a retry within the race
 window gets the same new token instead of a second one (issue 24).
 
 Revision ID: 0004
