@@ -99,9 +99,11 @@ def infrastructure_failure(exc: BaseException) -> ServiceError | None:
     never fail as UNKNOWN because Valkey restarted), or None for anything else."""
     if isinstance(exc, ServiceError):
         return None
-    if isinstance(exc, redis_errors.ResponseError) and str(exc).startswith("OOM"):
+    if isinstance(exc, redis_errors.OutOfMemoryError) or (
+        isinstance(exc, redis_errors.ResponseError) and str(exc).startswith("OOM")
+    ):  # redis-py strips the OOM code off the message of the OutOfMemoryError it raises
         return Unavailable("STORE_FULL", "the table store is out of memory; try again later")
-    if isinstance(exc, redis_errors.ConnectionError | redis_errors.TimeoutError):
+    if isinstance(exc, _REDIS_NOT_READY):
         return Unavailable("STORE_UNAVAILABLE", "the table store is unavailable; try again")
     if isinstance(exc, sql_errors.OperationalError | sql_errors.InterfaceError) or (
         isinstance(exc, sql_errors.DBAPIError)
@@ -113,6 +115,18 @@ def infrastructure_failure(exc: BaseException) -> ServiceError | None:
     return None
 
 
+# Redis/Valkey that cannot be reached or is not serving yet: a lost connection or a timeout,
+# LOADING its append-only file (BusyLoadingError is a ConnectionError), a cluster without a
+# primary for the slot (CLUSTERDOWN, MASTERDOWN, a slot not covered), TRYAGAIN while a slot
+# moves, READONLY from a primary demoted in a failover.
+_REDIS_NOT_READY = (
+    redis_errors.ConnectionError,
+    redis_errors.TimeoutError,
+    redis_errors.ClusterDownError,
+    redis_errors.TryAgainError,
+    redis_errors.ReadOnlyError,
+    redis_errors.SlotNotCoveredError,
+)
 # SQLSTATEs of a server that cannot be reached or is not (yet) accepting work: a restart, a
 # crash recovery, a failover, too many connections. asyncpg raises them as PostgresError
 # subclasses, which SQLAlchemy wraps in a plain DBAPIError (connection_invalidated False): the

@@ -1,21 +1,27 @@
-"""Issue 24, item 10: every "cannot reach, or not yet ready" error of each SQL driver answers
-UNAVAILABLE (retryable), never UNKNOWN, and a refused statement is not one of them. The errors
-are the drivers' own, raised through SQLAlchemy's real wrapping: asyncpg against a server
-speaking PostgreSQL's wire protocol that refuses the startup as PostgreSQL does in crash
-recovery, at its connection limit or shutting down; then a real PostgreSQL and a real SQLite."""
+"""Issue 24, item 10: every "cannot reach, or not yet ready" error of each store's driver
+answers UNAVAILABLE (retryable), never UNKNOWN, and a refused statement is not one of them. The
+errors are the drivers' own: asyncpg's, raised through SQLAlchemy's real wrapping against a
+server speaking PostgreSQL's wire protocol that refuses the startup as PostgreSQL does in crash
+recovery, at its connection limit or shutting down; a real PostgreSQL and a real SQLite; and
+redis-py's from real Valkey servers out of memory, demoted to a replica, in cluster mode without
+slots, or gone."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
+import redis.asyncio as redis_asyncio
+from redis import exceptions as redis_errors
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from infra import embedded, valkey_cluster
 from services.common.errors import Unavailable, infrastructure_failure, sqlstate
 
 pytestmark = pytest.mark.integration
@@ -125,3 +131,61 @@ async def test_sqlite_that_cannot_open_its_file_is_unavailable(tmp_path: Path) -
         await engine.dispose()
     mapped = infrastructure_failure(raised.value)
     assert isinstance(mapped, Unavailable) and mapped.code == "LEDGER_UNAVAILABLE"
+
+
+async def _valkey_error(client: Any, *command: object) -> Exception:
+    with pytest.raises(redis_errors.RedisError) as raised:
+        await client.execute_command(*command)
+    return raised.value
+
+
+async def test_valkey_full_demoted_or_gone_is_unavailable(tmp_path: Path) -> None:
+    server = embedded.start_valkey(tmp_path / "valkey")
+    client: Any = redis_asyncio.Redis.from_url(server.address)
+    try:
+        await client.config_set("maxmemory", "1mb")
+        full = None
+        for i in range(2000):  # noeviction: past maxmemory a write fails loudly
+            try:
+                await client.set(f"k{i}", "x" * 10_000)
+            except redis_errors.RedisError as exc:
+                full = exc
+                break
+        assert isinstance(full, redis_errors.OutOfMemoryError)  # its message lost "OOM"
+        mapped = infrastructure_failure(full)
+        assert isinstance(mapped, Unavailable) and mapped.code == "STORE_FULL"
+        await client.config_set("maxmemory", "0")
+        await client.execute_command("REPLICAOF", "127.0.0.1", "1")  # a failover demoted it
+        readonly = await _valkey_error(client, "SET", "k", "v")
+        assert isinstance(readonly, redis_errors.ReadOnlyError)
+        assert isinstance(infrastructure_failure(readonly), Unavailable)
+    finally:
+        await client.aclose()
+        server.stop()
+    gone = redis_asyncio.Redis.from_url(server.address, socket_connect_timeout=1)
+    try:
+        refused = await _valkey_error(gone, "GET", "k")
+        assert isinstance(infrastructure_failure(refused), Unavailable)
+    finally:
+        await gone.aclose()
+
+
+async def test_a_valkey_cluster_node_serving_no_slot_is_unavailable(tmp_path: Path) -> None:
+    port, bus = embedded.free_port(), embedded.free_port()
+    argv = valkey_cluster.cluster_node_argv(port, bus, tmp_path)
+    node = await asyncio.create_subprocess_exec(
+        *argv, cwd=tmp_path, stdout=asyncio.subprocess.DEVNULL
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        await embedded.wait_redis(url)
+        client = redis_asyncio.Redis.from_url(url)
+        try:
+            down = await _valkey_error(client, "GET", "k")  # no primary serves its slot
+        finally:
+            await client.aclose()
+        assert isinstance(down, redis_errors.ClusterDownError)
+        assert isinstance(infrastructure_failure(down), Unavailable)
+    finally:
+        node.terminate()
+        await node.wait()
