@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 import uuid
 from typing import Any
 
@@ -48,7 +49,8 @@ class Player:
         a `request_id` is also sent again when its answer was lost (UNAVAILABLE, a deadline):
         the retry answers what the first call did, so nothing is staked or seated twice."""
         retry_lost = bool(getattr(request, "request_id", ""))
-        for _ in range(200):
+        deadline = time.monotonic() + 120  # retried for two minutes at most
+        while time.monotonic() < deadline:
             try:
                 return await method(request, metadata=self.auth if auth else None, timeout=15)
             except grpc.aio.AioRpcError as exc:

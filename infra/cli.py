@@ -62,6 +62,21 @@ def _parser() -> argparse.ArgumentParser:
         "(NS.table-events, group NS.wallet)",
     )
     up.add_argument(
+        "--kafka-log",
+        choices=("embedded", "kafka"),
+        default="embedded",
+        help="embedded (a Tansu that may forget: topics in generations, history bounded, the "
+        "outboxes replayed; the default) or kafka (a durable Kafka: one topic each, created "
+        "here; services/common/event_log.py)",
+    )
+    up.add_argument(
+        "--kafka-storage",
+        choices=("memory", "s3"),
+        default="memory",
+        help="the embedded Tansu's store: memory (the default) or SeaweedFS's S3 (durable too, "
+        "at ~2 ms of CPU per event)",
+    )
+    up.add_argument(
         "--database-url",
         help="SQLAlchemy async URL for wallet and leaderboard "
         "(default: SQLite files in the data directory)",
@@ -151,7 +166,8 @@ async def _up(args: argparse.Namespace) -> int:
         gateway_replicas=args.gateway_replicas, valkey_cluster=args.valkey_cluster,
         replicas=replicas,
         redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
-        kafka_namespace=args.kafka_namespace,
+        kafka_namespace=args.kafka_namespace, kafka_log=args.kafka_log,
+        kafka_storage=args.kafka_storage,
         database_url=args.database_url, startup_timeout_s=args.startup_timeout,
         prometheus=args.prometheus, postgres=args.postgres, starter_grant=args.starter_grant,
     ))  # fmt: skip

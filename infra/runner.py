@@ -59,6 +59,7 @@ class StartupError(RuntimeError):
     """The cluster could not start; names the part that failed and why."""
 
 
+CONSUMER_SERVICES = ("wallet", "leaderboard")  # the event log's readers
 OPERATOR = "admin"  # the local cluster's one operator (its key is in cluster.json, 0600)
 
 
@@ -73,6 +74,10 @@ class ClusterConfig:
     redis_url: str | None = None  # external Redis/Valkey instead of the embedded one
     kafka_bootstrap: str | None = None  # external Kafka instead of the embedded Tansu
     kafka_namespace: str = ""  # prefix of the topics and groups (clusters sharing a broker)
+    # How events lie on the broker (services/common/event_log.py): "embedded" for a Tansu, on
+    # memory (the default) or on SeaweedFS's S3 ("s3": durable, and ~2 ms of CPU per event).
+    kafka_log: str = "embedded"
+    kafka_storage: str = "memory"
     database_url: str | None = None  # external SQL for wallet and leaderboard
     postgres: bool = False  # an embedded PostgreSQL (one database per service) instead of SQLite
     startup_timeout_s: float = 60.0
@@ -204,6 +209,16 @@ class Cluster:
         env.setdefault("BG_LOG_FORMAT", os.environ.get("BG_LOG_FORMAT", "text"))
         if inst.ws_port:
             env["BG_WS_PORT"] = str(inst.ws_port)
+        env["BG_KAFKA_LOG"] = self.config.kafka_log
+        # Each generation has a partition per replica of its busiest consumer; each replica
+        # reads its share of them.
+        readers = [i for i in self.instances if i.service in CONSUMER_SERVICES]
+        env["BG_KAFKA_PARTITIONS"] = str(
+            max([1] + [sum(i.service == s for i in readers) for s in CONSUMER_SERVICES])
+        )
+        if inst.service in CONSUMER_SERVICES:
+            mine = [i.name for i in self.instances if i.service == inst.service]
+            env["BG_CONSUMER_SHARE"] = f"{mine.index(inst.name)}/{len(mine)}"
         env.update(self.config.service_env.get(inst.name, {}))
         return env
 
@@ -284,7 +299,7 @@ class Cluster:
             await self._spawn_infra("valkey", embedded.valkey_argv(port, self.data_dir / "valkey"))
             self.infra_addresses["valkey"] = self.redis_url
         waits.append(self._guard("valkey", embedded.wait_redis(self.redis_url)))
-        if not self.kafka_bootstrap:
+        if not self.kafka_bootstrap and self.config.kafka_storage == "s3":
             ports = (
                 embedded.SeaweedPorts.free()
                 if self.config.base_port == 0
@@ -301,6 +316,11 @@ class Cluster:
             await self._spawn_infra(
                 "kafka", embedded.tansu_argv(port, storage), embedded.tansu_env(ports.s3_url)
             )
+        elif not self.kafka_bootstrap:  # memory: the outboxes are the durable log
+            port = self._port(-41)
+            self.kafka_bootstrap = f"127.0.0.1:{port}"
+            self.infra_addresses["kafka"] = self.kafka_bootstrap
+            await self._spawn_infra("kafka", embedded.tansu_argv(port, "memory://tansu/"))
         waits.append(self._guard("kafka", self._kafka_ready()))
         if self.wants_postgres:
             waits.append(self._guard("postgres", self._start_postgres()))
@@ -343,8 +363,9 @@ class Cluster:
 
     async def _kafka_ready(self) -> None:
         await embedded.wait_kafka(self.kafka_bootstrap)
-        topics = Namespace(self.config.kafka_namespace).topics()
-        await embedded.create_topics(self.kafka_bootstrap, topics)
+        if self.config.kafka_log == "kafka":  # the embedded log's keepers make their topics
+            topics = Namespace(self.config.kafka_namespace).topics()
+            await embedded.create_topics(self.kafka_bootstrap, topics)
 
     async def _guard(self, name: str, ready: Any) -> None:
         try:

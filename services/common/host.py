@@ -171,11 +171,20 @@ class ServiceHost:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(signal.SIGUSR1, dump_tasks)
         try:
             await self.start()
             await stop.wait()
         finally:
             await self.stop()
+
+
+def dump_tasks() -> None:
+    """SIGUSR1: every asyncio task's stack into the log (what a stuck loop waits on)."""
+    for task in asyncio.all_tasks():
+        frames = task.get_stack(limit=8)
+        where = " <- ".join(f"{f.f_code.co_name}:{f.f_lineno}" for f in reversed(frames))
+        log.warning("task", extra={"task": task.get_name(), "stack": where})
 
 
 def main(name: str, build: Callable[[dict[str, str] | None], ServiceApp]) -> None:

@@ -10,15 +10,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
-from aiokafka import AIOKafkaClient, AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.client import ConnectionGroup
-from aiokafka.cluster import ClusterMetadata
-from aiokafka.errors import CommitFailedError, KafkaError
-from aiokafka.protocol.metadata import MetadataRequest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.errors import CommitFailedError
 
 from services.common.backoff import Backoff, pause
+from services.common.event_log import EventLog, GenerationConsumer, Incarnation
+from services.common.kafka_clients import never_create_topics
+from services.common.settings import KafkaLog
+from services.common.topics import Namespace
 
 log = logging.getLogger("bg.kafka")
 
@@ -50,37 +51,57 @@ def consumer(bootstrap: str, group: str, *topics: str, client_id: str) -> AIOKaf
     return made
 
 
-def never_create_topics(client: AIOKafkaClient) -> None:
-    """Make `client` ask for metadata with allow_auto_topic_creation=false. aiokafka (0.14) always
-    sends true, so a producer after a broker restart re-created `table-events` with the broker's
-    default 4 partitions instead of 8 (issue #13). This is aiokafka's `_metadata_update` with
-    that one flag changed; aiokafka is pinned below 0.15."""
+class LogSettings(Protocol):
+    """The settings of a service on the event log (read-only: settings are frozen)."""
 
-    async def update(cluster_metadata: ClusterMetadata, topics: Any) -> bool:
-        request = MetadataRequest(list(topics) if topics else None, False)
-        node_ids: list[Any] = [b.nodeId for b in client.cluster.brokers()]
-        bootstrap_id = ("bootstrap", ConnectionGroup.DEFAULT)
-        if bootstrap_id in client._conns:
-            node_ids.append("bootstrap")
-        for node_id in node_ids:
-            conn = await client._get_conn(node_id)
-            if conn is None:
-                continue
-            try:
-                metadata = await conn.send(request)
-            except (KafkaError, TimeoutError) as err:
-                log.warning("no metadata from Kafka node %s: %r", node_id, err)
-                continue
-            if not metadata.brokers:
-                return False
-            cluster_metadata.update_metadata(metadata)
-            if bootstrap_id in client._conns and len(client.cluster.brokers()):
-                client._conns.pop(bootstrap_id).close()
-            return True
-        cluster_metadata.failed_update(None)
-        return False
+    @property
+    def kafka_bootstrap(self) -> str: ...
+    @property
+    def kafka_namespace(self) -> str: ...
+    @property
+    def kafka_log(self) -> KafkaLog: ...
+    @property
+    def kafka_rotate_s(self) -> float: ...
+    @property
+    def kafka_partitions(self) -> int: ...
 
-    client._metadata_update = update
+
+def event_log(settings: LogSettings) -> EventLog:
+    return EventLog(
+        Namespace(settings.kafka_namespace),
+        settings.kafka_log,
+        settings.kafka_rotate_s,
+        settings.kafka_partitions,
+    )
+
+
+def share(spec: str) -> tuple[int, int]:
+    """BG_CONSUMER_SHARE "i/n" as (i, n)."""
+    mine, _, count = spec.partition("/")
+    i, n = int(mine), max(1, int(count))
+    if not 0 <= i < n:
+        raise ValueError(f"BG_CONSUMER_SHARE {spec!r}: i must be in 0..n-1")
+    return i, n
+
+
+def consumer_of(
+    settings: LogSettings,
+    service: str,
+    logicals: tuple[str, ...],
+    client_id: str,
+    incarnation: Incarnation | None,
+    consumer_share: str = "0/1",
+) -> Any:
+    """The consumer of `logicals` for `service`'s group: group-managed on the topics themselves
+    (kafka mode), or on every live generation's partitions of its share (embedded mode)."""
+    log_ = event_log(settings)
+    group = log_.namespace.group(service)
+    if not log_.embedded:
+        topics = [log_.namespace.topic(t) for t in logicals]
+        return consumer(settings.kafka_bootstrap, group, *topics, client_id=client_id)
+    assert incarnation is not None
+    inner = consumer(settings.kafka_bootstrap, group, client_id=client_id)
+    return GenerationConsumer(inner, log_, logicals, incarnation, share(consumer_share))
 
 
 COMMIT_EVERY_S = 1.0
@@ -143,7 +164,13 @@ async def keep_consuming(
         try:
             await run(make_consumer())
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # this loop is being stopped
+            # A cancellation from inside aiokafka (a timed-out call cancelled a future its
+            # other calls shared): a failure like any other, not the end of consuming.
+            log.warning("consumer cancelled from within; restarting", extra={"consumer": name})
+            await pause(stop, backoff.failed())
         except Exception:
             if time.monotonic() - started >= HEALTHY_S:
                 backoff.reset()  # a failure after a long healthy run starts the policy afresh

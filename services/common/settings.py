@@ -141,6 +141,7 @@ def redacted(settings: Any) -> dict[str, Any]:
 
 
 EventLoop = Literal["asyncio", "uvloop"]
+KafkaLog = Literal["kafka", "embedded"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 LogFormat = Literal["json", "text"]
 OtelExporter = Literal["none", "console", "otlp"]
@@ -234,6 +235,46 @@ def kafka_idempotence_setting() -> Any:
         "BG_KAFKA_IDEMPOTENCE",
         False,
         "Idempotent Kafka producer (on in production; Tansu refuses it, so off locally).",
+    )
+
+
+def kafka_log_setting() -> Any:
+    return setting(
+        "BG_KAFKA_LOG",
+        "kafka",
+        "How events lie on the broker: kafka (production Kafka: one topic each, durable, "
+        "retained, group-managed consumers) or embedded (a broker that may forget, Tansu on "
+        "memory: topics in generations, history bounded, the outboxes replayed when it "
+        "restarts; services/common/event_log.py).",
+    )
+
+
+def kafka_rotate_setting() -> Any:
+    return setting(
+        "BG_KAFKA_ROTATE_S",
+        60.0,
+        "embedded log: seconds a topic generation is written (its history is a few of them).",
+        min=0.5,
+    )
+
+
+def kafka_partitions_setting() -> Any:
+    return setting(
+        "BG_KAFKA_PARTITIONS",
+        1,
+        "embedded log: partitions of each generation (at least the replicas of a consumer).",
+        min=1,
+        max=64,
+    )
+
+
+def consumer_share_setting() -> Any:
+    return setting(
+        "BG_CONSUMER_SHARE",
+        "0/1",
+        "embedded log: this replica's share of its topics' partitions, i/n (it reads the "
+        "partitions p with p % n == i).",
+        pattern=r"\d{1,2}/\d{1,2}",
     )
 
 

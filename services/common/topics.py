@@ -3,12 +3,21 @@ namespace that keeps clusters sharing one broker apart."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 TABLE_EVENTS = "table-events"
 WALLET_EVENTS = "wallet-events"
 
 TOPICS: dict[str, int] = {TABLE_EVENTS: 8, WALLET_EVENTS: 4}
+# The consumer groups (by service) that read each topic: what "consumed" means to a producer
+# whose broker may forget (services/common/event_log.py) and to the keeper deleting history.
+CONSUMERS: dict[str, tuple[str, ...]] = {
+    TABLE_EVENTS: ("wallet", "leaderboard"),
+    WALLET_EVENTS: ("leaderboard",),
+}
+GENERATION = re.compile(r"\.g(\d+)\.i([0-9a-f]+)$")  # an embedded log's topic suffix
 
 NAMESPACE_PATTERN = r"[A-Za-z0-9_-]{0,40}"  # within Kafka's legal topic and group characters
 
@@ -29,9 +38,24 @@ class Namespace:
         return f"{self.prefix}.{service}" if self.prefix else service
 
     def logical(self, topic: str) -> str:
-        """The logical name of one of this namespace's topics."""
+        """The logical name of one of this namespace's topics (a generation's too)."""
+        topic = GENERATION.sub("", topic)
         head = f"{self.prefix}." if self.prefix else ""
         return topic[len(head) :] if head and topic.startswith(head) else topic
+
+    def generation(self, logical: str, gen: int, incarnation: str) -> str:
+        """Generation `gen` of a logical topic on an embedded broker's `incarnation`."""
+        return f"{self.topic(logical)}.g{gen}.i{incarnation}"
+
+    def generations(self, logical: str, topics: Iterable[str]) -> dict[tuple[str, int], str]:
+        """The generations of `logical` among `topics`: (incarnation, gen) -> topic name."""
+        base = self.topic(logical)
+        found: dict[tuple[str, int], str] = {}
+        for topic in topics:
+            match = GENERATION.search(topic)
+            if match and topic[: match.start()] == base:
+                found[(match.group(2), int(match.group(1)))] = topic
+        return found
 
     def topics(self) -> dict[str, int]:
         """Every topic the cluster needs, with its partition count."""

@@ -1,5 +1,6 @@
-"""`python -m services.leaderboard` runs the service; `... rebuild` replays the topics from the
-start into empty stores (run it with the service's settings, then restart the service)."""
+"""`python -m services.leaderboard` runs the service; `... rebuild` empties the boards and
+applies the leaderboard's archive again (run it with the service's settings, then restart the
+service)."""
 
 import asyncio
 import sys
@@ -10,7 +11,6 @@ from services.common.host import main
 def _rebuild() -> None:
     from services.common.deps import redis_client, sql_engine
     from services.common.migrate import migrate
-    from services.common.topics import Namespace
     from services.leaderboard.app import MIGRATIONS
     from services.leaderboard.consumer import EventHandler, rebuild
     from services.leaderboard.settings import load_settings
@@ -22,8 +22,7 @@ def _rebuild() -> None:
         redis = redis_client(settings.redis_url, cluster=settings.redis_cluster)
         await migrate(engine, MIGRATIONS)
         handler = EventHandler(SqlBoardStore(engine, redis), settings.season_ms)
-        namespace = Namespace(settings.kafka_namespace)
-        applied = await rebuild(handler, settings.kafka_bootstrap, namespace)
+        applied = await rebuild(handler)
         print(f"rebuilt the boards from {applied} events")
         await engine.dispose()
         await redis.aclose()

@@ -29,7 +29,7 @@ class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
     ) -> None:
         self.store = store
         self.season_ms = season_ms
-        self.replay = replay  # replays one player's events from Kafka (consumer.replay_player)
+        self.replay = replay  # replays one player's archived events (consumer.replay_player)
 
     @grpc_errors
     async def ReplayPlayer(
@@ -37,7 +37,7 @@ class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
     ) -> leaderboard_pb2.ReplayPlayerResponse:
         _player(request.player_id)
         if self.replay is None:
-            raise ServiceError("NO_REPLAY", "this leaderboard reads no Kafka")
+            raise ServiceError("NO_REPLAY", "this leaderboard has no replay")
         counts = await self.replay(request.player_id)
         return leaderboard_pb2.ReplayPlayerResponse(**counts)
 

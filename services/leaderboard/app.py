@@ -12,6 +12,7 @@ from prometheus_client import Counter, Gauge
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 from services.common import kafka
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
+from services.common.event_log import Incarnation
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS, WALLET_EVENTS, Namespace
@@ -67,20 +68,24 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     servicer = LeaderboardServicer(
         store,
         settings.season_ms,
-        lambda player: replay_player(handler, settings.kafka_bootstrap, player, namespace),
+        lambda player: replay_player(handler, player),
     )
 
     def register(server: grpc.aio.Server) -> list[str]:
         leaderboard_pb2_grpc.add_LeaderboardServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
 
+    event_log = kafka.event_log(settings)
+    incarnation = Incarnation(settings.kafka_bootstrap, event_log) if event_log.embedded else None
+
     def make_consumer() -> Any:  # aiokafka: untyped
-        return kafka.consumer(
-            settings.kafka_bootstrap,
-            namespace.group("leaderboard"),
-            namespace.topic(TABLE_EVENTS),
-            namespace.topic(WALLET_EVENTS),
-            client_id=settings.replica or "leaderboard",
+        return kafka.consumer_of(
+            settings,
+            "leaderboard",
+            (TABLE_EVENTS, WALLET_EVENTS),
+            settings.replica or "leaderboard",
+            incarnation,
+            settings.consumer_share,
         )
 
     async def start() -> None:
@@ -99,6 +104,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         app.background.every("board-sizes", SIZES_S, lambda: _sizes(store, servicer, metrics))
 
     async def close() -> None:
+        if incarnation is not None:
+            await incarnation.close()
         await engine.dispose()
         await redis.aclose()
 

@@ -1,18 +1,17 @@
-"""Consumes table-events and wallet-events into the boards; and `rebuild` replays both topics
-from the start into empty stores."""
+"""Consumes table-events and wallet-events into the boards, archiving what it applies (every
+finished match with its moves, every wallet event); `rebuild` and `replay_player` replay that
+archive: the topics' history is bounded (services/common/event_log.py), the archive is not."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
-
-from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bg.events.v1 import events_pb2
 from services.common import kafka
-from services.common.topics import PLAIN, TABLE_EVENTS, WALLET_EVENTS, Namespace
+from services.common.event_records import table_events
+from services.common.topics import PLAIN, TABLE_EVENTS, Namespace
 from services.leaderboard import boards
 from services.leaderboard.effects import Effects, table_effects, wallet_effects
 from services.leaderboard.store import BoardRepository
@@ -31,26 +30,37 @@ class EventHandler:
         self.metrics = metrics
 
     async def handle(self, topic: str, raw: bytes) -> str:
+        """One serialized event of a logical topic."""
+        return (await self.handle_record(topic, raw, None))[0]
+
+    async def handle_record(self, topic: str, value: bytes, headers: Any) -> list[str]:
+        """A Kafka record of a logical topic: a table commit's events (or one table event from
+        an earlier release), or one wallet event."""
         try:
             if topic == TABLE_EVENTS:
-                t_event = events_pb2.TableEvent()
-                t_event.ParseFromString(raw)
-                event_id, at_ms = t_event.event_id, t_event.at_ms
-                kind = t_event.WhichOneof("body") or "other"
-                fx: Effects = table_effects(t_event, self.season_ms)
-            else:
-                w_event = events_pb2.WalletEvent()
-                w_event.ParseFromString(raw)
-                event_id, at_ms, kind = w_event.event_id, w_event.at_ms, f"wallet_{w_event.kind}"
-                fx = wallet_effects(w_event, self.season_ms)
+                return [await self.handle_event(e) for e in table_events(value, headers)]
+            w_event = events_pb2.WalletEvent()
+            w_event.ParseFromString(value)
         except Exception:
-            log.error("undecodable event skipped", extra={"topic": topic, "size": len(raw)})
-            return self._count("undecodable", "undecodable")
+            log.error("undecodable event skipped", extra={"topic": topic, "size": len(value)})
+            return [self._count("undecodable", "undecodable")]
+        kind = f"wallet_{w_event.kind}"
+        fx = wallet_effects(w_event, self.season_ms)
+        if fx.deltas or fx.rated:
+            await self.store.archive_wallet(w_event)  # the record a rebuild replays
+        if not fx.deltas and not fx.rated:
+            return [self._count(kind, "ignored")]
+        applied = await self.store.apply(w_event.event_id, w_event.at_ms, fx)
+        return [self._count(kind, "applied" if applied else "duplicate")]
+
+    async def handle_event(self, t_event: events_pb2.TableEvent) -> str:
+        kind = t_event.WhichOneof("body") or "other"
+        fx: Effects = table_effects(t_event, self.season_ms)
         if kind in ("match_ended", "match_closed"):
             await self.store.archive(t_event)  # the match history players keep
         if not fx.deltas and not fx.rated:
             return self._count(kind, "ignored")
-        applied = await self.store.apply(event_id, at_ms, fx)
+        applied = await self.store.apply(t_event.event_id, t_event.at_ms, fx)
         return self._count(kind, "applied" if applied else "duplicate")
 
     def _count(self, kind: str, result: str) -> str:
@@ -73,7 +83,9 @@ async def consume(
             batches = await consumer.getmany(timeout_ms=500, max_records=500)
             for records in batches.values():
                 for record in records:
-                    await handler.handle(namespace.logical(record.topic), record.value)
+                    await handler.handle_record(
+                        namespace.logical(record.topic), record.value, record.headers
+                    )
             await committer.tick(bool(batches))
             if lag is not None:
                 total = 0
@@ -87,86 +99,37 @@ async def consume(
         await consumer.stop()
 
 
-async def rebuild(handler: EventHandler, bootstrap: str, namespace: Namespace = PLAIN) -> int:
-    """Empty the stores, then apply both topics from their first offset to their end."""
+async def rebuild(handler: EventHandler, source: BoardRepository | None = None) -> int:
+    """Empty the boards, then apply the archive again (`source`'s, by default the handler's own
+    store's), oldest first. Returns the events applied."""
+    archive = await (source or handler.store).archived_events()
     await handler.store.reset()
     applied = 0
-    async for topic, raw in read_all(bootstrap, namespace):
-        applied += await handler.handle(topic, raw) == "applied"
+    for topic, raw in archive:
+        applied += sum(r == "applied" for r in await _replay(handler, topic, raw))
     await handler.store.resync()
     return applied
 
 
-async def replay_player(
-    handler: EventHandler, bootstrap: str, player_id: str, namespace: Namespace = PLAIN
-) -> dict[str, int]:
-    """Apply again every event of one player, from both topics' start: the store takes each
-    event id once, so what was applied stays as it is and only what was missed lands."""
+async def replay_player(handler: EventHandler, player_id: str) -> dict[str, int]:
+    """Apply again every archived event of one player: the store takes each event id once, so
+    what was applied stays as it is and only what was missed lands (a crash between the archive
+    and the boards, say)."""
     counts = {"events": 0, "applied": 0, "duplicates": 0}
-    async for topic, raw in read_all(bootstrap, namespace):
-        if not involves(topic, raw, player_id):
-            continue
-        counts["events"] += 1
-        result = await handler.handle(topic, raw)
-        if result in ("applied", "duplicate"):
-            counts["applied" if result == "applied" else "duplicates"] += 1
+    for topic, raw in await handler.store.archived_events(player_id):
+        for result in await _replay(handler, topic, raw):
+            counts["events"] += 1
+            if result in ("applied", "duplicate"):
+                counts["applied" if result == "applied" else "duplicates"] += 1
     return counts
 
 
-def involves(topic: str, raw: bytes, player_id: str) -> bool:
-    """Whether an event (by logical topic) concerns `player_id`."""
-    try:
-        if topic == TABLE_EVENTS:
-            t_event = events_pb2.TableEvent()
-            t_event.ParseFromString(raw)
-            kind = t_event.WhichOneof("body")
-            body = getattr(t_event, kind) if kind else None
-            info = getattr(body, "info", None)
-            return info is not None and player_id in info.player_ids
-        w_event = events_pb2.WalletEvent()
-        w_event.ParseFromString(raw)
-    except Exception:
-        return False
-    return w_event.winner_id == player_id or player_id in w_event.player_deltas
-
-
-async def read_all(
-    bootstrap: str, namespace: Namespace = PLAIN
-) -> AsyncIterator[tuple[str, bytes]]:
-    """Every message of both topics from the first offset to the end, as (logical topic, bytes),
-    without a consumer group."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        partitions = [
-            TopicPartition(topic, p)
-            for topic in (namespace.topic(TABLE_EVENTS), namespace.topic(WALLET_EVENTS))
-            for p in (consumer.partitions_for_topic(topic) or await _partitions(consumer, topic))
-        ]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        ends = await consumer.end_offsets(partitions)
-
-        async def behind() -> bool:
-            for tp in partitions:
-                if await consumer.position(tp) < ends[tp]:
-                    return True
-            return False
-
-        # Until every partition is past the end offset it had at the start AND two reads in a
-        # row find nothing: Tansu on S3 storage answers ListOffsets with a stale end, so the
-        # end offsets alone would stop the replay early.
-        idle = 0
-        while idle < 2 or await behind():
-            batches = await consumer.getmany(timeout_ms=1000, max_records=1000)
-            idle = 0 if batches else idle + 1
-            for records in batches.values():
-                for record in records:
-                    yield namespace.logical(record.topic), record.value
-    finally:
-        await consumer.stop()
-
-
-async def _partitions(consumer: Any, topic: str) -> set[int]:
-    await consumer._client.force_metadata_update()  # aiokafka has no public call for this
-    return consumer.partitions_for_topic(topic) or set()
+async def _replay(handler: EventHandler, topic: str, raw: bytes) -> list[str]:
+    """An archived event applied again; a match's with the games among its moves first."""
+    if topic != TABLE_EVENTS:
+        return await handler.handle_record(topic, raw, None)
+    end = events_pb2.TableEvent()
+    end.ParseFromString(raw)
+    body = getattr(end, end.WhichOneof("body") or "", None)
+    games = [m for m in getattr(body, "moves", []) if m.WhichOneof("body") == "game_ended"]
+    return [await handler.handle_event(e) for e in (*games, end)]

@@ -63,3 +63,20 @@ match_players = Table(
     Column("ended_ms", BigInteger, nullable=False),
     Index("ix_match_players_recent", "player_id", "ended_ms"),
 )
+
+# The wallet events applied (the league's diamonds), kept with the players they concern (0003):
+# with the matches, the record the boards are rebuilt and replayed from.
+wallet_events = Table(
+    "wallet_events",
+    metadata,
+    Column("event_id", String(200), primary_key=True),
+    Column("at_ms", BigInteger, nullable=False),
+    Column("event", LargeBinary, nullable=False),  # bg.events.v1.WalletEvent
+)
+
+wallet_event_players = Table(
+    "wallet_event_players",
+    metadata,
+    Column("player_id", String(100), primary_key=True),
+    Column("event_id", String(200), primary_key=True),
+)

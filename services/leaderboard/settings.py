@@ -6,10 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.settings import (
+    KafkaLog,
     ServiceSettings,
+    consumer_share_setting,
     database_url_setting,
     kafka_bootstrap_setting,
+    kafka_log_setting,
     kafka_namespace_setting,
+    kafka_partitions_setting,
+    kafka_rotate_setting,
     load,
     redis_url_setting,
     setting,
@@ -24,6 +29,10 @@ class LeaderboardSettings(ServiceSettings):
     database_url: str = database_url_setting("sqlite+aiosqlite:///.data/leaderboard.db")
     kafka_bootstrap: str = kafka_bootstrap_setting()
     kafka_namespace: str = kafka_namespace_setting()
+    kafka_log: KafkaLog = kafka_log_setting()
+    kafka_rotate_s: float = kafka_rotate_setting()
+    kafka_partitions: int = kafka_partitions_setting()
+    consumer_share: str = consumer_share_setting()
     season_days: int = setting(
         "BG_SEASON_DAYS", 7, "Season length in days (weeks from Monday UTC).", min=1
     )

@@ -17,11 +17,25 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bg.events.v1 import events_pb2
+from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
 from services.leaderboard import boards
 from services.leaderboard.effects import ALL, Effects
-from services.leaderboard.schema import match_players, matches, processed, ratings, scores
+from services.leaderboard.schema import (
+    match_players,
+    matches,
+    processed,
+    ratings,
+    scores,
+    wallet_event_players,
+    wallet_events,
+)
 
 Ranked = tuple[int, str, float]  # (rank from 1, player, score)
+
+
+def wallet_players(event: events_pb2.WalletEvent) -> list[str]:
+    """The players a wallet event concerns."""
+    return sorted({p for p in (event.winner_id, *event.player_deltas) if p})
 
 
 def zkey(board: str, key: str) -> str:
@@ -54,6 +68,16 @@ class BoardRepository(Protocol):
 
     async def archived(self, match_id: str) -> bytes | None: ...
 
+    async def archive_wallet(self, event: events_pb2.WalletEvent) -> bool:
+        """Keep a wallet event (once per event id) with the players it concerns."""
+        ...
+
+    async def archived_events(self, player: str | None = None) -> list[tuple[str, bytes]]:
+        """The archive as (logical topic, serialized event), oldest first: every finished
+        match's end event (with its moves) and every wallet event; only `player`'s when
+        given."""
+        ...
+
     async def top(self, board: str, key: str, limit: int) -> list[Ranked]: ...
 
     async def rank(
@@ -71,7 +95,7 @@ class BoardRepository(Protocol):
         ...
 
     async def reset(self) -> None:
-        """Empty the boards (before a rebuild from the topics)."""
+        """Empty the boards, keeping the archive (before a rebuild from it)."""
         ...
 
 
@@ -124,6 +148,38 @@ class SqlBoardStore:
         async with self.engine.connect() as conn:
             raw = await conn.scalar(select(matches.c.event).where(matches.c.match_id == match_id))
         return None if raw is None else bytes(raw)
+
+    async def archive_wallet(self, event: events_pb2.WalletEvent) -> bool:
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                self._insert(wallet_events)
+                .values(event_id=event.event_id, at_ms=event.at_ms, event=event.SerializeToString())
+                .on_conflict_do_nothing()
+            )
+            if result.rowcount != 1:
+                return False
+            for player in wallet_players(event):
+                await conn.execute(
+                    self._insert(wallet_event_players)
+                    .values(player_id=player, event_id=event.event_id)
+                    .on_conflict_do_nothing()
+                )
+        return True
+
+    async def archived_events(self, player: str | None = None) -> list[tuple[str, bytes]]:
+        games = select(matches.c.ended_ms.label("at"), matches.c.event)
+        money = select(wallet_events.c.at_ms.label("at"), wallet_events.c.event)
+        if player is not None:
+            games = games.join(match_players, match_players.c.match_id == matches.c.match_id).where(
+                match_players.c.player_id == player
+            )
+            money = money.join(
+                wallet_event_players, wallet_event_players.c.event_id == wallet_events.c.event_id
+            ).where(wallet_event_players.c.player_id == player)
+        async with self.engine.connect() as conn:
+            found = [(r.at, TABLE_EVENTS, bytes(r.event)) for r in await conn.execute(games)]
+            found += [(r.at, WALLET_EVENTS, bytes(r.event)) for r in await conn.execute(money)]
+        return [(topic, raw) for _, topic, raw in sorted(found, key=lambda f: f[0])]
 
     async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:
         touched: list[tuple[str, str, str]] = []

@@ -57,6 +57,7 @@ class LobbyStatus(StrEnum):
 IN_ANOTHER_MATCH = "in_another_match"  # a close reason: "in_another_match:<player>"
 LIVE_FOR_S = 6 * 3600  # a table dealt longer ago than this drops off the live list
 REQUEST_TTL_S = 86_400  # a client's request id answers its retries this long
+PENDING_TTL_S = 30  # a call's claim on its request id before it has seated anyone
 WAGERED_HOLD_TTL_S = 7 * 86_400  # longer than any wagered match lasts
 PENDING = "pending"
 DEAL_RESUME_S = money_keys.DEAL_WINDOW_S  # a deal older than this is settled, not driven on
@@ -664,8 +665,10 @@ class Lobby:
             return await act()
         mine = retry.value(f"{PENDING}:{secrets.token_hex(6)}")
         for _ in range(200):
+            # A claim lives PENDING_TTL_S until the call binds a table to it: one whose process
+            # died mid-call does not hold the id for a day.
             held = await self.store.hold(
-                "request", retry.player_id, retry.request_id, mine, "", REQUEST_TTL_S
+                "request", retry.player_id, retry.request_id, mine, "", PENDING_TTL_S
             )
             if held is None:
                 break

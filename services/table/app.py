@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Mapping
 
 import grpc
@@ -11,8 +12,9 @@ from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common import kafka, tracing
 from services.common.balanced import wallet_channel
 from services.common.deps import redis_check, redis_client
+from services.common.event_log import Committed, Forgetful, Incarnation, TopicKeeper, Topics
 from services.common.service import ServiceApp, base_app
-from services.common.topics import TABLE_EVENTS, Namespace
+from services.common.topics import TABLE_EVENTS
 from services.table.api import TableServicer
 from services.table.clock import ClockWorker
 from services.table.metrics import TableMetrics
@@ -23,6 +25,7 @@ from services.table.store import TableStore
 from services.table.tables import TableCore
 from services.table.wallet_port import GrpcWallet
 
+log = logging.getLogger("bg.table")
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
 # The live-tables gauge reads one counter per owned shard: every 10 s is plenty for a dashboard.
 GAUGE_S = 10.0
@@ -64,14 +67,27 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(core), server)
         return [SERVICE_NAME]
 
+    # The events' way out: one topic on a durable Kafka; generations, bounded, on a broker that
+    # may forget, with this service's relays and keepers looking after them.
+    event_log = kafka.event_log(settings)
+    forgetful: Forgetful | None = None
+    keeper: TopicKeeper | None = None
+    if event_log.embedded:
+        incarnation = Incarnation(settings.kafka_bootstrap, event_log)
+        committed = Committed(settings.kafka_bootstrap, event_log.namespace)
+        topics = Topics(settings.kafka_bootstrap, event_log.partitions)
+        forgetful = Forgetful(event_log, incarnation, committed, topics)
+        keeper = TopicKeeper(settings.kafka_bootstrap, event_log, incarnation, committed)
     relay = EventRelay(
         store,
         lambda: kafka.producer(
             settings.kafka_bootstrap, settings.kafka_idempotence, f"{replica}-relay"
         ),
         metrics,
-        topic=Namespace(settings.kafka_namespace).topic(TABLE_EVENTS),
+        topic=event_log.namespace.topic(TABLE_EVENTS),
         leases=leases,
+        forgetful=forgetful,
+        sweep_s=settings.relay_sweep_s,
     )
 
     async def start() -> None:
@@ -85,10 +101,15 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         if settings.relay:  # the per-table event streams into Kafka
             core.on_commit = relay.committed
             background.spawn("relay", relay.run(background.stop))
+        if keeper is not None:
+            background.every("topic-keeper", max(1.0, event_log.rotate_s / 4), keeper.step, log)
         background.every("gauges", GAUGE_S, lambda: _gauges(store, leases, metrics))
 
     async def close() -> None:
         await relay.close()
+        if forgetful is not None and keeper is not None:
+            await keeper.close()
+            await forgetful.close()
         for channel in channels:
             await channel.close(None)
         await redis.aclose()

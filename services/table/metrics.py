@@ -62,3 +62,9 @@ class TableMetrics:
         self.relayed = Counter(
             "bg_table_relayed_events_total", "Table events published to Kafka.", registry=r
         )
+        self.unconfirmed_age = Gauge(
+            "bg_table_relay_unconfirmed_seconds",
+            "Embedded log: how long ago the oldest table record some consumer group has not "
+            "read yet was relayed.",
+            registry=r,
+        )

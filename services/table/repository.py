@@ -29,6 +29,7 @@ class TableRepository(Protocol):
         meta: TableMeta | None = None,
         update: bytes = b"",
         record: dict[str, Any] | None = None,
+        kinds: list[str] | None = None,
     ) -> CommitResult:
         """All or nothing: the new state at seq + len(events) if the table is at
         `expected_seq` (None creates it: EXISTS if it is there), the events appended, the

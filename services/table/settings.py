@@ -7,10 +7,14 @@ from dataclasses import dataclass
 
 from services.common.settings import (
     EventLoop,
+    KafkaLog,
     ServiceSettings,
     kafka_bootstrap_setting,
     kafka_idempotence_setting,
+    kafka_log_setting,
     kafka_namespace_setting,
+    kafka_partitions_setting,
+    kafka_rotate_setting,
     load,
     redis_url_setting,
     setting,
@@ -28,6 +32,9 @@ class TableSettings(ServiceSettings):
     redis_url: str = redis_url_setting()
     kafka_bootstrap: str = kafka_bootstrap_setting()
     kafka_namespace: str = kafka_namespace_setting()
+    kafka_log: KafkaLog = kafka_log_setting()
+    kafka_rotate_s: float = kafka_rotate_setting()
+    kafka_partitions: int = kafka_partitions_setting()
     kafka_idempotence: bool = kafka_idempotence_setting()
     wallet_addr: str = wallet_addr_setting()
     clock_scale: float = setting(
@@ -35,6 +42,13 @@ class TableSettings(ServiceSettings):
     )
     clock_workers: bool = setting("BG_TABLE_CLOCKS", True, "Run the clock worker in this replica.")
     relay: bool = setting("BG_TABLE_RELAY", True, "Run the Kafka relay in this replica.")
+    relay_sweep_s: float = setting(
+        "BG_TABLE_RELAY_SWEEP_S",
+        5.0,
+        "Seconds between the relay's looks at every pending table of its shards (a replica's "
+        "own commits leave at once; this finds those of replicas that died before relaying).",
+        min=0.05,
+    )
     cache_size: int = setting(
         "BG_TABLE_CACHE_SIZE",
         4096,

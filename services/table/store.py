@@ -58,9 +58,14 @@ if ARGV[5] ~= '' then
 end
 if ARGV[1] ~= '-1' and cur ~= ARGV[1] then return {'CONFLICT', cur} end
 local seq = tonumber(cur)
-local n = #ARGV - 11
+local n = (#ARGV - 11) / 2
 for i = 1, n do
-  redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[11 + i])
+  -- 'k': the event's kind; 'n' on a commit's first event: how many it made (the relay's record)
+  if i == 1 then
+    redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[11 + i], 'k', ARGV[11 + n + i], 'n', n)
+  else
+    redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[11 + i], 'k', ARGV[11 + n + i])
+  end
 end
 if ARGV[9] ~= '' then
   redis.call('SET', KEYS[7], ARGV[9], 'EX', RECORD_TTL)
@@ -96,10 +101,20 @@ return 1
 
 # After the relay published up to ARGV[1]: move the pointer forward, unmark when caught up.
 # A finished table whose events are all on Kafka starts its grace period: its keys expire.
+# On a broker that may forget (ARGV[3..6]: generation, partition, offset, incarnation of the
+# last record), where that record went is kept, and the table stays in its shard's
+# unconfirmed set (KEYS[5], ARGV[7]: now) until every group has read it.
 _RELAY_ACK = """
 local relayed = tonumber(redis.call('HGET', KEYS[1], 'relayed') or '0')
 local upto = tonumber(ARGV[1])
 if upto > relayed then redis.call('HSET', KEYS[1], 'relayed', upto); relayed = upto end
+if ARGV[3] then
+  redis.call('HSET', KEYS[1], 'rg', ARGV[3], 'rp', ARGV[4], 'ro', ARGV[5], 'ri', ARGV[6],
+             'rs', upto)
+  if upto > tonumber(redis.call('HGET', KEYS[1], 'consumed') or '0') then
+    redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2])
+  end
+end
 local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
 if relayed >= seq then
   redis.call('ZREM', KEYS[2], ARGV[2])
@@ -115,6 +130,32 @@ end
 return relayed
 """.replace("FINISHED_TTL", str(FINISHED_TTL_S))
 
+# Every group has read the table's events up to ARGV[1]: move `consumed`; out of the shard's
+# unconfirmed set (KEYS[2]) once it reaches the relayed pointer.
+_CONFIRM = """
+local consumed = tonumber(redis.call('HGET', KEYS[1], 'consumed') or '0')
+local upto = tonumber(ARGV[1])
+if upto > consumed then redis.call('HSET', KEYS[1], 'consumed', upto); consumed = upto end
+if consumed >= tonumber(redis.call('HGET', KEYS[1], 'relayed') or '0') then
+  redis.call('ZREM', KEYS[2], ARGV[2])
+end
+return consumed
+"""
+
+# The broker forgot what it held (a new incarnation): relay the table again from `consumed`,
+# the last seq every group had read. KEYS: the table, its shard's relay and unconfirmed sets.
+_REPLAY = """
+if not redis.call('HGET', KEYS[1], 'seq') then
+  redis.call('ZREM', KEYS[3], ARGV[1]); return 0
+end
+local consumed = redis.call('HGET', KEYS[1], 'consumed') or '0'
+redis.call('HSET', KEYS[1], 'relayed', consumed)
+redis.call('HDEL', KEYS[1], 'rg', 'rp', 'ro', 'ri', 'rs')
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[1])
+return 1
+"""
+
 _UNLOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -123,6 +164,35 @@ return 0
 
 def _relay_lock(table_id: str) -> str:
     return "relay:lock:" + shard_tag(shard_of(table_id)) + ":" + table_id
+
+
+_RELAY_FIELDS = ("relayed", "consumed", "rg", "rp", "ro", "ri")
+
+
+def _relay_state(raw: list[Any]) -> RelayState:
+    relayed, consumed, gen, partition, offset, incarnation = raw
+    return RelayState(
+        relayed=int(relayed or 0),
+        consumed=int(consumed or 0),
+        gen=int(gen) if gen is not None else -1,
+        partition=int(partition or 0),
+        offset=int(offset) if offset is not None else -1,
+        incarnation=incarnation.decode() if incarnation else "",
+    )
+
+
+def _entry(eid: bytes, fields: dict[bytes, bytes]) -> Entry:
+    return Entry(
+        int(eid.split(b"-")[0]),
+        fields[b"e"],
+        fields.get(b"k", b"").decode(),
+        int(fields.get(b"n", b"0")),
+    )
+
+
+def unconfirmed_key(shard: int) -> str:
+    """The shard's tables whose last relayed records some group may not have read yet."""
+    return "relay:u:" + shard_tag(shard)
 
 
 def commands_key(table_id: str) -> str:
@@ -144,6 +214,30 @@ class TableMeta(TypedDict):
     table_id: str
     match_id: str
     player_ids: list[str]  # by seat
+
+
+@dataclass(frozen=True)
+class RelayState:
+    """What the relay knows of a table: its pointers and, on a broker that may forget, where its
+    last record went (generation, partition, offset, incarnation; gen -1: nowhere yet)."""
+
+    relayed: int
+    consumed: int = 0
+    gen: int = -1
+    partition: int = 0
+    offset: int = -1
+    incarnation: str = ""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One event as the relay reads the stream: its seq and bytes, its kind, and on a commit's
+    first event how many the commit made (0: not a first event, or written before kinds)."""
+
+    seq: int
+    data: bytes
+    kind: str
+    opens: int
 
 
 @dataclass(frozen=True)
@@ -186,6 +280,8 @@ class TableStore:
         self._commit = client.register_script(_COMMIT)
         self._reschedule = client.register_script(_RESCHEDULE)
         self._relay_ack = client.register_script(_RELAY_ACK)
+        self._confirm = client.register_script(_CONFIRM)
+        self._replay = client.register_script(_REPLAY)
         self._unlock = client.register_script(_UNLOCK)
 
     async def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
@@ -214,10 +310,13 @@ class TableStore:
         meta: TableMeta | None = None,
         update: bytes = b"",
         record: dict[str, Any] | None = None,
+        kinds: list[str] | None = None,
     ) -> CommitResult:
         """Atomically apply a transition. `expected_seq=None` creates the table. `update` is
         published to the table's gateways once committed; `record` (the match record, when this
-        commit ends the match) is stored with it."""
+        commit ends the match) is stored with it; `kinds` name the events (the relay's record
+        headers)."""
+        kinds = kinds if kinds is not None else [""] * len(events)
         shard = shard_of(table_id)
         args: list[Any] = [
             "-1" if expected_seq is None else str(expected_seq),
@@ -232,6 +331,7 @@ class TableStore:
             WAKE_CHANNEL,
             str(shard),
             *events,
+            *kinds,
         ]
         keys = [
             table_key(table_id), stream_key(table_id), clocks_key(shard), commands_key(table_id),
@@ -337,37 +437,86 @@ class TableStore:
 
     async def lease_for_relay(
         self, table_ids: list[str], token: str, ttl_ms: int
-    ) -> dict[str, int]:
-        """Lease each table for relaying; {leased table: its relayed pointer}. One round trip."""
+    ) -> dict[str, RelayState]:
+        """Lease each table for relaying; {leased table: what the relay knows of it}. One round
+        trip."""
         pipe = self.redis.pipeline(transaction=False)
         for table_id in table_ids:
             pipe.set(_relay_lock(table_id), token, nx=True, px=ttl_ms)
-            pipe.hget(table_key(table_id), "relayed")
+            pipe.hmget(table_key(table_id), list(_RELAY_FIELDS))
         replies = await pipe.execute()
         return {
-            table_id: int(replies[2 * i + 1] or 0)
+            table_id: _relay_state(replies[2 * i + 1])
             for i, table_id in enumerate(table_ids)
             if replies[2 * i]
         }
 
-    async def events_after(self, pointers: dict[str, int]) -> dict[str, list[tuple[int, bytes]]]:
+    async def events_after(self, pointers: dict[str, int]) -> dict[str, list[Entry]]:
         """Each table's events after its pointer (at most 500 each). One round trip."""
         pipe = self.redis.pipeline(transaction=False)
         for table_id, after in pointers.items():
             pipe.xrange(stream_key(table_id), min=f"({after}-0", count=500)
         replies = await pipe.execute()
         return {
-            table_id: stream_entries(entries)
+            table_id: [_entry(eid, fields) for eid, fields in entries]
             for table_id, entries in zip(pointers, replies, strict=True)
         }
 
-    async def relay_ack_many(self, upto: dict[str, int]) -> None:
-        """Move each table's relayed pointer (unmarking caught-up tables). One round trip."""
-        calls = [
-            ([table_key(t), relay_key(shard_of(t)), stream_key(t), commands_key(t)], [seq, t])
-            for t, seq in upto.items()
-        ]
+    async def relay_ack_many(
+        self,
+        upto: dict[str, int],
+        where: dict[str, tuple[int, int, int, str]] | None = None,
+        now_ms: int = 0,
+    ) -> None:
+        """Move each table's relayed pointer (unmarking caught-up tables). With `where` (a
+        broker that may forget), keep where each table's last record went and mark the table
+        unconfirmed. One round trip."""
+        calls = []
+        for t, seq in upto.items():
+            shard = shard_of(t)
+            keys = [table_key(t), relay_key(shard), stream_key(t), commands_key(t)]
+            args: list[Any] = [seq, t]
+            if where is not None and t in where:
+                keys.append(unconfirmed_key(shard))
+                args += [*where[t], now_ms]
+            calls.append((keys, args))
         await self._run_many(self._relay_ack, calls)
+
+    async def unconfirmed(
+        self, shards: Iterable[int], limit: int = 200
+    ) -> tuple[dict[str, RelayState], int | None]:
+        """Tables whose last records some group may not have read, over `shards`, and the ms
+        the oldest of them was relayed (None: none). Two round trips."""
+        replies = await self._each(
+            shards,
+            lambda pipe, s: pipe.zrange(unconfirmed_key(s), 0, limit - 1, withscores=True),
+        )
+        found = [(t.decode(), int(at)) for items in replies.values() for t, at in items]
+        if not found:
+            return {}, None
+        tables = [t for t, _ in found]
+        pipe = self.redis.pipeline(transaction=False)
+        for table_id in tables:
+            pipe.hmget(table_key(table_id), list(_RELAY_FIELDS))
+        states = await pipe.execute()
+        oldest = min(at for _, at in found)
+        return {t: _relay_state(raw) for t, raw in zip(tables, states, strict=True)}, oldest
+
+    async def confirm_many(self, upto: dict[str, int]) -> None:
+        """Every group has read these tables' events up to the seqs given. One round trip."""
+        calls = [
+            ([table_key(t), unconfirmed_key(shard_of(t))], [seq, t]) for t, seq in upto.items()
+        ]
+        await self._run_many(self._confirm, calls)
+
+    async def replay_many(self, table_ids: Iterable[str], now_ms: int) -> None:
+        """The broker forgot: relay these tables again from what every group had read. One
+        round trip."""
+        calls = [
+            ([table_key(t), relay_key(shard_of(t)), unconfirmed_key(shard_of(t))], [t, now_ms])
+            for t in table_ids
+        ]
+        await self._run_many(self._replay, calls)
 
     async def release_relay(self, table_ids: list[str], token: str) -> None:
         await self._run_many(self._unlock, [([_relay_lock(t)], [token]) for t in table_ids])

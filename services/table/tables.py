@@ -502,6 +502,7 @@ class TableCore:
             meta if new_meta else None,
             update.SerializeToString(),
             record,
+            [str(ev.WhichOneof("body")) for ev in events],
         )
         if result.status is CommitStatus.OK:
             self.cache.put(table_id, Loaded(result.seq, out.state, meta, base.relayed))

@@ -3,6 +3,7 @@ reconciler."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +13,7 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common import kafka, tracing
 from services.common.balanced import table_channel
 from services.common.deps import sql_check, sql_engine
+from services.common.event_log import Committed, Forgetful, Incarnation, TopicKeeper, Topics
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS, Namespace
 from services.wallet.api import WalletServicer
@@ -23,6 +25,7 @@ from services.wallet.outbox import OutboxRelay
 from services.wallet.reconciler import GrpcOutcomes, Reconciler
 from services.wallet.settings import load_settings
 
+log = logging.getLogger("bg.wallet")
 SERVICE_NAME = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
 AUDIT_S = 5.0  # the escrow and invariant gauges
 
@@ -38,6 +41,17 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     engine = sql_engine(settings.database_url)
     ledger = Ledger(engine, settings.fee_bps)
     ledger.on_operation = lambda outcome: _observe(metrics, outcome)
+    # On a broker that may forget: where the outbox's rows went, confirmed by the groups'
+    # offsets, and a keeper of the topics' generations (the table service runs them too).
+    event_log = kafka.event_log(settings)
+    forgetful: Forgetful | None = None
+    keeper: TopicKeeper | None = None
+    if event_log.embedded:
+        incarnation = Incarnation(settings.kafka_bootstrap, event_log)
+        committed = Committed(settings.kafka_bootstrap, namespace)
+        topics = Topics(settings.kafka_bootstrap, event_log.partitions)
+        forgetful = Forgetful(event_log, incarnation, committed, topics)
+        keeper = TopicKeeper(settings.kafka_bootstrap, event_log, incarnation, committed)
     relay = OutboxRelay(
         engine,
         lambda: kafka.producer(
@@ -46,6 +60,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         metrics,
         settings.relay_interval_s,
         namespace=namespace,
+        forgetful=forgetful,
     )
     # Settlements and refunds from the tables' events.
     handler = TableEventsHandler(ledger, metrics)
@@ -63,11 +78,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         return [SERVICE_NAME]
 
     def make_consumer() -> Any:  # aiokafka: untyped
-        return kafka.consumer(
-            settings.kafka_bootstrap,
-            namespace.group("wallet"),
-            namespace.topic(TABLE_EVENTS),
-            client_id=replica,
+        return kafka.consumer_of(
+            settings,
+            "wallet",
+            (TABLE_EVENTS,),
+            replica,
+            forgetful.incarnation if forgetful else None,
+            settings.consumer_share,
         )
 
     async def start() -> None:
@@ -75,6 +92,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         await _audit(metrics, ledger)  # gauges set before start completes (then every AUDIT_S)
         background = app.background
         background.spawn("outbox-relay", relay.run(background.stop))
+        if keeper is not None:
+            background.every("topic-keeper", max(1.0, event_log.rotate_s / 4), keeper.step, log)
         if settings.consume_table_events:
             background.spawn(
                 "consumer",
@@ -103,6 +122,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     async def close() -> None:
         await relay.close()
+        if forgetful is not None and keeper is not None:
+            await keeper.close()
+            await forgetful.close()
         for channel in channels:
             await channel.close(None)
         await engine.dispose()

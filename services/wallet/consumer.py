@@ -5,8 +5,9 @@ The idempotency keys come from services/common/money_keys.py (`settle:<match>`,
 `refund:<match>`, `capture:<hold>`), shared with the table service and the reconciler, so
 duplicate and reordered deliveries, a replay of the whole topic, and the other paths do each
 thing exactly once; whichever of settle or refund comes first wins, the other is skipped.
-Events of one table arrive in order (one partition), so a take or a boost is captured before
-its match settles; settlement releases whatever hold is still open.
+Events of one table arrive in order (one partition; across an embedded log's generations the
+table relay keeps the order), so a take or a boost is captured before its match settles;
+settlement releases whatever hold is still open.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from typing import Any
 from bg.events.v1 import events_pb2
 from services.common import kafka, money_keys
 from services.common.errors import ServiceError
+from services.common.event_records import table_events
 from services.wallet.ledger import Ledger
 from services.wallet.metrics import WalletMetrics
 
 log = logging.getLogger("bg.wallet.consumer")
+# The kinds of table events the wallet acts on: a record holding none of them is not decoded.
+WANTED = frozenset({"match_ended", "match_closed", "double_taken", "boost_applied"})
 
 
 class TableEventsHandler:
@@ -30,7 +34,7 @@ class TableEventsHandler:
         self.metrics = metrics
 
     async def handle(self, raw: bytes) -> str:
-        """Apply one table event; returns what happened (for metrics and tests)."""
+        """Apply one serialized table event; returns what happened (for metrics and tests)."""
         event = events_pb2.TableEvent()
         try:
             event.ParseFromString(raw)
@@ -38,6 +42,19 @@ class TableEventsHandler:
             # Not retryable: the bytes will never decode. Loud, counted, and skipped.
             log.error("undecodable table event skipped", extra={"size": len(raw)})
             return self._count("undecodable", "undecodable")
+        return await self.handle_event(event)
+
+    async def handle_record(self, value: bytes, headers: Any) -> list[str]:
+        """A Kafka record: one commit's events (or one event, from earlier releases). A record
+        whose kinds header names nothing the wallet acts on is skipped unread."""
+        try:
+            events = table_events(value, headers, WANTED)
+        except Exception:
+            log.error("undecodable table events skipped", extra={"size": len(value)})
+            return [self._count("undecodable", "undecodable")]
+        return [await self.handle_event(event) for event in events]
+
+    async def handle_event(self, event: events_pb2.TableEvent) -> str:
         kind = event.WhichOneof("body")
         m = event.match_id
         if kind == "match_ended":
@@ -92,7 +109,7 @@ async def consume(handler: TableEventsHandler, consumer: Any, stop: asyncio.Even
             batches = await consumer.getmany(timeout_ms=500, max_records=200)
             for records in batches.values():
                 for record in records:
-                    await handler.handle(record.value)
+                    await handler.handle_record(record.value, record.headers)
             await committer.tick(bool(batches))
         await committer.flush()
     finally:

@@ -2,6 +2,13 @@
 
 A row is marked published only after Kafka acknowledged it, so a crash between commit and publish
 (or between publish and marking) only delays or repeats an event; consumers dedupe on event_id.
+A pass sends its rows together (in id order, so per key in the ledger's order) and waits for
+every acknowledgement once: one produce request, not one per row.
+
+On a broker that may forget (services/common/event_log.py, embedded mode) each row goes to the
+topic's current generation and remembers where (generation, partition, offset, incarnation);
+it is confirmed once every group reading the topic has committed past it, and a row the broker
+forgot (another incarnation) is published again. Only confirmed rows are pruned.
 """
 
 from __future__ import annotations
@@ -9,26 +16,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
+from aiokafka import TopicPartition
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.common.backoff import Backoff, pause
 from services.common.clock import now_ms as now
+from services.common.event_log import Forgetful, confirmed
 from services.common.topics import PLAIN, Namespace
 from services.wallet.metrics import WalletMetrics
 from services.wallet.schema import outbox
 
 log = logging.getLogger("bg.wallet.outbox")
 BATCH = 500
+CONFIRM_S = 1.0  # how often sent rows are checked against the groups' offsets (embedded mode)
 
 
 class Publisher(Protocol):
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
-    async def send_and_wait(self, topic: str, value: bytes, key: bytes) -> object: ...
+    async def send(self, topic: str, value: bytes, key: bytes) -> Awaitable[Any]: ...
 
 
 class OutboxRelay:
@@ -40,26 +50,28 @@ class OutboxRelay:
         interval_s: float,
         keep_published_s: float = 86_400.0,
         namespace: Namespace = PLAIN,
+        forgetful: Forgetful | None = None,
     ) -> None:
         self.engine = engine
         self.namespace = namespace  # rows name the logical topic; the broker's carries the prefix
+        self.forgetful = forgetful
         self.make_publisher = make_publisher  # built inside the running loop, on first use
         self.publisher: Publisher | None = None
         self.metrics = metrics
         self.interval_s = interval_s
         self.keep_published_s = keep_published_s
         self._pruned_at = 0.0
+        self._confirmed_at = 0.0
 
     async def prune(self, now_ms: int | None = None) -> int:
         """Delete rows published more than `keep_published_s` ago (the ledger's operations
         and transfers are the record; the outbox is only the way out). Returns rows deleted."""
         now_ms = now() if now_ms is None else now_ms
         cutoff = now_ms - int(self.keep_published_s * 1000)
+        done = outbox.c.confirmed_ms if self.forgetful is not None else outbox.c.published_ms
         async with self.engine.begin() as conn:
             result = await conn.execute(
-                delete(outbox).where(
-                    outbox.c.published_ms.is_not(None), outbox.c.published_ms < cutoff
-                )
+                delete(outbox).where(done.is_not(None), outbox.c.published_ms < cutoff)
             )
         return int(result.rowcount or 0)
 
@@ -81,20 +93,87 @@ class OutboxRelay:
             publisher = self.make_publisher()
             await publisher.start()
             self.publisher = publisher
+        targets: dict[str, tuple[int, str, str]] = {}  # logical -> (gen, topic, incarnation)
+        if self.forgetful is not None:
+            at = now()
+            for logical in {r.topic for r in rows}:
+                targets[logical] = await self.forgetful.target(logical, at)
+        futures = []
         for row in rows:  # in order: per-key order on Kafka follows the ledger's order
-            await self.publisher.send_and_wait(
-                self.namespace.topic(row.topic), row.payload, row.key.encode()
-            )
+            topic = targets[row.topic][1] if targets else self.namespace.topic(row.topic)
+            futures.append(await self.publisher.send(topic, row.payload, row.key.encode()))
+        acks = await asyncio.gather(*futures, return_exceptions=True)
+        if failed := next((a for a in acks if isinstance(a, BaseException)), None):
+            raise failed
+        published = now()
         async with self.engine.begin() as conn:
-            await conn.execute(
-                update(outbox)
-                .where(outbox.c.id.in_([r.id for r in rows]))
-                .values(published_ms=now())
-            )
+            if self.forgetful is None:
+                await conn.execute(
+                    update(outbox)
+                    .where(outbox.c.id.in_([r.id for r in rows]))
+                    .values(published_ms=published)
+                )
+            else:
+                for row, ack in zip(rows, acks, strict=True):
+                    meta: Any = ack  # aiokafka's RecordMetadata
+                    gen, _, incarnation = targets[row.topic]
+                    await conn.execute(
+                        update(outbox)
+                        .where(outbox.c.id == row.id)
+                        .values(
+                            published_ms=published, sent_gen=gen, sent_partition=meta.partition,
+                            sent_offset=meta.offset, sent_incarnation=incarnation,
+                        )
+                    )  # fmt: skip
         if self.metrics:
             self.metrics.published.inc(len(rows))
         await self._gauge()
         return len(rows)
+
+    async def confirm_once(self) -> int:
+        """Confirm the rows every reading group has committed past; publish again the rows the
+        broker forgot. Returns how many were confirmed (embedded mode; 0 otherwise)."""
+        if self.forgetful is None:
+            return 0
+        f = self.forgetful
+        async with self.engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    select(
+                        outbox.c.id, outbox.c.topic, outbox.c.sent_gen, outbox.c.sent_partition,
+                        outbox.c.sent_offset, outbox.c.sent_incarnation,
+                    )
+                    .where(outbox.c.confirmed_ms.is_(None), outbox.c.published_ms.is_not(None))
+                    .order_by(outbox.c.id)
+                    .limit(BATCH)
+                )
+            ).all()  # fmt: skip
+        if not rows:
+            return 0
+        incarnation = await f.incarnation.current()
+        forgotten = [r.id for r in rows if r.sent_incarnation != incarnation]
+        kept = [r for r in rows if r.sent_incarnation == incarnation]
+        where = {
+            r.id: TopicPartition(f.log.topic(r.topic, r.sent_gen, incarnation), r.sent_partition)
+            for r in kept
+        }
+        read: dict[TopicPartition, dict[str, int | None]] = {}
+        for logical in {r.topic for r in kept}:
+            tps = {where[r.id] for r in kept if r.topic == logical}
+            read.update(await f.committed.of(logical, tps))
+        done = [r.id for r in kept if confirmed(read[where[r.id]], r.sent_offset)]
+        async with self.engine.begin() as conn:
+            if forgotten:
+                log.warning("the broker forgot outbox rows: publishing them again",
+                            extra={"rows": len(forgotten)})  # fmt: skip
+                await conn.execute(
+                    update(outbox).where(outbox.c.id.in_(forgotten)).values(published_ms=None)
+                )
+            if done:
+                await conn.execute(
+                    update(outbox).where(outbox.c.id.in_(done)).values(confirmed_ms=now())
+                )
+        return len(done)
 
     async def _gauge(self) -> None:
         if self.metrics is None:
@@ -121,6 +200,9 @@ class OutboxRelay:
                     self._pruned_at = time.monotonic()
                     await self.prune()
                 published = await self.publish_once()
+                if time.monotonic() - self._confirmed_at >= CONFIRM_S:
+                    self._confirmed_at = time.monotonic()
+                    await self.confirm_once()
                 backoff.reset()
                 if published:
                     continue

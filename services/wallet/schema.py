@@ -113,5 +113,12 @@ outbox = Table(
     Column("payload", LargeBinary, nullable=False),
     Column("created_ms", BigInteger, nullable=False),
     Column("published_ms", BigInteger, nullable=True),
+    # Where a row went on a broker that may forget, and when every group had read it (0005).
+    Column("sent_gen", BigInteger, nullable=True),
+    Column("sent_partition", Integer, nullable=True),
+    Column("sent_offset", BigInteger, nullable=True),
+    Column("sent_incarnation", String(32), nullable=True),
+    Column("confirmed_ms", BigInteger, nullable=True),
     Index("ix_outbox_unpublished", "published_ms", "id"),
+    Index("ix_outbox_unconfirmed", "confirmed_ms", "published_ms", "id"),
 )

@@ -6,11 +6,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.settings import (
+    KafkaLog,
     ServiceSettings,
+    consumer_share_setting,
     database_url_setting,
     kafka_bootstrap_setting,
     kafka_idempotence_setting,
+    kafka_log_setting,
     kafka_namespace_setting,
+    kafka_partitions_setting,
+    kafka_rotate_setting,
     load,
     setting,
     table_addrs_setting,
@@ -24,6 +29,10 @@ class WalletSettings(ServiceSettings):
     database_url: str = database_url_setting("sqlite+aiosqlite:///.data/wallet.db")
     kafka_bootstrap: str = kafka_bootstrap_setting()
     kafka_namespace: str = kafka_namespace_setting()
+    kafka_log: KafkaLog = kafka_log_setting()
+    kafka_rotate_s: float = kafka_rotate_setting()
+    kafka_partitions: int = kafka_partitions_setting()
+    consumer_share: str = consumer_share_setting()
     kafka_idempotence: bool = kafka_idempotence_setting()
     operator_token: str = setting(
         "BG_WALLET_OPERATOR_TOKEN",

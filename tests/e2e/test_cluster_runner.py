@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from infra.runner import Cluster, ClusterConfig, StartupError
-from services.common.topics import Namespace
+from services.common.topics import TOPICS, Namespace
 from tests.helpers import kafka_namespace
 
 pytestmark = pytest.mark.e2e
@@ -67,9 +67,15 @@ def test_make_up_serves_everything_and_sigterm_leaves_no_process(tmp_path: Path)
             time.sleep(0.1)
         assert rows is not None and code == 0, (tmp_path / "up.log").read_text()
         assert sorted({r["name"] for r in rows}) == [
-            "bots", "gateway", "kafka", "leaderboard", "matchmaking", "seaweedfs", "table",
-            "valkey", "wallet",
-        ]  # fmt: skip
+            "bots",
+            "gateway",
+            "kafka",
+            "leaderboard",
+            "matchmaking",
+            "table",
+            "valkey",
+            "wallet",
+        ]  # fmt: skip  (Tansu on memory: no SeaweedFS unless --kafka-storage s3)
         assert sum(r["name"] == "table" for r in rows) == 2
         # Services by their gRPC health, infrastructure by its own check of what it serves.
         assert all(r["status"] == "SERVING" for r in rows)
@@ -77,7 +83,7 @@ def test_make_up_serves_everything_and_sigterm_leaves_no_process(tmp_path: Path)
         state = json.loads((data / "cluster.json").read_text())
         pids = [s["pid"] for s in state["services"]] + [p["pid"] for p in state["infra"]]
         pids.append(state["runner_pid"])
-        assert len(pids) == 11
+        assert len(pids) == 10  # 7 services, Valkey, Tansu, the runner
 
         make.send_signal(signal.SIGTERM)  # to make itself, not its process group
         make.wait(timeout=20)
@@ -145,10 +151,12 @@ async def test_supervision_restarts_what_dies_and_stop_leaves_nothing(
         assert [s["instance"] for s in state["services"]] == [
             "gateway", "matchmaking", "table-1", "wallet", "leaderboard", "bots",
         ]  # fmt: skip
-        # On the shared broker this cluster's consumers sit in groups of its own namespace, on
-        # topics of its own: a wallet killed below never holds another cluster's partitions.
+        # On the shared broker this cluster's events are in topics of its own namespace: the
+        # generations of its embedded log (a partition each for one wallet and one
+        # leaderboard), its incarnation marker; its groups carry the prefix too.
         namespace = Namespace(state["kafka_namespace"])
-        assert await _members(kafka_bootstrap, namespace) == {"wallet": 1, "leaderboard": 1}
+        generations = await _generations(kafka_bootstrap, namespace)
+        assert all(len(p) >= 2 and set(p) == {1} for p in generations.values()), generations
         victim = next(i for i in cluster.instances if i.name == "wallet")
         assert victim.process is not None and victim.process.pid is not None
         dead_pid = victim.process.pid
@@ -177,37 +185,31 @@ async def test_supervision_restarts_what_dies_and_stop_leaves_nothing(
     assert not any(_alive(p) for p in everyone)
 
 
-async def _members(bootstrap: str, namespace: Namespace) -> dict[str, int]:
-    """Members of the namespace's wallet and leaderboard groups once both are Stable (bounded);
-    and the namespace's topics must exist with their partitions."""
+async def _generations(bootstrap: str, namespace: Namespace) -> dict[str, list[int]]:
+    """The partition counts of each of the namespace's logical topics' generations, once the
+    keepers have made the current and next ones (bounded: ~30 s)."""
     from aiokafka import AIOKafkaConsumer
-    from aiokafka.admin import AIOKafkaAdminClient
 
     reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await reader.start()
     try:
-        await reader.topics()
-        parts = {t: len(reader.partitions_for_topic(t) or ()) for t in namespace.topics()}
-        assert parts == namespace.topics()
-    finally:
-        await reader.stop()
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        found: dict[str, int] = {}
-        for _ in range(150):  # ~30 s: a consumer joins its group after it serves
-            found = {}
-            for service in ("wallet", "leaderboard"):  # one per call: Tansu drops a call of two
-                for reply in await admin.describe_consumer_groups([namespace.group(service)]):
-                    for error, _, state, _, _, members in reply.groups:
-                        if error == 0 and state == "Stable":
-                            found[service] = len(members)
-            if found == {"wallet": 1, "leaderboard": 1}:
+        found: dict[str, list[int]] = {}
+        for _ in range(150):
+            cluster = await reader._client.fetch_all_metadata()
+            found = {
+                logical: [
+                    len(cluster.partitions_for_topic(t) or ())
+                    for t in namespace.generations(logical, cluster.topics()).values()
+                ]
+                for logical in TOPICS
+            }
+            if all(len(parts) >= 2 for parts in found.values()):
                 break
             await asyncio.sleep(0.2)
+        assert namespace.topic("bg-incarnation") in cluster.topics()
         return found
     finally:
-        await admin.close()
+        await reader.stop()
 
 
 async def _collect(data_dir: Path) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """Issue 24, items 10 and 11 as fault tests: while wagered matches run through the gateway on a
-cluster with its ledger on PostgreSQL and Kafka on SeaweedFS, kill -9 PostgreSQL, then
+cluster with its ledger on PostgreSQL and Kafka on SeaweedFS (`--kafka-storage s3`), kill -9
+PostgreSQL, then
 SeaweedFS. While PostgreSQL is gone or in crash recovery every wallet call answers UNAVAILABLE,
 never UNKNOWN (docs/protocol.md, "Errors"); while SeaweedFS stores nothing `bgcluster status`
 says it is not serving, and says SERVING only once an object can be written and read back again;
@@ -79,7 +80,9 @@ async def test_postgres_and_seaweedfs_killed_under_load(
     data = tmp_path / "data"
     log_path = tmp_path / "cluster.log"
     log = log_path.open("w")
-    config = ClusterConfig(data_dir=data, base_port=0, table_replicas=2, postgres=True)
+    config = ClusterConfig(
+        data_dir=data, base_port=0, table_replicas=2, postgres=True, kafka_storage="s3"
+    )
     cluster = Cluster(config, log)
     await cluster.start()
     gateway = next(i.address for i in cluster.instances if i.service == "gateway")

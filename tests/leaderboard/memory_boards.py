@@ -6,9 +6,10 @@ lost (as Redis can) and `resync` rebuilds them."""
 from __future__ import annotations
 
 from bg.events.v1 import events_pb2
+from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
 from services.leaderboard import boards
 from services.leaderboard.effects import ALL, Effects
-from services.leaderboard.store import Profile, Ranked
+from services.leaderboard.store import Profile, Ranked, wallet_players
 
 
 class MemoryBoardStore:
@@ -19,6 +20,7 @@ class MemoryBoardStore:
         self.matches: dict[str, tuple[int, bytes]] = {}  # match -> (ended ms, end event)
         self.players: dict[str, set[str]] = {}  # player -> their archived matches
         self.ranks: dict[tuple[str, str], dict[str, float]] = {}  # derived, like Redis
+        self.wallet: dict[str, tuple[int, bytes, list[str]]] = {}  # event id -> at, event, who
 
     async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:
         if event_id in self.processed:
@@ -57,6 +59,27 @@ class MemoryBoardStore:
     async def archived(self, match_id: str) -> bytes | None:
         kept = self.matches.get(match_id)
         return None if kept is None else kept[1]
+
+    async def archive_wallet(self, event: events_pb2.WalletEvent) -> bool:
+        if event.event_id in self.wallet:
+            return False
+        self.wallet[event.event_id] = (
+            event.at_ms, event.SerializeToString(), wallet_players(event)
+        )  # fmt: skip
+        return True
+
+    async def archived_events(self, player: str | None = None) -> list[tuple[str, bytes]]:
+        found = [
+            (at, TABLE_EVENTS, raw)
+            for match, (at, raw) in self.matches.items()
+            if player is None or match in self.players.get(player, set())
+        ]
+        found += [
+            (at, WALLET_EVENTS, raw)
+            for at, raw, who in self.wallet.values()
+            if player is None or player in who
+        ]
+        return [(topic, raw) for _, topic, raw in sorted(found, key=lambda f: f[0])]
 
     def _ordered(self, board: str, key: str) -> list[tuple[str, float]]:
         # Redis's order: highest score first, ties by member, highest first.

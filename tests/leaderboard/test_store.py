@@ -221,42 +221,47 @@ async def test_redelivery_and_replay_give_identical_boards(store: BoardRepositor
     assert await _boards(store) == first
 
 
-async def test_rebuild_replays_the_topics_into_empty_stores(
-    store: BoardRepository, kafka_bootstrap: str
-) -> None:
-    """The rebuild command reaches the same boards as live consumption (real Tansu)."""
-    from aiokafka import AIOKafkaProducer
-
-    from services.leaderboard.consumer import rebuild
-
-    handler = EventHandler(store)
-    run = uuid.uuid4().hex[:6]
-    events = []
-    ann, bob = f"ann{run}", f"bob{run}"
-    for topic, raw in recorded(ann, bob):  # unique ids and players: the topics are shared
+def as_tables_send(events: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """The recorded events as the table service sends them: each match end names its match and
+    carries the games before it among its moves (the record, RECORD_KINDS)."""
+    out: list[tuple[str, bytes]] = []
+    games: dict[str, list[events_pb2.TableEvent]] = {}
+    for topic, raw in events:
         if topic == TABLE_EVENTS:
             ev = events_pb2.TableEvent()
             ev.ParseFromString(raw)
-            ev.event_id = f"{run}-{ev.event_id}"
-        else:
-            ev = events_pb2.WalletEvent()  # type: ignore[assignment]
-            ev.ParseFromString(raw)
-            ev.event_id = f"{run}-{ev.event_id}"
-        events.append((topic, ev.SerializeToString()))
-    for topic, raw in events:
+            ev.match_id = f"{ev.table_id}-1"
+            kind = ev.WhichOneof("body")
+            if kind == "game_ended":
+                games.setdefault(ev.table_id, []).append(ev)
+            elif kind in ("match_ended", "match_closed"):
+                getattr(ev, kind).moves.extend(games.pop(ev.table_id, []))
+            raw = ev.SerializeToString()
+        out.append((topic, raw))
+    return out
+
+
+async def test_rebuild_and_a_players_replay_come_from_the_archive(store: BoardRepository) -> None:
+    """Issue 25: the topics keep a bounded history, so the boards are rebuilt (and a player's
+    events replayed) from the leaderboard's own archive: every finished match with its moves
+    and every wallet event it applied. The rebuild reaches the same boards as live consumption,
+    and a replay changes nothing that was applied."""
+    from services.leaderboard.consumer import rebuild, replay_player
+
+    handler = EventHandler(store)
+    ann, bob = "ann", "bob"
+    for topic, raw in as_tables_send(recorded(ann, bob)):
         await handler.handle(topic, raw)
     live = (await store.profile(ann), await store.profile(bob))
-    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, enable_idempotence=False)
-    await producer.start()
-    try:
-        for topic, raw in events:
-            await producer.send_and_wait(topic, raw, key=b"k")
-    finally:
-        await producer.stop()
-    await rebuild(handler, kafka_bootstrap)
-    # Other tests' events may share the topics; our players' standings are what must match.
+    assert live[0].trophies["all"] == 60 and live[0].league  # games, the match, the diamonds
+    archive = await store.archived_events()
+    assert {topic for topic, _ in archive} == {TABLE_EVENTS, WALLET_EVENTS}
+    assert await rebuild(handler) > 0
     assert (await store.profile(ann), await store.profile(bob)) == live
-    assert live[0].trophies["all"] == 60
+    again = await replay_player(handler, ann)
+    assert again["events"] > 0 and again["applied"] == 0  # each event id applies once
+    assert (await store.profile(ann), await store.profile(bob)) == live
+    assert await store.archived_events("nobody") == []
 
 
 async def test_service_exports_its_metrics(

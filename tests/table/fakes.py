@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from services.common.errors import ServiceError
+from services.common.event_records import table_events
 
 
 class FakeWallet:
@@ -69,7 +70,7 @@ class FakeProducer:
     """Kafka as the relay sees it: every send acknowledged at once."""
 
     def __init__(self) -> None:
-        self.sent: list[tuple[str, bytes]] = []
+        self.sent: list[tuple[str, bytes]] = []  # (key, one serialized event), in order
 
     async def start(self) -> None:
         return None
@@ -77,8 +78,11 @@ class FakeProducer:
     async def stop(self) -> None:
         return None
 
-    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[None]:
-        self.sent.append((key.decode(), value))
+    async def send(
+        self, topic: str, value: bytes, key: bytes, headers: list[tuple[str, bytes]] | None = None
+    ) -> asyncio.Future[None]:
+        for event in table_events(value, headers):  # a commit's record: its events, in order
+            self.sent.append((key.decode(), event.SerializeToString()))
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         done.set_result(None)
         return done

@@ -50,6 +50,7 @@ class MemoryTableStore:
         meta: TableMeta | None = None,
         update: bytes = b"",
         record: dict[str, Any] | None = None,
+        kinds: list[str] | None = None,
     ) -> CommitResult:
         row = self.tables.get(table_id)
         if expected_seq is None and row is not None:

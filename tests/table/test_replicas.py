@@ -21,6 +21,7 @@ from bg.table.v1 import table_pb2, table_pb2_grpc
 from engine import commands as c
 from infra.embedded import free_port
 from services.common.errors import ServiceError
+from services.common.event_records import table_events
 from services.common.topics import TABLE_EVENTS
 from services.table.clock import ClockWorker
 from services.table.store import TableStore
@@ -210,11 +211,10 @@ async def test_kill_9_one_replica_mid_match(
                 batch = await consumer.getmany(timeout_ms=500)
                 for records in batch.values():
                     for record in records:
-                        ev = events_pb2.TableEvent()
-                        ev.ParseFromString(record.value)
-                        if ev.table_id in seen:
-                            assert record.key == ev.table_id.encode()
-                            seen[ev.table_id].append(ev.seq)
+                        for ev in table_events(record.value, record.headers):
+                            if ev.table_id in seen:
+                                assert record.key == ev.table_id.encode()
+                                seen[ev.table_id].append(ev.seq)
                 expected = {t: (await load_table(store, t)).seq for t in tables}
                 if all(set(seen[t]) >= set(range(1, expected[t] + 1)) for t in tables):
                     break

@@ -102,7 +102,7 @@ class _CrashingPublisher:
     async def stop(self) -> None:
         return None
 
-    async def send_and_wait(self, topic: str, value: bytes, key: bytes) -> object:
+    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[object]:
         raise ConnectionError("killed before the broker answered")
 
 

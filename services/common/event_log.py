@@ -1,0 +1,534 @@
+"""The event log on an embedded broker that forgets: topics in generations, bounded history,
+and the outboxes as the durable log.
+
+Tansu on `memory://` (the local default: on SeaweedFS's S3 the broker and its store cost ~2 ms
+of CPU per event, measured) keeps every batch it is given, lists them all on each fetch that
+finds data, and forgets everything when it restarts. So in `embedded` mode (BG_KAFKA_LOG):
+
+- A logical topic is a series of generations, `NS.table-events.g<gen>.i<incarnation>`, a new one
+  every `rotate_s`. Producers write the current generation (a table relay the previous one, for
+  a table whose last records there are not read yet); the keeper (TopicKeeper) makes the next
+  one ahead of time and deletes one that no producer writes any more (plus a slack for a late
+  produce) once every group that reads the topic has committed its end (or, MAX_GENERATIONS
+  old, whatever a lagging group left: its lag alert has fired long before). The history the
+  broker keeps stays a few periods long, however long the cluster runs.
+- The broker's incarnation is a random id it holds in a marker topic. A restart forgets the
+  marker, a new id is drawn and every generation's name changes with it: no consumer resumes a
+  forgotten topic at an offset of another's.
+- The outboxes (the tables' Redis streams, the wallet's outbox table) are the durable log. A
+  producer remembers where each record went (generation, partition, offset, incarnation) and
+  keeps it unconfirmed until every group has committed past it (Committed); when the
+  incarnation changes, it sends the unconfirmed records again, and the consumers dedupe.
+- Consumers (GenerationConsumer) assign themselves every partition of every live generation of
+  their topics (their share of them, with several replicas), without group management: Tansu
+  stalls a group for seconds on each topic a pattern subscription adds and stops it for good
+  when a subscribed topic is deleted (both measured), while an assignment changes in place.
+
+In `kafka` mode (production Kafka: replicated, retained, durable) none of this applies: one
+topic per logical name, group-managed consumers, retention by the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError, UnknownTopicOrPartitionError
+
+from services.common.clock import now_ms
+from services.common.kafka_clients import never_create_topics
+from services.common.topics import CONSUMERS, TOPICS, Namespace
+
+log = logging.getLogger("bg.event_log")
+LogMode = Literal["kafka", "embedded"]
+MAX_GENERATIONS = 30  # a generation this many periods old is deleted, read or not
+MARKER = "bg-incarnation"  # the marker topic's logical name
+COMMIT_TIMEOUT_S = 5.0
+CALL_TIMEOUT_S = 10.0  # a call to the broker that takes longer is given up
+# The longest a produce may take (aiokafka's request timeout, 10 s, and a margin): a
+# generation is let go of and deleted only this long after its writers moved on.
+DELIVERY_SLACK_S = 15.0
+STEP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class EventLog:
+    """How a cluster's events are laid out on its broker."""
+
+    namespace: Namespace
+    mode: LogMode = "kafka"
+    rotate_s: float = 60.0
+    partitions: int = 1  # per generation (embedded mode)
+
+    @property
+    def embedded(self) -> bool:
+        return self.mode == "embedded"
+
+    def generation_at(self, at_ms: int) -> int:
+        return int(at_ms // int(self.rotate_s * 1000))
+
+    def written_until(self, gen: int) -> int:
+        """The ms after which no producer writes `gen` any more: the end of the next period (a
+        table keeps to the previous generation until its last records there are read) plus
+        the longest a produce may take (DELIVERY_SLACK_S)."""
+        return (gen + 2) * int(self.rotate_s * 1000) + int(DELIVERY_SLACK_S * 1000)
+
+    def topic(self, logical: str, gen: int, incarnation: str) -> str:
+        """Where a record goes: the logical topic itself in kafka mode, else its generation."""
+        if not self.embedded:
+            return self.namespace.topic(logical)
+        return self.namespace.generation(logical, gen, incarnation)
+
+    def marker(self) -> str:
+        return self.namespace.topic(MARKER)
+
+
+def _consumer(bootstrap: str, **options: Any) -> AIOKafkaConsumer:
+    made = AIOKafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=5000, **options)
+    never_create_topics(made._client)  # asking for a deleted generation must not remake it
+    return made
+
+
+def _admin(bootstrap: str) -> AIOKafkaAdminClient:
+    made = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+    never_create_topics(made._client)
+    return made
+
+
+TOPIC_ALREADY_EXISTS = 36  # Kafka's error codes
+UNKNOWN_TOPIC = 3
+
+
+async def create(admin: AIOKafkaAdminClient, topics: Sequence[str], partitions: int) -> None:
+    """Create topics; one another client made first is fine."""
+    response = await admin.create_topics([NewTopic(t, partitions, 1) for t in topics])
+    for name, code, message in response.topic_errors:
+        if code not in (0, TOPIC_ALREADY_EXISTS):
+            raise KafkaError(f"cannot create topic {name}: error {code} {message}")
+
+
+def confirmed(committed: dict[str, int | None], offset: int) -> bool:
+    """Whether every group's committed offset (the next one it reads) is past `offset`."""
+    return all(c is not None and c > offset for c in committed.values())
+
+
+class Incarnation:
+    """The broker's incarnation: the first record of the marker topic, drawn by whoever finds
+    the topic missing (a fresh or restarted broker). Read at most every `refresh_s`."""
+
+    def __init__(self, bootstrap: str, log_: EventLog, refresh_s: float = 1.0) -> None:
+        self.bootstrap = bootstrap
+        self.log = log_
+        self.refresh_s = refresh_s
+        self._value = ""
+        self._read_at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def current(self, fresh: bool = False) -> str:
+        async with self._lock:
+            if fresh or not self._value or time.monotonic() - self._read_at >= self.refresh_s:
+                try:
+                    # Bounded: aiokafka retries some calls to a broker that is away forever.
+                    self._value = await asyncio.wait_for(self._read_or_draw(), CALL_TIMEOUT_S)
+                except (TimeoutError, KafkaError):
+                    await self.close()  # a new reader next time
+                    raise
+                self._read_at = time.monotonic()
+            return self._value
+
+    async def _read_or_draw(self) -> str:
+        found = await self._read()
+        if found:
+            return found
+        topic = self.log.marker()
+        admin = _admin(self.bootstrap)
+        await admin.start()
+        try:
+            await create(admin, [topic], 1)
+        finally:
+            await admin.close()
+        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all")
+        never_create_topics(producer.client)
+        await producer.start()
+        try:
+            await producer.send_and_wait(topic, secrets.token_hex(4).encode(), partition=0)
+        finally:
+            await producer.stop()
+        found = await self._read()  # whoever wrote first: every reader takes offset 0
+        if not found:
+            raise KafkaError("the broker's incarnation marker could not be read back")
+        return found
+
+    async def _read(self) -> str:
+        # A reader of its own each time: one kept across a broker's restart may answer from
+        # what it fetched of the forgotten marker.
+        reader = _consumer(self.bootstrap, enable_auto_commit=False)
+        await reader.start()
+        try:
+            topic = self.log.marker()
+            cluster = await reader._client.fetch_all_metadata()
+            if not cluster.partitions_for_topic(topic):
+                return ""
+            tp = TopicPartition(topic, 0)
+            reader.assign([tp])
+            reader.seek(tp, 0)
+            for _ in range(5):
+                batch = await reader.getmany(tp, timeout_ms=500, max_records=1)
+                for record in batch.get(tp, []):
+                    return bytes(record.value).decode()
+            return ""
+        finally:
+            await reader.stop()
+
+    async def close(self) -> None:
+        self._value = ""
+
+
+class Committed:
+    """The consumer groups' committed offsets, read through an idle member-less consumer per
+    group (an OffsetFetch each; groups are never joined)."""
+
+    def __init__(self, bootstrap: str, namespace: Namespace) -> None:
+        self.bootstrap = bootstrap
+        self.namespace = namespace
+        self._observers: dict[str, AIOKafkaConsumer] = {}
+
+    async def of(
+        self, logical: str, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, dict[str, int | None]]:
+        """For each partition, every reading group's committed offset (None: none yet)."""
+        out: dict[TopicPartition, dict[str, int | None]] = {}
+        for tp in tps:
+            out[tp] = {}
+            for service in CONSUMERS[logical]:
+                observer = await self._observer(self.namespace.group(service))
+                try:
+                    found = await asyncio.wait_for(observer.committed(tp), CALL_TIMEOUT_S)
+                except (UnknownTopicOrPartitionError, TimeoutError):
+                    found = None  # not known to be read: nothing is confirmed by it
+                out[tp][service] = None if found is None else int(found)
+        return out
+
+    async def _observer(self, group: str) -> AIOKafkaConsumer:
+        found = self._observers.get(group)
+        if found is None:
+            found = _consumer(self.bootstrap, group_id=group, enable_auto_commit=False)
+            await found.start()
+            self._observers[group] = found
+        return found
+
+    async def close(self) -> None:
+        for observer in self._observers.values():
+            with contextlib.suppress(Exception):
+                await observer.stop()
+        self._observers.clear()
+
+
+class Topics:
+    """Makes sure the topics a producer is about to write exist (a restarted broker has none
+    until a keeper's next step): each is created once, idempotently, then remembered."""
+
+    def __init__(self, bootstrap: str, partitions: int) -> None:
+        self.bootstrap = bootstrap
+        self.partitions = partitions
+        self._known: set[str] = set()
+        self._admin: AIOKafkaAdminClient | None = None
+
+    def knows(self, topic: str) -> bool:
+        return topic in self._known
+
+    async def ensure(self, topics: Iterable[str]) -> None:
+        missing = sorted(set(topics) - self._known)
+        if not missing:
+            return
+        if self._admin is None:
+            admin = _admin(self.bootstrap)
+            await admin.start()
+            self._admin = admin
+        await create(self._admin, missing, self.partitions)
+        if len(self._known) > 256:  # a few per period: keep the memory bounded
+            self._known.clear()
+        self._known.update(missing)
+
+    def forget(self) -> None:
+        """The broker restarted: nothing is known to exist any more."""
+        self._known.clear()
+
+    async def close(self) -> None:
+        if self._admin is not None:
+            with contextlib.suppress(Exception):
+                await self._admin.close()
+            self._admin = None
+
+
+@dataclass(frozen=True)
+class Forgetful:
+    """What a producer needs on a broker that may forget: the layout, the broker's incarnation,
+    the groups' offsets, the topics it writes."""
+
+    log: EventLog
+    incarnation: Incarnation
+    committed: Committed
+    topics: Topics
+
+    async def now(self, logical: str, at_ms: int) -> tuple[int, str]:
+        """(generation, incarnation) a record of `logical` goes to now. When that generation's
+        topic is still to be made, the incarnation is asked afresh: the broker may be a new one
+        the cached incarnation has not seen yet, and a topic named for the old one would be
+        made on it and read by nobody (seen: a produce right after a restart)."""
+        gen = self.log.generation_at(at_ms)
+        incarnation = await self.incarnation.current()
+        if not self.topics.knows(self.log.topic(logical, gen, incarnation)):
+            incarnation = await self.incarnation.current(fresh=True)
+        return gen, incarnation
+
+    async def target(self, logical: str, at_ms: int) -> tuple[int, str, str]:
+        """(generation, topic, incarnation) a record of `logical` goes to now, the topic made
+        sure of."""
+        gen, incarnation = await self.now(logical, at_ms)
+        topic = self.log.topic(logical, gen, incarnation)
+        await self.topics.ensure([topic])
+        return gen, topic, incarnation
+
+    async def close(self) -> None:
+        await self.topics.close()
+        await self.committed.close()
+        await self.incarnation.close()
+
+
+class TopicKeeper:
+    """Makes each logical topic's current and next generations and deletes the old ones (see the
+    module's docstring). Every step is idempotent: several keepers may run."""
+
+    def __init__(
+        self, bootstrap: str, log_: EventLog, incarnation: Incarnation, committed: Committed
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.log = log_
+        self.incarnation = incarnation
+        self.committed = committed
+        self._admin: AIOKafkaAdminClient | None = None
+        self._reader: AIOKafkaConsumer | None = None
+        self.live = 0  # generations alive after the last step (a gauge)
+        self.deleted = 0  # generations deleted so far (a counter)
+        self.forced = 0  # of which deleted unread by some group
+
+    async def step(self, at_ms: int | None = None) -> None:
+        """One look at the topics (bounded: a step that hangs on the broker is given up)."""
+        try:
+            await asyncio.wait_for(self._step(now_ms() if at_ms is None else at_ms), STEP_TIMEOUT_S)
+        except TimeoutError:
+            await self.close()  # new clients next time
+            raise
+
+    async def _step(self, at_ms: int) -> None:
+        incarnation = await self.incarnation.current()
+        current = self.log.generation_at(at_ms)
+        admin = await self._admin_client()
+        existing = set(await admin.list_topics())
+        wanted: list[str] = []
+        doomed: list[str] = []
+        live = 0
+        for logical in TOPICS:
+            generations = self.log.namespace.generations(logical, existing)
+            for gen in (current, current + 1):
+                topic = self.log.topic(logical, gen, incarnation)
+                if topic not in existing:
+                    wanted.append(topic)
+            for (inc, gen), topic in generations.items():
+                if inc != incarnation:
+                    doomed.append(topic)  # of a broker that forgot: nobody reads it
+                elif at_ms >= self.log.written_until(gen) + int(
+                    DELIVERY_SLACK_S * 1000
+                ) and await self._done(logical, topic, gen, current):
+                    # A slack after its readers let it go (GenerationConsumer), so none commits
+                    # to it once it is gone (aiokafka retries such a commit forever).
+                    doomed.append(topic)
+                else:
+                    live += 1
+        if wanted:
+            await create(admin, wanted, self.log.partitions)
+        if doomed:
+            response = await admin.delete_topics(doomed)
+            for name, code in response.topic_error_codes:
+                if code not in (0, UNKNOWN_TOPIC):  # gone already: another keeper's
+                    raise KafkaError(f"cannot delete topic {name}: error {code}")
+            self.deleted += len(doomed)
+            log.info("event log generations deleted", extra={"topics": len(doomed)})
+        self.live = live + len(wanted)
+
+    async def _done(self, logical: str, topic: str, gen: int, current: int) -> bool:
+        if gen <= current - MAX_GENERATIONS:
+            self.forced += 1
+            log.warning("an unread event log generation is deleted", extra={"topic": topic})
+            return True
+        tps = [TopicPartition(topic, p) for p in range(self.log.partitions)]
+        reader = await self._end_reader()
+        ends = await reader.end_offsets(tps)
+        committed = await self.committed.of(logical, tps)
+        return all(
+            (offset or 0) >= ends[tp] for tp in tps for offset in committed[tp].values()
+        )  # every group read to the end (of an empty partition: nothing to read)
+
+    async def _admin_client(self) -> AIOKafkaAdminClient:
+        if self._admin is None:
+            admin = _admin(self.bootstrap)
+            await admin.start()
+            self._admin = admin
+        return self._admin
+
+    async def _end_reader(self) -> AIOKafkaConsumer:
+        if self._reader is None:
+            reader = _consumer(self.bootstrap, enable_auto_commit=False)
+            await reader.start()
+            self._reader = reader
+        return self._reader
+
+    async def close(self) -> None:
+        if self._admin is not None:
+            with contextlib.suppress(Exception):
+                await self._admin.close()
+            self._admin = None
+        if self._reader is not None:
+            with contextlib.suppress(Exception):
+                await self._reader.stop()
+            self._reader = None
+
+
+class IncarnationChanged(KafkaError):
+    """The broker a consumer was reading has restarted: start a new consumer."""
+
+
+class GenerationConsumer:
+    """A consumer of every live generation of some logical topics, on its share of their
+    partitions (replica `share[0]` of `share[1]` takes the partitions p with p % n == i), with
+    no group membership: its offsets are committed under its group. Duck-types the parts of
+    AIOKafkaConsumer the consume loops use."""
+
+    def __init__(
+        self,
+        inner: AIOKafkaConsumer,
+        log_: EventLog,
+        logicals: Sequence[str],
+        incarnation: Incarnation,
+        share: tuple[int, int] = (0, 1),
+        refresh_s: float = 1.0,
+    ) -> None:
+        self.inner = inner
+        self.log = log_
+        self.logicals = tuple(logicals)
+        self.incarnation = incarnation
+        self.share = share
+        self.refresh_s = refresh_s
+        self._refreshed = 0.0
+        self._assigned: set[TopicPartition] = set()
+        self._incarnation = ""  # of the topics assigned
+
+    async def start(self) -> None:
+        await self.inner.start()
+        await self._refresh()
+
+    async def _refresh(self) -> None:
+        """Take up the live generations (bounded: a refresh that hangs on a broker that went
+        away fails the consumer, which its loop starts afresh)."""
+        try:
+            await asyncio.wait_for(self._reassign(), CALL_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("the consumer's assignment could not be refreshed in time")
+            raise KafkaError("the consumer's assignment could not be refreshed") from None
+        except Exception as exc:
+            log.warning("the consumer's assignment could not be refreshed: %r", exc)
+            raise
+
+    async def _reassign(self) -> None:
+        self._refreshed = time.monotonic()
+        incarnation = await self.incarnation.current()
+        if self._incarnation and incarnation != self._incarnation:
+            # The broker restarted and forgot: a consumer of the old one is not reused (its
+            # client's state of topics and offsets that are gone got it stuck, measured); its
+            # loop starts a new one.
+            raise IncarnationChanged(f"the broker's incarnation is now {incarnation}")
+        at = now_ms()
+        cluster = await self.inner._client.fetch_all_metadata()  # every topic, not the assigned
+        topics = cluster.topics()
+        mine, count = self.share
+        wanted: set[TopicPartition] = set()
+        for logical in self.logicals:
+            for (inc, gen), topic in self.log.namespace.generations(logical, topics).items():
+                if inc != incarnation:
+                    continue
+                for p in cluster.partitions_for_topic(topic) or ():
+                    tp = TopicPartition(topic, p)
+                    if p % count != mine:
+                        continue
+                    # Written no more and read to its end: let it go (the keeper deletes it a
+                    # slack later); one not read to its end yet stays until it is.
+                    if at >= self.log.written_until(gen) and await self._done(tp):
+                        continue
+                    wanted.add(tp)
+        if wanted != self._assigned:
+            if self._assigned:
+                # Keep what was processed: a new assignment starts each partition at its
+                # committed offset (a new one at the earliest).
+                await self.commit()
+            self.inner.assign(sorted(wanted))
+            self._assigned = wanted
+        self._incarnation = incarnation
+
+    async def _done(self, tp: TopicPartition) -> bool:
+        """Whether this group has read `tp` to its end (where it is, or where it committed)."""
+        end = (await self.inner.end_offsets([tp]))[tp]  # the broker's now, not the last fetch's
+        if tp in self._assigned:
+            at = await self.inner.position(tp)
+        else:
+            at = await self.inner.committed(tp) or 0
+        return bool(at >= end)
+
+    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
+        if time.monotonic() - self._refreshed >= self.refresh_s:
+            await self._refresh()
+        if not self._assigned:
+            await asyncio.sleep(timeout_ms / 1000)
+            return {}
+        return await self.inner.getmany(timeout_ms=timeout_ms, max_records=max_records)
+
+    async def commit(self) -> None:
+        """Commit what was read. aiokafka retries a commit to a topic that is gone forever:
+        bounded here, and the next refresh drops what is gone; nothing is committed for topics
+        of a broker incarnation that has ended."""
+        if not self._assigned:
+            return
+        if await self.incarnation.current() != self._incarnation:
+            self._refreshed = 0.0
+            return
+        try:
+            await asyncio.wait_for(self.inner.commit(), COMMIT_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("an offset commit timed out; the assignment is looked at again")
+            self._refreshed = 0.0
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._assigned)
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        end = self.inner.highwater(tp)
+        return None if end is None else int(end)
+
+    async def position(self, tp: TopicPartition) -> int:
+        return int(await self.inner.position(tp))
+
+    async def stop(self) -> None:
+        try:
+            with contextlib.suppress(KafkaError, TimeoutError, OSError):
+                await self.commit()
+        finally:
+            # Always: a client left running retries its commits to forgotten topics forever.
+            await self.inner.stop()

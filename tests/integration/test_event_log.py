@@ -1,0 +1,355 @@
+"""Issue 25: the event log on an embedded broker that forgets (services/common/event_log.py), on a
+real Tansu on memory (its own process, killed -9 here) and real Valkey, with the table relay's
+clock in the test's hands: a table keeps its order across generations, waits rather than jump
+two back, is confirmed once every group has read it and sent again when the broker forgets it;
+the keeper bounds the history; a consumer follows the generations and the broker's restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from bg.events.v1 import events_pb2
+from engine import profiles
+from engine.machine import new_match
+from infra import embedded
+from services.common import kafka
+from services.common.event_log import (
+    DELIVERY_SLACK_S,
+    Committed,
+    EventLog,
+    Forgetful,
+    GenerationConsumer,
+    Incarnation,
+    TopicKeeper,
+    Topics,
+)
+from services.common.event_records import table_events
+from services.common.topics import TABLE_EVENTS, Namespace
+from services.table.relay import EventRelay
+from services.table.store import TableMeta, TableStore
+from tests.helpers import Valkey
+
+pytestmark = pytest.mark.integration
+PERIOD_MS = 10_000
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[list[Any]]:
+    """A Tansu of this test's own, on memory; [server] (the test may replace it)."""
+    held = [embedded.start_tansu(tmp_path / "tansu")]
+    try:
+        yield held
+    finally:
+        held[0].stop()
+
+
+def restart(broker: list[Any], tmp_path: Path) -> None:
+    """kill -9 the broker and start a new one on its port: it has forgotten everything."""
+    server = broker[0]
+    port = int(server.address.rsplit(":", 1)[1])
+    server.process.send_signal(signal.SIGKILL)
+    server.process.wait(10)
+    broker[0] = embedded.start_tansu(tmp_path / f"tansu-{uuid.uuid4().hex[:4]}", port=port)
+
+
+class Clock:
+    def __init__(self, gen: int) -> None:
+        self.ms = gen * PERIOD_MS + 1_000
+
+    def __call__(self) -> int:
+        return self.ms
+
+    def next_generation(self, n: int = 1) -> None:
+        self.ms += n * PERIOD_MS
+
+
+@pytest.fixture
+async def parts(
+    broker: list[Any], valkey_url: str
+) -> AsyncIterator[tuple[TableStore, EventRelay, Forgetful, Clock]]:
+    boot = broker[0].address
+    log = EventLog(Namespace("n" + uuid.uuid4().hex[:6]), "embedded", PERIOD_MS / 1000, 1)
+    forgetful = Forgetful(
+        log, Incarnation(boot, log, refresh_s=0), Committed(boot, log.namespace), Topics(boot, 1)
+    )
+    clock = Clock(1_000_000)
+    client = Valkey(valkey_url, cluster=False).client()
+    await client.flushdb()
+    store = TableStore(client)
+    relay = EventRelay(
+        store, lambda: kafka.producer(boot, False, "t-relay"), forgetful=forgetful, now=clock
+    )
+    yield store, relay, forgetful, clock
+    await relay.close()
+    await forgetful.close()
+    await client.aclose()
+
+
+META = TableMeta(table_id="t1", match_id="m1", player_ids=["ann", "bob"])
+STATE = new_match(profiles.casual(1), b"\x01" * 16, 0).state
+
+
+async def commit(store: TableStore, table_id: str, count: int = 1) -> int:
+    """`count` events committed to the table (made at the first); returns its seq."""
+    loaded = await store.load(table_id)
+    seq = loaded.seq if loaded else 0
+    events = [
+        events_pb2.TableEvent(
+            event_id=f"{table_id}:{seq + i + 1}", table_id=table_id, seq=seq + i + 1
+        )
+        for i in range(count)
+    ]
+    for ev in events:
+        ev.turn_started.seat = 0
+    result = await store.commit(
+        table_id, None if loaded is None else seq, STATE, None, "",
+        [e.SerializeToString() for e in events], 1, meta=META if loaded is None else None,
+        kinds=["turn_started"] * count,
+    )  # fmt: skip
+    assert result.status == "OK"
+    return result.seq
+
+
+async def read_all(boot: str, topic: str) -> list[int]:
+    """The seqs on a topic's partition 0, in order."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=boot, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        end = (await consumer.end_offsets([tp]))[tp]
+        seqs: list[int] = []
+        while await consumer.position(tp) < end:
+            batch = await consumer.getmany(tp, timeout_ms=1000)
+            for record in batch.get(tp, []):
+                seqs += [e.seq for e in table_events(record.value, record.headers)]
+        return seqs
+    finally:
+        await consumer.stop()
+
+
+async def groups_read(boot: str, log: EventLog, topic: str) -> None:
+    """Both groups that read table-events commit the end of the topic's partition 0."""
+    tp = TopicPartition(topic, 0)
+    for service in ("wallet", "leaderboard"):
+        member = AIOKafkaConsumer(
+            bootstrap_servers=boot, group_id=log.namespace.group(service), enable_auto_commit=False
+        )
+        await member.start()
+        try:
+            member.assign([tp])
+            end = (await member.end_offsets([tp]))[tp]
+            await member.commit({tp: end})
+        finally:
+            await member.stop()
+
+
+async def relay_now(relay: EventRelay, table_id: str = "t1") -> int:
+    relay.committed(table_id)
+    return await relay.run_once(sweep=False)
+
+
+async def test_a_table_keeps_its_order_across_generations(
+    parts: tuple[TableStore, EventRelay, Forgetful, Clock], broker: list[Any]
+) -> None:
+    store, relay, f, clock = parts
+    boot, log = broker[0].address, f.log
+    incarnation = await f.incarnation.current()
+    gen = log.generation_at(clock())
+    topic = [log.topic(TABLE_EVENTS, g, incarnation) for g in range(gen, gen + 4)]
+    await commit(store, "t1", 2)
+    assert await relay_now(relay) == 2
+    assert await read_all(boot, topic[0]) == [1, 2]  # one record for the commit's two events
+    # The next period: nobody has read generation 0, so the table keeps to it.
+    clock.next_generation()
+    await commit(store, "t1")
+    assert await relay_now(relay) == 1
+    assert await read_all(boot, topic[0]) == [1, 2, 3]
+    # Every group has read it: the table moves to the current generation.
+    await groups_read(boot, log, topic[0])
+    await commit(store, "t1")
+    assert await relay_now(relay) == 1
+    assert await read_all(boot, topic[1]) == [4]
+    # Two periods on with generation 1 unread: the table waits instead of jumping ahead.
+    clock.next_generation(2)
+    await commit(store, "t1")
+    assert await relay_now(relay) == 0
+    assert (await store.lease_for_relay(["t1"], "peek", 1))["t1"].relayed == 4
+    await groups_read(boot, log, topic[1])
+    assert await relay_now(relay) == 1  # read now: on it goes, to the current generation
+    assert await read_all(boot, topic[3]) == [5]
+    # Once the groups have read that too, the table is confirmed: nothing to send again.
+    await groups_read(boot, log, topic[3])
+    assert await relay.confirm_once() == 1
+    waiting, _ = await store.unconfirmed(relay.leases.owned())
+    assert waiting == {}
+
+
+async def test_what_the_broker_forgot_unread_is_sent_again_and_only_that(
+    parts: tuple[TableStore, EventRelay, Forgetful, Clock],
+    broker: list[Any],
+    tmp_path: Path,
+) -> None:
+    store, relay, f, clock = parts
+    log = f.log
+    await commit(store, "read", 3)
+    await commit(store, "unread", 2)
+    assert await relay_now(relay, "read") == 3
+    assert await relay_now(relay, "unread") == 2
+    first = await f.incarnation.current()
+    topic = log.topic(TABLE_EVENTS, log.generation_at(clock()), first)
+    # The groups read the "read" table's records (committing their offsets after them), then
+    # the "unread" one's come: they never get to them before the broker dies.
+    tp = TopicPartition(topic, 0)
+    for service in ("wallet", "leaderboard"):
+        member = AIOKafkaConsumer(
+            bootstrap_servers=broker[0].address, group_id=log.namespace.group(service),
+            enable_auto_commit=False,
+        )  # fmt: skip
+        await member.start()
+        member.assign([tp])
+        await member.commit({tp: 1})  # "read" went first: its record is offset 0
+        await member.stop()
+    assert await relay.confirm_once() == 1
+    restart(broker, tmp_path)
+    await f.topics.close()
+    f.topics.forget()
+    await f.incarnation.close()
+    await f.committed.close()
+    second = await f.incarnation.current()
+    assert second != first  # a new broker, a new incarnation: other topic names
+    await relay.confirm_once()  # finds the unread table forgotten: relayed again from consumed
+    assert await relay.run_once(sweep=False) == 2
+    again = log.topic(TABLE_EVENTS, log.generation_at(clock()), second)
+    assert await read_all(broker[0].address, again) == [1, 2]  # "unread" only
+
+
+async def test_the_keeper_keeps_a_few_generations_and_deletes_only_what_is_read(
+    parts: tuple[TableStore, EventRelay, Forgetful, Clock], broker: list[Any]
+) -> None:
+    _, _, f, clock = parts
+    boot, log = broker[0].address, f.log
+    keeper = TopicKeeper(boot, log, f.incarnation, f.committed)
+    try:
+        incarnation = await f.incarnation.current()
+        start = log.generation_at(clock())
+        await keeper.step(clock())
+        assert keeper.live == 4  # current and next, of both topics
+        producer = kafka.producer(boot, False, "t")
+        await producer.start()
+        await producer.send_and_wait(log.topic(TABLE_EVENTS, start, incarnation), b"x", key=b"k")
+        await producer.stop()
+        clock.ms = log.written_until(start) + int(DELIVERY_SLACK_S * 1000) + 1
+        await keeper.step(clock())
+        gens = log.namespace.generations(TABLE_EVENTS, await _topics(boot))
+        assert (incarnation, start) in gens  # unread: kept
+        await groups_read(boot, log, log.topic(TABLE_EVENTS, start, incarnation))
+        await keeper.step(clock())
+        gens = log.namespace.generations(TABLE_EVENTS, await _topics(boot))
+        assert (incarnation, start) not in gens and keeper.deleted >= 2
+        assert len(gens) <= 4
+    finally:
+        await keeper.close()
+
+
+async def _topics(boot: str) -> list[str]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=boot)
+    await consumer.start()
+    try:
+        return sorted((await consumer._client.fetch_all_metadata()).topics())
+    finally:
+        await consumer.stop()
+
+
+async def test_a_consumer_follows_the_generations_and_the_brokers_restarts(
+    broker: list[Any], tmp_path: Path
+) -> None:
+    boot = broker[0].address
+    log = EventLog(Namespace("c" + uuid.uuid4().hex[:6]), "embedded", 1.0, 1)
+    producing = Forgetful(
+        log, Incarnation(boot, log), Committed(boot, log.namespace), Topics(boot, 1)
+    )
+    reading = Incarnation(boot, log)
+
+    def new_consumer() -> GenerationConsumer:
+        inner = kafka.consumer(boot, log.namespace.group("wallet"), client_id="c")
+        return GenerationConsumer(inner, log, [TABLE_EVENTS], reading, refresh_s=0.2)
+
+    consumer = new_consumer()
+    await consumer.start()
+    got: list[bytes] = []
+    stop = asyncio.Event()
+    restarts = 0
+
+    async def consume() -> None:
+        nonlocal consumer, restarts
+        while not stop.is_set():
+            try:
+                batch = await consumer.getmany(timeout_ms=200)
+                got.extend(r.value for records in batch.values() for r in records)
+                await consumer.commit()
+            except Exception:  # as kafka.keep_consuming does: a new consumer after a pause
+                with contextlib.suppress(Exception):
+                    await consumer.stop()
+                await asyncio.sleep(0.5)
+                consumer = new_consumer()
+                restarts += 1
+                with contextlib.suppress(Exception):
+                    await consumer.start()
+
+    async def send(values: range) -> None:
+        producer = kafka.producer(boot, False, "p")
+        await producer.start()
+        try:
+            for n in values:
+                for _ in range(50):
+                    try:
+                        _, topic, _ = await producing.target(TABLE_EVENTS, kafka_now())
+                        await producer.send_and_wait(topic, b"%d" % n, key=b"k")
+                        break
+                    except Exception:
+                        producing.topics.forget()
+                        await asyncio.sleep(0.2)
+                await asyncio.sleep(0.05)
+        finally:
+            await producer.stop()
+
+    task = asyncio.create_task(consume())
+    try:
+        await send(range(0, 40))  # 2 s: two or three generations
+        for _ in range(600):  # (what the broker held unread would be gone with it: the
+            if len(set(got)) >= 40:  # outboxes send that again, not this bare producer)
+                break
+            await asyncio.sleep(0.1)
+        restart(broker, tmp_path)
+        await send(range(40, 80))
+        for _ in range(600):  # bounded: ~60 s (a loaded machine is slow to reconnect)
+            if len(set(got)) >= 80:
+                break
+            await asyncio.sleep(0.1)
+        assert {int(v) for v in got} == set(range(80))
+        assert restarts >= 1  # the broker's restart made a new consumer
+        now = await reading.current()
+        assert all(tp.topic.endswith(f".i{now}") for tp in consumer.assignment())
+    finally:
+        stop.set()
+        await task
+        await consumer.stop()
+        await producing.close()
+        await reading.close()
+
+
+def kafka_now() -> int:
+    from services.common.clock import now_ms
+
+    return now_ms()
