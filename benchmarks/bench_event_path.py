@@ -163,8 +163,17 @@ def _broker_pids(cluster: Cluster) -> dict[str, int]:
     return {k: v for k, v in cluster.pids.items() if k in ("kafka", "seaweedfs")}
 
 
+async def _idle_cpu(cluster: Cluster, seconds: float = 10.0) -> float:
+    """The broker's share of a core with nothing produced: what its consumers' polling costs."""
+    pid = _broker_pids(cluster)["kafka"]
+    before = cpu_seconds(pid)
+    await asyncio.sleep(seconds)
+    return (cpu_seconds(pid) - before) / seconds
+
+
 async def _steady(cluster: Cluster, feeder: Feeder, watcher: Watcher) -> dict[str, Any]:
     pids = _broker_pids(cluster)
+    idle = await _idle_cpu(cluster)
     watcher.latency.clear()
     watcher.recording = True
     cpu = {k: cpu_seconds(p) for k, p in pids.items()}
@@ -180,6 +189,7 @@ async def _steady(cluster: Cluster, feeder: Feeder, watcher: Watcher) -> dict[st
         "p99": _pct(watcher.latency, 0.99),
         "read": len(watcher.latency),
         "rss_mb": _rss_mb(pids["kafka"]),
+        "idle": idle,
     }
 
 
@@ -206,7 +216,7 @@ async def _memory_run(cluster: Cluster) -> None:
         started = time.monotonic()
         await feeder.feed(AGING_EVENTS, None)
         fed_s = time.monotonic() - started
-        await asyncio.sleep(2 * ROTATE_S + 35)  # consumers catch up; the keepers delete
+        await asyncio.sleep(3 * ROTATE_S + 60)  # consumers catch up; the keepers delete
         aged = await _steady(cluster, feeder, watcher)
         gens_aged = await _generations(cluster)
         for name, r, gens in (
@@ -216,7 +226,8 @@ async def _memory_run(cluster: Cluster) -> None:
             print(
                 f"   memory, {name:<16} Tansu {r['ms_per_event']:.3f} ms CPU/event   consumer "
                 f"latency p50 {r['p50'] * 1000:5.0f} ms  p99 {r['p99'] * 1000:5.0f} ms   "
-                f"Tansu RSS {r['rss_mb']:5.0f} MB   generations held {gens}"
+                f"Tansu RSS {r['rss_mb']:5.0f} MB   generations held {gens}   "
+                f"idle Tansu {100 * r['idle']:.1f}% of a core"
             )
         print(
             f"   1,000,000 events fed in {fed_s:.0f} s; CPU per event after/before "

@@ -41,6 +41,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     engine = sql_engine(settings.database_url)
     ledger = Ledger(engine, settings.fee_bps)
     ledger.on_operation = lambda outcome: _observe(metrics, outcome)
+    ledger.on_batch = metrics.batch_size.observe
     # On a broker that may forget: where the outbox's rows went, confirmed by the groups'
     # offsets, and a keeper of the topics' generations (the table service runs them too).
     event_log = kafka.event_log(settings)

@@ -1,10 +1,15 @@
-"""The ledger: every money movement is one SQL transaction of double-entry transfers.
+"""The ledger: every money movement is double-entry transfers in an SQL transaction.
 
-Each mutating operation runs in a single transaction that (1) answers a replayed idempotency key
-with the stored answer, (2) locks the accounts it touches in id order (PostgreSQL: FOR UPDATE;
-SQLite: one writer at a time), (3) refuses, before writing anything, what the rules forbid,
-(4) writes transfers, escrow changes and the outbox event, and (5) stores its answer under the
-key. An error anywhere rolls everything back: no diamond is created, lost or paid twice.
+Operations are committed in batches (group commit): the calls waiting when a batch starts are
+taken together, up to `max_batch`, into one transaction that (1) answers replayed idempotency
+keys with their stored answers, (2) reads and locks every escrow, hold and account they can
+touch (PostgreSQL: FOR UPDATE, in one order for every replica; SQLite: one writer at a time),
+(3) applies the operations one after another to those rows in memory (`books.Books`): one the
+rules refuse changes nothing and gets its typed error, the others stay, and (4) writes what
+they changed, each table in one statement, with their outbox events and answers. A batch never
+waits for more work: alone, a call is a batch of one. An error of the database rolls the whole
+batch back: no diamond is created, lost or paid twice; a lost unique race (the same key or
+match on another replica) runs the batch again, seeing what won.
 
 Holds: a double's raise is held at the offer (both players' current stakes) and captured into
 the escrow at the take, so a take needs no wallet call and a wallet outage can never turn it into
@@ -24,25 +29,28 @@ import asyncio
 import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, case, func, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bg.events.v1 import events_pb2
 from services.common.clock import now_ms
 from services.common.errors import Conflict, InvalidArgument, NotFound, ServiceError
-from services.common.topics import WALLET_EVENTS
-from services.wallet.schema import accounts, escrows, holds, operations, outbox, transfers
+from services.wallet.books import Books, Draft, Escrow, Hold, InsufficientFunds, Outcome
+from services.wallet.ledger_sql import Reads, Stored, load_books, load_operations, save
+from services.wallet.schema import accounts, escrows, holds, operations, transfers
+
+__all__ = ["InsufficientFunds", "Ledger", "Outcome", "check_invariants"]
 
 HOUSE = "house"
 EXTERNAL = "external"
 CLOSED = "closed-accounts"  # the diamonds of deleted accounts: kept, no longer anybody's
 MAX_ID = 120
+MAX_BATCH = 64  # operations in one transaction: bounds a batch's statements and its locks
 
 
 def player_account(player_id: str) -> str:
@@ -67,16 +75,6 @@ def fee(stake: int, fee_bps: int) -> int:
     return stake * fee_bps // 10_000
 
 
-class InsufficientFunds(ServiceError):
-    def __init__(self, players: Sequence[str]) -> None:
-        super().__init__(
-            "INSUFFICIENT_FUNDS",
-            "cannot cover: " + ", ".join(players),
-            players=",".join(players),
-        )
-        self.players = list(players)
-
-
 def _now_ms() -> int:
     return now_ms()
 
@@ -95,46 +93,94 @@ def _check_amount(name: str, value: int) -> int:
     return value
 
 
-@dataclass
-class Outcome:
-    """The answer of one operation (stored under its idempotency key)."""
-
-    operation_id: int
-    kind: str
-    changes: dict[str, list[int]] = field(default_factory=dict)  # account -> [delta, balance]
-    payout: int = 0
-    fees: int = 0
-    net_gain: int = 0
-    stake: int = 0
-    replayed: bool = False
-
-    def to_json(self) -> str:
-        doc = {k: v for k, v in self.__dict__.items() if k != "replayed"}
-        return json.dumps(doc, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> Outcome:
-        return cls(**json.loads(text), replayed=True)
+Rules = Callable[[Books, Draft], Outcome]
 
 
 @dataclass
-class _Op:
-    """One operation in progress inside its transaction."""
+class _Call:
+    """One operation waiting for its batch."""
 
-    conn: AsyncConnection
-    id: int
+    key: str
     kind: str
-    now: int
-    deltas: dict[str, int] = field(default_factory=dict)
+    request_hash: str
+    rules: Rules
+    reads: Reads
+    match_id: str | None
+    memo: str | None
+    future: asyncio.Future[Outcome] = field(init=False, repr=False)
+
+
+def _take_from(b: Books, op: Draft, player_id: str, to: str, amount: int) -> None:
+    """Move `amount` from a player to `to`, refusing an unknown player or a short one."""
+    acct = player_account(player_id)
+    balance = b.balance(acct)
+    if balance is None:
+        raise NotFound("UNKNOWN_PLAYER", f"no account for player {player_id}", field="player_id")
+    if balance < amount:
+        raise InsufficientFunds([player_id])
+    b.move(op, acct, to, amount)
+
+
+def _capture(b: Books, op: Draft, match_id: str, rows: Sequence[Hold]) -> None:
+    hold, pot = hold_account(match_id), escrow_account(match_id)
+    raises = [r for r in rows if r.purpose == "raise"]
+    if raises:
+        row = b.open_escrow(match_id)
+        extra = {row.player_a: 0, row.player_b: 0}
+        for r in raises:
+            b.move(op, hold, pot, r.amount)
+            extra[r.player_id] += r.amount
+        b.change_escrow(
+            row,
+            stake_a=row.stake_a + extra[row.player_a],
+            stake_b=row.stake_b + extra[row.player_b],
+        )
+    boosts = [r for r in rows if r.purpose == "boost"]
+    if boosts:
+        b.ensure(HOUSE, "house")
+        for r in boosts:
+            b.move(op, hold, HOUSE, r.amount)
+    for r in rows:
+        b.close_hold(r, "captured", op)
+
+
+def _release(b: Books, op: Draft, match_id: str, rows: Sequence[Hold]) -> None:
+    for r in rows:
+        b.move(op, hold_account(match_id), player_account(r.player_id), r.amount)
+        b.close_hold(r, "released", op)
+
+
+def _resolve_holds(
+    b: Books, op: Draft, match_id: str, cube: int, applied_boosts: Sequence[str]
+) -> None:
+    """Before an escrow closes: capture the raises of doubles taken (their cube is within the
+    match's final `cube`) and the boosts applied; release every other open hold."""
+    rows = b.open_holds_of(match_id)
+    applied = set(applied_boosts)
+    taken = [
+        r
+        for r in rows
+        if (r.purpose == "raise" and 0 < r.cube <= cube)
+        or (r.purpose == "boost" and r.hold_key in applied)
+    ]
+    rest = [r for r in rows if r not in taken]
+    if taken:
+        _capture(b, op, match_id, taken)
+    if rest:
+        _release(b, op, match_id, rest)
 
 
 class Ledger:
-    def __init__(self, engine: AsyncEngine, fee_bps: int = 800) -> None:
+    def __init__(self, engine: AsyncEngine, fee_bps: int = 800, max_batch: int = MAX_BATCH) -> None:
         self.engine = engine
         self.fee_bps = fee_bps
+        self.max_batch = max_batch
         self._sqlite = engine.dialect.name == "sqlite"
         self._writer = asyncio.Lock()  # SQLite has one writer; queue them here, not in the file
+        self._waiting: list[_Call] = []
+        self._committer: asyncio.Task[None] | None = None
         self.on_operation: Callable[[Outcome], None] = lambda outcome: None
+        self.on_batch: Callable[[int], None] = lambda size: None
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -188,7 +234,21 @@ class Ledger:
             )
         return int(total or 0)
 
-    # -- the transaction frame ---------------------------------------------------------------
+    async def open_escrows(self, older_than_ms: int, limit: int = 50) -> list[Any]:
+        """Escrows still open that were opened at least `older_than_ms` ago, oldest first."""
+        limit = 50 if limit == 0 else limit
+        if not 1 <= limit <= 200 or older_than_ms < 0:
+            raise InvalidArgument("INVALID_LIMIT", "limit 1..200, age >= 0", field="limit")
+        query = (
+            select(escrows)
+            .where(escrows.c.status == "open", escrows.c.created_ms <= _now_ms() - older_than_ms)
+            .order_by(escrows.c.created_ms)
+            .limit(limit)
+        )
+        async with self.engine.connect() as conn:
+            return list((await conn.execute(query)).all())
+
+    # -- the batch frame ---------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
@@ -199,12 +259,13 @@ class Ledger:
             async with self.engine.begin() as conn:
                 yield conn
 
-    async def _run(
+    async def _submit(
         self,
         key: str,
         kind: str,
         params: dict[str, Any],
-        body: Callable[[_Op], Awaitable[Outcome]],
+        rules: Rules,
+        reads: Reads,
         match_id: str | None = None,
         memo: str | None = None,
     ) -> Outcome:
@@ -217,141 +278,89 @@ class Ledger:
         request_hash = hashlib.sha256(
             json.dumps([kind, params], sort_keys=True).encode()
         ).hexdigest()
-        for attempt in range(2):
+        call = _Call(key, kind, request_hash, rules, reads, match_id, memo)
+        call.future = asyncio.get_running_loop().create_future()
+        self._waiting.append(call)
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.create_task(self._commit_waiting())
+        # A caller that goes away does not stop its operation: the batch runs to its end.
+        return await asyncio.shield(call.future)
+
+    async def _commit_waiting(self) -> None:
+        """Batches of the calls waiting, until none wait. One key appears once in a batch: a
+        repeat waits for the next one, where it is answered as a replay."""
+        while self._waiting:
+            batch: list[_Call] = []
+            later: list[_Call] = []
+            keys: set[str] = set()
+            for call in self._waiting:
+                if call.key in keys or len(batch) >= self.max_batch:
+                    later.append(call)
+                else:
+                    batch.append(call)
+                    keys.add(call.key)
+            self._waiting = later
+            await self._commit_batch(batch)
+
+    async def _commit_batch(self, batch: list[_Call]) -> None:
+        self.on_batch(len(batch))
+        for attempt in range(3):
             try:
-                async with self._write() as conn:
-                    row = (
-                        await conn.execute(
-                            select(operations.c.request_hash, operations.c.response).where(
-                                operations.c.idem_key == key
-                            )
-                        )
-                    ).first()
-                    if row is not None:
-                        return self._replay(key, request_hash, row)
-                    now = _now_ms()
-                    op_id = (
-                        await conn.execute(
-                            operations.insert()
-                            .values(
-                                idem_key=key,
-                                kind=kind,
-                                request_hash=request_hash,
-                                response="",
-                                match_id=match_id,
-                                created_ms=now,
-                                memo=memo,
-                            )
-                            .returning(operations.c.id)
-                        )
-                    ).scalar_one()
-                    op = _Op(conn, op_id, kind, now)
-                    outcome = await body(op)
-                    await conn.execute(
-                        update(operations)
-                        .where(operations.c.id == op_id)
-                        .values(response=outcome.to_json())
-                    )
-            except IntegrityError:
-                # A concurrent call won a unique key (the same idempotency key, or an escrow of
-                # the same match): run once more, now seeing what it wrote.
-                if attempt == 0:
+                results = await self._transaction(batch)
+                break
+            except IntegrityError as err:
+                # Another replica won a unique key (the same idempotency key, an escrow of the
+                # same match, a new account): run again, now seeing what it wrote; alone, so
+                # the others of the batch do not fail with one.
+                if attempt < 2:
                     continue
-                raise
-            self.on_operation(outcome)
-            return outcome
-        raise AssertionError("unreachable")
+                if len(batch) > 1:
+                    for call in batch:
+                        await self._commit_batch([call])
+                    return
+                _fail(batch, err)
+                return
+            except BaseException as err:  # the database went away: nothing of it was written
+                _fail(batch, err)
+                if not isinstance(err, Exception):
+                    raise
+                return
+        for call, result in zip(batch, results, strict=True):
+            if call.future.done():
+                continue
+            if isinstance(result, ServiceError):
+                call.future.set_exception(result)
+            else:
+                if not result.replayed:
+                    self.on_operation(result)
+                call.future.set_result(result)
 
-    def _replay(self, key: str, request_hash: str, row: Any) -> Outcome:
-        if row.request_hash != request_hash:
-            raise Conflict(
-                "IDEMPOTENCY_CONFLICT",
-                "this idempotency key was used with different parameters",
-                field="idempotency_key",
-            )
-        return Outcome.from_json(row.response)
-
-    async def _key_exists(self, key: str) -> bool:
-        async with self.engine.connect() as conn:
-            return (
-                await conn.scalar(select(operations.c.id).where(operations.c.idem_key == key))
-            ) is not None
-
-    # -- building blocks inside a transaction ------------------------------------------------
-
-    async def _ensure(self, conn: AsyncConnection, account: str, kind: str, now: int) -> None:
-        insert = postgresql.insert if not self._sqlite else sqlite.insert
-        await conn.execute(
-            insert(accounts)
-            .values(id=account, kind=kind, balance=0, created_ms=now)
-            .on_conflict_do_nothing()
-        )
-
-    async def _lock(self, conn: AsyncConnection, ids: Sequence[str]) -> dict[str, int]:
-        """Balances of `ids`, locked until commit, taken in id order (no deadlocks)."""
-        query = select(accounts.c.id, accounts.c.balance).where(accounts.c.id.in_(sorted(set(ids))))
-        query = query.order_by(accounts.c.id).with_for_update()
-        return {r.id: int(r.balance) for r in await conn.execute(query)}
-
-    async def _move(self, op: _Op, debit: str, credit: str, amount: int) -> None:
-        result = await op.conn.execute(
-            update(accounts)
-            .where(
-                and_(
-                    accounts.c.id == debit,
-                    or_(accounts.c.kind == "external", accounts.c.balance >= amount),
-                )
-            )
-            .values(balance=accounts.c.balance - amount)
-        )
-        if result.rowcount != 1:  # the lock makes this unreachable unless a rule check is missing
-            raise InsufficientFunds([debit])
-        await op.conn.execute(
-            update(accounts)
-            .where(accounts.c.id == credit)
-            .values(balance=accounts.c.balance + amount)
-        )
-        await op.conn.execute(
-            transfers.insert().values(
-                operation_id=op.id, debit=debit, credit=credit, amount=amount, created_ms=op.now
-            )
-        )
-        op.deltas[debit] = op.deltas.get(debit, 0) - amount
-        op.deltas[credit] = op.deltas.get(credit, 0) + amount
-
-    async def _finish(
-        self, op: _Op, outcome: Outcome, event: events_pb2.WalletEvent, key: str
-    ) -> Outcome:
-        balances = await op.conn.execute(
-            select(accounts.c.id, accounts.c.balance).where(accounts.c.id.in_(list(op.deltas)))
-        )
-        outcome.changes = {r.id: [op.deltas[r.id], int(r.balance)] for r in balances}
-        event.event_id = f"wallet:{op.id}"
-        event.operation_id = op.id
-        event.kind = op.kind
-        event.at_ms = op.now
-        for account, delta in op.deltas.items():
-            if account.startswith("player:"):
-                event.player_deltas[account.removeprefix("player:")] = delta
-        await op.conn.execute(
-            outbox.insert().values(
-                topic=WALLET_EVENTS, key=key, payload=event.SerializeToString(), created_ms=op.now
-            )
-        )
-        return outcome
-
-    async def _open_escrow(self, conn: AsyncConnection, match_id: str) -> Any:
-        query = select(escrows).where(escrows.c.match_id == match_id).with_for_update()
-        row = (await conn.execute(query)).first()
-        if row is None:
-            raise NotFound("UNKNOWN_MATCH", f"no escrow for match {match_id}", field="match_id")
-        if row.status != "open":
-            raise ServiceError(
-                "ESCROW_CLOSED",
-                f"the escrow of match {match_id} is already {row.status}",
-                status=row.status,
-            )
-        return row
+    async def _transaction(self, batch: list[_Call]) -> list[Outcome | ServiceError]:
+        async with self._write() as conn:
+            stored = await load_operations(conn, [c.key for c in batch])
+            fresh = [c for c in batch if c.key not in stored]
+            books = await load_books(conn, [c.reads for c in fresh]) if fresh else None
+            now = _now_ms()
+            results: list[Outcome | ServiceError | Draft] = []
+            drafts: list[Draft] = []
+            for call in batch:
+                if (row := stored.get(call.key)) is not None:
+                    results.append(_replay(call, row))
+                    continue
+                assert books is not None
+                op = Draft(call.key, call.kind, call.request_hash, call.match_id, call.memo, now)
+                mark = books.mark()
+                try:
+                    call.rules(books, op)
+                except ServiceError as err:
+                    books.undo(mark)
+                    results.append(err)
+                    continue
+                drafts.append(op)
+                results.append(op)
+            if drafts and books is not None:
+                await save(conn, books, drafts)
+        return [r.outcome if isinstance(r, Draft) and r.outcome else r for r in results]  # type: ignore[misc]
 
     # -- operations --------------------------------------------------------------------------
 
@@ -360,14 +369,14 @@ class Ledger:
         _check_amount("amount", amount)
         acct = player_account(player_id)
 
-        async def body(op: _Op) -> Outcome:
-            await self._ensure(op.conn, EXTERNAL, "external", op.now)
-            await self._ensure(op.conn, acct, "player", op.now)
-            await self._lock(op.conn, [EXTERNAL, acct])
-            await self._move(op, EXTERNAL, acct, amount)
-            return await self._finish(op, Outcome(op.id, op.kind), events_pb2.WalletEvent(), acct)
+        def rules(b: Books, op: Draft) -> Outcome:
+            b.ensure(EXTERNAL, "external")
+            b.ensure(acct, "player")
+            b.move(op, EXTERNAL, acct, amount)
+            return b.finish(op, Outcome(0, op.kind), events_pb2.WalletEvent(), acct)
 
-        return await self._run(key, "deposit", {"p": player_id, "a": amount, "r": reason}, body)
+        params = {"p": player_id, "a": amount, "r": reason}
+        return await self._submit(key, "deposit", params, rules, Reads((EXTERNAL, acct)))
 
     async def adjust(
         self, key: str, player_id: str, amount: int, operator: str, reason: str
@@ -384,34 +393,19 @@ class Ledger:
             )  # fmt: skip
         acct = player_account(player_id)
 
-        async def body(op: _Op) -> Outcome:
-            await self._ensure(op.conn, EXTERNAL, "external", op.now)
-            await self._ensure(op.conn, acct, "player", op.now)
-            await self._lock(op.conn, [EXTERNAL, acct])
+        def rules(b: Books, op: Draft) -> Outcome:
+            b.ensure(EXTERNAL, "external")
+            b.ensure(acct, "player")
             if amount > 0:
-                await self._move(op, EXTERNAL, acct, amount)
+                b.move(op, EXTERNAL, acct, amount)
             else:
-                await self._take_from(op, player_id, EXTERNAL, -amount)
-            return await self._finish(op, Outcome(op.id, op.kind), events_pb2.WalletEvent(), acct)
+                _take_from(b, op, player_id, EXTERNAL, -amount)
+            return b.finish(op, Outcome(0, op.kind), events_pb2.WalletEvent(), acct)
 
         kind = "credit" if amount > 0 else "debit"
         memo = f"{operator}: {reason.strip()}"
         params = {"p": player_id, "a": amount, "o": operator, "r": reason}
-        return await self._run(key, kind, params, body, memo=memo)
-
-    async def open_escrows(self, older_than_ms: int, limit: int = 50) -> list[Any]:
-        """Escrows still open that were opened at least `older_than_ms` ago, oldest first."""
-        limit = 50 if limit == 0 else limit
-        if not 1 <= limit <= 200 or older_than_ms < 0:
-            raise InvalidArgument("INVALID_LIMIT", "limit 1..200, age >= 0", field="limit")
-        query = (
-            select(escrows)
-            .where(escrows.c.status == "open", escrows.c.created_ms <= _now_ms() - older_than_ms)
-            .order_by(escrows.c.created_ms)
-            .limit(limit)
-        )
-        async with self.engine.connect() as conn:
-            return list((await conn.execute(query)).all())
+        return await self._submit(key, kind, params, rules, Reads((EXTERNAL, acct)), memo=memo)
 
     async def close_account(self, key: str, player_id: str) -> Outcome:
         """A deleted account's diamonds go to CLOSED: the books stay whole and its history
@@ -419,27 +413,23 @@ class Ledger:
         _check_id("player_id", player_id)
         acct = player_account(player_id)
 
-        async def body(op: _Op) -> Outcome:
-            in_play = await op.conn.scalar(
-                select(func.count())
-                .select_from(escrows)
-                .where(
-                    escrows.c.status == "open",
-                    or_(escrows.c.player_a == player_id, escrows.c.player_b == player_id),
-                )
-            )
-            if in_play:
+        def rules(b: Books, op: Draft) -> Outcome:
+            if any(
+                e.status == "open" and player_id in (e.player_a, e.player_b)
+                for e in b.escrows.values()
+            ):
                 raise ServiceError(
                     "IN_PLAY", "a match with stakes is in play: finish it first", field="player_id"
                 )
-            await self._ensure(op.conn, CLOSED, "closed", op.now)
-            await self._ensure(op.conn, acct, "player", op.now)
-            balance = (await self._lock(op.conn, [acct, CLOSED]))[acct]
+            b.ensure(CLOSED, "closed")
+            b.ensure(acct, "player")
+            balance = b.balance(acct) or 0
             if balance > 0:
-                await self._move(op, acct, CLOSED, balance)
-            return await self._finish(op, Outcome(op.id, op.kind), events_pb2.WalletEvent(), acct)
+                b.move(op, acct, CLOSED, balance)
+            return b.finish(op, Outcome(0, op.kind), events_pb2.WalletEvent(), acct)
 
-        return await self._run(key, "close", {"p": player_id}, body)
+        reads = Reads((acct, CLOSED), in_play_of=player_id)
+        return await self._submit(key, "close", {"p": player_id}, rules, reads)
 
     async def escrow(self, key: str, match_id: str, players: Sequence[str], stake: int) -> Outcome:
         _check_id("match_id", match_id)
@@ -453,72 +443,63 @@ class Ledger:
         pa, pb = (player_account(p) for p in players)
         pot = escrow_account(match_id)
 
-        async def body(op: _Op) -> Outcome:
-            existing = await op.conn.scalar(
-                select(escrows.c.status).where(escrows.c.match_id == match_id)
-            )
-            if existing is not None:
+        def rules(b: Books, op: Draft) -> Outcome:
+            if b.escrow(match_id) is not None:
                 raise Conflict(
                     "ESCROW_EXISTS", f"match {match_id} already has an escrow", field="match_id"
                 )
-            balances = await self._lock(op.conn, [pa, pb])
             short = [
                 p
                 for p, acct in zip(players, (pa, pb), strict=True)
-                if balances.get(acct, 0) < stake
+                if (b.balance(acct) or 0) < stake
             ]
             if short:
                 raise InsufficientFunds(short)
-            await self._ensure(op.conn, pot, "escrow", op.now)
-            await op.conn.execute(
-                escrows.insert().values(
-                    match_id=match_id, player_a=players[0], player_b=players[1], stake_a=stake,
-                    stake_b=stake, bet=stake, status="open", created_ms=op.now,
-                )
-            )  # fmt: skip
-            await self._move(op, pa, pot, stake)
-            await self._move(op, pb, pot, stake)
-            outcome = Outcome(op.id, op.kind, stake=stake)
-            return await self._finish(
+            b.ensure(pot, "escrow")
+            b.add_escrow(
+                Escrow(match_id, players[0], players[1], stake, stake, stake, "open", op.now)
+            )
+            b.move(op, pa, pot, stake)
+            b.move(op, pb, pot, stake)
+            outcome = Outcome(0, op.kind, stake=stake)
+            return b.finish(
                 op, outcome, events_pb2.WalletEvent(match_id=match_id, stake=stake), pot
             )
 
-        return await self._run(
-            key, "escrow", {"m": match_id, "p": list(players), "s": stake}, body, match_id
+        params = {"m": match_id, "p": list(players), "s": stake}
+        return await self._submit(
+            key, "escrow", params, rules, Reads((pa, pb), (match_id,)), match_id
         )
 
     async def raise_escrow(self, key: str, match_id: str) -> Outcome:
         _check_id("match_id", match_id)
         pot = escrow_account(match_id)
 
-        async def body(op: _Op) -> Outcome:
-            row = await self._open_escrow(op.conn, match_id)
+        def rules(b: Books, op: Draft) -> Outcome:
+            row = b.open_escrow(match_id)
             pa, pb = player_account(row.player_a), player_account(row.player_b)
-            balances = await self._lock(op.conn, [pa, pb, pot])
             short = [
                 p
                 for p, acct, need in (
                     (row.player_a, pa, row.stake_a),
                     (row.player_b, pb, row.stake_b),
                 )
-                if balances.get(acct, 0) < need
+                if (b.balance(acct) or 0) < need
             ]
             if short:
                 raise InsufficientFunds(short)
-            await self._move(op, pa, pot, row.stake_a)
-            await self._move(op, pb, pot, row.stake_b)
-            await op.conn.execute(
-                update(escrows)
-                .where(escrows.c.match_id == match_id)
-                .values(stake_a=row.stake_a * 2, stake_b=row.stake_b * 2)
-            )
-            stake = row.stake_a * 2
-            outcome = Outcome(op.id, op.kind, stake=stake)
-            return await self._finish(
+            b.move(op, pa, pot, row.stake_a)
+            b.move(op, pb, pot, row.stake_b)
+            b.change_escrow(row, stake_a=row.stake_a * 2, stake_b=row.stake_b * 2)
+            stake = row.stake_a
+            outcome = Outcome(0, op.kind, stake=stake)
+            return b.finish(
                 op, outcome, events_pb2.WalletEvent(match_id=match_id, stake=stake), pot
             )
 
-        return await self._run(key, "raise", {"m": match_id}, body, match_id)
+        return await self._submit(
+            key, "raise", {"m": match_id}, rules, Reads((), (match_id,)), match_id
+        )
 
     async def spend(
         self, key: str, player_id: str, amount: int, reason: str, match_id: str = ""
@@ -527,14 +508,17 @@ class Ledger:
         _check_amount("amount", amount)
         acct = player_account(player_id)
 
-        async def body(op: _Op) -> Outcome:
-            await self._ensure(op.conn, HOUSE, "house", op.now)
-            await self._take_from(op, player_id, HOUSE, amount)
-            event = events_pb2.WalletEvent(match_id=match_id)
-            return await self._finish(op, Outcome(op.id, op.kind), event, acct)
+        def rules(b: Books, op: Draft) -> Outcome:
+            b.ensure(HOUSE, "house")
+            _take_from(b, op, player_id, HOUSE, amount)
+            return b.finish(
+                op, Outcome(0, op.kind), events_pb2.WalletEvent(match_id=match_id), acct
+            )
 
         params = {"p": player_id, "a": amount, "r": reason, "m": match_id}
-        return await self._run(key, "spend", params, body, match_id or None)
+        return await self._submit(
+            key, "spend", params, rules, Reads((acct, HOUSE)), match_id or None
+        )
 
     async def hold_raise(self, key: str, match_id: str, cube: int) -> Outcome:
         """A double to `cube` is offered: hold what each stake grows by (I-4: both must cover
@@ -548,24 +532,26 @@ class Ledger:
             )
         hold = hold_account(match_id)
 
-        async def body(op: _Op) -> Outcome:
-            row = await self._open_escrow(op.conn, match_id)
-            pa, pb = player_account(row.player_a), player_account(row.player_b)
-            await self._ensure(op.conn, hold, "hold", op.now)
-            balances = await self._lock(op.conn, [pa, pb, hold])
+        def rules(b: Books, op: Draft) -> Outcome:
+            row = b.open_escrow(match_id)
+            b.ensure(hold, "hold")
             amount = (row.bet or row.stake_a) * (cube // 2)
-            sides = ((row.player_a, pa), (row.player_b, pb))
-            short = [p for p, acct in sides if balances.get(acct, 0) < amount]
+            sides = ((row.player_a, player_account(row.player_a)),
+                     (row.player_b, player_account(row.player_b)))  # fmt: skip
+            short = [p for p, acct in sides if (b.balance(acct) or 0) < amount]
             if short:
                 raise InsufficientFunds(short)
             for player, acct in sides:
-                await self._move(op, acct, hold, amount)
-                await self._add_hold(op, key, match_id, player, amount, "raise", cube)
-            outcome = Outcome(op.id, op.kind, stake=amount)
+                b.move(op, acct, hold, amount)
+                b.add_hold(Hold(None, key, match_id, player, amount, "raise", cube, "held", op.now))
+            outcome = Outcome(0, op.kind, stake=amount)
             event = events_pb2.WalletEvent(match_id=match_id, stake=amount)
-            return await self._finish(op, outcome, event, hold)
+            return b.finish(op, outcome, event, hold)
 
-        return await self._run(key, "hold_raise", {"m": match_id, "c": cube}, body, match_id)
+        params = {"m": match_id, "c": cube}
+        return await self._submit(
+            key, "hold_raise", params, rules, Reads((), (match_id,)), match_id
+        )
 
     async def hold_spend(
         self, key: str, player_id: str, amount: int, reason: str, match_id: str
@@ -577,15 +563,17 @@ class Ledger:
         _check_amount("amount", amount)
         acct, hold = player_account(player_id), hold_account(match_id)
 
-        async def body(op: _Op) -> Outcome:
-            await self._ensure(op.conn, hold, "hold", op.now)
-            await self._take_from(op, player_id, hold, amount)
-            await self._add_hold(op, key, match_id, player_id, amount, "boost", 0)
-            event = events_pb2.WalletEvent(match_id=match_id)
-            return await self._finish(op, Outcome(op.id, op.kind), event, acct)
+        def rules(b: Books, op: Draft) -> Outcome:
+            b.ensure(hold, "hold")
+            _take_from(b, op, player_id, hold, amount)
+            b.add_hold(Hold(None, key, match_id, player_id, amount, "boost", 0, "held", op.now))
+            return b.finish(
+                op, Outcome(0, op.kind), events_pb2.WalletEvent(match_id=match_id), acct
+            )
 
         params = {"p": player_id, "a": amount, "r": reason, "m": match_id}
-        return await self._run(key, "hold_spend", params, body, match_id)
+        reads = Reads((acct,), (match_id,))
+        return await self._submit(key, "hold_spend", params, rules, reads, match_id)
 
     async def capture(self, key: str, hold_key: str) -> Outcome:
         """Spend what `hold_key` holds: a raise into its escrow (the stakes grow), a boost to
@@ -602,111 +590,20 @@ class Ledger:
                 "INVALID_HOLD_KEY", "hold_key must be 1..200 characters", field="hold_key"
             )
 
-        async def body(op: _Op) -> Outcome:
-            query = select(holds).where(holds.c.hold_key == hold_key).with_for_update()
-            rows = (await op.conn.execute(query)).all()
+        def rules(b: Books, op: Draft) -> Outcome:
+            rows = b.holds_of_key(hold_key)
             if not rows:
                 raise NotFound("UNKNOWN_HOLD", f"no hold {hold_key}", field="hold_key")
             closed = {r.status for r in rows if r.status != "held"}
             if closed:
                 raise Conflict("HOLD_CLOSED", f"hold {hold_key} is already {closed.pop()}")
             match_id = rows[0].match_id
-            if how == "capture":
-                await self._capture(op, match_id, rows)
-            else:
-                await self._release(op, match_id, rows)
+            (_capture if how == "capture" else _release)(b, op, match_id, rows)
             event = events_pb2.WalletEvent(match_id=match_id)
-            return await self._finish(op, Outcome(op.id, op.kind), event, hold_account(match_id))
+            return b.finish(op, Outcome(0, op.kind), event, hold_account(match_id))
 
-        return await self._run(key, how, {"h": hold_key}, body, None)
-
-    async def _take_from(self, op: _Op, player_id: str, to: str, amount: int) -> None:
-        """Move `amount` from a player to `to`, refusing an unknown player or a short one."""
-        acct = player_account(player_id)
-        balances = await self._lock(op.conn, [acct, to])
-        if acct not in balances:
-            raise NotFound(
-                "UNKNOWN_PLAYER", f"no account for player {player_id}", field="player_id"
-            )
-        if balances[acct] < amount:
-            raise InsufficientFunds([player_id])
-        await self._move(op, acct, to, amount)
-
-    async def _add_hold(
-        self, op: _Op, key: str, match_id: str, player_id: str, amount: int, purpose: str, cube: int
-    ) -> None:
-        await op.conn.execute(
-            holds.insert().values(
-                hold_key=key, match_id=match_id, player_id=player_id, amount=amount,
-                purpose=purpose, cube=cube, status="held", created_ms=op.now,
-            )
-        )  # fmt: skip
-
-    async def _capture(self, op: _Op, match_id: str, rows: Sequence[Any]) -> None:
-        hold = hold_account(match_id)
-        pot = escrow_account(match_id)
-        raises = [r for r in rows if r.purpose == "raise"]
-        if raises:
-            row = await self._open_escrow(op.conn, match_id)
-            await self._lock(op.conn, [hold, pot])
-            extra = {row.player_a: 0, row.player_b: 0}
-            for r in raises:
-                await self._move(op, hold, pot, int(r.amount))
-                extra[r.player_id] += int(r.amount)
-            await op.conn.execute(
-                update(escrows)
-                .where(escrows.c.match_id == match_id)
-                .values(
-                    stake_a=row.stake_a + extra[row.player_a],
-                    stake_b=row.stake_b + extra[row.player_b],
-                )
-            )
-        boosts = [r for r in rows if r.purpose == "boost"]
-        if boosts:
-            await self._ensure(op.conn, HOUSE, "house", op.now)
-            await self._lock(op.conn, [hold, HOUSE])
-            for r in boosts:
-                await self._move(op, hold, HOUSE, int(r.amount))
-        await self._mark(op, rows, "captured")
-
-    async def _release(self, op: _Op, match_id: str, rows: Sequence[Any]) -> None:
-        hold = hold_account(match_id)
-        await self._lock(op.conn, [hold, *(player_account(r.player_id) for r in rows)])
-        for r in rows:
-            await self._move(op, hold, player_account(r.player_id), int(r.amount))
-        await self._mark(op, rows, "released")
-
-    async def _mark(self, op: _Op, rows: Sequence[Any], status: str) -> None:
-        await op.conn.execute(
-            update(holds)
-            .where(holds.c.id.in_([r.id for r in rows]))
-            .values(status=status, closed_operation_id=op.id)
-        )
-
-    async def _resolve_holds(
-        self, op: _Op, match_id: str, cube: int, applied_boosts: Sequence[str]
-    ) -> None:
-        """Before an escrow closes: capture the raises of doubles taken (their cube is within
-        the match's final `cube`) and the boosts applied; release every other open hold."""
-        query = (
-            select(holds)
-            .where(and_(holds.c.match_id == match_id, holds.c.status == "held"))
-            .order_by(holds.c.id)
-            .with_for_update()
-        )
-        rows = (await op.conn.execute(query)).all()
-        applied = set(applied_boosts)
-        taken = [
-            r
-            for r in rows
-            if (r.purpose == "raise" and 0 < r.cube <= cube)
-            or (r.purpose == "boost" and r.hold_key in applied)
-        ]
-        rest = [r for r in rows if r not in taken]
-        if taken:
-            await self._capture(op, match_id, taken)
-        if rest:
-            await self._release(op, match_id, rest)
+        reads = Reads((HOUSE,), hold_key=hold_key)
+        return await self._submit(key, how, {"h": hold_key}, rules, reads)
 
     async def settle(
         self,
@@ -723,34 +620,36 @@ class Ledger:
         _check_id("winner_id", winner_id)
         pot = escrow_account(match_id)
 
-        async def body(op: _Op) -> Outcome:
-            await self._open_escrow(op.conn, match_id)
-            await self._resolve_holds(op, match_id, cube, applied_boosts)
-            row = await self._open_escrow(op.conn, match_id)
+        def rules(b: Books, op: Draft) -> Outcome:
+            b.open_escrow(match_id)
+            _resolve_holds(b, op, match_id, cube, applied_boosts)
+            row = b.open_escrow(match_id)
             if winner_id not in (row.player_a, row.player_b):
                 raise InvalidArgument(
                     "NOT_SEATED",
                     f"{winner_id} is not a player of match {match_id}",
                     field="winner_id",
                 )
-            await self._ensure(op.conn, HOUSE, "house", op.now)
+            b.ensure(HOUSE, "house")
             winner = player_account(winner_id)
-            await self._lock(op.conn, [pot, winner, HOUSE])
             fees = fee(row.stake_a, self.fee_bps) + fee(row.stake_b, self.fee_bps)
             payout = row.stake_a + row.stake_b - fees
             own = row.stake_a if winner_id == row.player_a else row.stake_b
             if payout:
-                await self._move(op, pot, winner, payout)
+                b.move(op, pot, winner, payout)
             if fees:
-                await self._move(op, pot, HOUSE, fees)
-            await self._close(op, match_id, "settled")
-            outcome = Outcome(op.id, op.kind, payout=payout, fees=fees, net_gain=payout - own)
+                b.move(op, pot, HOUSE, fees)
+            b.change_escrow(row, status="settled", closed_by=op)
+            outcome = Outcome(0, op.kind, payout=payout, fees=fees, net_gain=payout - own)
             event = events_pb2.WalletEvent(
                 match_id=match_id, winner_id=winner_id, net_gain=payout - own, fees=fees
             )
-            return await self._finish(op, outcome, event, pot)
+            return b.finish(op, outcome, event, pot)
 
-        return await self._run(key, "settle", {"m": match_id, "w": winner_id}, body, match_id)
+        params = {"m": match_id, "w": winner_id}
+        return await self._submit(
+            key, "settle", params, rules, Reads((HOUSE,), (match_id,)), match_id
+        )
 
     async def refund(self, key: str, match_id: str, applied_boosts: Sequence[str] = ()) -> Outcome:
         """Return every stake (I-10), raises included: open raise holds are released; boosts
@@ -758,29 +657,34 @@ class Ledger:
         _check_id("match_id", match_id)
         pot = escrow_account(match_id)
 
-        async def body(op: _Op) -> Outcome:
-            await self._open_escrow(op.conn, match_id)
-            await self._resolve_holds(op, match_id, 0, applied_boosts)
-            row = await self._open_escrow(op.conn, match_id)
-            pa, pb = player_account(row.player_a), player_account(row.player_b)
-            await self._lock(op.conn, [pot, pa, pb])
-            await self._move(op, pot, pa, row.stake_a)
-            await self._move(op, pot, pb, row.stake_b)
-            await self._close(op, match_id, "refunded")
-            return await self._finish(
-                op, Outcome(op.id, op.kind), events_pb2.WalletEvent(match_id=match_id), pot
-            )
+        def rules(b: Books, op: Draft) -> Outcome:
+            b.open_escrow(match_id)
+            _resolve_holds(b, op, match_id, 0, applied_boosts)
+            row = b.open_escrow(match_id)
+            b.move(op, pot, player_account(row.player_a), row.stake_a)
+            b.move(op, pot, player_account(row.player_b), row.stake_b)
+            b.change_escrow(row, status="refunded", closed_by=op)
+            event = events_pb2.WalletEvent(match_id=match_id)
+            return b.finish(op, Outcome(0, op.kind), event, pot)
 
-        return await self._run(key, "refund", {"m": match_id}, body, match_id)
+        reads = Reads((HOUSE,), (match_id,))
+        return await self._submit(key, "refund", {"m": match_id}, rules, reads, match_id)
 
-    async def _close(self, op: _Op, match_id: str, status: str) -> None:
-        result = await op.conn.execute(
-            update(escrows)
-            .where(and_(escrows.c.match_id == match_id, escrows.c.status == "open"))
-            .values(status=status, closed_operation_id=op.id)
+
+def _replay(call: _Call, row: Stored) -> Outcome | ServiceError:
+    if row.request_hash != call.request_hash:
+        return Conflict(
+            "IDEMPOTENCY_CONFLICT",
+            "this idempotency key was used with different parameters",
+            field="idempotency_key",
         )
-        if result.rowcount != 1:
-            raise ServiceError("ESCROW_CLOSED", f"the escrow of match {match_id} is already closed")
+    return Outcome.from_json(row.response, row.id)
+
+
+def _fail(batch: list[_Call], err: BaseException) -> None:
+    for call in batch:
+        if not call.future.done():
+            call.future.set_exception(err)
 
 
 async def check_invariants(engine: AsyncEngine) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 
 from services.common.metrics import ServiceMetrics
 
@@ -14,6 +14,12 @@ class WalletMetrics:
             "bg_wallet_operations_total",
             "Ledger operations by kind and outcome.",
             ["kind", "outcome"],
+            registry=r,
+        )
+        self.batch_size = Histogram(
+            "bg_wallet_batch_operations",
+            "Operations committed together in one ledger transaction (group commit).",
+            buckets=(1, 2, 4, 8, 16, 32, 64),
             registry=r,
         )
         self.escrowed = Gauge(
