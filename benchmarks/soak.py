@@ -96,6 +96,23 @@ def _gist(exc: BaseException) -> str:
     return " ".join(w for w in words if not any(ch.isdigit() for ch in w)) or "-"
 
 
+def _timeline(
+    lateness: list[tuple[int, int]], start_ms: int, failovers: list[tuple[int, int]]
+) -> list[dict[str, Any]]:
+    buckets: dict[int, list[int]] = {}
+    for at, late in lateness:
+        if at >= start_ms:
+            buckets.setdefault((at - start_ms) // 10_000, []).append(late)
+    return [
+        {
+            "from_s": 10 * b,
+            **_lateness(values),
+            "failover": any(a <= start_ms + 10_000 * b + 5_000 <= z for a, z in failovers),
+        }
+        for b, values in sorted(buckets.items())
+    ]
+
+
 def _lateness(values: list[int]) -> dict[str, float]:
     return {
         "count": len(values), "p50": _percentile(values, 0.5),
@@ -482,6 +499,9 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             "clock_lateness_in_failovers_ms": _lateness([
                 late for at, late in stats.lateness_ms if any(a <= at <= b for a, b in failovers)
             ]),
+            # Each 10 s of the run: when the late deadlines fell (a failover's tail beyond its
+            # window, a pause of one part), offsets in s from the run's start.
+            "clock_lateness_by_10s": _timeline(stats.lateness_ms, run_from_ms, failovers),
             "deadlines_doubled": stats.doubled, "deadlines_missed": missed,
             "commands_per_s": round(commands / elapsed, 1), "events_received": stats.events,
             "errors": stats.error_counts(dealt_ms, run_from_ms, failovers), "restarts": {

@@ -22,7 +22,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
-from services.common import logs, tracing
+from services.common import gc_pauses, logs, tracing
 from services.common.balanced import SERVER_KEEPALIVE_OPTIONS
 from services.common.metrics import MetricsInterceptor
 from services.common.service import ServiceApp
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("bg.host")
 
-GC_THRESHOLDS = (20_000, 20, 20)
+GC_OLDER = (20, 20)  # young collections between gen-1 ones, gen-1 between full ones
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
@@ -99,7 +99,7 @@ class ServiceHost:
         # the command path (benchmarks/bench_gateway.py): the collector was a visible share.
         gc.collect()
         gc.freeze()
-        gc.set_threshold(*GC_THRESHOLDS)
+        gc.set_threshold(self.settings.gc_young, *GC_OLDER)
 
     async def _set_all(self, status: int) -> None:
         for name in ["", *self._service_names]:
@@ -195,6 +195,7 @@ def main(name: str, build: Callable[[dict[str, str] | None], ServiceApp]) -> Non
         print(f"{name}: configuration error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     configure_logs(name, app.settings)
+    gc_pauses.watch(app.metrics.gc_pause_seconds)
     with asyncio.Runner(loop_factory=_loop_factory(app.settings.event_loop)) as runner:
         runner.run(ServiceHost(app).run())
 

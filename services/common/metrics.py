@@ -49,6 +49,13 @@ class ServiceMetrics:
             ["service", "check"],
             registry=self.registry,
         )
+        self.gc_pause_seconds = Histogram(
+            "bg_gc_pause_seconds",
+            "Garbage collections by generation and how long each stopped the process.",
+            ["generation"],
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=self.registry,
+        )
         self.redis_round_trips = Counter(
             "bg_redis_round_trips_total",
             "Requests this process sent to Redis and waited for (a pipeline or script is one).",

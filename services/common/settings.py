@@ -185,6 +185,13 @@ class ServiceSettings:
         False,
         "BG_REDIS_URL names a node of a Valkey/Redis Cluster (the client finds the others).",
     )
+    gc_young: int = setting(
+        "BG_GC_YOUNG",
+        20_000,
+        "Allocations between young garbage collections (after start; the objects built at "
+        "start are frozen out of the collector). bg_gc_pause_seconds shows what each costs.",
+        min=100,
+    )
     event_loop: EventLoop = setting(
         "BG_EVENT_LOOP",
         "asyncio",

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from aiokafka import TopicPartition
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from services.common.backoff import Backoff, pause
 from services.common.clock import now_ms as now
@@ -107,6 +107,7 @@ class OutboxRelay:
             raise failed
         published = now()
         async with self.engine.begin() as conn:
+            await _lock(conn, [r.id for r in rows])
             if self.forgetful is None:
                 await conn.execute(
                     update(outbox)
@@ -163,6 +164,7 @@ class OutboxRelay:
             read.update(await f.committed.of(logical, tps))
         done = [r.id for r in kept if confirmed(read[where[r.id]], r.sent_offset)]
         async with self.engine.begin() as conn:
+            await _lock(conn, sorted([*forgotten, *done]))
             if forgotten:
                 log.warning("the broker forgot outbox rows: publishing them again",
                             extra={"rows": len(forgotten)})  # fmt: skip
@@ -215,3 +217,12 @@ class OutboxRelay:
         if self.publisher is not None:
             await self.publisher.stop()
             self.publisher = None
+
+
+async def _lock(conn: AsyncConnection, ids: list[int]) -> None:
+    """Lock the rows about to be marked, in id order: every wallet replica relays every row,
+    and two marking the same rows in different orders deadlocked on PostgreSQL (seen in the
+    soak; SQLite has one writer and no row locks)."""
+    if ids:
+        query = select(outbox.c.id).where(outbox.c.id.in_(ids)).order_by(outbox.c.id)
+        await conn.execute(query.with_for_update())

@@ -99,6 +99,18 @@ async def _wait_seq_change(page: Any, seq: int, timeout_ms: int = 8000) -> None:
             raise
 
 
+async def _click(locator: Any) -> bool:
+    """Click what was just seen; False when it went away first (the page re-rendered on a
+    rejoin, or a command resent after a reconnect moved the table on): look again."""
+    try:
+        await locator.click(timeout=5_000)
+    except Exception as exc:
+        if "Timeout" not in type(exc).__name__:
+            raise
+        return False
+    return True
+
+
 async def _act(page: Any) -> bool:
     """Make one move as a person would, by clicking; False when it is not this page's turn."""
     st = await _state(page)
@@ -106,21 +118,20 @@ async def _act(page: Any) -> bool:
         return False
     roll = page.locator('[data-action="roll"]')
     if await roll.count():
-        await roll.click()
-        await _wait_seq_change(page, st["seq"])
+        if await _click(roll):
+            await _wait_seq_change(page, st["seq"])
         return True
     movable = page.locator("[data-movable]")
     if await movable.count():
-        await movable.first.click()
-        target = page.locator("[data-target]")
-        if await target.count():
-            await target.first.click()
-            await _wait_seq_change(page, st["seq"])
+        if await _click(movable.first):
+            target = page.locator("[data-target]")
+            if await target.count() and await _click(target.first):
+                await _wait_seq_change(page, st["seq"])
         return True
     confirm = page.locator('[data-action="confirm"]')
     if await confirm.count():
-        await confirm.click()
-        await _wait_seq_change(page, st["seq"])
+        if await _click(confirm):
+            await _wait_seq_change(page, st["seq"])
         return True
     return False
 
