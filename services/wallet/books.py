@@ -116,12 +116,10 @@ class Books:
         accounts: list[Account],
         escrows: list[Escrow],
         holds: list[Hold],
-        in_play: dict[str, int] | None = None,
     ) -> None:
         self.accounts = {a.id: a for a in accounts}
         self.escrows = {e.match_id: e for e in escrows}
         self.holds = list(holds)
-        self.in_play = dict(in_play or {})  # player id -> open escrows (read for closings)
         self._read_accounts = {a.id: a.balance for a in accounts}
         self._read_escrows = {e.match_id: dataclasses.replace(e) for e in escrows}
         self._read_holds = {id(h): (h.status, h.closed_by) for h in holds}

@@ -1,8 +1,8 @@
 """A batch's reads and writes: what its operations can touch, locked, and what they changed.
 
-Reads lock in one order for every replica (holds, escrows, then accounts by id) so two
-replicas' batches never deadlock; writes are one statement per table (executemany), however
-many operations the batch holds.
+Reads lock in one order for every replica (escrows, then their holds, then accounts, each by
+id) so two replicas' batches never deadlock; writes are one statement per table
+(executemany), however many operations the batch holds.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Stored:
 
 class _Statements:
     """Every statement a batch runs, built once: building SQLAlchemy constructs per call cost a
-    third of the wallet's CPU (measured with py-spy); lists are expanding parameters."""
+    quarter of the wallet's CPU (measured with py-spy); lists are expanding parameters."""
 
     def __init__(self) -> None:
         def many(name: str) -> Any:
