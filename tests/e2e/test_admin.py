@@ -218,12 +218,18 @@ async def test_credits_debits_lookups_and_a_stuck_table_are_audited(
         )
         assert not [e for e in after.escrows if e.match_id == mine[0].match_id]
 
-        # Replaying carol's events into the leaderboard applies nothing twice.
-        replay = await admin.ReplayPlayer(
-            admin_pb2.ReplayPlayerRequest(player_id=carol.player_id, reason="board check"),
-            metadata=auth,
-        )
-        assert replay.applied == 0 and replay.events >= 1
+        # Replaying carol's events into the leaderboard applies nothing twice. It replays the
+        # leaderboard's archive, which its consumers fill as they read: wait for carol's events
+        # to be there (bounded), then a replay applies none of them again.
+        ask = admin_pb2.ReplayPlayerRequest(player_id=carol.player_id, reason="board check")
+        for _ in range(60):  # (each try is audited: the audit list below reads 200)
+            first_replay = await admin.ReplayPlayer(ask, metadata=auth)
+            if first_replay.events >= 1:
+                break
+            await asyncio.sleep(0.5)
+        assert first_replay.events >= 1
+        replay = await admin.ReplayPlayer(ask, metadata=auth)
+        assert replay.applied == 0 and replay.events >= first_replay.events
 
         # A player's token is no operator's; an operator's token is no player's.
         with pytest.raises(grpc.aio.AioRpcError) as not_operator:
