@@ -23,7 +23,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-import redis.asyncio as redis_asyncio
 
 from bg.events.v1 import events_pb2
 from bg.leaderboard.v1 import leaderboard_pb2
@@ -33,12 +32,8 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from infra.runner import Cluster, ClusterConfig
 from infra.status import collect
-from services.common.deps import sql_engine
-from services.common.migrate import migrate
 from services.common.play_wire import FINISHED
-from services.leaderboard.app import MIGRATIONS
-from services.leaderboard.consumer import EventHandler, rebuild
-from services.leaderboard.store import SqlBoardStore
+from tests.e2e.boards import assert_boards_equal_a_rebuild
 from tests.e2e.money import books, settle_down
 from tests.helpers import retried
 
@@ -264,20 +259,9 @@ async def test_chaos_every_part_killed_in_turn_loses_nothing(
 
         # The leaderboard equals a rebuild from its own archive (the topics' history is
         # bounded, and the broker forgot it when it was killed): nothing applied twice.
-        live_engine = sql_engine(f"sqlite+aiosqlite:///{data / 'leaderboard.db'}")
-        fresh_engine = sql_engine(f"sqlite+aiosqlite:///{tmp_path / 'rebuilt.db'}")
-        fresh_redis = redis_asyncio.Redis.from_url(cluster.redis_url.rsplit("/", 1)[0] + "/1")
-        try:
-            await migrate(fresh_engine, MIGRATIONS)
-            fresh = SqlBoardStore(fresh_engine, fresh_redis)
-            live = SqlBoardStore(live_engine, fresh_redis)
-            await rebuild(EventHandler(fresh), source=live)
-            for p in players:
-                assert await live.profile(p.player_id) == await fresh.profile(p.player_id)
-        finally:
-            await fresh_redis.aclose()
-            await live_engine.dispose()
-            await fresh_engine.dispose()
+        await assert_boards_equal_a_rebuild(
+            data / "leaderboard.db", tmp_path, cluster.redis_url, [p.player_id for p in players]
+        )
 
         figures = {
             "seconds_between_faults": SECONDS,

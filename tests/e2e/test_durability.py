@@ -17,7 +17,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-import redis.asyncio as redis_asyncio
 from aiokafka.admin import AIOKafkaAdminClient
 
 from bg.leaderboard.v1 import leaderboard_pb2
@@ -27,12 +26,8 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from infra.runner import Cluster, ClusterConfig
 from infra.status import collect
-from services.common.deps import sql_engine
-from services.common.migrate import migrate
 from services.common.topics import TOPICS, Namespace
-from services.leaderboard.app import MIGRATIONS
-from services.leaderboard.consumer import EventHandler, rebuild
-from services.leaderboard.store import SqlBoardStore
+from tests.e2e.boards import assert_boards_equal_a_rebuild
 from tests.e2e.money import books, settle_down
 from tests.e2e.test_chaos import Run, _play_pair
 from tests.helpers import retried
@@ -145,20 +140,9 @@ async def test_valkey_and_kafka_killed_lose_nothing(
                 time.monotonic() + 60,
             )
             assert archived.moves and archived.seed_hex
-        live_engine = sql_engine(f"sqlite+aiosqlite:///{data / 'leaderboard.db'}")
-        fresh_engine = sql_engine(f"sqlite+aiosqlite:///{tmp_path / 'rebuilt.db'}")
-        fresh_redis = redis_asyncio.Redis.from_url(cluster.redis_url.rsplit("/", 1)[0] + "/1")
-        try:
-            await migrate(fresh_engine, MIGRATIONS)
-            live = SqlBoardStore(live_engine, fresh_redis)
-            fresh = SqlBoardStore(fresh_engine, fresh_redis)
-            await rebuild(EventHandler(fresh), source=live)
-            for p in players:
-                assert await live.profile(p.player_id) == await fresh.profile(p.player_id)
-        finally:
-            await fresh_redis.aclose()
-            await live_engine.dispose()
-            await fresh_engine.dispose()
+        await assert_boards_equal_a_rebuild(
+            data / "leaderboard.db", tmp_path, cluster.redis_url, [p.player_id for p in players]
+        )
         # The broker keeps a few generations, not the whole run's (at 3 s a period, a
         # generation lives its two periods and two delivery slacks of 15 s: about a dozen).
         generations = await retried(
