@@ -1,5 +1,7 @@
-"""Commands to the table replicas over a few long-lived streams (`SubmitCommands`) instead of a
-unary call per command: the same request and outcome, cheaper per command.
+"""Commands to the table replicas over a few long-lived streams (`SubmitCommandBatches`) instead
+of a unary call per command: the same request and outcome, cheaper per command. Every call
+waiting when the stream can take a message goes in that one message (and the replica answers
+the same way), so under load a message carries many commands and an idle one never waits.
 
 The streams are opened on one balanced channel (services/common/balanced.py), so round_robin
 puts each on a replica; a table's commands always take the same stream (its id's hash), so they
@@ -26,7 +28,7 @@ log = logging.getLogger("bg.gateway.commands")
 
 
 class CommandLine:
-    """One SubmitCommands stream to one replica."""
+    """One SubmitCommandBatches stream to one replica."""
 
     def __init__(self, stub: table_pb2_grpc.TableServiceAsyncStub) -> None:
         self.stub = stub
@@ -38,28 +40,35 @@ class CommandLine:
     def _open(self) -> asyncio.Queue[table_pb2.SubmitCommandCall | None]:
         queue: asyncio.Queue[table_pb2.SubmitCommandCall | None] = asyncio.Queue()
 
-        async def calls() -> AsyncIterator[table_pb2.SubmitCommandCall]:
+        async def calls() -> AsyncIterator[table_pb2.SubmitCommandCalls]:
             while (item := await queue.get()) is not None:
-                yield item
+                batch = table_pb2.SubmitCommandCalls(calls=[item])
+                while not queue.empty():
+                    if (item := queue.get_nowait()) is None:
+                        yield batch
+                        return
+                    batch.calls.append(item)
+                yield batch
 
-        stream = self.stub.SubmitCommands(calls())
+        stream = self.stub.SubmitCommandBatches(calls())
         self._outgoing = queue
         self._reader = asyncio.create_task(self._read(stream, queue))
         return queue
 
     async def _read(
         self,
-        stream: AsyncIterable[table_pb2.SubmitCommandOutcome],
+        stream: AsyncIterable[table_pb2.SubmitCommandOutcomes],
         queue: asyncio.Queue[table_pb2.SubmitCommandCall | None],
     ) -> None:
         failure: BaseException = ServiceError(
             "UPSTREAM_UNAVAILABLE", "the command stream ended", status=grpc.StatusCode.UNAVAILABLE
         )
         try:
-            async for outcome in stream:
-                future = self._waiting.pop(outcome.call_id, None)
-                if future is not None and not future.done():
-                    future.set_result(outcome)
+            async for batch in stream:
+                for outcome in batch.outcomes:
+                    future = self._waiting.pop(outcome.call_id, None)
+                    if future is not None and not future.done():
+                        future.set_result(outcome)
         except grpc.aio.AioRpcError as exc:
             failure = ServiceError(
                 "UPSTREAM_UNAVAILABLE",

@@ -15,7 +15,7 @@ from engine.vocabulary import EndReason
 from services.common.errors import ServiceError, abort, grpc_errors, infrastructure_failure
 from services.common.vocabulary import to_proto
 from services.table import convert
-from services.table.tables import TableCore
+from services.table.tables import Submitted, TableCore
 
 Context = grpc.aio.ServicerContext[Any, Any]
 log = logging.getLogger("bg.table.api")
@@ -50,16 +50,47 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def SubmitCommands(
         self, requests: AsyncIterator[table_pb2.SubmitCommandCall], context: Context
     ) -> AsyncIterator[table_pb2.SubmitCommandOutcome]:
-        """Commands from one gateway, each handled as SubmitCommand is, concurrently (tables
-        are independent); outcomes go back as they are ready."""
-        outcomes: asyncio.Queue[table_pb2.SubmitCommandOutcome | None] = asyncio.Queue()
+        """Commands from a gateway of the previous release (one call per message)."""
+
+        async def batches() -> AsyncIterator[list[table_pb2.SubmitCommandCall]]:
+            async for call in requests:
+                yield [call]
+
+        async for ready in self._outcomes(batches(), with_update=False):
+            for outcome in ready:
+                yield outcome
+
+    async def SubmitCommandBatches(
+        self, requests: AsyncIterator[table_pb2.SubmitCommandCalls], context: Context
+    ) -> AsyncIterator[table_pb2.SubmitCommandOutcomes]:
+        async def batches() -> AsyncIterator[list[table_pb2.SubmitCommandCall]]:
+            async for message in requests:
+                yield list(message.calls)
+
+        async for ready in self._outcomes(batches(), with_update=True):
+            yield table_pb2.SubmitCommandOutcomes(outcomes=ready)
+
+    async def _outcomes(
+        self, batches: AsyncIterator[list[table_pb2.SubmitCommandCall]], with_update: bool
+    ) -> AsyncIterator[list[table_pb2.SubmitCommandOutcome]]:
+        """Each call handled as SubmitCommand is, concurrently (tables are independent; a
+        refused call changes nothing and holds up no other); the outcomes ready are handed on
+        together as soon as there is one (a batch never waits for more)."""
+        ready: list[table_pb2.SubmitCommandOutcome] = []
+        wake = asyncio.Event()
         running: set[asyncio.Task[None]] = set()
+        done = False
 
         async def handle(call: table_pb2.SubmitCommandCall) -> None:
             outcome = table_pb2.SubmitCommandOutcome(call_id=call.call_id)
             try:
-                reply = await self._submit(call.request)
-                outcome.response.CopyFrom(reply)
+                submitted = await self._submitted(call.request)
+                reply = outcome.response
+                reply.seq, reply.duplicate = submitted.seq, submitted.duplicate
+                if with_update and submitted.update is not None:
+                    reply.update.CopyFrom(submitted.update)
+                else:
+                    reply.events.extend(submitted.events)
             except ServiceError as err:
                 outcome.error.CopyFrom(err.to_proto())
                 outcome.status = err.status.value[0]
@@ -70,23 +101,34 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                     mapped = ServiceError("INTERNAL", repr(exc), status=grpc.StatusCode.UNKNOWN)
                 outcome.error.CopyFrom(mapped.to_proto())
                 outcome.status = mapped.status.value[0]
-            await outcomes.put(outcome)
+            ready.append(outcome)
+            wake.set()
 
         async def read() -> None:
+            nonlocal done
             try:
-                async for call in requests:
-                    task = asyncio.create_task(handle(call))
-                    running.add(task)
-                    task.add_done_callback(running.discard)
+                async for calls in batches:
+                    for call in calls:
+                        task = asyncio.create_task(handle(call))
+                        running.add(task)
+                        task.add_done_callback(running.discard)
             finally:
                 if running:
                     await asyncio.gather(*running, return_exceptions=True)
-                await outcomes.put(None)
+                done = True
+                wake.set()
 
         reader = asyncio.create_task(read())
         try:
-            while (outcome := await outcomes.get()) is not None:
-                yield outcome
+            while True:
+                if ready:
+                    out, ready[:] = list(ready), []
+                    yield out
+                elif done:
+                    return
+                else:
+                    wake.clear()
+                    await wake.wait()
         finally:
             reader.cancel()
             for task in list(running):
@@ -95,17 +137,20 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def _submit(
         self, request: table_pb2.SubmitCommandRequest
     ) -> table_pb2.SubmitCommandResponse:
+        result = await self._submitted(request)
+        return table_pb2.SubmitCommandResponse(
+            seq=result.seq, events=result.events, duplicate=result.duplicate
+        )
+
+    async def _submitted(self, request: table_pb2.SubmitCommandRequest) -> Submitted:
         cmd = convert.engine_command(request.command, request.seat)
-        result = await self.core.submit(
+        return await self.core.submit(
             request.table_id,
             request.player_id,
             request.seat,
             request.command_id,
             request.expected_seq,
             cmd,
-        )
-        return table_pb2.SubmitCommandResponse(
-            seq=result.seq, events=result.events, duplicate=result.duplicate
         )
 
     @grpc_errors

@@ -97,6 +97,7 @@ class Submitted:
     seq: int
     events: list[events_pb2.TableEvent]
     duplicate: bool = False
+    update: table_pb2.TableUpdate | None = None  # the commit's, as published (not a duplicate)
 
 
 class TableCore:
@@ -225,10 +226,10 @@ class TableCore:
                 if field and (previous := await self.store.command_result(table_id, field)):
                     return await self._duplicate(table_id, *previous)
                 raise Rejected(out.code, out.message)
-            result, events = await self._commit(table_id, loaded, out, field, now)
+            result, update = await self._commit(table_id, loaded, out, field, now)
             if result.status is CommitStatus.OK:
                 await self._capture_held(loaded, out)
-                return Submitted(result.seq, events)
+                return Submitted(result.seq, list(update.events), update=update)
             if result.status is CommitStatus.DUP:
                 return await self._duplicate(table_id, result.seq, result.count)
             if result.status is CommitStatus.NO_TABLE:
@@ -461,7 +462,7 @@ class TableCore:
         now: int,
         meta: TableMeta | None = None,
         create: bool = False,
-    ) -> tuple[CommitResult, list[events_pb2.TableEvent]]:
+    ) -> tuple[CommitResult, table_pb2.TableUpdate]:
         """One round trip: the script checks `base.seq` and the command id, writes, publishes
         the update. On success the cache holds the new state. `meta` is written when given."""
         new_meta = meta is not None
@@ -508,7 +509,7 @@ class TableCore:
             self.cache.put(table_id, Loaded(result.seq, out.state, meta, base.relayed))
             if events and self.on_commit is not None:
                 self.on_commit(table_id)
-        return result, events
+        return result, update
 
     async def _match_moves(
         self,

@@ -225,3 +225,84 @@ async def test_commands_over_one_stream_with_failover(
         assert len({r.seq for r in again}) == 1  # one command id, applied once
         assert sum(not r.duplicate for r in again) == 1
         await lines.close()
+
+
+async def _deal(stub: table_pb2_grpc.TableServiceAsyncStub, table_id: str) -> table_pb2.TableView:
+    await stub.CreateMatch(
+        table_pb2.CreateMatchRequest(
+            table_id=table_id, match_id=f"m-{table_id}", player_ids=P,
+            options=table_pb2.TableOptions(profile="casual"),
+        )
+    )  # fmt: skip
+    return await stub.GetView(table_pb2.GetViewRequest(table_id=table_id, player_id=P[0]))
+
+
+def _call(
+    call_id: int, table_id: str, seat: int, command_id: str, command: str = "leave"
+) -> table_pb2.SubmitCommandCall:
+    request = table_pb2.SubmitCommandRequest(
+        table_id=table_id, player_id=P[seat], seat=seat, command_id=command_id,
+        command=_cmd(**{command: table_pb2.Empty()}),
+    )  # fmt: skip
+    return table_pb2.SubmitCommandCall(call_id=call_id, request=request)
+
+
+async def test_a_batch_with_a_refused_command_in_the_middle(
+    stub: table_pb2_grpc.TableServiceAsyncStub,
+) -> None:
+    """Issue 25: three commands in one SubmitCommandBatches message, the middle one refused
+    (a roll by the seat not on turn): the other two (a leave each) are applied, each outcome carries its call's id and,
+    when accepted, the commit's whole update (events and both seats' views); the refused one
+    gets its typed error and its table does not move."""
+    views = {t: await _deal(stub, t) for t in ("b1", "b2", "b3")}
+    calls = [
+        _call(1, "b1", views["b1"].turn, "c1"),
+        _call(2, "b2", 1 - views["b2"].turn, "c2", "roll"),  # not this seat's turn
+        _call(3, "b3", views["b3"].turn, "c3"),
+    ]
+    requests: asyncio.Queue[table_pb2.SubmitCommandCalls | None] = asyncio.Queue()
+    await requests.put(table_pb2.SubmitCommandCalls(calls=calls))
+
+    async def outgoing() -> AsyncIterator[table_pb2.SubmitCommandCalls]:
+        while (item := await requests.get()) is not None:
+            yield item
+
+    stream = stub.SubmitCommandBatches(outgoing())
+    outcomes: dict[int, table_pb2.SubmitCommandOutcome] = {}
+    async for batch in stream:
+        outcomes.update((o.call_id, o) for o in batch.outcomes)
+        if len(outcomes) == 3:
+            await requests.put(None)
+    assert sorted(outcomes) == [1, 2, 3]
+    refused = outcomes[2]
+    assert refused.WhichOneof("result") == "error" and refused.error.code == "NOT_YOUR_TURN"
+    assert refused.status == grpc.StatusCode.FAILED_PRECONDITION.value[0]
+    after = await stub.GetView(table_pb2.GetViewRequest(table_id="b2", player_id=P[0]))
+    assert after.seq == views["b2"].seq and list(after.dice) == list(views["b2"].dice)
+    for call_id, table_id in ((1, "b1"), (3, "b3")):
+        reply = outcomes[call_id].response
+        assert reply.seq > views[table_id].seq and not reply.duplicate
+        update = reply.update
+        assert update.table_id == table_id and update.seq == reply.seq
+        assert [v.seat for v in update.views] == [0, 1]
+        assert all(v.seq == reply.seq for v in update.views)
+        assert kind(update.events[-1]) == "match_closed" and not reply.events  # sent once
+        now = await stub.GetView(table_pb2.GetViewRequest(table_id=table_id, player_id=P[0]))
+        assert now == update.views[0]
+
+
+async def test_the_previous_releases_command_stream_still_answers(
+    stub: table_pb2_grpc.TableServiceAsyncStub,
+) -> None:
+    """A gateway of the previous release, mid rolling upgrade, still uses SubmitCommands: one
+    call a message, the events in the response (no update)."""
+    view = await _deal(stub, "old1")
+
+    async def one() -> AsyncIterator[table_pb2.SubmitCommandCall]:
+        yield _call(7, "old1", view.turn, "o1")
+
+    outcomes = [o async for o in stub.SubmitCommands(one())]
+    assert [o.call_id for o in outcomes] == [7]
+    reply = outcomes[0].response
+    assert reply.seq > view.seq and kind(reply.events[-1]) == "match_closed"
+    assert not reply.HasField("update")
