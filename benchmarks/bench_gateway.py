@@ -8,7 +8,9 @@ play (or roll/confirm) and waits until the pushed view shows it: no GetView anyw
 send -> the pushed view that shows the command.
 Reported: echo calls/s and applied commands/s (and their ratio), latency p50/p99, server CPU per
 call / per applied command summed over every cluster process (from /proc), Redis round trips per
-applied command counted by the services' clients; then the same at half the peak rate.
+applied command counted by the services' clients; then the same with each command's answer
+apart from its update (a Join without `results_in_updates`: three messages a commit instead of
+two) and at half the peak rate.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from client.player import Player
 from engine import bots
 from infra.embedded import free_port
 from infra.local_cluster import Cluster, cpu_of, cpu_seconds, local_cluster
-from services.common.play_wire import FINISHED, next_command
+from services.common.play_wire import FINISHED, PlaySession, next_command
 
 TABLES = 20
 SECONDS = float(os.environ.get("BG_BENCH_SECONDS", "12"))  # longer to profile it
@@ -121,12 +123,17 @@ def _at_least(seq: int) -> Callable[[table_pb2.TableView], bool]:
 
 
 async def _drive(
-    pair: list[Player], until: float, lat: list[float], pace: Pace, rng: random.Random
+    pair: list[Player],
+    until: float,
+    lat: list[float],
+    pace: Pace,
+    rng: random.Random,
+    combine: bool = True,
 ) -> int:
     applied = 0
     while time.monotonic() < until:
         table_id = await _new_table(pair)
-        sessions = [p.session_for(table_id) for p in pair]
+        sessions = [PlaySession(p.stub, table_id, p.auth, results_in_updates=combine) for p in pair]
         for s in sessions:
             await s.open()
         try:
@@ -158,7 +165,7 @@ async def _drive(
 
 
 async def _gateway(
-    cluster: Cluster, pairs: list[list[Player]], rate: float | None = None
+    cluster: Cluster, pairs: list[list[Player]], rate: float | None = None, combine: bool = True
 ) -> dict[str, float]:
     lat: list[float] = []
     pids = cluster.pids
@@ -168,7 +175,7 @@ async def _gateway(
     until = started + SECONDS
     pace = Pace(rate)
     counts = await asyncio.gather(
-        *(_drive(pair, until, lat, pace, random.Random(i)) for i, pair in enumerate(pairs))
+        *(_drive(pair, until, lat, pace, random.Random(i), combine) for i, pair in enumerate(pairs))
     )
     elapsed = time.monotonic() - started
     applied = sum(counts)
@@ -218,6 +225,13 @@ async def _main(cluster: Cluster, echo_address: str, echo_pid: int) -> None:
             f"{k.split(':', 1)[1]} {v:.2f}" for k, v in gw.items() if k.startswith("cpu_ms:") and v
         )
         print(f"   CPU ms per command by process: {shares}")
+        apart = await _gateway(cluster, pairs, combine=False)
+        print(_line("  answers apart (old Join)", apart, "cmd"))
+        print(
+            f"   one message per seat per commit vs the answer apart: CPU per command "
+            f"{gw['cpu_ms'] / apart['cpu_ms']:.2f}x, gateway "
+            f"{gw['cpu_ms:gateway'] / apart['cpu_ms:gateway']:.2f}x"
+        )
         half = await _gateway(cluster, pairs, gw["per_s"] / 2)
         half_echo = await _echo(echo_address, echo_pid, echo["per_s"] / 2)
         print(_line("echo at half its peak", half_echo, "call"))

@@ -87,8 +87,10 @@ class PlaySession:
         metadata: list[tuple[str, str]],
         from_seq: int = 0,
         on_update: Callable[[gateway_pb2.SeatUpdate], None] | None = None,
+        results_in_updates: bool = True,
     ) -> None:
         self.stub = stub
+        self.results_in_updates = results_in_updates  # answers ride on updates (Join's flag)
         self.table_id = table_id
         self.metadata = metadata
         self.from_seq = from_seq
@@ -113,7 +115,11 @@ class PlaySession:
 
     async def open(self, timeout_s: float = 30.0) -> table_pb2.TableView:
         """Join; returns the first pushed view."""
-        join = gateway_pb2.Join(table_id=self.table_id, from_seq=self.from_seq)
+        join = gateway_pb2.Join(
+            table_id=self.table_id,
+            from_seq=self.from_seq,
+            results_in_updates=self.results_in_updates,
+        )
         await self._requests.put(gateway_pb2.PlayRequest(join=join))
         self._call = self.stub.Play(self._outgoing(), metadata=self.metadata)
         self._reader = asyncio.create_task(self._read())
@@ -138,11 +144,10 @@ class PlaySession:
                     if self.on_update is not None:
                         self.on_update(update)
                     self._changed.set()
+                    if update.HasField("result"):  # the answer rode on the update
+                        self._answer(gateway_pb2.PlayUpdate(result=update.result))
                 elif kind in ("result", "error"):
-                    answer = getattr(message, kind)
-                    future = self._answers.pop(answer.command_id, None)
-                    if future is not None and not future.done():
-                        future.set_result(message)
+                    self._answer(message)
         except grpc.aio.AioRpcError as exc:
             self.closed = exc
         finally:
@@ -152,6 +157,13 @@ class PlaySession:
             for future in self._answers.values():
                 if not future.done():
                     future.set_exception(self.closed)
+
+    def _answer(self, message: gateway_pb2.PlayUpdate) -> None:
+        kind = message.WhichOneof("kind")
+        assert kind is not None
+        future = self._answers.pop(getattr(message, kind).command_id, None)
+        if future is not None and not future.done():
+            future.set_result(message)
 
     async def wait_for(
         self, ready: Callable[[table_pb2.TableView], bool], timeout_s: float

@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import grpc
@@ -42,11 +42,12 @@ from services.gateway.accounts import ACCOUNT_PREFIX, Accounts, Session
 from services.gateway.auth import Identity, IdentityProvider, TokenSigner
 from services.gateway.bans import Bans
 from services.gateway.command_lines import CommandLines
-from services.gateway.feed import GAP, Subscription, TableFeed
+from services.gateway.feed import Answer, Subscription, TableFeed
 from services.gateway.names import Names
 from services.gateway.presence import Presence
 from services.gateway.privacy import Privacy
 from services.gateway.rate_limits import RateLimits, peer_address
+from services.gateway.seat_relay import END, play_update, relay_updates
 from services.gateway.spectator_views import SpectatorViews
 
 call = remote_call
@@ -505,16 +506,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         seat = view.seat
         queue: asyncio.Queue[gateway_pb2.PlayUpdate | None] = asyncio.Queue(maxsize=1000)
         await queue.put(
-            _update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
+            play_update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
         )
         stream = uuid.uuid4().hex
         self._streams.setdefault(player, set()).add(queue)
         if await self.presence.opened(table_id, player, stream):
             await self._report(table_id, player, True)
-        commands = asyncio.create_task(
-            self._commands(request_iterator, table_id, player, seat, queue)
+        commands = asyncio.create_task(self._commands(request_iterator, sub, player, seat))
+        pushes = asyncio.create_task(
+            self._pushes(sub, player, seat, view.seq, queue, first.join.results_in_updates)
         )
-        pushes = asyncio.create_task(self._pushes(sub, player, seat, view.seq, queue))
         try:
             while True:
                 update = await queue.get()
@@ -551,8 +552,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         seat: int,
         last: int,
         queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
+        combine: bool,
     ) -> None:
-        """The table's updates for this seat, each event once and in order, gaps filled."""
+        """The table's updates for this seat, each event once and in order, gaps filled, and
+        the answers to its commands."""
         table_id = sub.table_id
 
         async def fresh() -> table_pb2.TableView:
@@ -562,62 +565,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         async def pushed(update: table_pb2.TableUpdate) -> table_pb2.TableView | None:
             return _view_of(update, player, seat)
 
-        await self._relay(sub, last, queue, fresh, pushed)
-
-    async def _relay(
-        self,
-        sub: Subscription,
-        last: int,
-        queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
-        fresh: Callable[[], Awaitable[table_pb2.TableView]],
-        pushed: Callable[[table_pb2.TableUpdate], Awaitable[table_pb2.TableView | None]],
-    ) -> None:
-        """A subscription's updates into `queue`, each event once and in order, gaps filled
-        from the table's stream; `fresh()` reads the caller's view, `pushed(update)` takes it
-        from an update (None: the caller no longer sits there, the stream is over)."""
-        table_id = sub.table_id
-        while True:
-            update = await sub.queue.get()
-            mine: table_pb2.TableView | None
-            try:
-                if update is GAP:
-                    view = await fresh()
-                    seq, mine = view.seq, view
-                    events = await self.feed.events_between(table_id, last, seq)
-                else:
-                    if update.seq <= last:
-                        continue  # already delivered (the join's view, or a refilled gap)
-                    seq, mine = update.seq, await pushed(update)
-                    if mine is None:
-                        await queue.put(None)  # a new match without this player: stream over
-                        return
-                    first = seq - len(update.events) + 1
-                    events = await self.feed.events_between(table_id, last, first - 1)
-                    events += update.events
-                    if mine.seq > seq:  # a view read after the update (a spectator's)
-                        events += await self.feed.events_between(table_id, seq, mine.seq)
-                        seq = mine.seq
-                if seq <= last:
-                    continue
-            except ServiceError as err:
-                if err.status in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND):
-                    await queue.put(None)  # no longer seated here (or no table): stream over
-                    return
-                log.warning(
-                    "cannot resync a stream", extra={"table_id": table_id, "code": err.code}
-                )
-                sub.deliver(GAP)  # try again shortly: the client's stream stays open
-                await asyncio.sleep(0.5)
-                continue
-            except RedisError as exc:
-                log.warning("cannot read a table's stream", extra={"error": repr(exc)})
-                sub.deliver(GAP)
-                await asyncio.sleep(0.5)
-                continue
-            last = seq
-            await queue.put(
-                _update(table_id, gateway_pb2.SeatUpdate(seq=seq, events=events, view=mine))
-            )
+        await relay_updates(self.feed, sub, last, queue, fresh, pushed, combine)
 
     # -- watching (I-35) ---------------------------------------------------------------------
 
@@ -662,9 +610,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             return
         queue: asyncio.Queue[gateway_pb2.PlayUpdate | None] = asyncio.Queue(maxsize=1000)
         await queue.put(
-            _update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
+            play_update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
         )
-        relay = asyncio.create_task(self._relay(sub, view.seq, queue, fresh, pushed))
+        relay = asyncio.create_task(relay_updates(self.feed, sub, view.seq, queue, fresh, pushed))
         try:
             while (update := await queue.get()) is not None:
                 await context.write(update)
@@ -714,16 +662,20 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def _commands(
         self,
         requests: AsyncIterator[gateway_pb2.PlayRequest],
-        table_id: str,
+        sub: Subscription,
         player: str,
         seat: int,
-        queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
     ) -> None:
+        """The stream's commands, one at a time, each answered through `sub` (in order with
+        the table's updates, see services/gateway/seat_relay.py)."""
+        table_id = sub.table_id
         request_no = 0  # the join was 0
         try:
             async for message in requests:
                 cmd = message.command
                 request_no += 1
+                sub.answers_due += 1
+                update: table_pb2.TableUpdate | None = None
                 try:
                     if message.WhichOneof("kind") != "command":
                         raise InvalidArgument(
@@ -739,6 +691,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                         expected_seq=cmd.expected_seq, command=cmd.command,
                     )  # fmt: skip
                     reply = await self.lines.submit(request, timeout=10)
+                    if reply.HasField("update"):
+                        update = reply.update
                     if cmd.command.WhichOneof("kind") == "accept_rematch" and not reply.duplicate:
                         # I-32: both agreed; matchmaking deals the new match on this table.
                         rematch = matchmaking_pb2.TableRequest(player_id=player, table_id=table_id)
@@ -747,7 +701,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                         command_id=command_id, seq=reply.seq, duplicate=reply.duplicate,
                         request_no=request_no,
                     )  # fmt: skip
-                    await queue.put(gateway_pb2.PlayUpdate(result=result, table_id=table_id))
+                    answer = gateway_pb2.PlayUpdate(result=result, table_id=table_id)
                 except ServiceError as err:
                     # An id over its bound is never cut to fit: the cut could be another
                     # command's id. The client matches such an answer on request_no.
@@ -756,9 +710,14 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                         command_id=sent, error=err.to_proto(), request_no=request_no,
                         status=err.status.name,
                     )  # fmt: skip
-                    await queue.put(gateway_pb2.PlayUpdate(error=failed, table_id=table_id))
+                    answer = gateway_pb2.PlayUpdate(error=failed, table_id=table_id)
+                if update is not None:
+                    self.feed.deliver_local(update, sub, answer)
+                else:
+                    sub.deliver(Answer(answer))
         finally:
-            await queue.put(None)  # the client closed its side: end the stream
+            sub.answers_due += 1
+            sub.deliver(Answer(END))
 
 
 def _view_of(update: table_pb2.TableUpdate, player: str, seat: int) -> table_pb2.TableView | None:
@@ -769,7 +728,3 @@ def _view_of(update: table_pb2.TableUpdate, player: str, seat: int) -> table_pb2
     if view.player_ids[seat] == player:
         return view
     return next((v for v in update.views if v.player_ids[v.seat] == player), None)
-
-
-def _update(table_id: str, update: gateway_pb2.SeatUpdate) -> gateway_pb2.PlayUpdate:
-    return gateway_pb2.PlayUpdate(update=update, table_id=table_id)

@@ -5,6 +5,10 @@ The gateway holds one Redis pub/sub connection; the first local stream on a tabl
 its channel, the last one to leave unsubscribes. Each message is parsed once and handed to every
 local subscriber (both seats and, later, spectators). Pub/sub delivers at most once: after the
 connection breaks, every subscriber is told to fill the gap from the table's stream (`GAP`).
+
+A command this gateway sent comes back from the table with its commit's update: that copy is
+handed to the table's local subscribers at once (`deliver_local`), the commanding stream's
+with the command's answer (`Answer`), and the pub/sub copy that follows is skipped by seq.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 from typing import Any, Final
 
 from redis.exceptions import RedisError
 
 from bg.events.v1 import events_pb2
+from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
 from services.common.table_feed import read_events, table_of_channel, update_channel
 
@@ -26,19 +32,45 @@ GAP: Final = None  # queued to a subscriber when updates may have been lost
 QUEUE_LIMIT = 1000
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The answer to one of the stream's commands (a result or an error), queued in order with
+    the table's updates; `update` is the commit it produced, when the table sent it back."""
+
+    message: gateway_pb2.PlayUpdate
+    update: table_pb2.TableUpdate | None = None
+
+
+Item = table_pb2.TableUpdate | Answer | None
+
+
 class Subscription:
-    """A local stream's view of a table's updates."""
+    """A local stream's view of a table's updates (and of the answers to its own commands)."""
 
     def __init__(self, table_id: str) -> None:
         self.table_id = table_id
-        self.queue: asyncio.Queue[table_pb2.TableUpdate | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[Item] = asyncio.Queue()
+        self.answers_due = 0  # commands sent whose answer is not yet queued
 
-    def deliver(self, update: table_pb2.TableUpdate | None) -> None:
-        if update is not None and self.queue.qsize() >= QUEUE_LIMIT:
-            # A stream this far behind resynchronises from the stream instead of buffering more.
-            self.queue = asyncio.Queue()
-            update = GAP
-        self.queue.put_nowait(update)
+    def deliver(self, item: Item) -> None:
+        if item is not None and self.queue.qsize() >= QUEUE_LIMIT:
+            # A stream this far behind resynchronises from the stream instead of buffering more
+            # updates; the answers to its commands are kept (each command gets one).
+            kept = [a for a in _drain(self.queue) if isinstance(a, Answer)]
+            self.queue.put_nowait(GAP)
+            for answer in kept:
+                self.queue.put_nowait(answer if answer.update is None else Answer(answer.message))
+            if not isinstance(item, Answer):
+                return
+            item = Answer(item.message)
+        self.queue.put_nowait(item)
+
+
+def _drain(queue: asyncio.Queue[Item]) -> list[Item]:
+    items = []
+    while not queue.empty():
+        items.append(queue.get_nowait())
+    return items
 
 
 class TableFeed:
@@ -67,6 +99,16 @@ class TableFeed:
             if self._reader is None or self._reader.done():
                 self._reader = asyncio.create_task(self._read(), name="table-feed")
         return sub
+
+    def deliver_local(
+        self, update: table_pb2.TableUpdate, origin: Subscription, answer: gateway_pb2.PlayUpdate
+    ) -> None:
+        """A commit this gateway's command made, as the table sent it back: to every local
+        subscriber of the table now (the commanding one with its answer)."""
+        for sub in self.subscribers.get(update.table_id, ()):
+            if sub is not origin:
+                sub.deliver(update)
+        origin.deliver(Answer(answer, update))
 
     async def events_between(
         self, table_id: str, after_seq: int, upto_seq: int

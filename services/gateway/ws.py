@@ -172,11 +172,10 @@ class StreamAnswers:
                 )
                 await self.send({"id": self.open_id, "response": to_json(joined)})
             await self.send({"push": "update", "update": to_json(update)})
+            if update.update.HasField("result"):  # the join asked for results in updates
+                await self._answered(update.update.result)
         elif kind == "result":
-            result = update.result
-            await self.send(
-                {"id": self._waiting.pop(result.request_no, None), "response": to_json(result)}
-            )
+            await self._answered(update.result)
         elif kind == "error":
             failed = update.error
             if failed.request_no == 0:  # not an answer: the stream ends (a ban)
@@ -187,6 +186,10 @@ class StreamAnswers:
                 commandId=failed.command_id, requestNo=str(failed.request_no),
             )  # fmt: skip
             await self.send({"id": self._waiting.pop(failed.request_no, None), "error": error})
+
+    async def _answered(self, result: gateway_pb2.CommandResult) -> None:
+        request_id = self._waiting.pop(result.request_no, None)
+        await self.send({"id": request_id, "response": to_json(result)})
 
     async def refuse(self, error: dict[str, Any]) -> None:
         """The stream could not open: the join's (or Watch's) answer."""

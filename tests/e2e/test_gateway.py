@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import random
 import sys
 import time
 import uuid
@@ -23,8 +24,9 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
+from engine import bots
 from services.common.errors import error_from
-from services.common.play_wire import phase_of, reason_of
+from services.common.play_wire import next_command, phase_of, reason_of
 from services.gateway.auth import Identity, TokenSigner
 from tests.e2e.conftest import BOTS_SECRET, SECRET
 from tests.helpers import error_of
@@ -506,6 +508,76 @@ async def _command(call: Any, requests: asyncio.Queue[Any], kind: str, seq: int)
         which = update.WhichOneof("kind")
         if which in ("result", "error") and getattr(update, which).command_id == command_id:
             return update
+
+
+def _acts(view: table_pb2.TableView) -> bool:
+    return view.decider == view.seat
+
+
+async def test_one_message_per_seat_per_commit(cluster: dict[str, Any]) -> None:
+    """Issue 25: with `Join.results_in_updates` the answer to a command rides on the update that
+    shows it: the acting seat gets one message for the commit (its update carrying the
+    result), the other seat one (its update); a refused command then gets its error alone.
+    Each stream's messages are read up to a refused command's error, so nothing else can hide
+    in between."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob = await _players(cluster, ch, "ann", "bob", grant=0)
+        table = await ann.create_table(table_pb2.TableOptions(profile="casual", match_length=3))
+        await bob.join(table.code)
+        await ann.stub.StartTable(
+            matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=ann.auth
+        )
+        streams: dict[str, tuple[Any, asyncio.Queue[Any], table_pb2.TableView]] = {}
+        for p in (ann, bob):
+            requests: asyncio.Queue[Any] = asyncio.Queue()
+            join = gateway_pb2.Join(table_id=table.table_id, results_in_updates=True)
+            await requests.put(gateway_pb2.PlayRequest(join=join))
+
+            async def outgoing(q: asyncio.Queue[Any] = requests) -> Any:
+                while (item := await q.get()) is not None:
+                    yield item
+
+            call = p.stub.Play(outgoing(), metadata=p.auth)
+            first: Any = await asyncio.wait_for(call.read(), 20)
+            streams[p.player_id] = (call, requests, first.update.view)
+        mover = next(p for p in (ann, bob) if _acts(streams[p.player_id][2]))
+        other = bob if mover is ann else ann
+        view = streams[mover.player_id][2]
+        cmd = next_command(view, bots.random_bot, random.Random(1))
+        assert cmd is not None
+
+        async def send(p: Player, command_id: str, command: table_pb2.Command) -> None:
+            play = gateway_pb2.PlayCommand(
+                command_id=command_id, expected_seq=view.seq, command=command
+            )
+            await streams[p.player_id][1].put(gateway_pb2.PlayRequest(command=play))
+
+        async def until_error(p: Player, command_id: str) -> list[Any]:
+            got = []
+            while True:
+                message = await asyncio.wait_for(streams[p.player_id][0].read(), 20)
+                got.append(message)
+                if message.WhichOneof("kind") == "error":
+                    assert message.error.command_id == command_id
+                    return got
+
+        refused = table_pb2.Command()
+        refused.offer_rematch.SetInParent()  # the match is not over: refused, nothing changes
+        await send(mover, "step", cmd)
+        await send(mover, "no-1", refused)
+        mine = await until_error(mover, "no-1")
+        assert [m.WhichOneof("kind") for m in mine] == ["update", "error"]
+        update = mine[0].update
+        assert update.result.command_id == "step" and update.result.seq == update.seq
+        assert update.result.request_no == 1 and mine[1].error.request_no == 2
+        await send(other, "no-2", refused)
+        theirs = await until_error(other, "no-2")
+        assert [m.WhichOneof("kind") for m in theirs] == ["update", "error"]
+        assert theirs[0].update.seq == update.seq and not theirs[0].update.HasField("result")
+        assert list(theirs[0].update.events) == list(update.events)
+        for call, requests, _ in streams.values():
+            await requests.put(None)
+            call.cancel()
 
 
 async def test_rematch_through_the_gateway(cluster: dict[str, Any]) -> None:

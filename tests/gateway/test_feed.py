@@ -12,7 +12,7 @@ import redis.asyncio as redis_asyncio
 
 from bg.table.v1 import table_pb2
 from services.common.table_feed import update_channel
-from services.gateway.feed import GAP, Subscription, TableFeed
+from services.gateway.feed import GAP, Answer, Subscription, TableFeed
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,9 @@ async def _publish(redis: redis_asyncio.Redis, table_id: str, seq: int) -> None:
 
 
 async def _next(sub: Subscription) -> table_pb2.TableUpdate | None:
-    return await asyncio.wait_for(sub.queue.get(), 5)
+    item = await asyncio.wait_for(sub.queue.get(), 5)
+    assert not isinstance(item, Answer), "no command was sent here"
+    return item
 
 
 async def _update(sub: Subscription) -> table_pb2.TableUpdate:

@@ -251,9 +251,9 @@ async def test_a_batch_with_a_refused_command_in_the_middle(
     stub: table_pb2_grpc.TableServiceAsyncStub,
 ) -> None:
     """Issue 25: three commands in one SubmitCommandBatches message, the middle one refused
-    (a roll by the seat not on turn): the other two (a leave each) are applied, each outcome carries its call's id and,
-    when accepted, the commit's whole update (events and both seats' views); the refused one
-    gets its typed error and its table does not move."""
+    (a roll by the seat not on turn): the other two (a leave each) are applied, each outcome
+    carries its call's id and, when accepted, the commit's whole update (events and both
+    seats' views); the refused one gets its typed error and its table does not move."""
     views = {t: await _deal(stub, t) for t in ("b1", "b2", "b3")}
     calls = [
         _call(1, "b1", views["b1"].turn, "c1"),

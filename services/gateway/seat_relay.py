@@ -1,0 +1,144 @@
+"""A Play or Watch stream's side of a table: its subscription's updates (and the answers to its
+own commands) turned into the messages the stream writes, each event once and in order."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import grpc
+from redis.exceptions import RedisError
+
+from bg.events.v1 import events_pb2
+from bg.gateway.v1 import gateway_pb2
+from bg.table.v1 import table_pb2
+from services.common.errors import ServiceError
+from services.gateway.feed import GAP, Answer, Subscription
+
+log = logging.getLogger("bg.gateway")
+# How long updates wait for the answer to the stream's command in flight (normally a few ms):
+# past it they go out alone and the answer follows on its own.
+HOLD_S = 0.25
+END = gateway_pb2.PlayUpdate()  # queued after a stream's last answer: the stream is over
+LATE = Answer(gateway_pb2.PlayUpdate())  # queued by the hold's timer, never by a command
+
+
+class EventSource(Protocol):
+    async def events_between(
+        self, table_id: str, after_seq: int, upto_seq: int
+    ) -> list[events_pb2.TableEvent]: ...
+
+
+class SeatGone(Exception):
+    """The caller no longer sits at the table (a new match without them, or no table)."""
+
+
+async def relay_updates(
+    feed: EventSource,
+    sub: Subscription,
+    last: int,
+    queue: asyncio.Queue[gateway_pb2.PlayUpdate | None],
+    fresh: Callable[[], Awaitable[table_pb2.TableView]],
+    pushed: Callable[[table_pb2.TableUpdate], Awaitable[table_pb2.TableView | None]],
+    combine: bool = False,
+) -> None:
+    """A subscription's updates into `queue`, each event once and in order, gaps filled
+    from the table's stream; `fresh()` reads the caller's view, `pushed(update)` takes it
+    from an update (None: the caller no longer sits there, the stream is over). The answers
+    to the stream's commands come in order with them; with `combine` an accepted command's
+    result rides on the update that shows it. While a command is out, the updates that
+    arrive wait for its answer, so the result meets its commit whichever came first."""
+    table_id = sub.table_id
+    held: list[table_pb2.TableUpdate | None] = []
+    timer: asyncio.TimerHandle | None = None  # queues LATE once the held updates waited HOLD_S
+    loop = asyncio.get_running_loop()
+    while True:
+        answer: gateway_pb2.PlayUpdate | None = None
+        item = await sub.queue.get()
+        if item is LATE:  # the answer is late: push what came meanwhile without it
+            updates, held, timer = held, [], None
+        elif isinstance(item, Answer):
+            sub.answers_due -= 1
+            answer = item.message
+            updates = held + ([item.update] if item.update is not None else [])
+            held = []
+            if timer is not None:
+                timer.cancel()
+                timer = None
+        elif sub.answers_due > 0:
+            held.append(item)
+            if timer is None:
+                timer = loop.call_later(HOLD_S, sub.queue.put_nowait, LATE)
+            continue
+        else:
+            updates = [item]
+        result = answer.result if answer is not None and answer.HasField("result") else None
+        for update in updates:
+            try:
+                shown = await _seat_update(feed, table_id, last, update, fresh, pushed)
+            except SeatGone:
+                await queue.put(None)  # no longer seated here (or no table): stream over
+                return
+            except (ServiceError, RedisError) as exc:
+                log.warning(
+                    "cannot resync a stream",
+                    extra={"table_id": table_id, "error": repr(exc)[:200]},
+                )
+                sub.deliver(GAP)  # try again shortly: the client's stream stays open
+                await asyncio.sleep(0.5)
+                continue
+            if shown is None:
+                continue
+            last = shown.seq
+            if combine and result is not None and shown.seq >= result.seq:
+                shown.result.CopyFrom(result)
+                answer = None
+            await queue.put(play_update(table_id, shown))
+        if answer is END:
+            await queue.put(None)  # the client closed its side: end the stream
+            return
+        if answer is not None:
+            await queue.put(answer)
+
+
+async def _seat_update(
+    feed: EventSource,
+    table_id: str,
+    last: int,
+    update: table_pb2.TableUpdate | None,
+    fresh: Callable[[], Awaitable[table_pb2.TableView]],
+    pushed: Callable[[table_pb2.TableUpdate], Awaitable[table_pb2.TableView | None]],
+) -> gateway_pb2.SeatUpdate | None:
+    """What to push for `update` (GAP: a fresh view) after seq `last`, with the events
+    between; None when it shows nothing new."""
+    mine: table_pb2.TableView | None
+    try:
+        if update is GAP:
+            view = await fresh()
+            seq, mine = view.seq, view
+            events = await feed.events_between(table_id, last, seq)
+        else:
+            if update.seq <= last:
+                return None  # already delivered (the join's view, or a refilled gap)
+            seq, mine = update.seq, await pushed(update)
+            if mine is None:
+                raise SeatGone  # a new match without this player
+            first = seq - len(update.events) + 1
+            events = await feed.events_between(table_id, last, first - 1)
+            events += update.events
+            if mine.seq > seq:  # a view read after the update (a spectator's)
+                events += await feed.events_between(table_id, seq, mine.seq)
+                seq = mine.seq
+    except ServiceError as err:
+        if err.status in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND):
+            raise SeatGone from err
+        raise
+    if seq <= last:
+        return None
+    return gateway_pb2.SeatUpdate(seq=seq, events=events, view=mine)
+
+
+def play_update(table_id: str, update: gateway_pb2.SeatUpdate) -> gateway_pb2.PlayUpdate:
+    return gateway_pb2.PlayUpdate(update=update, table_id=table_id)
