@@ -75,6 +75,7 @@ class ServiceHost:
         self.grpc_port = server.add_insecure_port(f"{s.host}:{s.grpc_port}")
         if self.grpc_port == 0:
             raise OSError(f"cannot bind gRPC port {s.host}:{s.grpc_port}")
+        self.app.ports["grpc"] = self.grpc_port
         await self._set_all(NOT_SERVING)
         await server.start()
         self._server = server

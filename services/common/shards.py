@@ -11,9 +11,15 @@ will have (each primary owns thousands of slots) and over tens of table replicas
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 
 VIRTUAL_SHARDS = 1024
+# The table replicas' leases: member name -> lease expiry (ms), and member -> its gRPC address,
+# written by each replica (services/table/shard_leases.py), read by the gateways to send a
+# table's commands to the replica that owns its shard.
+MEMBERS = "table:replicas"
+ADDRESSES = "table:replica_addresses"
 
 
 def shard_of(table_id: str) -> int:
@@ -33,3 +39,18 @@ def clocks_key(shard: int) -> str:
 def relay_key(shard: int) -> str:
     """The shard's tables with events not yet on Kafka: table id -> ms of the oldest."""
     return "relay:" + shard_tag(shard)
+
+
+def assign(members: list[str], shards: int = VIRTUAL_SHARDS) -> dict[str, list[int]]:
+    """Rendezvous hashing: each shard goes to the member with the highest hash of (member,
+    shard). Deterministic, so every process computes the same split from the same members."""
+    owned: dict[str, list[int]] = {m: [] for m in members}
+    if not members:
+        return owned
+    for shard in range(shards):
+        best = max(
+            members,
+            key=lambda m: hashlib.blake2b(f"{m}/{shard}".encode(), digest_size=8).digest(),
+        )
+        owned[best].append(shard)
+    return owned

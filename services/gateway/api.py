@@ -70,7 +70,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         feed: TableFeed,
         names: Names,
         privacy: Privacy,
-        command_streams: int = 4,
+        lines: CommandLines,
         accounts: Accounts | None = None,
         access_ttl_s: int = 900,
         bots_secret: str = "",
@@ -87,7 +87,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
         # One balanced channel to every table replica (services/common/balanced.py).
         self.tables = table_pb2_grpc.TableServiceStub(tables)
-        self.lines = CommandLines(self.tables, streams=command_streams)
+        self.lines = lines  # commands to the tables' owners (services/gateway/command_lines.py)
         self.presence = presence
         self.feed = feed
         self.names = names

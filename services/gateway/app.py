@@ -11,6 +11,7 @@ from websockets.asyncio.server import Server, serve
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from bg.table.v1 import table_pb2_grpc
 from services.common import tracing
 from services.common.balanced import leaderboard_channel, table_channel, wallet_channel
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
@@ -21,6 +22,7 @@ from services.gateway.api import GatewayServicer
 from services.gateway.audit import AuditLog
 from services.gateway.auth import GuestIdentities, TokenSigner, parse_keys
 from services.gateway.bans import Bans
+from services.gateway.command_lines import CommandLines
 from services.gateway.feed import TableFeed
 from services.gateway.names import Names
 from services.gateway.presence import Presence
@@ -29,6 +31,7 @@ from services.gateway.privacy import Privacy
 from services.gateway.rate_limits import RateLimits
 from services.gateway.settings import load_settings
 from services.gateway.static_files import StaticFiles
+from services.gateway.table_owners import TableOwners
 from services.gateway.ws import MAX_MESSAGE, WsGateway
 
 SERVICE_NAME = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
@@ -69,6 +72,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.rate_burst,
     )
     feed = TableFeed(redis)
+    owners = TableOwners(redis)
     channels: list[grpc.aio.Channel] = []
     servicer: GatewayServicer | None = None
     ws_server: Server | None = None
@@ -85,6 +89,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         tables = table_channel(settings.table_addrs, interceptors)
         boards = leaderboard_channel(settings.leaderboard_addr, interceptors)
         channels.extend([mm, wallet, boards, tables])
+        lines = CommandLines(
+            table_pb2_grpc.TableServiceStub(tables),
+            settings.command_streams,
+            owners,
+            lambda address: grpc.aio.insecure_channel(address, interceptors=interceptors),
+        )
         servicer = GatewayServicer(
             signer,
             GuestIdentities(),
@@ -97,7 +107,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             feed,
             Names(redis, signer.ttl_s),
             Privacy(redis),
-            settings.command_streams,
+            lines,
             accounts=accounts,
             access_ttl_s=settings.access_ttl_s,
             bots_secret=settings.bots_secret,
@@ -130,6 +140,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         background.spawn("bans", bans.run(background.stop))
         background.spawn("presence", presence.run(servicer.report_presence, background.stop))
         background.spawn("rate-limits", limits.run(background.stop))
+        background.spawn("table-owners", owners.run(background.stop))
 
     async def close() -> None:
         if ws_server is not None:

@@ -3,12 +3,14 @@ of a unary call per command: the same request and outcome, cheaper per command. 
 waiting when the stream can take a message goes in that one message (and the replica answers
 the same way), so under load a message carries many commands and an idle one never waits.
 
-The streams are opened on one balanced channel (services/common/balanced.py), so round_robin
-puts each on a replica; a table's commands always take the same stream (its id's hash), so they
-meet the same replica's state cache while that stream lives. Each outcome is matched to its call
-by id. When a stream breaks (its replica died or is draining), every call still waiting on it
-fails with UNAVAILABLE and is handed to the next stream (commands carry ids and are applied
-once), and the next call on the broken one opens a new stream, on a live replica.
+A table's commands go to the replica that owns its shard (services/gateway/table_owners.py),
+on a stream to that replica alone, so they meet its state cache and its clocks. While no owner
+is known, or the owner is unavailable, they take streams opened on one balanced channel
+(services/common/balanced.py), round robin over the replicas; a table's commands then take the
+same stream (its id's hash). Each outcome is matched to its call by id. When a stream breaks
+(its replica died or is draining), every call still waiting on it fails with UNAVAILABLE and is
+handed to the next stream (commands carry ids and are applied once), and the next call on the
+broken one opens a new stream, on a live replica.
 """
 
 from __future__ import annotations
@@ -17,14 +19,18 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 
 import grpc
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common.errors import ServiceError, home_replica
+from services.gateway.table_owners import TableOwners
 
 log = logging.getLogger("bg.gateway.commands")
+# How long a command waits on its table's owner before another replica is asked (an owner
+# whose host vanished never refuses a connection; the same command id is applied once).
+OWNER_TIMEOUT_S = 3.0
 
 
 class CommandLine:
@@ -122,15 +128,52 @@ def _status(code: int) -> grpc.StatusCode:
 
 
 class CommandLines:
-    """`streams` lines on one balanced stub; a table's commands take the line its id hashes to,
-    and the next one when that one is unavailable."""
+    """A table's commands go to its owner (the replica holding its shard's lease, from
+    `owners`) on a line of their own to that replica; while the owner is unknown or
+    unavailable, to `streams` lines on one balanced stub: the line the table id hashes to, and
+    the next one when that one is unavailable."""
 
-    def __init__(self, stub: table_pb2_grpc.TableServiceAsyncStub, streams: int = 4) -> None:
+    def __init__(
+        self,
+        stub: table_pb2_grpc.TableServiceAsyncStub,
+        streams: int = 4,
+        owners: TableOwners | None = None,
+        connect: Callable[[str], grpc.aio.Channel] | None = None,
+    ) -> None:
         self.lines = [CommandLine(stub) for _ in range(max(1, streams))]
+        self.owners = owners
+        self.connect = connect
+        self._to_owner: dict[str, tuple[grpc.aio.Channel, CommandLine]] = {}
+
+    def _owner_line(self, address: str) -> CommandLine:
+        found = self._to_owner.get(address)
+        if found is None:
+            assert self.connect is not None
+            channel = self.connect(address)
+            found = self._to_owner[address] = (
+                channel,
+                CommandLine(table_pb2_grpc.TableServiceStub(channel)),
+            )
+        return found[1]
 
     async def submit(
         self, request: table_pb2.SubmitCommandRequest, timeout: float = 10.0
     ) -> table_pb2.SubmitCommandResponse:
+        address = self.owners.address(request.table_id) if self.owners and self.connect else ""
+        if address and request.command_id:
+            try:
+                return await self._owner_line(address).submit(
+                    request, min(timeout, OWNER_TIMEOUT_S)
+                )
+            except ServiceError as err:
+                if err.status not in (
+                    grpc.StatusCode.UNAVAILABLE,
+                    grpc.StatusCode.DEADLINE_EXCEEDED,
+                ):
+                    raise
+                # The owner is gone or unreachable (its lease passes on shortly): any replica
+                # applies the command, once by its id, even if the owner got it after all.
+                timeout = max(0.1, timeout - OWNER_TIMEOUT_S)
         start = home_replica(request.table_id, len(self.lines))
         failure: ServiceError | None = None
         for i in range(len(self.lines)):
@@ -147,3 +190,7 @@ class CommandLines:
     async def close(self) -> None:
         for line in self.lines:
             await line.close()
+        for channel, line in self._to_owner.values():
+            await line.close()
+            await channel.close(None)
+        self._to_owner.clear()

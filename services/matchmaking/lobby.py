@@ -16,6 +16,7 @@ that will not be played; the wallet's reconciler, whose bound is far longer, is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
@@ -400,36 +401,46 @@ class Lobby:
         # Atomic pairing: two players arriving together must not both find the queue empty and
         # both wait forever. Each one's table exists before it can be found in the queue.
         mine: Table | None = None
-        while True:
-            waiting = await self.store.pop_waiting(queue)
-            if waiting is None:
-                if mine is None:
-                    mine = await self.create(player_id, opts, public=False, quick=True, retry=retry)
-                pushed = await self.store.enqueue_if_empty(queue, mine.table_id)
-                if pushed:
-                    return mine
-                continue  # someone queued meanwhile: pair with them
-            try:
-                table = await self.get(waiting)
-                if table.host_id == player_id:
-                    await self.store.push_waiting(queue, waiting)  # my own table still waits
-                    if mine is not None:
-                        await self._abandon(mine)
-                    return table
-                if table.status != LobbyStatus.OPEN:
+        try:
+            while True:
+                waiting = await self.store.pop_waiting(queue)
+                if waiting is None:
+                    if mine is None:
+                        # Bound to the request id only once it waits in the queue: until then
+                        # the player may be paired elsewhere, and a retry must not answer it.
+                        mine = await self.create(player_id, opts, public=False, quick=True)
+                    pushed = await self.store.enqueue_if_empty(queue, mine.table_id)
+                    if pushed:
+                        await self._bind(retry, mine.table_id)
+                        return mine
+                    continue  # someone queued meanwhile: pair with them
+                try:
+                    table = await self.get(waiting)
+                    if table.host_id == player_id:
+                        await self.store.push_waiting(queue, waiting)  # my own table still waits
+                        if mine is not None:
+                            await self._abandon(mine)
+                        await self._bind(retry, table.table_id)
+                        return table
+                    if table.status != LobbyStatus.OPEN:
+                        continue
+                    joined = await self.join(player_id, table.table_id, retry)
+                except (NotFound, Conflict):
                     continue
-                joined = await self.join(player_id, table.table_id, retry)
-            except (NotFound, Conflict):
-                continue
-            except ServiceError as err:
-                if err.code != "TABLE_NOT_OPEN":
-                    raise
-                continue
-            if joined.close_reason == f"{IN_ANOTHER_MATCH}:{joined.host_id}":
-                continue  # its host sits at another wagered match now: look further
-            if mine is not None:
-                await self._abandon(mine)
-            return joined
+                except ServiceError as err:
+                    if err.code != "TABLE_NOT_OPEN":
+                        raise
+                    continue
+                if joined.close_reason == f"{IN_ANOTHER_MATCH}:{joined.host_id}":
+                    continue  # its host sits at another wagered match now: look further
+                if mine is not None:
+                    await self._abandon(mine)
+                return joined
+        except BaseException:
+            if mine is not None:  # made for this call and not its answer: not left open
+                with contextlib.suppress(Exception):
+                    await self._abandon(mine)
+            raise
 
     async def _abandon(self, table: Table) -> None:
         """Close a quick-match table its host no longer needs (paired elsewhere)."""

@@ -19,7 +19,7 @@ from services.table.api import TableServicer
 from services.table.clock import ClockWorker
 from services.table.metrics import TableMetrics
 from services.table.relay import EventRelay
-from services.table.settings import load_settings
+from services.table.settings import TableSettings, load_settings
 from services.table.shard_leases import ShardLeases
 from services.table.store import TableStore
 from services.table.tables import TableCore
@@ -44,11 +44,15 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         cluster=settings.redis_cluster,
     )
     store = TableStore(redis)
-    leases = ShardLeases(
-        redis, settings.replica, on_change=lambda owned: metrics.shards.set(len(owned))
-    )
     channels: list[grpc.aio.Channel] = []
     core: TableCore | None = None
+
+    def shards_changed(owned: list[int]) -> None:
+        metrics.shards.set(len(owned))
+        if core is not None:  # another replica's tables now: their states would only go stale
+            core.cache.keep_shards(set(owned))
+
+    leases = ShardLeases(redis, settings.replica, on_change=shards_changed)
 
     def register(server: grpc.aio.Server) -> list[str]:
         # The wallet's client (grpc.aio channels need the running loop, so it is made here, not
@@ -92,6 +96,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     async def start() -> None:
         assert core is not None  # the host registers before it starts
+        leases.address = f"{_advertised(settings)}:{app.ports['grpc']}"
         with contextlib.suppress(Exception):  # Redis not up yet: the lease task keeps trying
             await leases.renew()
         background = app.background
@@ -119,6 +124,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.on_start.append(start)
     app.on_stop.append(close)
     return app
+
+
+def _advertised(settings: TableSettings) -> str:
+    if settings.advertise_host:
+        return settings.advertise_host
+    return "127.0.0.1" if settings.host in ("", "0.0.0.0", "::", "[::]") else settings.host
 
 
 async def _gauges(store: TableStore, leases: ShardLeases, metrics: TableMetrics) -> None:

@@ -49,6 +49,13 @@ class TableSettings(ServiceSettings):
         "own commits leave at once; this finds those of replicas that died before relaying).",
         min=0.05,
     )
+    advertise_host: str = setting(
+        "BG_ADVERTISE_HOST",
+        "",
+        "Host the gateways reach this replica at, written with its shard lease so they send a "
+        "table's commands to its owner (in Kubernetes the pod IP; empty: BG_HOST, or "
+        "127.0.0.1 when that binds every interface).",
+    )
     cache_size: int = setting(
         "BG_TABLE_CACHE_SIZE",
         4096,

@@ -10,13 +10,17 @@ that stops cleanly hands them over at once.
 Ownership is about work, not correctness: while two replicas briefly disagree (one has not yet
 seen the other), both look at a shard, and the commit's compare-and-set still lets one deadline
 fire once and the per-table relay lock keeps each table's events in order.
+
+With each renewal a replica writes its gRPC `address`, so the gateways send a table's commands
+to its shard's owner (services/gateway/table_owners.py): the replica whose cached state and
+clocks the table already has. A command that reaches another replica is still applied once
+(the commit's seq check), only with a read of the table first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import secrets
 from collections.abc import Callable
@@ -24,26 +28,11 @@ from typing import Any
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
-from services.common.shards import VIRTUAL_SHARDS
+from services.common.shards import ADDRESSES, MEMBERS, VIRTUAL_SHARDS, assign
 
 log = logging.getLogger("bg.table.shards")
-MEMBERS = "table:replicas"
 TTL_MS = 2000
-
-
-def assign(members: list[str], shards: int = VIRTUAL_SHARDS) -> dict[str, list[int]]:
-    """Rendezvous hashing: each shard goes to the member with the highest hash of (member,
-    shard). Deterministic, so every replica computes the same split from the same members."""
-    owned: dict[str, list[int]] = {m: [] for m in members}
-    if not members:
-        return owned
-    for shard in range(shards):
-        best = max(
-            members,
-            key=lambda m: hashlib.blake2b(f"{m}/{shard}".encode(), digest_size=8).digest(),
-        )
-        owned[best].append(shard)
-    return owned
+__all__ = ["MEMBERS", "AllShards", "ShardLeases", "assign"]
 
 
 class ShardLeases:
@@ -58,6 +47,7 @@ class ShardLeases:
         self.redis = redis
         # A stable name (the replica's) keeps a restarted replica on its own shards.
         self.member = name or f"table-{secrets.token_hex(4)}"
+        self.address = ""  # host:port the gateways reach this replica at, once it serves
         self.ttl_ms = ttl_ms
         self.now = now
         self.on_change = on_change
@@ -73,6 +63,8 @@ class ShardLeases:
         now = self.now()
         pipe = self.redis.pipeline(transaction=False)
         pipe.zadd(MEMBERS, {self.member: now + self.ttl_ms})
+        if self.address:
+            pipe.hset(ADDRESSES, self.member, self.address)
         pipe.zremrangebyscore(MEMBERS, "-inf", now)
         pipe.zrangebyscore(MEMBERS, now, "+inf")
         *_, live = await pipe.execute()
@@ -97,6 +89,7 @@ class ShardLeases:
             await pause(stop, self.ttl_ms / 4000)
         with contextlib.suppress(Exception):
             await self.redis.zrem(MEMBERS, self.member)  # hand the shards over at once
+            await self.redis.hdel(ADDRESSES, self.member)
 
 
 class AllShards:

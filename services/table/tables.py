@@ -39,6 +39,7 @@ from services.common.errors import (
     PermissionDenied,
     ServiceError,
 )
+from services.common.shards import shard_of
 from services.common.table_options import rules_from_proto
 from services.common.vocabulary import to_proto
 from services.table import convert
@@ -82,6 +83,11 @@ class StateCache:
 
     def drop(self, table_id: str) -> None:
         self._items.pop(table_id, None)
+
+    def keep_shards(self, shards: set[int]) -> None:
+        """Forget the tables of every other shard (a lease moved: another replica owns them)."""
+        for table_id in [t for t in self._items if shard_of(t) not in shards]:
+            del self._items[table_id]
 
 
 class Rejected(ServiceError):

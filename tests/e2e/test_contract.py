@@ -672,18 +672,24 @@ async def test_quick_matches_whose_answers_are_lost_stake_once(
     )
     deadline = time.monotonic() + 30
     tables: dict[str, list[str]] = {}
-    while True:  # the last pair's deal may still be finishing
-        tables = {}
+    seated: dict[str, list[tuple[str, str]]] = {}
+    while True:  # the last pair's deal (and a table left for a pairing) may still be finishing
+        tables, seated = {}, {}
         for p in players:
             mine = await lobby.PlayerTables(
                 matchmaking_pb2.PlayerTablesRequest(player_id=p.player_id)
             )
             live = [t for t in mine.tables if t.status in ("open", "dealing", "dealt")]
-            assert len(live) == 1, (p.player_id, [(t.table_id, t.status) for t in mine.tables])
-            tables.setdefault(live[0].table_id, []).append(live[0].status)
-        if all(s == ["dealt", "dealt"] for s in tables.values()) or time.monotonic() > deadline:
+            seated[p.player_id] = [(t.table_id, t.status) for t in live]
+            for t in live:
+                tables.setdefault(t.table_id, []).append(t.status)
+        settled = all(len(v) == 1 for v in seated.values())
+        if settled and all(s == ["dealt", "dealt"] for s in tables.values()):
+            break
+        if time.monotonic() > deadline:
             break
         await asyncio.sleep(0.3)
+    assert all(len(v) == 1 for v in seated.values()), seated  # one table each, no more
     assert len(tables) == len(players) // 2
     assert all(s == ["dealt", "dealt"] for s in tables.values()), tables
     for p in players:

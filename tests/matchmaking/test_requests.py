@@ -150,3 +150,32 @@ async def test_a_first_call_that_seated_nobody_runs_again(lobby: Parts) -> None:
     again = await lb.once(retry("ann", "c1"), lambda: lb.create("ann", WAGERED, public=True))
     assert again.table_id == made.table_id and again.status is LobbyStatus.OPEN
     assert len(await lb.list_open()) == 1
+
+
+async def test_a_retry_while_the_first_call_pairs_elsewhere_answers_where_it_sat(
+    lobby: Parts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ann's first call makes her table, but before it queues Bob's arrives first, so she is
+    paired at Bob's and her own is closed: her retry, sent in that window, answers Bob's table
+    (the one she plays at), never the one left behind."""
+    lb = lobby[0]
+    create = lb.create
+    retried: list[asyncio.Task[Table]] = []
+
+    async def create_then_bob_queues(player: str, *args: object, **kwargs: object) -> Table:
+        table = await create(player, *args, **kwargs)  # type: ignore[arg-type]
+        if player == "ann" and not retried:
+            await quick(lobby, "bob")  # Bob finds the queue empty: his table waits
+            retried.append(asyncio.create_task(quick(lobby, "ann", "q1")))
+            await asyncio.sleep(0.1)  # the retry looks while the first call is mid-pairing
+        return table
+
+    monkeypatch.setattr(lb, "create", create_then_bob_queues)
+    first = await quick(lobby, "ann", "q1")
+    again = await asyncio.wait_for(retried[0], 20)
+    assert first.host_id == "bob" and first.status == "dealt"
+    # The same table, as it stood when the retry read it (the deal may have been under way).
+    assert again.table_id == first.table_id and "ann" in again.player_ids
+    mine = await lb.store.player_tables("seated", "ann")
+    left = [t for t in [await lb.get(i) for i in mine] if t.table_id != first.table_id]
+    assert left and all(t.status == LobbyStatus.CLOSED for t in left)  # hers, not left open

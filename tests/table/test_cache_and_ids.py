@@ -128,3 +128,22 @@ async def test_scripts_reload_after_redis_forgets_them(redis: redis_asyncio.Redi
     await redis_store(core).relay_ack_many({"t1": moved.seq})
     assert await redis_store(core).relayed("t1") == moved.seq
     assert await redis_store(core).pending_tables() == []  # caught up: unmarked
+
+
+def test_a_lost_lease_drops_the_cached_states_of_the_shards_it_covered() -> None:
+    """Issue 25: when a replica's shards change it forgets the tables of every shard it no
+    longer owns (their states would only go stale there) and keeps the rest."""
+    from services.common.shards import shard_of
+    from services.table.store import Loaded, TableMeta
+    from services.table.tables import StateCache
+
+    cache = StateCache(16)
+    ids = [f"k{i}" for i in range(8)]
+    for table_id in ids:
+        meta = TableMeta(table_id=table_id, match_id="m", player_ids=["a", "b"])
+        cache.put(table_id, Loaded(1, None, meta, 0))  # type: ignore[arg-type]
+    kept = {shard_of(t) for t in ids[:3]}
+    cache.keep_shards(kept)
+    left = [t for t in ids if cache.get(t) is not None]
+    assert left == [t for t in ids if shard_of(t) in kept]
+    assert 3 <= len(left) < len(ids)  # these ids' shards differ: some went, the kept stayed
