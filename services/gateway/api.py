@@ -651,6 +651,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             try:
                 await call(self.tables.SetPresence(request, timeout=5))
                 return
+            except grpc.aio.UsageError:
+                # The channel is closed: this gateway is stopping. The stream's presence lease
+                # runs out and a live gateway's sweeper reports the disconnect instead.
+                return
             except ServiceError as err:
                 if err.status != grpc.StatusCode.UNAVAILABLE or attempt == 4:
                     log.warning(

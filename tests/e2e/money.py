@@ -20,7 +20,10 @@ FEE_BPS = 800  # I-11
 
 
 @dataclass
-class Books:
+class ExpectedBalances:
+    """What the tables' outcomes say each balance must be, beside the closed escrows (not the
+    wallet's own `Books`)."""
+
     closed: list[Any]  # every escrow row, all closed
     expected: dict[str, int]  # player id -> balance, from the tables' outcomes
 
@@ -56,7 +59,7 @@ async def settle_down(wallet_url: str, until: float) -> tuple[int, int]:
         await engine.dispose()
 
 
-async def books(wallet_url: str, tables: Any, funds: dict[str, int], bet: int) -> Books:
+async def books(wallet_url: str, tables: Any, funds: dict[str, int], bet: int) -> ExpectedBalances:
     """The ledger checked (its invariants) and every player's balance worked out: a settled
     match moves bet x final cube from loser to winner less 8% of each side (I-11), a refunded
     one nothing (I-10); an applied boost costs 10. Each escrow closed once, as its table says
@@ -99,4 +102,4 @@ async def books(wallet_url: str, tables: Any, funds: dict[str, int], bet: int) -
         else:
             assert e.status == "refunded", (e.match_id, e.status)
             assert outcome.state in (OutcomeState.STATE_CLOSED, OutcomeState.STATE_UNKNOWN)
-    return Books(list(closed), expected)
+    return ExpectedBalances(list(closed), expected)
