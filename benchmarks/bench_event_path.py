@@ -7,7 +7,9 @@ commit, on 2,000 tables; the cluster's relays publish them, its wallet and leade
 them) and wallet operations through the wallet's API (its outbox publishes them). Measured at a
 steady 1,000 events/s for 20 s, once on the empty log and once after 1,000,000 more events:
 Tansu's CPU per event, a benchmark consumer's latency from commit to read (p50/p99), Tansu's
-memory and the generations it holds. Beside them, the same steady run on the S3 store
+memory and the generations it holds; the consumer's p99 split into commit -> the relay's produce
+(the record's CreateTime) and produce -> read, and where in their generation the slowest 2% of
+reads were produced (by second). Beside them, the same steady run on the S3 store
 (`--kafka-storage s3`, empty log): SeaweedFS + Tansu per event. (The feeder commits outside
 the table replicas, so their relays find its tables by sweeping, here every 0.1 s: the latency
 includes up to that.)
@@ -121,6 +123,11 @@ class Watcher:
         inner = kafka.consumer(boot, f"bench-{os.urandom(3).hex()}", client_id="bench")
         self.consumer = GenerationConsumer(inner, self.log, [TABLE_EVENTS], self.incarnation)
         self.latency: list[float] = []
+        # The two halves of each event's latency: commit -> the relay's produce (the record's
+        # CreateTime), and produce -> this read (the broker and the fetch).
+        self.to_kafka: list[float] = []
+        self.from_kafka: list[float] = []
+        self.into_gen: list[float] = []  # seconds into its generation when it was produced
         self.recording = False
         self.stop = asyncio.Event()
 
@@ -139,6 +146,10 @@ class Watcher:
                         if self.recording:
                             for ev in table_events(record.value, record.headers):
                                 self.latency.append((now - ev.at_ms) / 1000)
+                                self.to_kafka.append((record.timestamp - ev.at_ms) / 1000)
+                                self.from_kafka.append((now - record.timestamp) / 1000)
+                                rotate_ms = int(self.log.rotate_s * 1000)
+                                self.into_gen.append(record.timestamp % rotate_ms / 1000)
                 await self.consumer.commit()
         finally:
             await self.consumer.stop()
@@ -175,6 +186,9 @@ async def _steady(cluster: Cluster, feeder: Feeder, watcher: Watcher) -> dict[st
     pids = _broker_pids(cluster)
     idle = await _idle_cpu(cluster)
     watcher.latency.clear()
+    watcher.to_kafka.clear()
+    watcher.from_kafka.clear()
+    watcher.into_gen.clear()
     watcher.recording = True
     cpu = {k: cpu_seconds(p) for k, p in pids.items()}
     events = int(STEADY_RATE * STEADY_S)
@@ -187,10 +201,23 @@ async def _steady(cluster: Cluster, feeder: Feeder, watcher: Watcher) -> dict[st
         "by_part": {k: 1000 * v / events for k, v in used.items()},
         "p50": _pct(watcher.latency, 0.5),
         "p99": _pct(watcher.latency, 0.99),
+        "p99_to_kafka": _pct(watcher.to_kafka, 0.99),
+        "p99_from_kafka": _pct(watcher.from_kafka, 0.99),
+        "slow_into_gen": _slow_into_gen(watcher),
         "read": len(watcher.latency),
         "rss_mb": _rss_mb(pids["kafka"]),
         "idle": idle,
     }
+
+
+def _slow_into_gen(watcher: Watcher) -> str:
+    """Where in their generation the slowest 2% of reads were produced: by second of it."""
+    if not watcher.from_kafka:
+        return ""
+    cut = _pct(watcher.from_kafka, 0.98)
+    slow = [int(g) for f, g in zip(watcher.from_kafka, watcher.into_gen, strict=True) if f >= cut]
+    counts = [slow.count(sec) for sec in range(int(watcher.log.rotate_s))]
+    return " ".join(str(c) for c in counts)
 
 
 async def _generations(cluster: Cluster) -> int:
@@ -227,7 +254,10 @@ async def _memory_run(cluster: Cluster) -> None:
                 f"   memory, {name:<16} Tansu {r['ms_per_event']:.3f} ms CPU/event   consumer "
                 f"latency p50 {r['p50'] * 1000:5.0f} ms  p99 {r['p99'] * 1000:5.0f} ms   "
                 f"Tansu RSS {r['rss_mb']:5.0f} MB   generations held {gens}   "
-                f"idle Tansu {100 * r['idle']:.1f}% of a core"
+                f"idle Tansu {100 * r['idle']:.1f}% of a core\n"
+                f"     of it p99 commit -> relay's produce {r['p99_to_kafka'] * 1000:5.0f} ms, "
+                f"produce -> read {r['p99_from_kafka'] * 1000:5.0f} ms; the slowest 2% of "
+                f"reads by second into their generation: {r['slow_into_gen']}"
             )
         print(
             f"   1,000,000 events fed in {fed_s:.0f} s; CPU per event after/before "
