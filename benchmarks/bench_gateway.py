@@ -33,7 +33,7 @@ from client.player import Player
 from engine import bots
 from infra.embedded import free_port
 from infra.local_cluster import Cluster, cpu_of, cpu_seconds, local_cluster
-from services.common.play_wire import FINISHED, PlaySession, next_command
+from services.common.play_wire import FINISHED, next_command
 
 TABLES = 20
 SECONDS = float(os.environ.get("BG_BENCH_SECONDS", "12"))  # longer to profile it
@@ -133,7 +133,7 @@ async def _drive(
     applied = 0
     while time.monotonic() < until:
         table_id = await _new_table(pair)
-        sessions = [PlaySession(p.stub, table_id, p.auth, results_in_updates=combine) for p in pair]
+        sessions = [p.session_for(table_id, results_in_updates=combine) for p in pair]
         for s in sessions:
             await s.open()
         try:

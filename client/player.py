@@ -107,8 +107,12 @@ class Player:
         """The next command for view `v` when this player must act, else None."""
         return next_command(v, self.choose, self.rng)
 
-    def session_for(self, table_id: str, from_seq: int = 0) -> PlaySession:
-        return PlaySession(self.stub, table_id, self.auth, from_seq)
+    def session_for(
+        self, table_id: str, from_seq: int = 0, results_in_updates: bool = True
+    ) -> PlaySession:
+        return PlaySession(
+            self.stub, table_id, self.auth, from_seq, results_in_updates=results_in_updates
+        )
 
     async def play(self, table_id: str, timeout_s: float = 300.0) -> table_pb2.TableView:
         """Play until the match is over, from pushed views only; returns the last view."""

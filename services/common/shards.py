@@ -54,3 +54,9 @@ def assign(members: list[str], shards: int = VIRTUAL_SHARDS) -> dict[str, list[i
         )
         owned[best].append(shard)
     return owned
+
+
+def live_members(reply: list[bytes | str]) -> list[str]:
+    """The member names of a `zrangebyscore(MEMBERS, now, +inf)` reply, sorted: the input to
+    `assign` every replica and gateway computes the same split from."""
+    return sorted(m.decode() if isinstance(m, bytes) else m for m in reply)

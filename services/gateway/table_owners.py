@@ -18,7 +18,14 @@ from typing import Any
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
-from services.common.shards import ADDRESSES, MEMBERS, VIRTUAL_SHARDS, assign, shard_of
+from services.common.shards import (
+    ADDRESSES,
+    MEMBERS,
+    VIRTUAL_SHARDS,
+    assign,
+    live_members,
+    shard_of,
+)
 
 log = logging.getLogger("bg.gateway.owners")
 REFRESH_S = 0.5
@@ -45,7 +52,7 @@ class TableOwners:
         pipe.zrangebyscore(MEMBERS, self.now(), "+inf")
         pipe.hgetall(ADDRESSES)
         live, addresses = await pipe.execute()
-        members = sorted(_text(m) for m in live)
+        members = live_members(live)
         known = {_text(k): _text(v) for k, v in addresses.items()}
         if members == self.members and known == self._addresses:
             return

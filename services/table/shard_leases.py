@@ -28,7 +28,7 @@ from typing import Any
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
-from services.common.shards import ADDRESSES, MEMBERS, VIRTUAL_SHARDS, assign
+from services.common.shards import ADDRESSES, MEMBERS, VIRTUAL_SHARDS, assign, live_members
 
 log = logging.getLogger("bg.table.shards")
 TTL_MS = 2000
@@ -68,7 +68,7 @@ class ShardLeases:
         pipe.zremrangebyscore(MEMBERS, "-inf", now)
         pipe.zrangebyscore(MEMBERS, now, "+inf")
         *_, live = await pipe.execute()
-        members = sorted(m.decode() if isinstance(m, bytes) else m for m in live)
+        members = live_members(live)
         if members != self.members:
             self.members = members
             self._owned = assign(members).get(self.member, [])

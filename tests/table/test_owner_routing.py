@@ -174,11 +174,11 @@ async def test_a_command_to_another_replica_then_to_the_stale_owner_applies_each
         assert again.duplicate and again.seq == moved.seq
         await lines.close()
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-    final = await stub_view(replicas["table-b"], table_id)
+    final = await _view_on(replicas["table-b"], table_id)
     assert final.seq == seqs[-1]  # nothing applied beyond what was answered
 
 
-async def stub_view(host: ServiceHost, table_id: str) -> table_pb2.TableView:
+async def _view_on(host: ServiceHost, table_id: str) -> table_pb2.TableView:
     async with grpc.aio.insecure_channel(_address(host)) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
         return await stub.GetView(table_pb2.GetViewRequest(table_id=table_id, player_id=P[0]))
@@ -228,7 +228,7 @@ async def test_a_lease_moving_mid_stream_loses_no_command_and_doubles_none(
     for table_id in tables:
         seqs = answered[table_id]
         assert len(seqs) == 12 and seqs == sorted(seqs) and len(set(seqs)) == 12
-        final = await stub_view(survivor, table_id)
+        final = await _view_on(survivor, table_id)
         assert final.seq == seqs[-1]  # each command applied once: nothing beyond the answers
     for _ in range(100):  # the stopped replica's lease is gone (handed over, or run out)
         await owners.refresh()
