@@ -144,6 +144,13 @@ class Incarnation:
                 self._read_at = time.monotonic()
             return self._value
 
+    async def without_waiting(self) -> str:
+        """The incarnation as last read while a read is under way (a consumer's commit must not
+        wait for the look beside its reads), else `current()`."""
+        if self._lock.locked() and self._value:
+            return self._value
+        return await self.current()
+
     async def _read_or_draw(self) -> str:
         found = await self._read()
         if found:
@@ -431,16 +438,17 @@ class GenerationConsumer:
         self._refreshed = 0.0
         self._assigned: set[TopicPartition] = set()
         self._incarnation = ""  # of the topics assigned
+        self._looking: asyncio.Task[tuple[str, set[TopicPartition]]] | None = None
 
     async def start(self) -> None:
         await self.inner.start()
-        await self._refresh()
+        await self._apply(await self._look())
 
-    async def _refresh(self) -> None:
-        """Take up the live generations (bounded: a refresh that hangs on a broker that went
-        away fails the consumer, which its loop starts afresh)."""
+    async def _look(self) -> tuple[str, set[TopicPartition]]:
+        """A look at the live generations, bounded: one that hangs on a broker that went away
+        fails the consumer, which its loop starts afresh."""
         try:
-            await asyncio.wait_for(self._reassign(), CALL_TIMEOUT_S)
+            return await asyncio.wait_for(self._wanted(), CALL_TIMEOUT_S)
         except TimeoutError:
             log.warning("the consumer's assignment could not be refreshed in time")
             raise KafkaError("the consumer's assignment could not be refreshed") from None
@@ -448,14 +456,42 @@ class GenerationConsumer:
             log.warning("the consumer's assignment could not be refreshed: %r", exc)
             raise
 
-    async def _reassign(self) -> None:
-        self._refreshed = time.monotonic()
-        incarnation = await self.incarnation.current()
+    async def _refresh(self) -> None:
+        """Between reads: take up the last look's generations, and start the next look once
+        `refresh_s` has passed. A look runs beside the reads, never in their way: it takes
+        several round trips to the broker (the incarnation, every topic's metadata, the ends
+        of the generations to let go), measured at 50-600 ms a second on a busy broker, and
+        records waited that long when the reads stopped for it."""
+        looking = self._looking
+        if looking is not None and looking.done():
+            self._looking = None
+            await self._apply(looking.result())  # a failed look fails the consumer here
+        if self._looking is None and time.monotonic() - self._refreshed >= self.refresh_s:
+            self._refreshed = time.monotonic()
+            self._looking = asyncio.create_task(self._look())
+
+    async def _apply(self, looked: tuple[str, set[TopicPartition]]) -> None:
+        incarnation, wanted = looked
         if self._incarnation and incarnation != self._incarnation:
             # The broker restarted and forgot: a consumer of the old one is not reused (its
             # client's state of topics and offsets that are gone got it stuck, measured); its
             # loop starts a new one.
             raise IncarnationChanged(f"the broker's incarnation is now {incarnation}")
+        if wanted != self._assigned:
+            if self._assigned:
+                # Keep what was processed: a new assignment starts each partition at its
+                # committed offset (a new one at the earliest).
+                await self.commit()
+            self.inner.assign(sorted(wanted))
+            self._assigned = wanted
+        self._incarnation = incarnation
+
+    async def _wanted(self) -> tuple[str, set[TopicPartition]]:
+        """The broker's incarnation and the partitions of its live generations this consumer
+        should hold."""
+        incarnation = await self.incarnation.current()
+        if self._incarnation and incarnation != self._incarnation:
+            return incarnation, set()  # _apply ends this consumer
         at = now_ms()
         cluster = await self.inner._client.fetch_all_metadata()  # every topic, not the assigned
         topics = cluster.topics()
@@ -474,14 +510,7 @@ class GenerationConsumer:
                     if at >= self.log.written_until(gen) and await self._done(tp):
                         continue
                     wanted.add(tp)
-        if wanted != self._assigned:
-            if self._assigned:
-                # Keep what was processed: a new assignment starts each partition at its
-                # committed offset (a new one at the earliest).
-                await self.commit()
-            self.inner.assign(sorted(wanted))
-            self._assigned = wanted
-        self._incarnation = incarnation
+        return incarnation, wanted
 
     async def _done(self, tp: TopicPartition) -> bool:
         """Whether this group has read `tp` to its end (where it is, or where it committed)."""
@@ -493,8 +522,7 @@ class GenerationConsumer:
         return bool(at >= end)
 
     async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
-        if time.monotonic() - self._refreshed >= self.refresh_s:
-            await self._refresh()
+        await self._refresh()
         if not self._assigned:
             await asyncio.sleep(timeout_ms / 1000)
             return {}
@@ -506,7 +534,7 @@ class GenerationConsumer:
         of a broker incarnation that has ended."""
         if not self._assigned:
             return
-        if await self.incarnation.current() != self._incarnation:
+        if await self.incarnation.without_waiting() != self._incarnation:
             self._refreshed = 0.0
             return
         try:
@@ -526,6 +554,11 @@ class GenerationConsumer:
         return int(await self.inner.position(tp))
 
     async def stop(self) -> None:
+        if self._looking is not None:
+            self._looking.cancel()
+            with contextlib.suppress(BaseException):
+                await self._looking
+            self._looking = None
         try:
             with contextlib.suppress(KafkaError, TimeoutError, OSError):
                 await self.commit()

@@ -1,0 +1,142 @@
+"""GenerationConsumer's look at the live generations runs beside its reads (fakes for the
+broker: what is shown is the order of the consumer's own steps, not the broker's)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from aiokafka import TopicPartition
+
+from services.common.clock import now_ms
+from services.common.event_log import EventLog, GenerationConsumer, IncarnationChanged
+from services.common.topics import TABLE_EVENTS, Namespace
+
+LOG = EventLog(Namespace("t"), "embedded", 60.0, 1)
+
+
+def topic(ahead: int, incarnation: str = "a1") -> str:
+    """A generation `ahead` periods after the current one (none is let go of)."""
+    return LOG.topic(TABLE_EVENTS, LOG.generation_at(now_ms()) + ahead, incarnation)
+
+
+class Metadata:
+    def __init__(self, topics: list[str]) -> None:
+        self._topics = topics
+
+    def topics(self) -> set[str]:
+        return set(self._topics)
+
+    def partitions_for_topic(self, name: str) -> set[int]:
+        return {0} if name in self._topics else set()
+
+
+class Client:
+    def __init__(self, inner: Inner) -> None:
+        self.inner = inner
+
+    async def fetch_all_metadata(self) -> Metadata:
+        return Metadata(self.inner.topics)
+
+
+class Inner:
+    """The parts of AIOKafkaConsumer GenerationConsumer uses; records queued by the test."""
+
+    def __init__(self, topics: list[str]) -> None:
+        self.topics = topics
+        self._client = Client(self)
+        self.steps: list[str] = []
+        self.queued: dict[TopicPartition, list[str]] = {}
+
+    async def start(self) -> None:
+        self.steps.append("start")
+
+    def assign(self, tps: list[TopicPartition]) -> None:
+        self.steps.append("assign " + ",".join(tp.topic for tp in tps))
+
+    async def commit(self) -> None:
+        self.steps.append("commit")
+
+    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
+        out, self.queued = self.queued, {}
+        return out
+
+    async def stop(self) -> None:
+        self.steps.append("stop")
+
+
+class Incarnation:
+    """The broker's incarnation, each read held until the test lets it through."""
+
+    def __init__(self) -> None:
+        self.value = "a1"
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.reads = 0
+
+    async def current(self, fresh: bool = False) -> str:
+        self.reads += 1
+        await self.gate.wait()
+        return self.value
+
+    async def without_waiting(self) -> str:
+        return self.value
+
+
+async def turns(n: int = 10) -> None:
+    """Let the tasks under way run as far as they can."""
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def started(inner: Inner, incarnation: Incarnation) -> GenerationConsumer:
+    consumer = GenerationConsumer(inner, LOG, [TABLE_EVENTS], incarnation, refresh_s=0.0)  # type: ignore[arg-type]
+    await consumer.start()
+    return consumer
+
+
+async def test_reads_go_on_while_a_look_at_the_generations_hangs() -> None:
+    inner, incarnation = Inner([topic(1)]), Incarnation()
+    consumer = await started(inner, incarnation)
+    assert inner.steps == ["start", "assign " + topic(1)]
+    incarnation.gate.clear()  # the next look hangs on the broker
+    await consumer.getmany()  # starts it
+    await turns()
+    assert incarnation.reads == 2
+    tp = TopicPartition(topic(1), 0)
+    for n in range(3):  # reads are answered while the look is out
+        inner.queued = {tp: [f"r{n}"]}
+        assert await consumer.getmany() == {tp: [f"r{n}"]}
+    assert incarnation.reads == 2  # one look at a time
+    inner.topics.append(topic(2))  # the keeper made the next generation
+    incarnation.gate.set()
+    await turns()
+    await consumer.getmany()  # takes up what the look found: the processed kept, then both
+    assert inner.steps[-2:] == ["commit", "assign " + ",".join(sorted([topic(1), topic(2)]))]
+    assert consumer.assignment() == {tp, TopicPartition(topic(2), 0)}
+    await consumer.stop()
+
+
+async def test_a_look_that_finds_a_restarted_broker_fails_the_next_read() -> None:
+    inner, incarnation = Inner([topic(1)]), Incarnation()
+    consumer = await started(inner, incarnation)
+    await consumer.getmany()  # a look starts
+    incarnation.value = "b2"
+    inner.topics[:] = [topic(1, "b2")]
+    await turns()
+    with pytest.raises(IncarnationChanged):
+        for _ in range(3):  # the look's answer is taken up by a read after it is in
+            await consumer.getmany()
+            await turns()
+    assert consumer.assignment() == {TopicPartition(topic(1), 0)}  # nothing of the new one
+    await consumer.stop()
+
+
+async def test_stop_ends_a_look_under_way() -> None:
+    inner, incarnation = Inner([topic(1)]), Incarnation()
+    consumer = await started(inner, incarnation)
+    incarnation.gate.clear()
+    await consumer.getmany()
+    await consumer.stop()  # does not wait on the hung look
+    assert inner.steps[-1] == "stop"
