@@ -11,11 +11,16 @@ from collections.abc import Awaitable, Callable
 from services.common.backoff import pause
 
 GRACE_S = 5.0  # a loop's time to finish after `stop` is set; then it is cancelled
+log = logging.getLogger("bg.background")
 
 
 class Background:
-    def __init__(self) -> None:
+    """`failed(step)` is told of each step of an `every` loop that raised (the service's counter
+    of them), so a failing step (an audit, a sweep) shows on a dashboard, not only in logs."""
+
+    def __init__(self, failed: Callable[[str], None] | None = None) -> None:
         self.stop = asyncio.Event()
+        self.failed = failed
         self._tasks: list[asyncio.Task[None]] = []
 
     def spawn(self, name: str, loop: Awaitable[None]) -> None:
@@ -28,11 +33,11 @@ class Background:
         name: str,
         interval_s: float,
         step: Callable[[], Awaitable[object]],
-        log: logging.Logger | None = None,
+        logger: logging.Logger = log,
     ) -> None:
         """Run `step` every `interval_s` until stopped. A step that fails (a store down) is
-        logged when `log` is given and the next one runs on time."""
-        self.spawn(name, every(interval_s, step, self.stop, log, name))
+        logged (on `logger`) and counted, and the next one runs on time."""
+        self.spawn(name, every(interval_s, step, self.stop, logger, name, self.failed))
 
     async def close(self) -> None:
         self.stop.set()
@@ -46,13 +51,15 @@ async def every(
     interval_s: float,
     step: Callable[[], Awaitable[object]],
     stop: asyncio.Event,
-    log: logging.Logger | None = None,
+    logger: logging.Logger = log,
     name: str = "",
+    failed: Callable[[str], None] | None = None,
 ) -> None:
     while not stop.is_set():
         try:
             await step()
         except Exception as exc:
-            if log is not None:
-                log.warning(f"{name} failed", extra={"error": repr(exc)[:300]})
+            logger.warning(f"{name} failed", extra={"error": repr(exc)[:300]})
+            if failed is not None:
+                failed(name)
         await pause(stop, interval_s)

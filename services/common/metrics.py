@@ -62,6 +62,15 @@ class ServiceMetrics:
             ["service"],
             registry=self.registry,
         ).labels(service)
+        self.background_failures = Counter(
+            "bg_background_step_failures_total",
+            "Steps of a background loop (an audit, a sweep, a gauge) that raised, by loop.",
+            ["service", "loop"],
+            registry=self.registry,
+        )
+
+    def background_failed(self, loop: str) -> None:
+        self.background_failures.labels(self.service, loop).inc()
 
 
 _HANDLER_KINDS = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")

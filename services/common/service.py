@@ -48,6 +48,11 @@ def base_app(name: str, settings: ServiceSettings) -> ServiceApp:
     from services.common.tracing import make_provider
 
     provider = make_provider(name, settings.otel_exporter, settings.otel_endpoint, settings.replica)
+    metrics = ServiceMetrics(name)
     return ServiceApp(
-        name=name, settings=settings, metrics=ServiceMetrics(name), tracer_provider=provider
+        name=name,
+        settings=settings,
+        metrics=metrics,
+        background=Background(metrics.background_failed),
+        tracer_provider=provider,
     )
