@@ -63,15 +63,19 @@ load: setup
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix .tools @bufbuild/buf@$(BUF_VERSION)
 
+# The released API image `make lint` checks changes against.
+API_RELEASE ?= api-v2
+
 lint: setup $(BUF)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	cd protos && ../$(BUF) lint && ../$(BUF) breaking --against releases/api-v1.binpb
+	cd protos && ../$(BUF) lint && ../$(BUF) breaking --against releases/$(API_RELEASE).binpb
 
-# Record the current API as the release later changes must stay compatible with.
+# Record the current API as the release later changes must stay compatible with (a new release
+# that removes something: raise API_RELEASE and write what changed in protos/releases/CHANGES.md).
 proto-release: $(BUF)
-	cd protos && ../$(BUF) build -o releases/api-v1.binpb
+	cd protos && ../$(BUF) build -o releases/$(API_RELEASE).binpb
 
 clean:
 	rm -rf $(VENV) bg .data .tools .pytest_cache .mypy_cache .ruff_cache

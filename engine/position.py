@@ -76,9 +76,6 @@ class Position:
 
     # -- GNU Backgammon position ID ----------------------------------------------------------
 
-    def gnubg_key(self) -> bytes:
-        return _gnubg_key(self.opponent, self.mover)
-
     def gnubg_id(self) -> str:
         return _gnubg_id(self.opponent, self.mover)
 

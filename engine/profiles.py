@@ -119,9 +119,6 @@ class RulesOptions:
     def crawford_rule(self) -> bool:
         return self.cube and self.crawford and self.match_length > 1
 
-    def could_double_rules(self) -> bool:
-        return self.cube
-
 
 def wagered(match_length: int = 1, bet: int = 100, rated: bool = False) -> RulesOptions:
     return RulesOptions(

@@ -355,20 +355,6 @@ def _start_valkey(workdir: Path, port: int | None) -> RunningServer:
     return server
 
 
-def start_seaweed(workdir: Path, ports: SeaweedPorts | None = None) -> RunningServer:
-    """SeaweedFS with its S3 gateway and the Tansu bucket; `address` is the S3 URL."""
-    ports = ports or SeaweedPorts.free()
-    proc = _popen(seaweed_argv(ports, workdir / "data"), workdir / "weed.log")
-    server = RunningServer("seaweedfs", proc, ports.s3_url)
-    try:
-        _run_sync(wait_s3_bucket(ports.s3_url))
-        _still_ours(server)
-    except BaseException:
-        server.stop()
-        raise
-    return server
-
-
 def start_tansu(
     workdir: Path,
     topics: dict[str, int] | None = None,

@@ -1,8 +1,9 @@
 """OpenTelemetry tracing, chosen by settings and off by default.
 
 When on, gRPC server and client calls carry W3C trace context, so one player's command can be
-followed from the gateway through the table service to the wallet. Kafka producers put the same
-context in message headers (see `inject_headers`/`extract_context`).
+followed from the gateway through the table service to the wallet. Events on Kafka carry no trace
+context (a table commit's record holds many commands' events); a consumer's work is found by the
+event and table ids in its logs.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
@@ -60,16 +61,3 @@ def tracer(provider: TracerProvider | None, name: str) -> trace.Tracer:
     if provider is None:
         return trace.NoOpTracer()
     return provider.get_tracer(name)
-
-
-def inject_headers() -> list[tuple[str, bytes]]:
-    """The current trace context as Kafka headers."""
-    carrier: dict[str, str] = {}
-    propagate.inject(carrier)
-    return [(k, v.encode()) for k, v in carrier.items()]
-
-
-def extract_context(headers: Sequence[tuple[str, bytes]] | None) -> Any:
-    """A trace context from Kafka headers, to parent a consumer's span."""
-    carrier = {k: v.decode(errors="replace") for k, v in headers or ()}
-    return propagate.extract(carrier)

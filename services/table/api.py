@@ -9,17 +9,15 @@ from typing import Any
 
 import grpc
 
-from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from engine.vocabulary import EndReason
-from services.common.errors import ServiceError, abort, grpc_errors, infrastructure_failure
+from services.common.errors import ServiceError, grpc_errors, infrastructure_failure
 from services.common.vocabulary import to_proto
 from services.table import convert
 from services.table.tables import Submitted, TableCore
 
 Context = grpc.aio.ServicerContext[Any, Any]
 log = logging.getLogger("bg.table.api")
-STREAM_BLOCK_MS = 1000
 
 
 class TableServicer(table_pb2_grpc.TableServiceServicer):
@@ -176,27 +174,6 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         out = convert.view_proto(view, loaded.meta, loaded.seq, loaded.state.match.options)
         out.spectator = request.spectator
         return out
-
-    async def StreamEvents(
-        self, request: table_pb2.StreamEventsRequest, context: Context
-    ) -> AsyncIterator[events_pb2.TableEvent]:
-        try:
-            loaded, _ = await self.core.view(request.table_id, request.player_id)
-        except ServiceError as err:
-            await abort(context, err)
-            return
-        after = request.from_seq
-        store = self.core.store
-        while True:
-            batch = await store.wait_events(request.table_id, after, STREAM_BLOCK_MS)
-            for seq, data in batch:
-                event = events_pb2.TableEvent()
-                event.ParseFromString(data)
-                yield event
-                after = seq
-            if not batch:
-                await asyncio.sleep(0)  # let cancellation in between blocking reads
-        del loaded
 
     @grpc_errors
     async def SetPresence(

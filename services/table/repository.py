@@ -47,12 +47,6 @@ class TableRepository(Protocol):
         """Serialized events after `after_seq`, in order, at most `count`."""
         ...
 
-    async def wait_events(
-        self, table_id: str, after_seq: int, block_ms: int
-    ) -> list[tuple[int, bytes]]:
-        """Events after `after_seq`, waiting up to `block_ms` for new ones."""
-        ...
-
     async def deadline(self, table_id: str) -> int | None:
         """The table's scheduled deadline (ms), or None."""
         ...

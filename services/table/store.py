@@ -30,12 +30,12 @@ from typing import Any, TypedDict
 
 import redis.asyncio as redis_asyncio
 
-from engine import codec
 from engine.state import TableState
 from services.common import money_keys
 from services.common.deps import evalsha, evalsha_many
 from services.common.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
 from services.common.table_feed import stream_entries, stream_key, table_key, update_channel
+from services.table import state_codec as codec
 
 WAKE_CHANNEL = "clocks:wake"  # "<shard>:<deadline ms>" when a commit sets its shard's earliest
 # A finished match's keys (state, stream, command ids, record) expire FINISHED_TTL_S after all
@@ -370,18 +370,6 @@ class TableStore:
     ) -> list[tuple[int, bytes]]:
         entries = await self.redis.xrange(stream_key(table_id), min=f"({after_seq}-0", count=count)
         return stream_entries(entries)
-
-    async def wait_events(
-        self, table_id: str, after_seq: int, block_ms: int
-    ) -> list[tuple[int, bytes]]:
-        """Events after `after_seq`, waiting up to `block_ms` for new ones."""
-        reply = await self.redis.xread(
-            {stream_key(table_id): f"{after_seq}-0"}, count=500, block=block_ms
-        )
-        out: list[tuple[int, bytes]] = []
-        for _stream, entries in reply or []:
-            out += stream_entries(entries)
-        return out
 
     async def deadline(self, table_id: str) -> int | None:
         score = await self.redis.zscore(clocks_key(shard_of(table_id)), table_id)

@@ -279,10 +279,6 @@ class TableCore:
 
     # -- money around commands (wagered) -----------------------------------------------------
 
-    def _stake(self, loaded: Loaded) -> int:
-        m = loaded.state.match
-        return m.options.bet * m.cube
-
     async def _with_wallet_facts(self, loaded: Loaded, cmd: c.Command, now: int) -> c.Command:
         """wagered: hold what a command will spend before it is committed (the keys come from
         the match and the game state, so a retry after a lost compare-and-set replays the same

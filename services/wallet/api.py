@@ -190,27 +190,6 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         return await self._op("escrow", call)
 
     @grpc_errors
-    async def RaiseEscrow(
-        self, request: wallet_pb2.RaiseEscrowRequest, context: Context
-    ) -> wallet_pb2.OperationResponse:
-        return await self._op(
-            "raise", self.ledger.raise_escrow(request.idempotency_key, request.match_id)
-        )
-
-    @grpc_errors
-    async def Spend(
-        self, request: wallet_pb2.SpendRequest, context: Context
-    ) -> wallet_pb2.OperationResponse:
-        call = self.ledger.spend(
-            request.idempotency_key,
-            request.player_id,
-            request.amount,
-            request.reason,
-            request.match_id,
-        )
-        return await self._op("spend", call)
-
-    @grpc_errors
     async def Settle(
         self, request: wallet_pb2.SettleRequest, context: Context
     ) -> wallet_pb2.OperationResponse:

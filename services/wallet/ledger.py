@@ -471,55 +471,6 @@ class Ledger:
             key, "escrow", params, rules, Reads((pa, pb), (match_id,)), match_id
         )
 
-    async def raise_escrow(self, key: str, match_id: str) -> Outcome:
-        _check_id("match_id", match_id)
-        pot = escrow_account(match_id)
-
-        def rules(b: Books, op: Draft) -> Outcome:
-            row = b.open_escrow(match_id)
-            pa, pb = player_account(row.player_a), player_account(row.player_b)
-            short = [
-                p
-                for p, acct, need in (
-                    (row.player_a, pa, row.stake_a),
-                    (row.player_b, pb, row.stake_b),
-                )
-                if (b.balance(acct) or 0) < need
-            ]
-            if short:
-                raise InsufficientFunds(short)
-            b.move(op, pa, pot, row.stake_a)
-            b.move(op, pb, pot, row.stake_b)
-            b.change_escrow(row, stake_a=row.stake_a * 2, stake_b=row.stake_b * 2)
-            stake = row.stake_a
-            outcome = Outcome(0, op.kind, stake=stake)
-            return b.finish(
-                op, outcome, events_pb2.WalletEvent(match_id=match_id, stake=stake), pot
-            )
-
-        return await self._submit(
-            key, "raise", {"m": match_id}, rules, Reads((), (match_id,)), match_id
-        )
-
-    async def spend(
-        self, key: str, player_id: str, amount: int, reason: str, match_id: str = ""
-    ) -> Outcome:
-        _check_id("player_id", player_id)
-        _check_amount("amount", amount)
-        acct = player_account(player_id)
-
-        def rules(b: Books, op: Draft) -> Outcome:
-            b.ensure(HOUSE, "house")
-            _take_from(b, op, player_id, HOUSE, amount)
-            return b.finish(
-                op, Outcome(0, op.kind), events_pb2.WalletEvent(match_id=match_id), acct
-            )
-
-        params = {"p": player_id, "a": amount, "r": reason, "m": match_id}
-        return await self._submit(
-            key, "spend", params, rules, Reads((acct, HOUSE)), match_id or None
-        )
-
     async def hold_raise(self, key: str, match_id: str, cube: int) -> Outcome:
         """A double to `cube` is offered: hold what each stake grows by (I-4: both must cover
         it), captured into the escrow if the double is taken, released if not. The raise is

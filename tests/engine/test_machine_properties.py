@@ -9,11 +9,12 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import codec, profiles
 from engine import commands as c
+from engine import profiles
 from engine.machine import Rejection, apply
 from engine.profiles import RulesOptions
 from engine.view import player_view, spectator_view
+from services.table import state_codec as codec
 from tests.engine.playout import play_match
 
 OPTIONS = [

@@ -4,7 +4,6 @@ held to it by tests/table/test_repository.py. One event loop, so each method is 
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from typing import Any
 
@@ -28,7 +27,6 @@ class MemoryTableStore:
         self.records: dict[str, dict[str, Any]] = {}
         self.prefs: dict[str, dict[str, str]] = {}
         self.updates: list[tuple[str, bytes]] = []  # what a commit publishes to the gateways
-        self._appended = asyncio.Condition()
 
     async def load(self, table_id: str) -> Loaded | None:
         row = self.tables.get(table_id)
@@ -82,8 +80,6 @@ class MemoryTableStore:
             self.commands.setdefault(table_id, {})[command_field] = (new, len(events))
         if update:
             self.updates.append((table_id, update))
-        async with self._appended:
-            self._appended.notify_all()
         return CommitResult(CommitStatus.OK, new)
 
     async def command_result(self, table_id: str, field: str) -> tuple[int, int] | None:
@@ -93,19 +89,6 @@ class MemoryTableStore:
         self, table_id: str, after_seq: int, count: int = 500
     ) -> list[tuple[int, bytes]]:
         return [e for e in self.streams.get(table_id, []) if e[0] > after_seq][:count]
-
-    async def wait_events(
-        self, table_id: str, after_seq: int, block_ms: int
-    ) -> list[tuple[int, bytes]]:
-        found = await self.events(table_id, after_seq)
-        if found:
-            return found
-        async with self._appended:
-            try:
-                await asyncio.wait_for(self._appended.wait(), block_ms / 1000)
-            except TimeoutError:
-                return []
-        return await self.events(table_id, after_seq)
 
     async def deadline(self, table_id: str) -> int | None:
         return self.deadlines.get(table_id)

@@ -57,7 +57,6 @@ async def test_a_table_is_created_once_then_moves_by_compare_and_set(
     assert await store.load("t9") is None
     assert await store.events("t1", 0) == [(1, b"e1"), (2, b"e2"), (3, b"e3")]
     assert await store.events("t1", 1, count=1) == [(2, b"e2")]
-    assert await store.wait_events("t1", 3, 50) == []  # nothing new within the wait
 
 
 async def test_a_command_id_is_applied_once(store: TableRepository) -> None:

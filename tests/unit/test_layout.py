@@ -45,3 +45,19 @@ def test_common_imports_no_service() -> None:
         for module in _imports(path):
             parts = module.split(".")
             assert not (parts[0] == "services" and parts[1] != "common"), (path, module)
+
+
+def test_the_engine_imports_only_the_standard_library_and_itself() -> None:
+    """The rules engine is pure (engine/__init__.py): no I/O, no third-party packages, so the
+    bots, the clients and every service run the same rules."""
+    import sys
+
+    engine = SERVICES.parent / "engine"
+    foreign = sorted(
+        f"{path.name} imports {module}"
+        for path in engine.rglob("*.py")
+        for module in _imports(path)
+        if module.split(".")[0] not in sys.stdlib_module_names
+        and module.split(".")[0] not in ("engine", "__future__")
+    )
+    assert foreign == []

@@ -119,9 +119,9 @@ async def test_errors_are_typed_and_change_nothing(wallet: WalletUnderTest) -> N
         and detail.metadata["players"] == "bob"
     )
     with pytest.raises(grpc.aio.AioRpcError) as bad:
-        await stub.Spend(
+        await stub.HoldSpend(
             wallet_pb2.SpendRequest(
-                idempotency_key="s", player_id="alice", amount=-3, reason="boost"
+                idempotency_key="s", player_id="alice", amount=-3, reason="boost", match_id="m"
             )
         )
     assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -146,17 +146,17 @@ async def test_full_match_through_the_api(wallet: WalletUnderTest) -> None:
             idempotency_key="e", match_id="m", player_ids=["alice", "bob"], stake=500
         )
     )
-    raised = await stub.RaiseEscrow(
-        wallet_pb2.RaiseEscrowRequest(idempotency_key="r", match_id="m")
-    )
-    assert raised.stake == 1000
-    await stub.Spend(
+    await stub.HoldRaise(wallet_pb2.HoldRaiseRequest(idempotency_key="r", match_id="m", cube=2))
+    raised = await stub.Capture(wallet_pb2.HoldRequest(idempotency_key="rc", hold_key="r"))
+    assert raised.kind == "capture"
+    await stub.HoldSpend(
         wallet_pb2.SpendRequest(
             idempotency_key="b", player_id="bob", amount=10, reason="boost", match_id="m"
         )
     )
+    await stub.Capture(wallet_pb2.HoldRequest(idempotency_key="bc", hold_key="b"))
     settled = await stub.Settle(
-        wallet_pb2.SettleRequest(idempotency_key="s", match_id="m", winner_id="alice")
+        wallet_pb2.SettleRequest(idempotency_key="s", match_id="m", winner_id="alice", cube=2)
     )
     assert (settled.payout, settled.fees, settled.net_gain) == (1840, 160, 840)
     changes = {c.account: (c.delta, c.balance) for c in settled.changes}

@@ -41,7 +41,7 @@ async def test_fifty_concurrent_spends_and_escrows_against_one_account(
 
     async def spend(i: int) -> int:
         try:
-            await ledger.spend(f"s{i}", "hot", 30, "boost")
+            await ledger.hold_spend(f"s{i}", "hot", 30, "boost", f"m{i}")
             return 30
         except ServiceError as err:
             assert err.code == "INSUFFICIENT_FUNDS"

@@ -34,7 +34,7 @@ async def test_a_refused_call_in_the_middle_of_a_batch_changes_nothing_and_the_r
     results = await asyncio.gather(
         ledger.escrow("e1", "m1", ["alice", "bob"], 100),
         ledger.escrow("e2", "m2", ["carol", "dave"], 100),  # carol has 50
-        ledger.spend("s1", "dave", 30, "boost"),
+        ledger.hold_spend("s1", "dave", 30, "boost", "m3"),
         return_exceptions=True,
     )
     assert batches == [3]  # one transaction for all three
@@ -96,7 +96,7 @@ async def test_a_caller_that_goes_away_does_not_stop_its_operation(
     ledger: Ledger, engine: AsyncEngine
 ) -> None:
     await fund(ledger, alice=500)
-    call = asyncio.ensure_future(ledger.spend("s", "alice", 40, "boost"))
+    call = asyncio.ensure_future(ledger.hold_spend("s", "alice", 40, "boost", "m"))
     await asyncio.sleep(0)  # queued
     call.cancel()
     for _ in range(200):
@@ -104,5 +104,5 @@ async def test_a_caller_that_goes_away_does_not_stop_its_operation(
             break
         await asyncio.sleep(0.01)
     assert await ledger.balance("alice") == 460
-    replay = await ledger.spend("s", "alice", 40, "boost")
+    replay = await ledger.hold_spend("s", "alice", 40, "boost", "m")
     assert replay.replayed and await ledger.balance("alice") == 460

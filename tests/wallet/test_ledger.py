@@ -48,32 +48,6 @@ async def test_i11_settle_pays_the_pot_less_8_percent_of_each_side(
     assert fee(1000, 800) == 80
 
 
-async def test_i4_raise_doubles_both_stakes_and_fees_follow_the_final_stake(
-    ledger: Ledger, engine: AsyncEngine
-) -> None:
-    await fund(ledger, alice=1000, bob=1000)
-    await ledger.escrow("e", "m", ["alice", "bob"], 200)
-    raised = await ledger.raise_escrow("r", "m")
-    assert raised.stake == 400 and await ledger.balance("alice") == 600
-    out = await ledger.settle("s", "m", "alice")
-    assert (out.payout, out.fees, out.net_gain) == (800 - 64, 64, 800 - 64 - 400)
-
-
-async def test_i10_refund_returns_every_stake_with_raises_and_no_fee(
-    ledger: Ledger, engine: AsyncEngine
-) -> None:
-    await fund(ledger, alice=1000, bob=1000)
-    await ledger.escrow("e", "m", ["alice", "bob"], 300)
-    await ledger.raise_escrow("r", "m")
-    await ledger.spend("b1", "alice", 10, "boost", "m")
-    out = await ledger.refund("x", "m")
-    assert out.kind == "refund"
-    assert (
-        await ledger.balance("alice") == 990 and await ledger.balance("bob") == 1000
-    )  # boost kept
-    assert await _house(engine) == 10
-
-
 async def test_escrow_is_all_or_nothing_and_says_who_is_short(
     ledger: Ledger, engine: AsyncEngine
 ) -> None:
@@ -87,16 +61,6 @@ async def test_escrow_is_all_or_nothing_and_says_who_is_short(
     assert err2.value.players == ["carol", "bob"]
     assert await _rows(engine) == before
     assert await ledger.balance("alice") == 1000
-
-
-async def test_raise_is_all_or_nothing(ledger: Ledger, engine: AsyncEngine) -> None:
-    await fund(ledger, alice=1000, bob=150)
-    await ledger.escrow("e", "m", ["alice", "bob"], 100)
-    before = await _rows(engine)
-    with pytest.raises(InsufficientFunds) as err:
-        await ledger.raise_escrow("r", "m")
-    assert err.value.players == ["bob"]
-    assert await _rows(engine) == before
 
 
 async def test_idempotency_replays_and_conflicts(ledger: Ledger, engine: AsyncEngine) -> None:
@@ -143,9 +107,9 @@ async def test_settle_and_refund_happen_at_most_once_in_total(
         (lambda lg: lg.deposit("k2", "alice", -5), "INVALID_AMOUNT"),
         (lambda lg: lg.deposit("", "alice", 5), "INVALID_IDEMPOTENCY_KEY"),
         (lambda lg: lg.deposit("k3", "bad id", 5), "INVALID_ID"),
-        (lambda lg: lg.spend("k4", "alice", 0, "boost"), "INVALID_AMOUNT"),
-        (lambda lg: lg.spend("k5", "nobody", 10, "boost"), "UNKNOWN_PLAYER"),
-        (lambda lg: lg.spend("k6", "alice", 10_000, "boost"), "INSUFFICIENT_FUNDS"),
+        (lambda lg: lg.hold_spend("k4", "alice", 0, "boost", "m"), "INVALID_AMOUNT"),
+        (lambda lg: lg.hold_spend("k5", "nobody", 10, "boost", "m"), "UNKNOWN_PLAYER"),
+        (lambda lg: lg.hold_spend("k6", "alice", 10_000, "boost", "m"), "INSUFFICIENT_FUNDS"),
         (lambda lg: lg.escrow("k7", "m9", ["alice", "alice"], 100), "INVALID_PLAYERS"),
         (lambda lg: lg.escrow("k8", "m9", ["alice"], 100), "INVALID_PLAYERS"),
         (lambda lg: lg.escrow("k9", "m9", ["alice", "bob"], 0), "INVALID_AMOUNT"),
@@ -153,7 +117,7 @@ async def test_settle_and_refund_happen_at_most_once_in_total(
         (lambda lg: lg.settle("k11", "nomatch", "alice"), "UNKNOWN_MATCH"),
         (lambda lg: lg.settle("k12", "m", "mallory"), "NOT_SEATED"),
         (lambda lg: lg.refund("k13", "nomatch"), "UNKNOWN_MATCH"),
-        (lambda lg: lg.raise_escrow("k14", "nomatch"), "UNKNOWN_MATCH"),
+        (lambda lg: lg.hold_raise("k14", "nomatch", 2), "UNKNOWN_MATCH"),
         (lambda lg: lg.history("alice", limit=500), "INVALID_LIMIT"),
     ],
 )
@@ -172,10 +136,10 @@ async def test_bad_input_gets_a_typed_error_and_writes_nothing(
 async def test_history_lists_signed_movements_newest_first(ledger: Ledger) -> None:
     await fund(ledger, alice=1000, bob=1000)
     await ledger.escrow("e", "m", ["alice", "bob"], 100)
-    await ledger.spend("b", "alice", 10, "boost", "m")
+    await ledger.hold_spend("b", "alice", 10, "boost", "m")
     rows = await ledger.history("alice")
     assert [(r["kind"], r["amount"], r["counterparty"]) for r in rows] == [
-        ("spend", -10, "house"),
+        ("hold_spend", -10, "hold:m"),
         ("escrow", -100, "escrow:m"),
         ("deposit", 1000, "external"),
     ]

@@ -6,7 +6,7 @@ stay bytes. MessagePack only ever builds plain data (no pickle, nothing read can
 
 Evolution rule, as for protobuf field numbers: fields are only ever appended, with defaults; a
 stored state with fewer fields decodes with the defaults, one with more (a newer writer) is
-refused. `tests/engine/test_codec.py` pins the field layout so a reorder fails the build.
+refused. `tests/table/test_state_codec.py` pins the field layout so a reorder fails the build.
 Format 1 (zlib-compressed JSON objects, the first release's) is still read, never written.
 
 The per-class encoders and decoders are built on first use and cached: encoding is on every
