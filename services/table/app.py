@@ -54,23 +54,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     leases = ShardLeases(redis, settings.replica, on_change=shards_changed)
 
-    def register(server: grpc.aio.Server) -> list[str]:
-        # The wallet's client (grpc.aio channels need the running loop, so it is made here, not
-        # above), the core on it, its API.
-        nonlocal core
-        channels.append(
-            wallet_channel(settings.wallet_addr, tracing.client_interceptors(app.tracer_provider))
-        )
-        core = TableCore(
-            store,
-            GrpcWallet(channels[0]),
-            metrics,
-            settings.clock_scale,
-            cache_size=settings.cache_size,
-        )
-        table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(core), server)
-        return [SERVICE_NAME]
-
     # The events' way out: one topic on a durable Kafka; generations, bounded, on a broker that
     # may forget, with this service's relays and keepers looking after them.
     event_log = kafka.event_log(settings)
@@ -94,6 +77,24 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         sweep_s=settings.relay_sweep_s,
     )
 
+    def register(server: grpc.aio.Server) -> list[str]:
+        # The wallet's client (grpc.aio channels need the running loop, so it is made here, not
+        # above), the core on it, its API.
+        nonlocal core
+        channels.append(
+            wallet_channel(settings.wallet_addr, tracing.client_interceptors(app.tracer_provider))
+        )
+        core = TableCore(
+            store,
+            GrpcWallet(channels[0]),
+            metrics,
+            settings.clock_scale,
+            cache_size=settings.cache_size,
+            on_commit=relay.committed if settings.relay else None,
+        )
+        table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(core), server)
+        return [SERVICE_NAME]
+
     async def start() -> None:
         assert core is not None  # the host registers before it starts
         leases.address = f"{_advertised(settings)}:{app.ports['grpc']}"
@@ -104,7 +105,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         if settings.clock_workers:
             background.spawn("clock", ClockWorker(store, core, leases).run(background.stop))
         if settings.relay:  # the per-table event streams into Kafka
-            core.on_commit = relay.committed
             background.spawn("relay", relay.run(background.stop))
         if keeper is not None:
             background.every("topic-keeper", max(1.0, event_log.rotate_s / 4), keeper.step, log)

@@ -115,6 +115,7 @@ class TableCore:
         clock_scale: float = 1.0,
         now: Callable[[], int] = now_ms,
         cache_size: int = 4096,
+        on_commit: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.wallet = wallet
@@ -123,7 +124,7 @@ class TableCore:
         self.now = now
         self.cache = StateCache(cache_size)
         # Told of every table this replica commits events to (the relay sends them at once).
-        self.on_commit: Callable[[str], None] | None = None
+        self.on_commit = on_commit
 
     # -- creating ----------------------------------------------------------------------------
 

@@ -39,9 +39,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     # The ledger on SQL, and its outbox relayed to Kafka.
     engine = sql_engine(settings.database_url)
-    ledger = Ledger(engine, settings.fee_bps)
-    ledger.on_operation = lambda outcome: _observe(metrics, outcome)
-    ledger.on_batch = metrics.batch_size.observe
+    ledger = Ledger(
+        engine,
+        settings.fee_bps,
+        on_operation=lambda outcome: _observe(metrics, outcome),
+        on_batch=metrics.batch_size.observe,
+    )
     # On a broker that may forget: where the outbox's rows went, confirmed by the groups'
     # offsets, and a keeper of the topics' generations (the table service runs them too).
     event_log = kafka.event_log(settings)

@@ -170,8 +170,22 @@ def _resolve_holds(
         _release(b, op, match_id, rest)
 
 
+def _ignore(_: object) -> None:
+    pass
+
+
 class Ledger:
-    def __init__(self, engine: AsyncEngine, fee_bps: int = 800, max_batch: int = MAX_BATCH) -> None:
+    """`on_operation` is told of each operation done (not replayed), `on_batch` of each group
+    commit's size: the service's metrics."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        fee_bps: int = 800,
+        max_batch: int = MAX_BATCH,
+        on_operation: Callable[[Outcome], None] = _ignore,
+        on_batch: Callable[[int], None] = _ignore,
+    ) -> None:
         self.engine = engine
         self.fee_bps = fee_bps
         self.max_batch = max_batch
@@ -179,8 +193,8 @@ class Ledger:
         self._writer = asyncio.Lock()  # SQLite has one writer; queue them here, not in the file
         self._waiting: list[_Call] = []
         self._committer: asyncio.Task[None] | None = None
-        self.on_operation: Callable[[Outcome], None] = lambda outcome: None
-        self.on_batch: Callable[[int], None] = lambda size: None
+        self.on_operation = on_operation
+        self.on_batch = on_batch
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -136,11 +136,10 @@ async def test_a_relay_sends_its_own_commits_at_once_and_sweeps_up_the_dead_repl
 ) -> None:
     """The core tells its relay what it committed (no sweep needed); a table committed by a
     replica that died before relaying is found by the sweep of its shard's owner."""
-    here = TableCore(TableStore(redis), FakeWallet())
-    dead = TableCore(TableStore(redis), FakeWallet())
     producer = FakeProducer()
-    relay = EventRelay(redis_store(here), lambda: producer)
-    here.on_commit = relay.committed
+    relay = EventRelay(TableStore(redis), lambda: producer)
+    here = TableCore(TableStore(redis), FakeWallet(), on_commit=relay.committed)
+    dead = TableCore(TableStore(redis), FakeWallet())
     await here.create_match("mine", "m-mine", P, options("casual", match_length=1))
     await dead.create_match("theirs", "m-theirs", P, options("casual", match_length=1))
     assert await relay.run_once(sweep=False) > 0

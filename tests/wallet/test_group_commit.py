@@ -29,7 +29,7 @@ async def test_a_refused_call_in_the_middle_of_a_batch_changes_nothing_and_the_r
 ) -> None:
     await fund(ledger, alice=500, bob=500, carol=50, dave=500)
     batches: list[int] = []
-    ledger.on_batch = batches.append
+    ledger = Ledger(engine, fee_bps=800, on_batch=batches.append)
     before_ops, before_moves = await _count(engine, operations), await _count(engine, transfers)
     results = await asyncio.gather(
         ledger.escrow("e1", "m1", ["alice", "bob"], 100),
@@ -60,7 +60,7 @@ async def test_one_match_escrowed_settled_and_a_key_repeated_in_one_batch(
     a key repeated while its first call waits is answered once, as a replay."""
     await fund(ledger, alice=1000, bob=1000)
     batches: list[int] = []
-    ledger.on_batch = batches.append
+    ledger = Ledger(engine, fee_bps=800, on_batch=batches.append)
     escrowed, settled, again = await asyncio.gather(
         ledger.escrow("e", "m", ["alice", "bob"], 200),
         ledger.settle("s", "m", "alice"),
