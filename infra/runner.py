@@ -177,7 +177,6 @@ class Cluster:
         return ",".join(i.address for i in self.instances if i.service == service)
 
     def _service_env(self, inst: Instance) -> dict[str, str]:
-        by = {i.service: i for i in self.instances}
         db = self.config.database_url or (
             f"{self.postgres_url}/{inst.service}"
             if self.postgres_url
@@ -196,7 +195,7 @@ class Cluster:
             "BG_DATA_DIR": str(self.data_dir),
             "BG_TABLE_ADDRS": self._addresses("table"),
             "BG_WALLET_ADDR": self._addresses("wallet"),
-            "BG_MATCHMAKING_ADDR": by["matchmaking"].address,
+            "BG_MATCHMAKING_ADDR": self._addresses("matchmaking"),
             "BG_LEADERBOARD_ADDR": self._addresses("leaderboard"),
             "BG_GATEWAY_ADDR": next(i for i in self.instances if i.service == "gateway").address,
             "BG_BOTS_SECRET": self.bots_secret,

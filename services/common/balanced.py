@@ -113,6 +113,18 @@ def wallet_channel(
     return _service_channel(wallet_pb2.DESCRIPTOR, "WalletService", addresses, interceptors)
 
 
+def matchmaking_channel(
+    addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
+) -> grpc.aio.Channel:
+    """The balanced channel to matchmaking's replicas (the gateway). Its writes that could
+    seat a player twice (CreateTable, JoinByCode, QuickMatch) carry a request id, which the
+    gateway fills in when a client gave none, so a retry answers the first call's table."""
+    from bg.matchmaking.v1 import matchmaking_pb2
+
+    descriptor = matchmaking_pb2.DESCRIPTOR
+    return _service_channel(descriptor, "MatchmakingService", addresses, interceptors)
+
+
 def leaderboard_channel(
     addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
 ) -> grpc.aio.Channel:

@@ -274,6 +274,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: matchmaking_pb2.CreateTableRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
+        _retry_safe(request)
         return await self._shown(await call(self.lobby.CreateTable(request, timeout=10)))
 
     @grpc_errors
@@ -313,6 +314,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: matchmaking_pb2.JoinByCodeRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
+        _retry_safe(request)
         return await self._shown(await call(self.lobby.JoinByCode(request, timeout=10)))
 
     @grpc_errors
@@ -320,6 +322,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: matchmaking_pb2.QuickMatchRequest, context: Context
     ) -> matchmaking_pb2.LobbyTable:
         request.player_id = self.player(context, request)
+        _retry_safe(request)
         return await self._shown(await call(self.lobby.QuickMatch(request, timeout=10)))
 
     @grpc_errors
@@ -732,3 +735,15 @@ def _view_of(update: table_pb2.TableUpdate, player: str, seat: int) -> table_pb2
     if view.player_ids[seat] == player:
         return view
     return next((v for v in update.views if v.player_ids[v.seat] == player), None)
+
+
+def _retry_safe(
+    request: matchmaking_pb2.CreateTableRequest
+    | matchmaking_pb2.JoinByCodeRequest
+    | matchmaking_pb2.QuickMatchRequest,
+) -> None:
+    """A request id for a call the client sent without one: the channel retries a call that
+    failed UNAVAILABLE on another matchmaking replica, and with the id the retry answers the
+    first call's table instead of opening or joining a second one."""
+    if not request.request_id:
+        request.request_id = f"gw-{uuid.uuid4().hex}"

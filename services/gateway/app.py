@@ -13,7 +13,12 @@ from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.table.v1 import table_pb2_grpc
 from services.common import tracing
-from services.common.balanced import leaderboard_channel, table_channel, wallet_channel
+from services.common.balanced import (
+    leaderboard_channel,
+    matchmaking_channel,
+    table_channel,
+    wallet_channel,
+)
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.service import ServiceApp, base_app
 from services.gateway.accounts import Accounts, successor_keys
@@ -84,7 +89,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         if not (settings.token_secret or settings.token_keys):
             log.warning("BG_TOKEN_SECRET is unset: tokens are valid on this replica only")
         interceptors = tracing.client_interceptors(app.tracer_provider)
-        mm = grpc.aio.insecure_channel(settings.matchmaking_addr, interceptors=interceptors)
+        mm = matchmaking_channel(settings.matchmaking_addr, interceptors)
         wallet = wallet_channel(settings.wallet_addr, interceptors)
         tables = table_channel(settings.table_addrs, interceptors)
         boards = leaderboard_channel(settings.leaderboard_addr, interceptors)

@@ -81,7 +81,9 @@ class GatewaySettings(ServiceSettings):
     )
     database_url: str = database_url_setting("sqlite+aiosqlite:///.data/accounts.db")
     matchmaking_addr: str = setting(
-        "BG_MATCHMAKING_ADDR", "127.0.0.1:50052", "Matchmaking address."
+        "BG_MATCHMAKING_ADDR",
+        "127.0.0.1:50052",
+        "Matchmaking's replicas (comma-separated IP:port, or one dns:/// name).",
     )
     wallet_addr: str = wallet_addr_setting()
     leaderboard_addr: str = setting(

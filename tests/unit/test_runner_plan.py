@@ -70,3 +70,15 @@ def test_up_refuses_a_kafka_namespace_kafka_could_not_name(
     assert ended.value.code == 2
     assert "--kafka-namespace must match" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # nothing started, nothing written
+
+
+def test_every_gateway_reaches_every_matchmaking_replica(tmp_path: Path) -> None:
+    config = ClusterConfig(
+        data_dir=tmp_path, base_port=50050, gateway_replicas=2, replicas={"matchmaking": 2}
+    )
+    cluster = Cluster(config)
+    cluster.instances = cluster._plan()
+    lobbies = [i.address for i in cluster.instances if i.service == "matchmaking"]
+    assert len(lobbies) == 2
+    for gateway in (i for i in cluster.instances if i.service == "gateway"):
+        assert cluster._service_env(gateway)["BG_MATCHMAKING_ADDR"] == ",".join(lobbies)
