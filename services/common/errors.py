@@ -1,8 +1,14 @@
 """Typed service errors: a stable code, the gRPC status, and what the error is about.
 
-A servicer raises `ServiceError`; `grpc_errors` turns it into the gRPC status plus a
-`bg.common.v1.Error` in the trailing metadata key `bg-error-bin`. Clients read it back with
-`error_from`. A refused call has changed nothing.
+A servicer raises `ServiceError`; `grpc_errors` turns it into the gRPC status and gRPC's rich
+status, a `google.rpc.Status` in the trailing metadata key `grpc-status-details-bin` that every
+gRPC client library reads, with two details: an `ErrorInfo` (reason = the code, domain
+"bgcluster", the metadata and the field) and the typed `bg.common.v1.Error` (with the rules
+engine's rejection). Clients read it back with `error_from`. A refused call has changed nothing.
+
+API release api-v2 also still sends the `bg.common.v1.Error` alone in `bg-error-bin`, the
+trailer api-v1 clients and services read, and `error_from` still reads it from a peer of that
+release during a rolling upgrade; api-v3 drops it (protos/releases/CHANGES.md).
 """
 
 from __future__ import annotations
@@ -13,12 +19,19 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf import any_pb2
+
+# googleapis-common-protos ships .pyi files but no py.typed marker, and types-protobuf's
+# google-stubs (google.protobuf only) keep mypy from reading them: untyped here.
+from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from redis import exceptions as redis_errors
 from sqlalchemy import exc as sql_errors
 
 from bg.common.v1 import errors_pb2
 
-ERROR_KEY = "bg-error-bin"
+STATUS_KEY = "grpc-status-details-bin"  # gRPC's rich status
+ERROR_KEY = "bg-error-bin"  # api-v1's trailer: sent and read until api-v3
+DOMAIN = "bgcluster"  # ErrorInfo.domain of every error the services raise
 # Error texts are cut to this length: no error may echo unbounded input into trailers.
 MAX_MESSAGE = 300
 T = TypeVar("T")
@@ -157,10 +170,34 @@ def _not_ready(code: str) -> bool:
     return code in _NOT_READY or code.startswith(_NOT_READY_CLASSES)
 
 
-async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ServiceError) -> None:
+def rich_status(err: ServiceError) -> status_pb2.Status:
+    """gRPC's rich status of `err`: ErrorInfo for any client, the typed Error for ours."""
     detail = err.to_proto()
-    context.set_trailing_metadata(((ERROR_KEY, detail.SerializeToString()),))
-    await context.abort(err.status, f"{detail.code}: {detail.message}")
+    info = error_details_pb2.ErrorInfo(reason=detail.code, domain=DOMAIN)
+    info.metadata.update(detail.metadata)
+    if detail.field:
+        info.metadata["field"] = detail.field
+    details = []
+    for message in (info, detail):
+        packed = any_pb2.Any()
+        packed.Pack(message)
+        details.append(packed)
+    code = err.status.value[0]
+    return status_pb2.Status(code=code, message=_message(detail), details=details)
+
+
+def _message(detail: errors_pb2.Error) -> str:
+    return f"{detail.code}: {detail.message}"
+
+
+async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ServiceError) -> None:
+    status = rich_status(err)
+    typed = errors_pb2.Error()
+    status.details[1].Unpack(typed)
+    context.set_trailing_metadata(
+        ((STATUS_KEY, status.SerializeToString()), (ERROR_KEY, typed.SerializeToString()))
+    )
+    await context.abort(err.status, status.message)
 
 
 def grpc_errors(
@@ -187,14 +224,37 @@ def grpc_errors(
 
 
 def error_from(exc: grpc.aio.AioRpcError) -> errors_pb2.Error | None:
-    """The typed error a failed call carried, if any."""
+    """The typed error a failed call carried, if any: from its rich status (the typed detail,
+    else one built from an ErrorInfo), else from api-v1's trailer."""
     metadata: Any = exc.trailing_metadata() or ()
-    for key, value in metadata:
-        if key == ERROR_KEY and isinstance(value, bytes):
-            err = errors_pb2.Error()
-            err.ParseFromString(value)
-            return err
+    found = dict((k, v) for k, v in metadata if isinstance(v, bytes))
+    if STATUS_KEY in found:
+        status = status_pb2.Status()
+        status.ParseFromString(found[STATUS_KEY])
+        return _typed(status)
+    if ERROR_KEY in found:
+        err = errors_pb2.Error()
+        err.ParseFromString(found[ERROR_KEY])
+        return err
     return None
+
+
+def _typed(status: status_pb2.Status) -> errors_pb2.Error | None:
+    info: error_details_pb2.ErrorInfo | None = None
+    for packed in status.details:
+        if packed.Is(errors_pb2.Error.DESCRIPTOR):
+            err = errors_pb2.Error()
+            packed.Unpack(err)
+            return err
+        if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            packed.Unpack(info)
+    if info is None:
+        return None
+    meta = dict(info.metadata)
+    field = meta.pop("field", "")
+    message = status.message.removeprefix(f"{info.reason}: ")
+    return errors_pb2.Error(code=info.reason, message=message, field=field, metadata=meta)
 
 
 async def remote_call(awaitable: Awaitable[T]) -> T:

@@ -28,7 +28,7 @@ def ws_url(cluster: dict[str, Any]) -> str:
 
 
 def refusal(exc: BaseException) -> errors_pb2.Error:
-    """The typed error of a refused gRPC call (docs: trailing metadata `bg-error-bin`)."""
+    """The typed error of a refused gRPC call (docs/protocol.md, Errors: gRPC's rich status)."""
     assert isinstance(exc, grpc.aio.AioRpcError), exc
     detail = error_from(exc)
     assert detail is not None, f"no typed error in {exc!r}"

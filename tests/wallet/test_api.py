@@ -13,6 +13,7 @@ import grpc
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -118,6 +119,14 @@ async def test_errors_are_typed_and_change_nothing(wallet: WalletUnderTest) -> N
         and detail.code == "INSUFFICIENT_FUNDS"
         and detail.metadata["players"] == "bob"
     )
+    # As any gRPC client reads it: google.rpc.Status with an ErrorInfo, over the wire.
+    trailers: Any = err.value.trailing_metadata() or ()
+    (raw,) = [v for k, v in trailers if k == "grpc-status-details-bin"]
+    status = status_pb2.Status.FromString(raw)
+    info = error_details_pb2.ErrorInfo()
+    assert status.code == grpc.StatusCode.FAILED_PRECONDITION.value[0]
+    assert status.details[0].Unpack(info) and info.reason == "INSUFFICIENT_FUNDS"
+    assert info.domain == "bgcluster" and info.metadata["players"] == "bob"
     with pytest.raises(grpc.aio.AioRpcError) as bad:
         await stub.HoldSpend(
             wallet_pb2.SpendRequest(
