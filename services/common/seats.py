@@ -17,3 +17,16 @@ def is_computer(player_id: str) -> bool:
 def computer_level(player_id: str) -> str:
     """`easy` or `normal` for a computer seat's id."""
     return player_id.split("-")[1]
+
+
+def computer_table(player_id: str) -> str | None:
+    """The table of a computer seat's id, or None for an id that is not one."""
+    parts = player_id.split("-", 2)
+    if len(parts) != 3 or f"{parts[0]}-" != CPU_PREFIX or not parts[1] or not parts[2]:
+        return None
+    return parts[2]
+
+
+def computer_name(player_id: str) -> str:
+    """What players see for a computer seat: `CPU (normal)`."""
+    return f"CPU ({computer_level(player_id)})"

@@ -37,6 +37,7 @@ from services.common.errors import (
     remote_call,
 )
 from services.common.play_wire import FINISHED
+from services.common.seats import computer_name, computer_table
 from services.gateway import limits, match_export
 from services.gateway.accounts import ACCOUNT_PREFIX, Accounts, Session
 from services.gateway.auth import Identity, IdentityProvider, TokenSigner
@@ -178,20 +179,21 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         if not self.bots_secret or not hmac.compare_digest(given, self.bots_secret):
             raise PermissionDenied("SERVICE_ONLY", "a service credential is needed")
         seat = request.player_id
-        parts = seat.split("-", 2)
-        if len(parts) != 3 or parts[0] != "cpu":
+        table_id = computer_table(seat)
+        if table_id is None:
             raise PermissionDenied(
                 "CPU_SEATS_ONLY", "a service signs in only as a computer seat", field="player_id"
             )
-        table = matchmaking_pb2.TableRequest(player_id=seat, table_id=parts[2])
+        table = matchmaking_pb2.TableRequest(player_id=seat, table_id=table_id)
         lobby = await call(self.lobby.GetTable(table, timeout=10))
         if seat not in lobby.player_ids:
             raise PermissionDenied(
                 "NOT_A_SEAT", "no table has this computer seat", field="player_id"
             )
-        token, expires = self.signer.issue(Identity(seat, f"CPU ({parts[1]})"))
+        name = computer_name(seat)
+        token, expires = self.signer.issue(Identity(seat, name))
         return gateway_pb2.LoginResponse(
-            token=token, player_id=seat, expires_ms=expires, display_name=f"CPU ({parts[1]})"
+            token=token, player_id=seat, expires_ms=expires, display_name=name
         )
 
     def _accounts(self) -> Accounts:

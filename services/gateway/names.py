@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from services.common.errors import InvalidArgument
-from services.common.seats import computer_level, is_computer
+from services.common.seats import computer_name, is_computer
 
 log = logging.getLogger("bg.gateway.names")
 MAX_LOOKUP = 16
@@ -39,7 +39,7 @@ class Names:
             raise InvalidArgument(
                 "TOO_MANY", f"at most {MAX_LOOKUP} players at a time", field="player_ids"
             )
-        names = {p: f"CPU ({computer_level(p)})" for p in player_ids if is_computer(p)}
+        names = {p: computer_name(p) for p in player_ids if is_computer(p)}
         people = sorted({p for p in player_ids if p and p not in names})
         if people:
             async with self.redis.pipeline(transaction=False) as pipe:

@@ -13,6 +13,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from bg.events.v1 import events_pb2
@@ -36,6 +37,27 @@ class Account:
     balance: int
 
 
+class EscrowStatus(StrEnum):
+    """An escrow's state (stored as its value): open until settled or refunded, once."""
+
+    OPEN = "open"
+    SETTLED = "settled"
+    REFUNDED = "refunded"
+
+
+class HoldStatus(StrEnum):
+    """A hold's state (stored as its value): held until captured or released, once."""
+
+    HELD = "held"
+    CAPTURED = "captured"
+    RELEASED = "released"
+
+
+class HoldPurpose(StrEnum):
+    RAISE = "raise"  # a double's raise, captured into the escrow at the take
+    BOOST = "boost"  # a boost's price, captured to the house when applied
+
+
 @dataclass
 class Escrow:
     match_id: str
@@ -44,7 +66,7 @@ class Escrow:
     stake_a: int
     stake_b: int
     bet: int
-    status: str
+    status: EscrowStatus
     created_ms: int
     closed_by: Draft | int | None = None  # the closing operation (a draft until it has an id)
 
@@ -56,9 +78,9 @@ class Hold:
     match_id: str
     player_id: str
     amount: int
-    purpose: str
+    purpose: HoldPurpose
     cube: int
-    status: str
+    status: HoldStatus
     created_ms: int
     closed_by: Draft | int | None = None
 
@@ -174,7 +196,7 @@ class Books:
         row = self.escrows.get(match_id)
         if row is None:
             raise NotFound("UNKNOWN_MATCH", f"no escrow for match {match_id}", field="match_id")
-        if row.status != "open":
+        if row.status != EscrowStatus.OPEN:
             raise ServiceError(
                 "ESCROW_CLOSED",
                 f"the escrow of match {match_id} is already {row.status}",
@@ -198,19 +220,19 @@ class Books:
         return [h for h in self.holds if h.hold_key == hold_key]
 
     def open_holds_of(self, match_id: str) -> list[Hold]:
-        return [h for h in self.holds if h.match_id == match_id and h.status == "held"]
+        return [h for h in self.holds if h.match_id == match_id and h.status == HoldStatus.HELD]
 
     def add_hold(self, hold: Hold) -> None:
         self.holds.append(hold)
         self._undo.append(lambda: self.holds.remove(hold))
 
-    def close_hold(self, hold: Hold, status: str, op: Draft) -> None:
+    def close_hold(self, hold: Hold, status: HoldStatus, op: Draft) -> None:
         before = (hold.status, hold.closed_by)
         hold.status, hold.closed_by = status, op
         self._undo.append(lambda: self._reopen(hold, before))
 
     @staticmethod
-    def _reopen(hold: Hold, before: tuple[str, Draft | int | None]) -> None:
+    def _reopen(hold: Hold, before: tuple[HoldStatus, Draft | int | None]) -> None:
         hold.status, hold.closed_by = before
 
     # -- an operation's end -----------------------------------------------------------------

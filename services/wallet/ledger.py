@@ -40,7 +40,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from bg.events.v1 import events_pb2
 from services.common.clock import now_ms
 from services.common.errors import Conflict, InvalidArgument, NotFound, ServiceError
-from services.wallet.books import Books, Draft, Escrow, Hold, InsufficientFunds, Outcome
+from services.wallet.books import (
+    Books,
+    Draft,
+    Escrow,
+    EscrowStatus,
+    Hold,
+    HoldPurpose,
+    HoldStatus,
+    InsufficientFunds,
+    Outcome,
+)
 from services.wallet.ledger_sql import Reads, Stored, load_books, load_operations, save
 from services.wallet.schema import accounts, escrows, holds, operations, transfers
 
@@ -123,7 +133,7 @@ def _take_from(b: Books, op: Draft, player_id: str, to: str, amount: int) -> Non
 
 def _capture(b: Books, op: Draft, match_id: str, rows: Sequence[Hold]) -> None:
     hold, pot = hold_account(match_id), escrow_account(match_id)
-    raises = [r for r in rows if r.purpose == "raise"]
+    raises = [r for r in rows if r.purpose == HoldPurpose.RAISE]
     if raises:
         row = b.open_escrow(match_id)
         extra = {row.player_a: 0, row.player_b: 0}
@@ -141,13 +151,13 @@ def _capture(b: Books, op: Draft, match_id: str, rows: Sequence[Hold]) -> None:
         for r in boosts:
             b.move(op, hold, HOUSE, r.amount)
     for r in rows:
-        b.close_hold(r, "captured", op)
+        b.close_hold(r, HoldStatus.CAPTURED, op)
 
 
 def _release(b: Books, op: Draft, match_id: str, rows: Sequence[Hold]) -> None:
     for r in rows:
         b.move(op, hold_account(match_id), player_account(r.player_id), r.amount)
-        b.close_hold(r, "released", op)
+        b.close_hold(r, HoldStatus.RELEASED, op)
 
 
 def _resolve_holds(
@@ -160,7 +170,7 @@ def _resolve_holds(
     taken = [
         r
         for r in rows
-        if (r.purpose == "raise" and 0 < r.cube <= cube)
+        if (r.purpose == HoldPurpose.RAISE and 0 < r.cube <= cube)
         or (r.purpose == "boost" and r.hold_key in applied)
     ]
     rest = [r for r in rows if r not in taken]
@@ -243,19 +253,23 @@ class Ledger:
         async with self.engine.connect() as conn:
             total = await conn.scalar(
                 select(func.coalesce(func.sum(escrows.c.stake_a + escrows.c.stake_b), 0)).where(
-                    escrows.c.status == "open"
+                    escrows.c.status == EscrowStatus.OPEN
                 )
             )
         return int(total or 0)
 
-    async def open_escrows(self, older_than_ms: int, limit: int = 50) -> list[Any]:
-        """Escrows still open that were opened at least `older_than_ms` ago, oldest first."""
+    async def open_escrows(
+        self, older_than_ms: int, limit: int = 50, now_ms: int | None = None
+    ) -> list[Any]:
+        """Escrows still open that were opened at least `older_than_ms` before `now_ms` (the
+        clock's now by default), oldest first: for operators and the reconciler."""
         limit = 50 if limit == 0 else limit
         if not 1 <= limit <= 200 or older_than_ms < 0:
             raise InvalidArgument("INVALID_LIMIT", "limit 1..200, age >= 0", field="limit")
+        cutoff = (_now_ms() if now_ms is None else now_ms) - older_than_ms
         query = (
             select(escrows)
-            .where(escrows.c.status == "open", escrows.c.created_ms <= _now_ms() - older_than_ms)
+            .where(escrows.c.status == EscrowStatus.OPEN, escrows.c.created_ms <= cutoff)
             .order_by(escrows.c.created_ms)
             .limit(limit)
         )
@@ -429,7 +443,7 @@ class Ledger:
 
         def rules(b: Books, op: Draft) -> Outcome:
             if any(
-                e.status == "open" and player_id in (e.player_a, e.player_b)
+                e.status == EscrowStatus.OPEN and player_id in (e.player_a, e.player_b)
                 for e in b.escrows.values()
             ):
                 raise ServiceError(
@@ -471,7 +485,9 @@ class Ledger:
                 raise InsufficientFunds(short)
             b.ensure(pot, "escrow")
             b.add_escrow(
-                Escrow(match_id, players[0], players[1], stake, stake, stake, "open", op.now)
+                Escrow(
+                    match_id, players[0], players[1], stake, stake, stake, EscrowStatus.OPEN, op.now
+                )
             )
             b.move(op, pa, pot, stake)
             b.move(op, pb, pot, stake)
@@ -508,7 +524,19 @@ class Ledger:
                 raise InsufficientFunds(short)
             for player, acct in sides:
                 b.move(op, acct, hold, amount)
-                b.add_hold(Hold(None, key, match_id, player, amount, "raise", cube, "held", op.now))
+                b.add_hold(
+                    Hold(
+                        None,
+                        key,
+                        match_id,
+                        player,
+                        amount,
+                        HoldPurpose.RAISE,
+                        cube,
+                        HoldStatus.HELD,
+                        op.now,
+                    )
+                )
             outcome = Outcome(0, op.kind, stake=amount)
             event = events_pb2.WalletEvent(match_id=match_id, stake=amount)
             return b.finish(op, outcome, event, hold)
@@ -531,7 +559,19 @@ class Ledger:
         def rules(b: Books, op: Draft) -> Outcome:
             b.ensure(hold, "hold")
             _take_from(b, op, player_id, hold, amount)
-            b.add_hold(Hold(None, key, match_id, player_id, amount, "boost", 0, "held", op.now))
+            b.add_hold(
+                Hold(
+                    None,
+                    key,
+                    match_id,
+                    player_id,
+                    amount,
+                    HoldPurpose.BOOST,
+                    0,
+                    HoldStatus.HELD,
+                    op.now,
+                )
+            )
             return b.finish(
                 op, Outcome(0, op.kind), events_pb2.WalletEvent(match_id=match_id), acct
             )
@@ -559,7 +599,7 @@ class Ledger:
             rows = b.holds_of_key(hold_key)
             if not rows:
                 raise NotFound("UNKNOWN_HOLD", f"no hold {hold_key}", field="hold_key")
-            closed = {r.status for r in rows if r.status != "held"}
+            closed = {r.status for r in rows if r.status != HoldStatus.HELD}
             if closed:
                 raise Conflict("HOLD_CLOSED", f"hold {hold_key} is already {closed.pop()}")
             match_id = rows[0].match_id
@@ -604,7 +644,7 @@ class Ledger:
                 b.move(op, pot, winner, payout)
             if fees:
                 b.move(op, pot, HOUSE, fees)
-            b.change_escrow(row, status="settled", closed_by=op)
+            b.change_escrow(row, status=EscrowStatus.SETTLED, closed_by=op)
             outcome = Outcome(0, op.kind, payout=payout, fees=fees, net_gain=payout - own)
             event = events_pb2.WalletEvent(
                 match_id=match_id, winner_id=winner_id, net_gain=payout - own, fees=fees
@@ -628,7 +668,7 @@ class Ledger:
             row = b.open_escrow(match_id)
             b.move(op, pot, player_account(row.player_a), row.stake_a)
             b.move(op, pot, player_account(row.player_b), row.stake_b)
-            b.change_escrow(row, status="refunded", closed_by=op)
+            b.change_escrow(row, status=EscrowStatus.REFUNDED, closed_by=op)
             event = events_pb2.WalletEvent(match_id=match_id)
             return b.finish(op, Outcome(0, op.kind), event, pot)
 
@@ -678,7 +718,7 @@ async def check_invariants(engine: AsyncEngine) -> list[str]:
         account = accounts.alias("escrow_account")
         held = func.coalesce(account.c.balance, 0)
         expected = case(
-            (escrows.c.status == "open", escrows.c.stake_a + escrows.c.stake_b), else_=0
+            (escrows.c.status == EscrowStatus.OPEN, escrows.c.stake_a + escrows.c.stake_b), else_=0
         )
         mismatched = (
             select(escrows.c.match_id, escrows.c.status, held.label("held"), expected.label("want"))
@@ -697,7 +737,7 @@ async def check_invariants(engine: AsyncEngine) -> list[str]:
                 (HOLD_PREFIX + holds.c.match_id).label("account"),
                 func.sum(holds.c.amount).label("sum"),
             )
-            .where(holds.c.status == "held")
+            .where(holds.c.status == HoldStatus.HELD)
             .group_by(holds.c.match_id)
             .subquery()
         )

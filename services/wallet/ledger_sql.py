@@ -16,7 +16,17 @@ from sqlalchemy import BigInteger, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.common.topics import WALLET_EVENTS
-from services.wallet.books import Account, Books, Draft, Escrow, Hold, op_id
+from services.wallet.books import (
+    Account,
+    Books,
+    Draft,
+    Escrow,
+    EscrowStatus,
+    Hold,
+    HoldPurpose,
+    HoldStatus,
+    op_id,
+)
 from services.wallet.schema import accounts, escrows, holds, operations, outbox, transfers
 
 
@@ -67,7 +77,7 @@ class _Statements:
                 or_(
                     escrows.c.match_id.in_(many("matches")),
                     and_(
-                        escrows.c.status == "open",
+                        escrows.c.status == EscrowStatus.OPEN,
                         or_(escrows.c.player_a.in_(players), escrows.c.player_b.in_(players)),
                     ),
                 )
@@ -80,7 +90,7 @@ class _Statements:
             .where(
                 or_(
                     holds.c.hold_key.in_(many("keys")),
-                    and_(holds.c.match_id.in_(many("matches")), holds.c.status == "held"),
+                    and_(holds.c.match_id.in_(many("matches")), holds.c.status == HoldStatus.HELD),
                 )
             )
             .order_by(holds.c.id)
@@ -154,7 +164,7 @@ async def load_books(conn: AsyncConnection, reads: Iterable[Reads]) -> Books:
                 int(r.stake_a),
                 int(r.stake_b),
                 int(r.bet or 0),
-                r.status,
+                EscrowStatus(r.status),
                 int(r.created_ms),
                 r.closed_operation_id,
             )
@@ -170,9 +180,9 @@ async def load_books(conn: AsyncConnection, reads: Iterable[Reads]) -> Books:
                 r.match_id,
                 r.player_id,
                 int(r.amount),
-                r.purpose,
+                HoldPurpose(r.purpose),
                 int(r.cube),
-                r.status,
+                HoldStatus(r.status),
                 int(r.created_ms),
                 r.closed_operation_id,
             )

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import grpc
-from sqlalchemy import and_, select
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common import money_keys
@@ -28,7 +27,6 @@ from services.common.clock import now_ms as wall_now
 from services.common.errors import ServiceError, remote_call
 from services.wallet.ledger import Ledger
 from services.wallet.metrics import WalletMetrics
-from services.wallet.schema import escrows
 
 log = logging.getLogger("bg.wallet.reconciler")
 State = table_pb2.MatchOutcome.State
@@ -71,7 +69,7 @@ class Reconciler:
         metrics: WalletMetrics | None = None,
         bound_s: float = 600.0,
         interval_s: float = 30.0,
-        batch: int = 200,
+        batch: int = 200,  # escrows a pass looks at (open_escrows' most)
         forgotten_after_s: float = money_keys.FINISHED_TTL_S,
     ) -> None:
         self.ledger = ledger
@@ -86,15 +84,7 @@ class Reconciler:
 
     async def run_once(self, now_ms: int | None = None) -> Pass:
         now_ms = wall_now() if now_ms is None else now_ms
-        cutoff = now_ms - int(self.bound_s * 1000)
-        query = (
-            select(escrows.c.match_id, escrows.c.created_ms)
-            .where(and_(escrows.c.status == "open", escrows.c.created_ms <= cutoff))
-            .order_by(escrows.c.created_ms)
-            .limit(self.batch)
-        )
-        async with self.ledger.engine.connect() as conn:
-            rows = (await conn.execute(query)).all()
+        rows = await self.ledger.open_escrows(int(self.bound_s * 1000), self.batch, now_ms)
         done = Pass(oldest_open_s=(now_ms - rows[0].created_ms) / 1000 if rows else 0.0)
         for row in rows:
             age_s = (now_ms - row.created_ms) / 1000
