@@ -145,6 +145,36 @@ class Committer:
         self._last = self.clock()
 
 
+async def consume_records(
+    consumer: Any,
+    handle: Callable[[Any], Awaitable[object]],
+    stop: asyncio.Event,
+    max_records: int = 500,
+    lag: Any = None,
+) -> None:
+    """Consume until `stop`: each record to `handle` in order, the offsets committed after
+    (at least once, see Committer); `lag` (a gauge), when given, set to the records behind."""
+    await consumer.start()
+    committer = Committer(consumer)
+    try:
+        while not stop.is_set():
+            batches = await consumer.getmany(timeout_ms=500, max_records=max_records)
+            for records in batches.values():
+                for record in records:
+                    await handle(record)
+            await committer.tick(bool(batches))
+            if lag is not None:
+                total = 0
+                for tp in consumer.assignment():
+                    end = consumer.highwater(tp)
+                    if end is not None:
+                        total += max(0, end - await consumer.position(tp))
+                lag.set(total)
+        await committer.flush()
+    finally:
+        await consumer.stop()
+
+
 HEALTHY_S = 60.0  # a consumer that ran this long before failing counts as healthy
 
 

@@ -76,27 +76,12 @@ async def consume(
     lag: Any = None,
     namespace: Namespace = PLAIN,
 ) -> None:
-    await consumer.start()
-    committer = kafka.Committer(consumer)
-    try:
-        while not stop.is_set():
-            batches = await consumer.getmany(timeout_ms=500, max_records=500)
-            for records in batches.values():
-                for record in records:
-                    await handler.handle_record(
-                        namespace.logical(record.topic), record.value, record.headers
-                    )
-            await committer.tick(bool(batches))
-            if lag is not None:
-                total = 0
-                for tp in consumer.assignment():
-                    end = consumer.highwater(tp)
-                    if end is not None:
-                        total += max(0, end - await consumer.position(tp))
-                lag.set(total)
-        await committer.flush()
-    finally:
-        await consumer.stop()
+    """Consume the leaderboard's topics until `stop` (kafka.consume_records), its lag kept."""
+
+    async def handle(record: Any) -> None:
+        await handler.handle_record(namespace.logical(record.topic), record.value, record.headers)
+
+    await kafka.consume_records(consumer, handle, stop, lag=lag)
 
 
 async def rebuild(handler: EventHandler, source: BoardRepository | None = None) -> int:

@@ -100,17 +100,9 @@ class TableEventsHandler:
 
 
 async def consume(handler: TableEventsHandler, consumer: Any, stop: asyncio.Event) -> None:
-    """Consume until `stop`: process batches, committing their offsets after them (at least
-    once; see kafka.Committer)."""
-    await consumer.start()
-    committer = kafka.Committer(consumer)
-    try:
-        while not stop.is_set():
-            batches = await consumer.getmany(timeout_ms=500, max_records=200)
-            for records in batches.values():
-                for record in records:
-                    await handler.handle_record(record.value, record.headers)
-            await committer.tick(bool(batches))
-        await committer.flush()
-    finally:
-        await consumer.stop()
+    """Consume the table events until `stop` (kafka.consume_records)."""
+
+    async def handle(record: Any) -> None:
+        await handler.handle_record(record.value, record.headers)
+
+    await kafka.consume_records(consumer, handle, stop, max_records=200)
