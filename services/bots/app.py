@@ -18,6 +18,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
     )
+    app.closes(redis.aclose)
 
     async def start() -> None:
         if not settings.bots_secret:
@@ -25,10 +26,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         worker = BotWorker(redis, settings.gateway_addr, settings.bots_secret, settings.max_tables)
         app.background.spawn("bots", worker.run(app.background.stop))
 
-    async def close() -> None:
-        await redis.aclose()
-
     app.checks.append(redis_check(redis))
     app.on_start.append(start)
-    app.on_stop.append(close)
     return app

@@ -37,10 +37,20 @@ class ServiceApp:
     register: Callable[[grpc.aio.Server], list[str]] = lambda server: []
     checks: list[ReadinessCheck] = field(default_factory=list)
     on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    on_stop: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
     background: Background = field(default_factory=Background)
     tracer_provider: TracerProvider | None = None
     ports: dict[str, int] = field(default_factory=dict)  # extra listeners (e.g. "ws") once started
+
+    def closes(self, close: Callable[[], Awaitable[object]]) -> None:
+        """Register a resource's close where it is made: the host runs the on_stop hooks last
+        added first, each on its own (one that fails is logged, the rest still run)."""
+        self.on_stop.append(close)
+
+    def channel(self, made: grpc.aio.Channel) -> grpc.aio.Channel:
+        """A client channel this service owns: closed at stop."""
+        self.closes(lambda: made.close(None))
+        return made
 
 
 def base_app(name: str, settings: ServiceSettings) -> ServiceApp:

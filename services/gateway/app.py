@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Mapping
 
 import grpc
-from websockets.asyncio.server import Server, serve
+from websockets.asyncio.server import serve
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
@@ -55,6 +55,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         secret = secrets.token_urlsafe(32)
     signer = TokenSigner(secret, settings.token_ttl_s, parse_keys(settings.token_keys))
     engine = sql_engine(settings.database_url)
+    app.closes(engine.dispose)
     accounts = Accounts(
         engine, settings.refresh_ttl_s, successor_keys=successor_keys(signer.keys.values())
     )
@@ -76,11 +77,11 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.rate_per_login_s,
         settings.rate_burst,
     )
+    app.closes(redis.aclose)
     feed = TableFeed(redis)
+    app.closes(feed.close)
     owners = TableOwners(redis)
-    channels: list[grpc.aio.Channel] = []
     servicer: GatewayServicer | None = None
-    ws_server: Server | None = None
 
     def register(server: grpc.aio.Server) -> list[str]:
         # The clients of the services (grpc.aio channels need the running loop, so they are
@@ -89,17 +90,17 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         if not (settings.token_secret or settings.token_keys):
             log.warning("BG_TOKEN_SECRET is unset: tokens are valid on this replica only")
         interceptors = tracing.client_interceptors(app.tracer_provider)
-        mm = matchmaking_channel(settings.matchmaking_addr, interceptors)
-        wallet = wallet_channel(settings.wallet_addr, interceptors)
-        tables = table_channel(settings.table_addrs, interceptors)
-        boards = leaderboard_channel(settings.leaderboard_addr, interceptors)
-        channels.extend([mm, wallet, boards, tables])
+        mm = app.channel(matchmaking_channel(settings.matchmaking_addr, interceptors))
+        wallet = app.channel(wallet_channel(settings.wallet_addr, interceptors))
+        tables = app.channel(table_channel(settings.table_addrs, interceptors))
+        boards = app.channel(leaderboard_channel(settings.leaderboard_addr, interceptors))
         lines = CommandLines(
             table_pb2_grpc.TableServiceStub(tables),
             settings.command_streams,
             owners,
             lambda address: grpc.aio.insecure_channel(address, interceptors=interceptors),
         )
+        app.closes(lines.close)
         servicer = GatewayServicer(
             signer,
             GuestIdentities(),
@@ -127,7 +128,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         return [SERVICE_NAME, ADMIN_NAME]
 
     async def start() -> None:
-        nonlocal ws_server
         assert servicer is not None  # the host registers before it starts
         await accounts.migrate()
         bans.seed(await accounts.banned_ids())  # Redis may be down yet: the task restores it
@@ -140,6 +140,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             process_request=StaticFiles(),
         )
         app.ports["ws"] = ws_server.sockets[0].getsockname()[1]
+
+        async def close_ws() -> None:
+            ws_server.close()
+            await ws_server.wait_closed()
+
+        app.closes(close_ws)  # first of all at stop: the browsers' connections
         log.info("websocket listening", extra={"ws_port": app.ports["ws"]})
         background = app.background
         background.spawn("bans", bans.run(background.stop))
@@ -147,21 +153,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         background.spawn("rate-limits", limits.run(background.stop))
         background.spawn("table-owners", owners.run(background.stop))
 
-    async def close() -> None:
-        if ws_server is not None:
-            ws_server.close()
-            await ws_server.wait_closed()
-        await feed.close()
-        if servicer is not None:
-            await servicer.lines.close()
-        for channel in channels:
-            await channel.close(None)
-        await redis.aclose()
-        await engine.dispose()
-
     app.register = register
     app.checks.append(redis_check(redis))
     app.checks.append(sql_check(engine))
     app.on_start.append(start)
-    app.on_stop.append(close)
     return app

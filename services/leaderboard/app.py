@@ -56,11 +56,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     # The record (SQL) and the ranks derived from it (Redis), behind the boards' port.
     engine = sql_engine(settings.database_url)
+    app.closes(engine.dispose)
     redis = redis_client(
         settings.redis_url,
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
     )
+    app.closes(redis.aclose)
     store = SqlBoardStore(engine, redis)
 
     # The core: events in, boards out; the API reads them.
@@ -77,6 +79,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     event_log = kafka.event_log(settings)
     incarnation = Incarnation(settings.kafka_bootstrap, event_log) if event_log.embedded else None
+    if incarnation is not None:
+        app.closes(incarnation.close)
 
     def make_consumer() -> Any:  # aiokafka: untyped
         return kafka.consumer_of(
@@ -103,16 +107,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         )
         app.background.every("board-sizes", SIZES_S, lambda: _sizes(store, servicer, metrics))
 
-    async def close() -> None:
-        if incarnation is not None:
-            await incarnation.close()
-        await engine.dispose()
-        await redis.aclose()
-
     app.register = register
     app.checks += [sql_check(engine), redis_check(redis)]
     app.on_start.append(start)
-    app.on_stop.append(close)
     return app
 
 

@@ -33,8 +33,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
     )
+    app.closes(redis.aclose)
     store = RedisLobbyStore(redis)
-    channels: list[grpc.aio.Channel] = []
     lobby: Lobby | None = None
 
     def register(server: grpc.aio.Server) -> list[str]:
@@ -42,9 +42,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         # they are made here, not above), the lobby on them, its API.
         nonlocal lobby
         interceptors = tracing.client_interceptors(app.tracer_provider)
-        wallet = wallet_channel(settings.wallet_addr, interceptors)
-        tables = table_channel(settings.table_addrs, interceptors)
-        channels.extend([wallet, tables])
+        wallet = app.channel(wallet_channel(settings.wallet_addr, interceptors))
+        tables = app.channel(table_channel(settings.table_addrs, interceptors))
         lobby = Lobby(
             store,
             GrpcWallet(wallet),
@@ -62,13 +61,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         assert lobby is not None  # the host registers before it starts
         app.background.every("deal-sweeper", SWEEP_INTERVAL_S, lobby.sweep_deals, log)
 
-    async def close() -> None:
-        for channel in channels:
-            await channel.close(None)
-        await redis.aclose()
-
     app.register = register
     app.checks.append(redis_check(redis))
     app.on_start.append(start)
-    app.on_stop.append(close)
     return app

@@ -43,8 +43,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
     )
+    app.closes(redis.aclose)
     store = TableStore(redis)
-    channels: list[grpc.aio.Channel] = []
     core: TableCore | None = None
 
     def shards_changed(owned: list[int]) -> None:
@@ -76,17 +76,21 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         forgetful=forgetful,
         sweep_s=settings.relay_sweep_s,
     )
+    if forgetful is not None and keeper is not None:
+        app.closes(forgetful.close)
+        app.closes(keeper.close)
+    app.closes(relay.close)
 
     def register(server: grpc.aio.Server) -> list[str]:
         # The wallet's client (grpc.aio channels need the running loop, so it is made here, not
         # above), the core on it, its API.
         nonlocal core
-        channels.append(
+        wallet = app.channel(
             wallet_channel(settings.wallet_addr, tracing.client_interceptors(app.tracer_provider))
         )
         core = TableCore(
             store,
-            GrpcWallet(channels[0]),
+            GrpcWallet(wallet),
             metrics,
             settings.clock_scale,
             cache_size=settings.cache_size,
@@ -110,19 +114,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             background.every("topic-keeper", max(1.0, event_log.rotate_s / 4), keeper.step, log)
         background.every("gauges", GAUGE_S, lambda: _gauges(store, leases, metrics))
 
-    async def close() -> None:
-        await relay.close()
-        if forgetful is not None and keeper is not None:
-            await keeper.close()
-            await forgetful.close()
-        for channel in channels:
-            await channel.close(None)
-        await redis.aclose()
-
     app.register = register
     app.checks.append(redis_check(redis))
     app.on_start.append(start)
-    app.on_stop.append(close)
     return app
 
 

@@ -39,6 +39,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     # The ledger on SQL, and its outbox relayed to Kafka.
     engine = sql_engine(settings.database_url)
+    app.closes(engine.dispose)
     ledger = Ledger(
         engine,
         settings.fee_bps,
@@ -66,9 +67,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         namespace=namespace,
         forgetful=forgetful,
     )
+    if forgetful is not None and keeper is not None:
+        app.closes(forgetful.close)
+        app.closes(keeper.close)
+    app.closes(relay.close)
     # Settlements and refunds from the tables' events.
     handler = TableEventsHandler(ledger, metrics)
-    channels: list[grpc.aio.Channel] = []
 
     def register(server: grpc.aio.Server) -> list[str]:
         servicer = WalletServicer(
@@ -112,31 +116,21 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         background.every("audit", AUDIT_S, lambda: _audit(metrics, ledger))
         # Escrows past their bound, settled from the table's outcome (grpc.aio channels need the
         # running loop: made here).
-        channels.append(
+        tables = app.channel(
             table_channel(settings.table_addrs, tracing.client_interceptors(app.tracer_provider))
         )
         reconciler = Reconciler(
             ledger,
-            GrpcOutcomes(channels[0]),
+            GrpcOutcomes(tables),
             metrics,
             settings.escrow_bound_s,
             settings.reconcile_interval_s,
         )
         background.spawn("reconciler", reconciler.run(background.stop))
 
-    async def close() -> None:
-        await relay.close()
-        if forgetful is not None and keeper is not None:
-            await keeper.close()
-            await forgetful.close()
-        for channel in channels:
-            await channel.close(None)
-        await engine.dispose()
-
     app.register = register
     app.checks.append(sql_check(engine))
     app.on_start.append(start)
-    app.on_stop.append(close)
     return app
 
 
