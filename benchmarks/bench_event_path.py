@@ -38,8 +38,8 @@ from services.common import kafka
 from services.common.clock import now_ms
 from services.common.deps import redis_client
 from services.common.event_log import EventLog, GenerationConsumer, Incarnation
-from services.common.event_records import table_events
 from services.common.topics import TABLE_EVENTS, Namespace
+from services.contracts.event_records import table_events
 from services.table.store import TableMeta, TableStore
 
 TABLES = 2_000

@@ -29,11 +29,12 @@ import grpc
 
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
+from client.play_wire import next_command
 from client.player import Player
 from engine import bots
 from infra.embedded import free_port
 from infra.local_cluster import Cluster, cpu_of, cpu_seconds, local_cluster
-from services.common.play_wire import FINISHED, next_command
+from services.contracts.vocabulary import FINISHED
 
 TABLES = 20
 SECONDS = float(os.environ.get("BG_BENCH_SECONDS", "12"))  # longer to profile it

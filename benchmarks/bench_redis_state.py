@@ -23,7 +23,7 @@ from engine import bots
 from engine import commands as c
 from engine.position import Position
 from infra.embedded import start_valkey
-from services.common.shards import clocks_key, relay_key, shard_of
+from services.contracts.shards import clocks_key, relay_key, shard_of
 from services.table.relay import EventRelay
 from services.table.store import FINISHED_TTL_S, TableStore
 from services.table.tables import TableCore

@@ -39,7 +39,7 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from infra.runner import Cluster, ClusterConfig
 from services.common import balanced
-from services.common.play_wire import FINISHED
+from services.contracts.vocabulary import FINISHED
 
 BET = 100
 FUNDS = 1_000_000  # diamonds each simulated player is given: match after match, never short
@@ -337,7 +337,7 @@ async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
     from redis.crc import key_slot
 
     from infra.valkey_cluster import primary_of
-    from services.common.table_feed import table_key
+    from services.contracts.table_feed import table_key
 
     slot = key_slot(table_key(table_id).encode())
     urls = {n: u for n, u in cluster.infra_addresses.items() if n.startswith("valkey")}

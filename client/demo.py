@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -19,15 +18,15 @@ from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from engine.vocabulary import EndReason
-from infra.status import read_state
-from services.common.vocabulary import from_proto
+from services.contracts.vocabulary import from_proto
 
 GRANT = 5_000
 BET = 500
 
 
-async def run_demo(data_dir: Path, timeout_s: float = 600.0) -> dict[str, Any]:
-    state = read_state(data_dir)
+async def run_demo(state: dict[str, Any], timeout_s: float = 600.0) -> dict[str, Any]:
+    """A wagered demo match on the cluster `state` describes (the cluster.json `bgcluster up`
+    wrote: its services' addresses and the operator token)."""
     by_name = {s["name"]: s["address"] for s in state["services"]}
     async with (
         grpc.aio.insecure_channel(by_name["gateway"]) as gw_ann,

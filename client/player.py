@@ -15,9 +15,9 @@ import grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
+from client.play_wire import PlaySession, next_command
 from engine import bots
 from services.common.errors import error_from
-from services.common.play_wire import PlaySession, next_command
 
 __all__ = ["PlaySession", "Player", "next_command"]
 # A call's answer may have been lost: a request with a request id is sent again.

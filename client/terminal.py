@@ -32,8 +32,9 @@ from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
+from client.play_wire import CommandRefused, PlaySession
 from client.player import Player
-from services.common.play_wire import FINISHED, CommandRefused, PlaySession
+from services.contracts.vocabulary import FINISHED
 
 HELP = "Commands" + __doc__.split("Commands", 1)[1] if __doc__ else ""
 

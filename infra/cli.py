@@ -13,7 +13,15 @@ from pathlib import Path
 
 from infra import admin_cli
 from infra.runner import SERVICES, Cluster, ClusterConfig, StartupError
-from infra.status import NoCluster, UnknownProcess, collect, healthy, render, restart
+from infra.status import (
+    NoCluster,
+    UnknownProcess,
+    collect,
+    healthy,
+    read_state,
+    render,
+    restart,
+)
 from services.common.topics import NAMESPACE_PATTERN
 
 
@@ -222,7 +230,7 @@ async def _demo(args: argparse.Namespace) -> int:
     from client.demo import run_demo
 
     try:
-        result = await run_demo(args.data_dir)
+        result = await run_demo(read_state(args.data_dir))
     except NoCluster as exc:
         print(f"bgcluster: {exc}", file=sys.stderr)
         return 3

@@ -31,11 +31,12 @@ from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from client.play_wire import next_command
 from engine import bots
 from engine.position import Position
 from engine.turn import Turn
 from loadtests.grpc_user import LocustInterceptor, report
-from services.common.play_wire import FINISHED, next_command
+from services.contracts.vocabulary import FINISHED
 
 MOVING = events_pb2.PHASE_MOVING
 LATE_BOUND_MS = float(os.environ.get("LOAD_LATE_BOUND_MS", "1000"))

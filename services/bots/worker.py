@@ -23,11 +23,11 @@ from redis.asyncio.lock import Lock
 from redis.exceptions import LockNotOwnedError
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from client.play_wire import PlaySession, next_command
 from engine import bots
 from services.common.backoff import pause
-from services.common.lobby_keys import BOT_TABLES, lobby_key
-from services.common.play_wire import PlaySession, next_command
-from services.common.seats import computer_level, is_computer
+from services.contracts.lobby_keys import BOT_TABLES, lobby_key
+from services.contracts.seats import computer_level, is_computer
 
 log = logging.getLogger("bg.bots")
 LEASE_S = 30

@@ -36,8 +36,8 @@ from services.common.errors import (
     infrastructure_failure,
     remote_call,
 )
-from services.common.play_wire import FINISHED
-from services.common.seats import computer_name, computer_table
+from services.contracts.seats import computer_name, computer_table
+from services.contracts.vocabulary import FINISHED
 from services.gateway import limits, match_export
 from services.gateway.accounts import ACCOUNT_PREFIX, Accounts, Session
 from services.gateway.auth import Identity, IdentityProvider, TokenSigner

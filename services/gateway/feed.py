@@ -1,6 +1,6 @@
 """One subscription per table per gateway process, fanned out to the local Play streams.
 
-Each commit publishes a `TableUpdate` on the table's channel (services/common/table_feed.py).
+Each commit publishes a `TableUpdate` on the table's channel (services/contracts/table_feed.py).
 The gateway holds one Redis pub/sub connection; the first local stream on a table subscribes to
 its channel, the last one to leave unsubscribes. Each message is parsed once and handed to every
 local subscriber (both seats and, later, spectators). Pub/sub delivers at most once: after the
@@ -24,7 +24,7 @@ from redis.exceptions import RedisError
 from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
-from services.common.table_feed import read_events, table_of_channel, update_channel
+from services.contracts.table_feed import read_events, table_of_channel, update_channel
 
 log = logging.getLogger("bg.gateway.feed")
 

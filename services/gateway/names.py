@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from services.common.errors import InvalidArgument
-from services.common.seats import computer_name, is_computer
+from services.contracts.seats import computer_name, is_computer
 
 log = logging.getLogger("bg.gateway.names")
 MAX_LOOKUP = 16

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from services.common.deps import evalsha
-from services.common.shards import shard_of, shard_tag
+from services.contracts.shards import shard_of, shard_tag
 
 GATEWAYS_KEY = "presence:gateways"
 

@@ -2,7 +2,7 @@
 
 Each table replica renews a lease and writes its gRPC address beside it
 (services/table/shard_leases.py); the live members divide the shards by rendezvous hashing
-(services/common/shards.py `assign`). A gateway reads the same two keys every `refresh_s` and
+(services/contracts/shards.py `assign`). A gateway reads the same two keys every `refresh_s` and
 computes the same split, so it sends a table's commands to the replica that owns the table's
 shard: the one holding its state in memory and running its clocks. Between a lease moving and
 the next read a command may reach the former owner; it is still applied exactly once (the
@@ -18,7 +18,7 @@ from typing import Any
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
-from services.common.shards import (
+from services.contracts.shards import (
     ADDRESSES,
     MEMBERS,
     VIRTUAL_SHARDS,

@@ -10,8 +10,8 @@ from typing import Any
 
 from bg.events.v1 import events_pb2
 from services.common import kafka
-from services.common.event_records import table_events
 from services.common.topics import PLAIN, TABLE_EVENTS, Namespace
+from services.contracts.event_records import table_events
 from services.leaderboard import boards
 from services.leaderboard.effects import Effects, table_effects, wallet_effects
 from services.leaderboard.store import BoardRepository

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from bg.events.v1 import events_pb2
 from engine.vocabulary import EndReason, GameResult
-from services.common.seats import is_computer
-from services.common.vocabulary import from_proto
+from services.contracts.seats import is_computer
+from services.contracts.vocabulary import from_proto
 from services.leaderboard import boards
 
 ALL = "all"  # the all-time key of the trophies and rating boards

@@ -28,7 +28,6 @@ from typing import Any, Protocol
 import grpc
 
 from bg.table.v1 import table_pb2
-from services.common import money_keys
 from services.common.clock import now_ms
 from services.common.errors import (
     Conflict,
@@ -37,8 +36,9 @@ from services.common.errors import (
     PermissionDenied,
     ServiceError,
 )
-from services.common.seats import computer_seat, is_computer
-from services.common.table_options import rules_from_proto
+from services.contracts import money_keys
+from services.contracts.seats import computer_seat, is_computer
+from services.contracts.table_options import rules_from_proto
 from services.matchmaking.lobby_store import LobbyRepository
 
 log = logging.getLogger("bg.matchmaking.lobby")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 
 from services.common.deps import evalsha
-from services.common.lobby_keys import BOT_TABLES, LOBBY_TAG, lobby_key
+from services.contracts.lobby_keys import BOT_TABLES, LOBBY_TAG, lobby_key
 
 OPEN_SET = f"lobby:{LOBBY_TAG}:open"  # public tables with a free seat -> ms created
 LIVE_SET = f"lobby:{LOBBY_TAG}:live"  # watchable tables dealt -> ms dealt (I-35)

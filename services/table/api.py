@@ -12,7 +12,7 @@ import grpc
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from engine.vocabulary import EndReason
 from services.common.errors import ServiceError, grpc_errors, infrastructure_failure
-from services.common.vocabulary import to_proto
+from services.contracts.vocabulary import to_proto
 from services.table import convert
 from services.table.tables import Submitted, TableCore
 

@@ -18,7 +18,7 @@ from engine.state import GameRecord, MatchState
 from engine.view import PlayerView
 from engine.vocabulary import DeadlineKind, EndReason, GameResult, Phase
 from services.common.errors import InvalidArgument
-from services.common.vocabulary import to_proto
+from services.contracts.vocabulary import to_proto
 from services.table.store import TableMeta
 
 

@@ -1,5 +1,5 @@
 """Relays every table's Redis stream to the Kafka topic `table-events`, at least once: one record
-per commit (services/common/event_records.py), keyed by table id.
+per commit (services/contracts/event_records.py), keyed by table id.
 
 Tables with unrelayed events sit in their shard's `relay:{s<n>}` set. Each pass takes the tables
 this replica committed since the last pass (the core tells it: the events leave at once) and,
@@ -34,8 +34,8 @@ from aiokafka import TopicPartition
 from services.common.backoff import Backoff, pause
 from services.common.clock import now_ms
 from services.common.event_log import Forgetful, confirmed
-from services.common.event_records import commit_record
 from services.common.topics import TABLE_EVENTS
+from services.contracts.event_records import commit_record
 from services.table.metrics import TableMetrics
 from services.table.shard_leases import AllShards, ShardLeases
 from services.table.store import Entry, RelayState, TableStore

@@ -28,7 +28,7 @@ from typing import Any
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
-from services.common.shards import ADDRESSES, MEMBERS, VIRTUAL_SHARDS, assign, live_members
+from services.contracts.shards import ADDRESSES, MEMBERS, VIRTUAL_SHARDS, assign, live_members
 
 log = logging.getLogger("bg.table.shards")
 TTL_MS = 2000

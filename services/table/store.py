@@ -7,10 +7,10 @@ marks the table for the Kafka relay, and publishes the commit's `TableUpdate` (e
 seats' views) on the table's update channel for the gateways, atomically: one round trip. A
 stale `seq` means another replica won: the caller re-reads and retries.
 
-Keys, all with the table's shard hash tag `{s<n>}` (services/common/shards.py), so each script
+Keys, all with the table's shard hash tag `{s<n>}` (services/contracts/shards.py), so each script
 touches one Redis Cluster slot: `t:{s<n>}:<id>` (seq, state, meta, relayed), `...:<id>:ev`
 (stream), `...:<id>:cmd` ("<seat>:<command id>" -> "seq:count"), channel `...:<id>:up` (updates,
-see services/common/table_feed.py), `clocks:{s<n>}` (table id -> deadline ms), `relay:{s<n>}`
+see services/contracts/table_feed.py), `clocks:{s<n>}` (table id -> deadline ms), `relay:{s<n>}`
 (table id -> ms of its oldest unrelayed event), `...:<id>:rec:<match>` (a finished match's
 record: written by the commit that ends the match, in the same script, so an ended match always
 has its record and its seed revealed); and `prefs:<player>`. The clock wake-up channel is no key:
@@ -31,10 +31,10 @@ from typing import Any, TypedDict
 import redis.asyncio as redis_asyncio
 
 from engine.state import TableState
-from services.common import money_keys
 from services.common.deps import evalsha, evalsha_many
-from services.common.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
-from services.common.table_feed import stream_entries, stream_key, table_key, update_channel
+from services.contracts import money_keys
+from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
+from services.contracts.table_feed import stream_entries, stream_key, table_key, update_channel
 from services.table import state_codec as codec
 
 WAKE_CHANNEL = "clocks:wake"  # "<shard>:<deadline ms>" when a commit sets its shard's earliest

@@ -30,7 +30,6 @@ from engine.machine import Applied, Rejection, apply, new_match, next_deadline
 from engine.state import TableState
 from engine.view import PlayerView, player_view, spectator_view
 from engine.vocabulary import RejectionCode
-from services.common import money_keys
 from services.common.clock import now_ms
 from services.common.errors import (
     Conflict,
@@ -39,9 +38,10 @@ from services.common.errors import (
     PermissionDenied,
     ServiceError,
 )
-from services.common.shards import shard_of
-from services.common.table_options import rules_from_proto
-from services.common.vocabulary import to_proto
+from services.contracts import money_keys
+from services.contracts.shards import shard_of
+from services.contracts.table_options import rules_from_proto
+from services.contracts.vocabulary import to_proto
 from services.table import convert
 from services.table.metrics import TableMetrics
 from services.table.repository import TableRepository

@@ -11,8 +11,8 @@ from typing import Protocol
 import grpc
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common import money_keys
 from services.common.errors import ServiceError, remote_call
+from services.contracts import money_keys
 
 
 class WalletPort(Protocol):

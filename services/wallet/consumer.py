@@ -1,7 +1,7 @@
 """Settles or refunds wagered matches from `table-events`, idempotently, and captures the holds
 of taken doubles and applied boosts.
 
-The idempotency keys come from services/common/money_keys.py (`settle:<match>`,
+The idempotency keys come from services/contracts/money_keys.py (`settle:<match>`,
 `refund:<match>`, `capture:<hold>`), shared with the table service and the reconciler, so
 duplicate and reordered deliveries, a replay of the whole topic, and the other paths do each
 thing exactly once; whichever of settle or refund comes first wins, the other is skipped.
@@ -17,9 +17,10 @@ import logging
 from typing import Any
 
 from bg.events.v1 import events_pb2
-from services.common import kafka, money_keys
+from services.common import kafka
 from services.common.errors import ServiceError
-from services.common.event_records import table_events
+from services.contracts import money_keys
+from services.contracts.event_records import table_events
 from services.wallet.ledger import Ledger
 from services.wallet.metrics import WalletMetrics
 

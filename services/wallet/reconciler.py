@@ -6,9 +6,10 @@ half-way), the escrow would stay open forever. Every `interval_s` the reconciler
 escrow open longer than `bound_s`, asks the table service how the match stands, and settles
 (ENDED), refunds (CLOSED, or UNKNOWN: the table service never had or no longer has the match,
 I-10; but an escrow older than the table service's memory of finished matches is alerted, not
-refunded), or leaves it (PLAYING). The keys are the consumer's (services/common/money_keys.py), so
-whichever path comes first closes the escrow and the other replays or is refused: exactly once.
-An escrow it can neither resolve nor confirm as playing is counted as stuck: an alert.
+refunded), or leaves it (PLAYING). The keys are the consumer's
+(services/contracts/money_keys.py), so whichever path comes first closes the escrow and the
+other replays or is refused: exactly once. An escrow it can neither resolve nor confirm as
+playing is counted as stuck: an alert.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from typing import Protocol
 import grpc
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
-from services.common import money_keys
 from services.common.backoff import pause
 from services.common.clock import now_ms as wall_now
 from services.common.errors import ServiceError, remote_call
+from services.contracts import money_keys
 from services.wallet.ledger import Ledger
 from services.wallet.metrics import WalletMetrics
 

@@ -22,8 +22,8 @@ from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from client.play_wire import phase_of, reason_of
 from client.player import Player
-from services.common.play_wire import phase_of, reason_of
 from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e

@@ -32,7 +32,7 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from infra.runner import Cluster, ClusterConfig
 from infra.status import collect
-from services.common.play_wire import FINISHED
+from services.contracts.vocabulary import FINISHED
 from tests.e2e.boards import assert_boards_equal_a_rebuild
 from tests.e2e.money import books, settle_down
 from tests.helpers import retried

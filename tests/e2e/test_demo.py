@@ -11,6 +11,7 @@ import pytest
 from client.demo import BET, GRANT, run_demo
 from engine import dice
 from infra.runner import Cluster, ClusterConfig
+from infra.status import read_state
 from tests.helpers import kafka_namespace
 
 pytestmark = pytest.mark.e2e
@@ -31,7 +32,7 @@ async def test_demo_wagered_match_to_three(
     )
     await cluster.start()
     try:
-        result = await run_demo(tmp_path, timeout_s=300)
+        result = await run_demo(read_state(tmp_path), timeout_s=300)
     finally:
         await cluster.stop()
     players = list(result["balances_before"])

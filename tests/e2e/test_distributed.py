@@ -28,8 +28,8 @@ from client.player import Player
 from infra.runner import Cluster, ClusterConfig
 from infra.valkey_cluster import primary_of, wait_cluster_ok
 from services.common.deps import redis_client, sql_engine
-from services.common.play_wire import FINISHED
-from services.common.table_feed import table_key
+from services.contracts.table_feed import table_key
+from services.contracts.vocabulary import FINISHED
 from services.table.shard_leases import MEMBERS
 from services.wallet.ledger import check_invariants
 from services.wallet.schema import escrows

@@ -23,10 +23,10 @@ from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from client.play_wire import next_command, phase_of, reason_of
 from client.player import Player
 from engine import bots
 from services.common.errors import error_from
-from services.common.play_wire import next_command, phase_of, reason_of
 from services.gateway.auth import Identity, TokenSigner
 from tests.e2e.conftest import BOTS_SECRET, SECRET
 from tests.helpers import error_of

@@ -15,8 +15,8 @@ import pytest
 from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
+from client.play_wire import PlaySession
 from services.common.errors import error_from
-from services.common.play_wire import PlaySession
 from tests.e2e.test_gateway import _players
 from tests.helpers import error_of
 

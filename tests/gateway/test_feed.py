@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as redis_asyncio
 
 from bg.table.v1 import table_pb2
-from services.common.table_feed import update_channel
+from services.contracts.table_feed import update_channel
 from services.gateway.feed import GAP, Answer, Subscription, TableFeed
 
 pytestmark = pytest.mark.integration

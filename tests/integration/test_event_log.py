@@ -33,8 +33,8 @@ from services.common.event_log import (
     TopicKeeper,
     Topics,
 )
-from services.common.event_records import table_events
 from services.common.topics import TABLE_EVENTS, Namespace
+from services.contracts.event_records import table_events
 from services.table.relay import EventRelay
 from services.table.store import TableMeta, TableStore
 from tests.helpers import Valkey

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from services.common.errors import ServiceError
-from services.common.event_records import table_events
+from services.contracts.event_records import table_events
 
 
 class FakeWallet:

@@ -14,7 +14,7 @@ from bg.table.v1 import table_pb2
 from engine import commands as c
 from engine.view import PlayerView
 from services.common.errors import ServiceError
-from services.common.table_feed import update_channel
+from services.contracts.table_feed import update_channel
 from services.table.store import TableStore
 from services.table.tables import TableCore
 from tests.table.driver import options, redis_store
@@ -133,7 +133,7 @@ async def test_scripts_reload_after_redis_forgets_them(redis: redis_asyncio.Redi
 def test_a_lost_lease_drops_the_cached_states_of_the_shards_it_covered() -> None:
     """Issue 25: when a replica's shards change it forgets the tables of every shard it no
     longer owns (their states would only go stale there) and keeps the rest."""
-    from services.common.shards import shard_of
+    from services.contracts.shards import shard_of
     from services.table.store import Loaded, TableMeta
     from services.table.tables import StateCache
 

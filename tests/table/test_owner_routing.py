@@ -15,11 +15,11 @@ import pytest
 import redis.asyncio as redis_asyncio
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
+from client.play_wire import next_command
 from engine import bots
 from services.common.balanced import table_channel
 from services.common.host import ServiceHost
-from services.common.play_wire import next_command
-from services.common.shards import assign, shard_of
+from services.contracts.shards import assign, shard_of
 from services.gateway.command_lines import CommandLines
 from services.gateway.table_owners import TableOwners
 from services.table.app import build_app

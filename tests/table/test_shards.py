@@ -10,8 +10,8 @@ import pytest
 import redis.asyncio as redis_asyncio
 
 from bg.events.v1 import events_pb2
-from services.common.shards import VIRTUAL_SHARDS, clocks_key, shard_of
-from services.common.table_feed import stream_key, table_key, update_channel
+from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, shard_of
+from services.contracts.table_feed import stream_key, table_key, update_channel
 from services.table.clock import ClockWorker
 from services.table.relay import EventRelay
 from services.table.shard_leases import MEMBERS, ShardLeases, assign

@@ -11,7 +11,8 @@ import grpc
 import pytest
 
 from bg.table.v1 import table_pb2
-from services.common.play_wire import FINISHED, PlaySession
+from client.play_wire import PlaySession
+from services.contracts.vocabulary import FINISHED
 
 if TYPE_CHECKING:  # the typed async stub exists for the type checker alone
     from bg.gateway.v1.gateway_pb2_grpc import GatewayServiceAsyncStub

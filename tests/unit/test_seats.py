@@ -1,10 +1,10 @@
-"""Computer seats' ids are made and read in one place (services/common/seats.py, I-31)."""
+"""Computer seats' ids are made and read in one place (services/contracts/seats.py, I-31)."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.common.seats import computer_name, computer_seat, computer_table, is_computer
+from services.contracts.seats import computer_name, computer_seat, computer_table, is_computer
 
 
 def test_a_computer_seat_id_reads_back_its_table_and_name() -> None:

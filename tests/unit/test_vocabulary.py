@@ -6,7 +6,7 @@ from enum import StrEnum
 
 import pytest
 
-from services.common.vocabulary import PROTO_ENUMS, from_proto, to_proto
+from services.contracts.vocabulary import PROTO_ENUMS, from_proto, to_proto
 
 
 @pytest.mark.parametrize("enum", list(PROTO_ENUMS), ids=lambda e: e.__name__)

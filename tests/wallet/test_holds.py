@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.common import money_keys
 from services.common.errors import ServiceError
+from services.contracts import money_keys
 from services.wallet.ledger import HOUSE, InsufficientFunds, Ledger
 from services.wallet.schema import accounts, holds
 from tests.wallet.conftest import fund

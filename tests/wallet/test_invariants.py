@@ -12,7 +12,7 @@ from sqlalchemy import delete, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.common import money_keys
+from services.contracts import money_keys
 from services.wallet.ledger import EXTERNAL, Ledger, check_invariants, player_account
 from services.wallet.schema import accounts, operations
 from tests.wallet.conftest import fund

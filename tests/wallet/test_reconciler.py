@@ -9,9 +9,9 @@ import time
 import pytest
 
 from bg.table.v1 import table_pb2
-from services.common import money_keys
 from services.common.errors import ServiceError
 from services.common.metrics import ServiceMetrics
+from services.contracts import money_keys
 from services.wallet.consumer import TableEventsHandler
 from services.wallet.ledger import Ledger
 from services.wallet.metrics import WalletMetrics

@@ -9,14 +9,14 @@ players"). What the two share lives here, nothing else:
   `bg.table.v1.TableUpdate` (its events and both seats' views): the live push.
   Pub/sub is at most once, so readers detect a gap by seq and fill it from the stream.
 The `{s<shard>}` hash tag keeps a table's keys in one Redis Cluster slot with its shard's clock
-and relay sets (services/common/shards.py).
+and relay sets (services/contracts/shards.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from services.common.shards import shard_of, shard_tag
+from services.contracts.shards import shard_of, shard_tag
 
 
 def table_key(table_id: str) -> str:

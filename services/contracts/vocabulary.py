@@ -18,6 +18,8 @@ from bg.events.v1 import events_pb2
 from engine import vocabulary as v
 
 E = TypeVar("E", bound=StrEnum)
+# The phases of a table that takes no more commands (wire values).
+FINISHED = (events_pb2.Phase.PHASE_MATCH_OVER, events_pb2.Phase.PHASE_CLOSED)
 
 PROTO_ENUMS: dict[type[StrEnum], tuple[EnumTypeWrapper, str]] = {
     v.Phase: (events_pb2.Phase, "PHASE_"),

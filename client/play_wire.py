@@ -24,10 +24,9 @@ from bg.table.v1 import table_pb2
 from engine import bots
 from engine.position import Position
 from engine.vocabulary import EndReason, Phase
-from services.common.vocabulary import from_proto
+from services.contracts.vocabulary import FINISHED, from_proto
 
 P = events_pb2.Phase
-FINISHED = (P.PHASE_MATCH_OVER, P.PHASE_CLOSED)
 
 
 def phase_of(v: table_pb2.TableView) -> Phase | None:
