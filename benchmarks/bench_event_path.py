@@ -40,7 +40,8 @@ from services.common.deps import redis_client
 from services.common.event_log import EventLog, GenerationConsumer, Incarnation
 from services.common.topics import TABLE_EVENTS, Namespace
 from services.contracts.event_records import table_events
-from services.table.store import TableMeta, TableStore
+from services.table.repository import TableMeta
+from services.table.store import TableStore
 
 TABLES = 2_000
 PER_COMMIT = 5

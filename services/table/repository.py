@@ -1,15 +1,50 @@
-"""The table core's port to its state: what `TableCore` (and the event stream of the API) needs
-from a store. `services/table/store.py` is the implementation (Redis, one Lua script per
-atomic change); the unit tests run the core on an in-memory one (tests/table/memory_store.py),
-and a contract test holds both to the same behaviour. The clock worker and the Kafka relay work
-on the Redis store's shard sets directly: they are its integration paths."""
+"""The table core's port to its state: what `TableCore` needs from a store, and the types it
+speaks in (its adapters import them from here). `services/table/store.py` is the implementation
+(Redis, one Lua script per atomic change); the unit tests run the core on an in-memory one
+(tests/table/memory_store.py), and a contract test holds both to the same behaviour. The clock
+worker and the Kafka relay work on the Redis store's shard sets directly: they are its
+integration paths."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol, TypedDict
 
 from engine.state import TableState
-from services.table.store import CommitResult, Loaded, TableMeta
+
+
+class TableMeta(TypedDict):
+    """Who plays which match at a table: set when a match is dealt, kept beside the state."""
+
+    table_id: str
+    match_id: str
+    player_ids: list[str]  # by seat
+
+
+@dataclass(frozen=True)
+class Loaded:
+    seq: int
+    state: TableState
+    meta: TableMeta
+    relayed: int
+
+
+class CommitStatus(StrEnum):
+    """How a commit ended (the commit script returns the value)."""
+
+    OK = "OK"
+    CONFLICT = "CONFLICT"  # the table moved on since it was read
+    DUP = "DUP"  # the command was applied before: its result, nothing written
+    NO_TABLE = "NO_TABLE"
+    EXISTS = "EXISTS"  # a create found the table there
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    status: CommitStatus
+    seq: int
+    count: int = 0  # DUP: how many events the original command produced
 
 
 class TableRepository(Protocol):

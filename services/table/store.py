@@ -25,8 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any
 
 import redis.asyncio as redis_asyncio
 
@@ -36,6 +35,7 @@ from services.contracts import money_keys
 from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
 from services.contracts.table_feed import stream_entries, stream_key, table_key, update_channel
 from services.table import state_codec as codec
+from services.table.repository import CommitResult, CommitStatus, Loaded, TableMeta
 
 WAKE_CHANNEL = "clocks:wake"  # "<shard>:<deadline ms>" when a commit sets its shard's earliest
 # A finished match's keys (state, stream, command ids, record) expire FINISHED_TTL_S after all
@@ -208,14 +208,6 @@ def command_field(seat: int, command_id: str) -> str:
     return f"{seat}:{command_id}" if command_id else ""
 
 
-class TableMeta(TypedDict):
-    """Who plays which match at a table: set when a match is dealt, kept beside the state."""
-
-    table_id: str
-    match_id: str
-    player_ids: list[str]  # by seat
-
-
 @dataclass(frozen=True)
 class RelayState:
     """What the relay knows of a table: its pointers and, on a broker that may forget, where its
@@ -238,31 +230,6 @@ class Entry:
     data: bytes
     kind: str
     opens: int
-
-
-@dataclass(frozen=True)
-class Loaded:
-    seq: int
-    state: TableState
-    meta: TableMeta
-    relayed: int
-
-
-class CommitStatus(StrEnum):
-    """How a commit ended (the commit script returns the value)."""
-
-    OK = "OK"
-    CONFLICT = "CONFLICT"  # the table moved on since it was read
-    DUP = "DUP"  # the command was applied before: its result, nothing written
-    NO_TABLE = "NO_TABLE"
-    EXISTS = "EXISTS"  # a create found the table there
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    status: CommitStatus
-    seq: int
-    count: int = 0  # DUP: how many events the original command produced
 
 
 def encode_state(state: TableState) -> bytes:

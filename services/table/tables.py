@@ -44,8 +44,8 @@ from services.contracts.table_options import rules_from_proto
 from services.contracts.vocabulary import to_proto
 from services.table import convert
 from services.table.metrics import TableMetrics
-from services.table.repository import TableRepository
-from services.table.store import CommitResult, CommitStatus, Loaded, TableMeta, command_field
+from services.table.repository import CommitResult, CommitStatus, Loaded, TableMeta, TableRepository
+from services.table.store import command_field
 from services.table.wallet_port import WalletPort
 
 log = logging.getLogger("bg.table")

@@ -36,7 +36,8 @@ from services.common.event_log import (
 from services.common.topics import TABLE_EVENTS, Namespace
 from services.contracts.event_records import table_events
 from services.table.relay import EventRelay
-from services.table.store import TableMeta, TableStore
+from services.table.repository import TableMeta
+from services.table.store import TableStore
 from tests.helpers import Valkey
 
 pytestmark = pytest.mark.integration

@@ -8,14 +8,8 @@ import copy
 from typing import Any
 
 from engine.state import TableState
-from services.table.store import (
-    CommitResult,
-    CommitStatus,
-    Loaded,
-    TableMeta,
-    decode_state,
-    encode_state,
-)
+from services.table.repository import CommitResult, CommitStatus, Loaded, TableMeta
+from services.table.store import decode_state, encode_state
 
 
 class MemoryTableStore:

@@ -134,7 +134,7 @@ def test_a_lost_lease_drops_the_cached_states_of_the_shards_it_covered() -> None
     """Issue 25: when a replica's shards change it forgets the tables of every shard it no
     longer owns (their states would only go stale there) and keeps the rest."""
     from services.contracts.shards import shard_of
-    from services.table.store import Loaded, TableMeta
+    from services.table.repository import Loaded, TableMeta
     from services.table.tables import StateCache
 
     cache = StateCache(16)

@@ -12,8 +12,8 @@ import pytest
 from engine import profiles
 from engine.machine import new_match
 from engine.state import TableState
-from services.table.repository import TableRepository
-from services.table.store import TableMeta, TableStore
+from services.table.repository import TableMeta, TableRepository
+from services.table.store import TableStore
 from tests.helpers import flushed_client
 from tests.table.memory_store import MemoryTableStore
 
