@@ -1,6 +1,6 @@
 """`make soak` / `python -m benchmarks.soak`: many live tables on real distributed parts.
 
-Starts `bgcluster up --valkey-cluster 3 --gateway-replicas 2 --table-replicas 3 --replicas
+Starts `bgcluster up --valkey-cluster 3 --replicas gateway=2 --replicas table=3 --replicas
 wallet=2 --replicas leaderboard=2` (on an embedded PostgreSQL), deals `--tables` wagered matches
 to 1 between funded guests (the two players of a table log in on different gateways), opens every
 player's Play stream (two per table), lets a fraction of the tables play (scripted pairs, a new
@@ -376,8 +376,9 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
     # as one client. Per-player limits stay as configured.
     os.environ.setdefault("BG_RATE_PER_PEER_S", "1000000")
     config = ClusterConfig(
-        data_dir=data / "data", base_port=0, table_replicas=3, gateway_replicas=2,
-        valkey_cluster=3, replicas={"wallet": 2, "leaderboard": 2}, startup_timeout_s=120,
+        replicas={"table": 3, "gateway": 2, "wallet": 2, "leaderboard": 2},
+        data_dir=data / "data", base_port=0,
+        valkey_cluster=3, startup_timeout_s=120,
     )  # fmt: skip
     cluster = Cluster(config, log)
     await cluster.start()

@@ -43,15 +43,14 @@ def _parser() -> argparse.ArgumentParser:
         "tables N+10.., more instances N+200.., metrics +1000; Valkey N-40 (a cluster's nodes "
         "N+60..), Kafka N-41; 0 = free ports",
     )
-    up.add_argument("--table-replicas", type=int, default=2)
-    up.add_argument("--gateway-replicas", type=int, default=1)
     up.add_argument(
         "--replicas",
         action="append",
         default=[],
         metavar="SERVICE=N",
-        help="run N instances of a service (repeatable): --replicas wallet=2 --replicas "
-        "leaderboard=2; Kafka consumers share their topics' partitions in one group",
+        help="run N instances of a service (repeatable): --replicas table=3 --replicas "
+        "gateway=2 --replicas wallet=2; one of each by default, two table replicas; Kafka "
+        "consumers share their topics' partitions in one group",
     )
     up.add_argument(
         "--valkey-cluster",
@@ -145,23 +144,28 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-async def _up(args: argparse.Namespace) -> int:
-    for flag, value, least in (
-        ("--table-replicas", args.table_replicas, 1),
-        ("--gateway-replicas", args.gateway_replicas, 1),
-        ("--valkey-cluster", args.valkey_cluster, 0),
-    ):
-        if value < least or value > 9:
-            print(f"bgcluster: {flag} must be {least}..9", file=sys.stderr)
-            return 2
+def parse_replicas(items: list[str]) -> dict[str, int]:
+    """`--replicas SERVICE=N ...` as {service: N}, the one way to ask for replicas."""
     replicas: dict[str, int] = {}
-    for item in args.replicas:
+    for item in items:
         service, _, count = item.partition("=")
         if service not in SERVICES or not count.isdigit() or not 1 <= int(count) <= 9:
-            print(f"bgcluster: --replicas {item}: SERVICE=1..9, SERVICE one of "
-                  f"{', '.join(SERVICES)}", file=sys.stderr)  # fmt: skip
-            return 2
+            raise ValueError(
+                f"--replicas {item}: SERVICE=1..9, SERVICE one of {', '.join(SERVICES)}"
+            )
         replicas[service] = int(count)
+    return replicas
+
+
+async def _up(args: argparse.Namespace) -> int:
+    if not 0 <= args.valkey_cluster <= 9:
+        print("bgcluster: --valkey-cluster must be 0..9", file=sys.stderr)
+        return 2
+    try:
+        replicas = parse_replicas(args.replicas)
+    except ValueError as exc:
+        print(f"bgcluster: {exc}", file=sys.stderr)
+        return 2
     if not re.fullmatch(NAMESPACE_PATTERN, args.kafka_namespace):
         print(f"bgcluster: --kafka-namespace must match {NAMESPACE_PATTERN}", file=sys.stderr)
         return 2
@@ -170,9 +174,7 @@ async def _up(args: argparse.Namespace) -> int:
         return 2
     cluster = Cluster(ClusterConfig(
         data_dir=args.data_dir, base_port=args.base_port,
-        table_replicas=replicas.pop("table", args.table_replicas),
-        gateway_replicas=args.gateway_replicas, valkey_cluster=args.valkey_cluster,
-        replicas=replicas,
+        valkey_cluster=args.valkey_cluster, replicas=replicas,
         redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
         kafka_namespace=args.kafka_namespace, kafka_log=args.kafka_log,
         kafka_storage=args.kafka_storage,

@@ -63,13 +63,16 @@ CONSUMER_SERVICES = ("wallet", "leaderboard")  # the event log's readers
 OPERATOR = "admin"  # the local cluster's one operator (its key is in cluster.json, 0600)
 
 
+DEFAULT_REPLICAS = {"table": 2}  # a failover to watch even on the smallest cluster
+
+
 @dataclass
 class ClusterConfig:
     data_dir: Path = Path(".data")
     base_port: int = 50050  # 0: every port free-picked (tests)
-    table_replicas: int = 2
-    gateway_replicas: int = 1
-    replicas: dict[str, int] = field(default_factory=dict)  # more of any service: {"wallet": 2}
+    # Instances of each service ({"table": 3, "wallet": 2}); one of any service not named, two
+    # table replicas (DEFAULT_REPLICAS).
+    replicas: dict[str, int] = field(default_factory=dict)
     valkey_cluster: int = 0  # primaries of an embedded Valkey Cluster (each with a replica)
     redis_url: str | None = None  # external Redis/Valkey instead of the embedded one
     kafka_bootstrap: str | None = None  # external Kafka instead of the embedded Tansu
@@ -140,7 +143,7 @@ class Cluster:
         if self.config.database_url:
             return False
         shared = any(self.config.replicas.get(s, 1) > 1 for s in SQL_SERVICES)
-        return self.config.postgres or shared or self.config.gateway_replicas > 1
+        return self.config.postgres or shared or self.count("gateway") > 1
 
     # -- ports and environment ---------------------------------------------------------------
 
@@ -149,15 +152,14 @@ class Cluster:
             embedded.free_port() if self.config.base_port == 0 else self.config.base_port + offset
         )
 
+    def count(self, service: str) -> int:
+        """How many instances of `service` this cluster runs."""
+        return self.config.replicas.get(service, DEFAULT_REPLICAS.get(service, 1))
+
     def _plan(self) -> list[Instance]:
         plan = []
-        counts = {
-            **self.config.replicas,
-            "table": self.config.table_replicas,
-            "gateway": max(self.config.gateway_replicas, self.config.replicas.get("gateway", 1)),
-        }
         for n, service in enumerate(SERVICES):
-            count = counts.get(service, 1)
+            count = self.count(service)
             for i in range(count):
                 # A single instance keeps its plain name; replicated services number theirs.
                 name = f"{service}-{i + 1}" if service == "table" or count > 1 else service

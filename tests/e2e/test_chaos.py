@@ -136,7 +136,7 @@ async def test_chaos_every_part_killed_in_turn_loses_nothing(
     monkeypatch.setenv("BG_WALLET_RECONCILE_INTERVAL_S", "1")
     data = tmp_path / "data"
     log = (tmp_path / "cluster.log").open("w")
-    cluster = Cluster(ClusterConfig(data_dir=data, base_port=0, table_replicas=2), log)
+    cluster = Cluster(ClusterConfig(replicas={"table": 2}, data_dir=data, base_port=0), log)
     await cluster.start()
     gateway = next(i.address for i in cluster.instances if i.service == "gateway")
     wallet_address = next(i.address for i in cluster.instances if i.service == "wallet")

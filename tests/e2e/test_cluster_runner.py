@@ -138,7 +138,8 @@ async def test_supervision_restarts_what_dies_and_stop_leaves_nothing(
     out = io.StringIO()
     cluster = Cluster(
         ClusterConfig(
-            data_dir=tmp_path, base_port=0, table_replicas=1,
+            replicas={"table": 1},
+            data_dir=tmp_path, base_port=0,
             redis_url=valkey_url, kafka_bootstrap=kafka_bootstrap,
             kafka_namespace=kafka_namespace(),
         ),
@@ -230,7 +231,8 @@ async def test_prometheus_scrapes_every_service(
 
     cluster = Cluster(
         ClusterConfig(
-            data_dir=tmp_path, base_port=0, table_replicas=1, redis_url=valkey_url,
+            replicas={"table": 1},
+            data_dir=tmp_path, base_port=0, redis_url=valkey_url,
             kafka_bootstrap=kafka_bootstrap, kafka_namespace=kafka_namespace(), prometheus=True,
         ),
         io.StringIO(),

@@ -81,7 +81,7 @@ async def test_postgres_and_seaweedfs_killed_under_load(
     log_path = tmp_path / "cluster.log"
     log = log_path.open("w")
     config = ClusterConfig(
-        data_dir=data, base_port=0, table_replicas=2, postgres=True, kafka_storage="s3"
+        replicas={"table": 2}, data_dir=data, base_port=0, postgres=True, kafka_storage="s3"
     )
     cluster = Cluster(config, log)
     await cluster.start()

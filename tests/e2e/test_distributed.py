@@ -80,8 +80,8 @@ async def test_players_on_two_gateways_over_a_valkey_cluster_survive_a_primarys_
     data = tmp_path / "data"
     log = (tmp_path / "cluster.log").open("w")
     config = ClusterConfig(
-        data_dir=data, base_port=0, table_replicas=3, gateway_replicas=2, valkey_cluster=3,
-        replicas={"wallet": 2, "leaderboard": 2},  # on an embedded PostgreSQL
+        replicas={"table": 3, "gateway": 2, "wallet": 2, "leaderboard": 2},
+        data_dir=data, base_port=0, valkey_cluster=3,  # on an embedded PostgreSQL
     )  # fmt: skip
     cluster = Cluster(config, log)
     await cluster.start()

@@ -71,7 +71,7 @@ async def test_valkey_and_kafka_killed_lose_nothing(
     monkeypatch.setenv("BG_LOG_LEVEL", "WARNING")
     data = tmp_path / "data"
     log = (tmp_path / "cluster.log").open("w")
-    cluster = Cluster(ClusterConfig(data_dir=data, base_port=0, table_replicas=1), log)
+    cluster = Cluster(ClusterConfig(replicas={"table": 1}, data_dir=data, base_port=0), log)
     await cluster.start()
     gateway = next(i.address for i in cluster.instances if i.service == "gateway")
     channels = [grpc.aio.insecure_channel(gateway) for _ in range(4)]

@@ -12,8 +12,8 @@ from infra.runner import Cluster, ClusterConfig
 
 def test_replicas_of_any_service_get_their_own_names_and_ports(tmp_path: Path) -> None:
     config = ClusterConfig(
-        data_dir=tmp_path, base_port=50050, table_replicas=3, gateway_replicas=2,
-        replicas={"wallet": 2, "leaderboard": 2},
+        replicas={"table": 3, "gateway": 2, "wallet": 2, "leaderboard": 2},
+        data_dir=tmp_path, base_port=50050,
     )  # fmt: skip
     plan = Cluster(config)._plan()
     names = [i.name for i in plan]
@@ -30,7 +30,7 @@ def test_replicas_of_any_service_get_their_own_names_and_ports(tmp_path: Path) -
 
 
 def test_one_of_each_keeps_the_documented_layout(tmp_path: Path) -> None:
-    plan = Cluster(ClusterConfig(data_dir=tmp_path, base_port=50050, table_replicas=1))._plan()
+    plan = Cluster(ClusterConfig(replicas={"table": 1}, data_dir=tmp_path, base_port=50050))._plan()
     assert {i.name: i.grpc_port for i in plan} == {
         "gateway": 50051, "matchmaking": 50052, "table-1": 50060, "wallet": 50053,
         "leaderboard": 50054, "bots": 50055,
@@ -45,10 +45,10 @@ def test_replicated_sql_services_get_postgres_and_peers_reach_every_replica(
     channel."""
     assert not Cluster(ClusterConfig(data_dir=tmp_path)).wants_postgres
     assert Cluster(ClusterConfig(data_dir=tmp_path, postgres=True)).wants_postgres
-    config = ClusterConfig(data_dir=tmp_path, base_port=50050, replicas={"leaderboard": 2})
+    config = ClusterConfig(replicas={"leaderboard": 2}, data_dir=tmp_path, base_port=50050)
     cluster = Cluster(config)
     assert cluster.wants_postgres
-    external = ClusterConfig(data_dir=tmp_path, replicas={"wallet": 2}, database_url="x://y")
+    external = ClusterConfig(replicas={"wallet": 2}, data_dir=tmp_path, database_url="x://y")
     assert not Cluster(external).wants_postgres  # an operator's own database is used as given
     cluster.instances = cluster._plan()
     cluster.postgres_url = "postgresql+asyncpg://postgres@127.0.0.1:50012"
@@ -74,7 +74,7 @@ def test_up_refuses_a_kafka_namespace_kafka_could_not_name(
 
 def test_every_gateway_reaches_every_matchmaking_replica(tmp_path: Path) -> None:
     config = ClusterConfig(
-        data_dir=tmp_path, base_port=50050, gateway_replicas=2, replicas={"matchmaking": 2}
+        replicas={"gateway": 2, "matchmaking": 2}, data_dir=tmp_path, base_port=50050
     )
     cluster = Cluster(config)
     cluster.instances = cluster._plan()
@@ -82,3 +82,19 @@ def test_every_gateway_reaches_every_matchmaking_replica(tmp_path: Path) -> None
     assert len(lobbies) == 2
     for gateway in (i for i in cluster.instances if i.service == "gateway"):
         assert cluster._service_env(gateway)["BG_MATCHMAKING_ADDR"] == ",".join(lobbies)
+
+
+def test_replicas_are_asked_for_one_way(tmp_path: Path) -> None:
+    from infra.cli import _parser, parse_replicas
+
+    args = _parser().parse_args(["up", "--replicas", "table=3", "--replicas", "gateway=2"])
+    replicas = parse_replicas(args.replicas)
+    assert replicas == {"table": 3, "gateway": 2}
+    cluster = Cluster(ClusterConfig(replicas=replicas, data_dir=tmp_path, base_port=50050))
+    assert (cluster.count("table"), cluster.count("gateway"), cluster.count("wallet")) == (3, 2, 1)
+    assert Cluster(ClusterConfig(data_dir=tmp_path)).count("table") == 2  # the default
+    for bad in (["table=0"], ["tables=2"], ["table"], ["table=10"]):
+        with pytest.raises(ValueError, match=r"SERVICE=1\.\.9"):
+            parse_replicas(bad)
+    with pytest.raises(SystemExit):  # the old flags are gone
+        _parser().parse_args(["up", "--table-replicas", "3"])
