@@ -172,7 +172,10 @@ def _not_ready(code: str) -> bool:
 
 def rich_status(err: ServiceError) -> status_pb2.Status:
     """gRPC's rich status of `err`: ErrorInfo for any client, the typed Error for ours."""
-    detail = err.to_proto()
+    return _status(err.status, err.to_proto())
+
+
+def _status(code: grpc.StatusCode, detail: errors_pb2.Error) -> status_pb2.Status:
     info = error_details_pb2.ErrorInfo(reason=detail.code, domain=DOMAIN)
     info.metadata.update(detail.metadata)
     if detail.field:
@@ -182,20 +185,15 @@ def rich_status(err: ServiceError) -> status_pb2.Status:
         packed = any_pb2.Any()
         packed.Pack(message)
         details.append(packed)
-    code = err.status.value[0]
-    return status_pb2.Status(code=code, message=_message(detail), details=details)
-
-
-def _message(detail: errors_pb2.Error) -> str:
-    return f"{detail.code}: {detail.message}"
+    text = f"{detail.code}: {detail.message}"
+    return status_pb2.Status(code=code.value[0], message=text, details=details)
 
 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ServiceError) -> None:
-    status = rich_status(err)
-    typed = errors_pb2.Error()
-    status.details[1].Unpack(typed)
+    detail = err.to_proto()
+    status = _status(err.status, detail)
     context.set_trailing_metadata(
-        ((STATUS_KEY, status.SerializeToString()), (ERROR_KEY, typed.SerializeToString()))
+        ((STATUS_KEY, status.SerializeToString()), (ERROR_KEY, detail.SerializeToString()))
     )
     await context.abort(err.status, status.message)
 
