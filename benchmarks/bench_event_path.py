@@ -40,7 +40,7 @@ from services.common.deps import redis_client
 from services.common.event_log import EventLog, GenerationConsumer, Incarnation
 from services.common.topics import TABLE_EVENTS, Namespace
 from services.contracts.event_records import table_events
-from services.table.repository import TableMeta
+from services.table.repository import Commit, TableMeta
 from services.table.store import TableStore
 
 TABLES = 2_000
@@ -87,10 +87,10 @@ class Feeder:
             ev.turn_started.seat = i % 2
             events.append(ev.SerializeToString())
         meta = TableMeta(table_id=table_id, match_id=f"{table_id}-1", player_ids=["a", "b"])
-        result = await self.store.commit(
+        result = await self.store.commit(Commit(
             table_id, None if seq == 0 else seq, STATE, None, "", events, at,
             meta=meta if seq == 0 else None, kinds=["turn_started"] * PER_COMMIT,
-        )  # fmt: skip
+        ))  # fmt: skip
         self.seqs[table_id] = result.seq
 
     async def feed(self, events: int, rate: float | None) -> None:

@@ -47,25 +47,29 @@ class CommitResult:
     count: int = 0  # DUP: how many events the original command produced
 
 
+@dataclass(frozen=True)
+class Commit:
+    """One transition of a table, as the core hands it to the store."""
+
+    table_id: str
+    expected_seq: int | None  # None: create the table
+    state: TableState
+    deadline_ms: int | None  # None: clear it
+    command_field: str  # "" for no command (a clock's, a create)
+    events: list[bytes]
+    now_ms: int
+    meta: TableMeta | None = None  # set with the match (a create, a new match)
+    update: bytes = b""  # published to the table's gateways once committed
+    record: dict[str, Any] | None = None  # the match record, when this commit ends the match
+    kinds: list[str] | None = None  # the events' kinds (the relay's record headers)
+
+
 class TableRepository(Protocol):
     async def load(self, table_id: str) -> Loaded | None:
         """The table now (seq, state, meta, relayed pointer), or None for no table."""
         ...
 
-    async def commit(
-        self,
-        table_id: str,
-        expected_seq: int | None,
-        state: TableState,
-        deadline_ms: int | None,
-        command_field: str,
-        events: list[bytes],
-        now_ms: int,
-        meta: TableMeta | None = None,
-        update: bytes = b"",
-        record: dict[str, Any] | None = None,
-        kinds: list[str] | None = None,
-    ) -> CommitResult:
+    async def commit(self, c: Commit) -> CommitResult:
         """All or nothing: the new state at seq + len(events) if the table is at
         `expected_seq` (None creates it: EXISTS if it is there), the events appended, the
         deadline set (None clears it), the command field remembered (DUP when seen before), the

@@ -35,7 +35,7 @@ from services.contracts import money_keys
 from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
 from services.contracts.table_feed import stream_entries, stream_key, table_key, update_channel
 from services.table import state_codec as codec
-from services.table.repository import CommitResult, CommitStatus, Loaded, TableMeta
+from services.table.repository import Commit, CommitResult, CommitStatus, Loaded
 
 WAKE_CHANNEL = "clocks:wake"  # "<shard>:<deadline ms>" when a commit sets its shard's earliest
 # A finished match's keys (state, stream, command ids, record) expire FINISHED_TTL_S after all
@@ -265,45 +265,30 @@ class TableStore:
             return None
         return Loaded(int(seq), decode_state(state), json.loads(meta), int(relayed or 0))
 
-    async def commit(
-        self,
-        table_id: str,
-        expected_seq: int | None,
-        state: TableState,
-        deadline_ms: int | None,
-        command_field: str,
-        events: list[bytes],
-        now_ms: int,
-        meta: TableMeta | None = None,
-        update: bytes = b"",
-        record: dict[str, Any] | None = None,
-        kinds: list[str] | None = None,
-    ) -> CommitResult:
-        """Atomically apply a transition. `expected_seq=None` creates the table. `update` is
-        published to the table's gateways once committed; `record` (the match record, when this
-        commit ends the match) is stored with it; `kinds` name the events (the relay's record
-        headers)."""
-        kinds = kinds if kinds is not None else [""] * len(events)
-        shard = shard_of(table_id)
+    async def commit(self, c: Commit) -> CommitResult:
+        """Atomically apply a transition (see Commit): all of it or, if the table moved on, the
+        command was seen, or a create finds it there, none of it."""
+        kinds = c.kinds if c.kinds is not None else [""] * len(c.events)
+        shard = shard_of(c.table_id)
         args: list[Any] = [
-            "-1" if expected_seq is None else str(expected_seq),
-            encode_state(state),
-            "" if deadline_ms is None else str(deadline_ms),
-            table_id,
-            command_field,
-            str(now_ms),
-            "" if meta is None else json.dumps(meta),
-            update,
-            "" if record is None else json.dumps(record),
+            "-1" if c.expected_seq is None else str(c.expected_seq),
+            encode_state(c.state),
+            "" if c.deadline_ms is None else str(c.deadline_ms),
+            c.table_id,
+            c.command_field,
+            str(c.now_ms),
+            "" if c.meta is None else json.dumps(c.meta),
+            c.update,
+            "" if c.record is None else json.dumps(c.record),
             WAKE_CHANNEL,
             str(shard),
-            *events,
+            *c.events,
             *kinds,
         ]
         keys = [
-            table_key(table_id), stream_key(table_id), clocks_key(shard), commands_key(table_id),
-            relay_key(shard), update_channel(table_id),
-            record_key(table_id, record["match_id"] if record else ""),
+            table_key(c.table_id), stream_key(c.table_id), clocks_key(shard),
+            commands_key(c.table_id), relay_key(shard), update_channel(c.table_id),
+            record_key(c.table_id, c.record["match_id"] if c.record else ""),
         ]  # fmt: skip
         status, value = await self._run(self._commit, keys, args)
         status = CommitStatus(status.decode() if isinstance(status, bytes) else status)

@@ -44,7 +44,14 @@ from services.contracts.table_options import rules_from_proto
 from services.contracts.vocabulary import to_proto
 from services.table import convert
 from services.table.metrics import TableMetrics
-from services.table.repository import CommitResult, CommitStatus, Loaded, TableMeta, TableRepository
+from services.table.repository import (
+    Commit,
+    CommitResult,
+    CommitStatus,
+    Loaded,
+    TableMeta,
+    TableRepository,
+)
 from services.table.store import command_field
 from services.table.wallet_port import WalletPort
 
@@ -495,7 +502,7 @@ class TableCore:
             ],
         )
         due = next_deadline(m)
-        result = await self.store.commit(
+        change = Commit(
             table_id,
             None if create else base.seq,
             out.state,
@@ -503,11 +510,12 @@ class TableCore:
             field,
             [ev.SerializeToString() for ev in events],
             now,
-            meta if new_meta else None,
-            update.SerializeToString(),
-            record,
-            [str(ev.WhichOneof("body")) for ev in events],
+            meta=meta if new_meta else None,
+            update=update.SerializeToString(),
+            record=record,
+            kinds=[str(ev.WhichOneof("body")) for ev in events],
         )
+        result = await self.store.commit(change)
         if result.status is CommitStatus.OK:
             self.cache.put(table_id, Loaded(result.seq, out.state, meta, base.relayed))
             if events and self.on_commit is not None:

@@ -36,7 +36,7 @@ from services.common.event_log import (
 from services.common.topics import TABLE_EVENTS, Namespace
 from services.contracts.event_records import table_events
 from services.table.relay import EventRelay
-from services.table.repository import TableMeta
+from services.table.repository import Commit, TableMeta
 from services.table.store import TableStore
 from tests.helpers import Valkey
 
@@ -112,11 +112,11 @@ async def commit(store: TableStore, table_id: str, count: int = 1) -> int:
     ]
     for ev in events:
         ev.turn_started.seat = 0
-    result = await store.commit(
+    result = await store.commit(Commit(
         table_id, None if loaded is None else seq, STATE, None, "",
         [e.SerializeToString() for e in events], 1, meta=META if loaded is None else None,
         kinds=["turn_started"] * count,
-    )  # fmt: skip
+    ))  # fmt: skip
     assert result.status == "OK"
     return result.seq
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from engine.state import TableState
-from services.table.repository import CommitResult, CommitStatus, Loaded, TableMeta
+from services.table.repository import Commit, CommitResult, CommitStatus, Loaded
 from services.table.store import decode_state, encode_state
 
 
@@ -30,50 +29,37 @@ class MemoryTableStore:
         meta = copy.deepcopy(row["meta"])
         return Loaded(row["seq"], decode_state(row["state"]), meta, row["relayed"])
 
-    async def commit(
-        self,
-        table_id: str,
-        expected_seq: int | None,
-        state: TableState,
-        deadline_ms: int | None,
-        command_field: str,
-        events: list[bytes],
-        now_ms: int,
-        meta: TableMeta | None = None,
-        update: bytes = b"",
-        record: dict[str, Any] | None = None,
-        kinds: list[str] | None = None,
-    ) -> CommitResult:
-        row = self.tables.get(table_id)
-        if expected_seq is None and row is not None:
+    async def commit(self, c: Commit) -> CommitResult:
+        row = self.tables.get(c.table_id)
+        if c.expected_seq is None and row is not None:
             return CommitResult(CommitStatus.EXISTS, row["seq"])
-        if expected_seq is not None and row is None:
+        if c.expected_seq is not None and row is None:
             return CommitResult(CommitStatus.NO_TABLE, 0)
-        seen = self.commands.get(table_id, {})
-        if command_field and command_field in seen:
-            seq, count = seen[command_field]
+        seen = self.commands.get(c.table_id, {})
+        if c.command_field and c.command_field in seen:
+            seq, count = seen[c.command_field]
             return CommitResult(CommitStatus.DUP, seq, count)
         current = 0 if row is None else row["seq"]
-        if expected_seq is not None and current != expected_seq:
+        if c.expected_seq is not None and current != c.expected_seq:
             return CommitResult(CommitStatus.CONFLICT, current)
-        stream = self.streams.setdefault(table_id, [])
-        stream += [(current + i + 1, data) for i, data in enumerate(events)]
-        new = current + len(events)
+        stream = self.streams.setdefault(c.table_id, [])
+        stream += [(current + i + 1, data) for i, data in enumerate(c.events)]
+        new = current + len(c.events)
         if row is None:
-            row = self.tables[table_id] = {"meta": {}, "relayed": 0}
-        row["seq"], row["state"] = new, encode_state(state)
-        if meta is not None:
-            row["meta"] = copy.deepcopy(meta)
-        if record is not None:
-            self.records[f"{table_id}:{record['match_id']}"] = copy.deepcopy(record)
-        if deadline_ms is None:
-            self.deadlines.pop(table_id, None)
+            row = self.tables[c.table_id] = {"meta": {}, "relayed": 0}
+        row["seq"], row["state"] = new, encode_state(c.state)
+        if c.meta is not None:
+            row["meta"] = copy.deepcopy(c.meta)
+        if c.record is not None:
+            self.records[f"{c.table_id}:{c.record['match_id']}"] = copy.deepcopy(c.record)
+        if c.deadline_ms is None:
+            self.deadlines.pop(c.table_id, None)
         else:
-            self.deadlines[table_id] = deadline_ms
-        if command_field:
-            self.commands.setdefault(table_id, {})[command_field] = (new, len(events))
-        if update:
-            self.updates.append((table_id, update))
+            self.deadlines[c.table_id] = c.deadline_ms
+        if c.command_field:
+            self.commands.setdefault(c.table_id, {})[c.command_field] = (new, len(c.events))
+        if c.update:
+            self.updates.append((c.table_id, c.update))
         return CommitResult(CommitStatus.OK, new)
 
     async def command_result(self, table_id: str, field: str) -> tuple[int, int] | None:

@@ -12,7 +12,7 @@ import pytest
 from engine import profiles
 from engine.machine import new_match
 from engine.state import TableState
-from services.table.repository import TableMeta, TableRepository
+from services.table.repository import Commit, TableMeta, TableRepository
 from services.table.store import TableStore
 from tests.helpers import flushed_client
 from tests.table.memory_store import MemoryTableStore
@@ -41,15 +41,15 @@ async def test_a_table_is_created_once_then_moves_by_compare_and_set(
     store: TableRepository,
 ) -> None:
     state = _state()
-    made = await store.commit("t1", None, state, 5000, "", [b"e1", b"e2"], 1, meta=META)
+    made = await store.commit(Commit("t1", None, state, 5000, "", [b"e1", b"e2"], 1, meta=META))
     assert (made.status, made.seq) == ("OK", 2)
-    again = await store.commit("t1", None, state, None, "", [b"x"], 2)
+    again = await store.commit(Commit("t1", None, state, None, "", [b"x"], 2))
     assert (again.status, again.seq) == ("EXISTS", 2)
-    stale = await store.commit("t1", 1, state, None, "", [b"x"], 3)
+    stale = await store.commit(Commit("t1", 1, state, None, "", [b"x"], 3))
     assert (stale.status, stale.seq) == ("CONFLICT", 2)
-    missing = await store.commit("t9", 0, state, None, "", [b"x"], 3)
+    missing = await store.commit(Commit("t9", 0, state, None, "", [b"x"], 3))
     assert missing.status == "NO_TABLE"
-    moved = await store.commit("t1", 2, state, None, "0:c1", [b"e3"], 4)
+    moved = await store.commit(Commit("t1", 2, state, None, "0:c1", [b"e3"], 4))
     assert (moved.status, moved.seq) == ("OK", 3)
     loaded = await store.load("t1")
     assert loaded is not None and (loaded.seq, loaded.meta, loaded.relayed) == (3, META, 0)
@@ -61,10 +61,12 @@ async def test_a_table_is_created_once_then_moves_by_compare_and_set(
 
 async def test_a_command_id_is_applied_once(store: TableRepository) -> None:
     state = _state()
-    await store.commit("t1", None, state, None, "", [b"e1"], 1)
-    first = await store.commit("t1", 1, state, None, "1:abc", [b"e2", b"e3"], 2)
+    await store.commit(Commit("t1", None, state, None, "", [b"e1"], 1))
+    first = await store.commit(Commit("t1", 1, state, None, "1:abc", [b"e2", b"e3"], 2))
     assert (first.status, first.seq) == ("OK", 3)
-    dup = await store.commit("t1", 3, state, None, "1:abc", [b"x"], 3)  # a retry, seq moved on
+    dup = await store.commit(
+        Commit("t1", 3, state, None, "1:abc", [b"x"], 3)
+    )  # a retry, seq moved on
     assert (dup.status, dup.seq, dup.count) == ("DUP", 3, 2)
     assert await store.command_result("t1", "1:abc") == (3, 2)
     assert await store.command_result("t1", "0:abc") is None  # ids are per seat (I-34)
@@ -73,16 +75,16 @@ async def test_a_command_id_is_applied_once(store: TableRepository) -> None:
 
 async def test_deadlines_records_and_preferences(store: TableRepository) -> None:
     state = _state()
-    await store.commit("t1", None, state, 9000, "", [b"e1"], 1)
+    await store.commit(Commit("t1", None, state, 9000, "", [b"e1"], 1))
     assert await store.deadline("t1") == 9000
     assert not await store.reschedule("t1", 0, 100)  # stale seq: left alone
     assert await store.reschedule("t1", 1, 7000) and await store.deadline("t1") == 7000
     record = {"match_id": "m1", "winner": 1, "moves": [{"kind": "game_started"}]}
-    await store.commit("t1", 1, state, None, "", [b"e2"], 2, record=record)
+    await store.commit(Commit("t1", 1, state, None, "", [b"e2"], 2, record=record))
     assert await store.deadline("t1") is None
     assert await store.get_record("t1", "m1") == record
     assert await store.get_record("t1", "m2") is None
-    await store.commit("t1", 2, state, 100, "", [], 3)
+    await store.commit(Commit("t1", 2, state, 100, "", [], 3))
     await store.unschedule("t1")
     assert await store.deadline("t1") is None
     await store.set_prefs("alice", auto_roll="1")
