@@ -1,10 +1,10 @@
 """The Play protocol from a seat's side: one stream, act on pushed views.
 
-Shared by every program that plays through the gateway (the bots worker, and the `client`
-package: scripted players, the demo, the terminal client); services import it from here, never
-from `client`. A `PlaySession` keeps the latest `SeatUpdate` view the gateway pushed; `send`
-waits for the command's result or error and then for the view that shows it, so a caller never
-needs GetView. `next_command` is the engine bots' move for a view.
+Shared by every program that plays through the gateway: this `client` package (scripted players,
+the demo, the terminal client) and the bots worker, the one service that may import from
+`client` (tests/unit/test_layout.py). A `PlaySession` keeps the latest `SeatUpdate` view the
+gateway pushed; `send` waits for the command's result or error and then for the view that shows
+it, so a caller never needs GetView. `next_command` is the engine bots' move for a view.
 """
 
 from __future__ import annotations
