@@ -44,6 +44,7 @@ from services.gateway.auth import Identity, IdentityProvider, TokenSigner
 from services.gateway.bans import Bans
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import Answer, Subscription, TableFeed
+from services.gateway.live_streams import LiveStreams
 from services.gateway.names import Names
 from services.gateway.presence import Presence
 from services.gateway.privacy import Privacy
@@ -76,13 +77,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         access_ttl_s: int = 900,
         bots_secret: str = "",
         bans: Bans | None = None,
+        streams: LiveStreams | None = None,
     ) -> None:
         self.signer = signer
         self.bans = bans
-        if bans is not None:
-            bans.on_ban = self._cut_off
         # Each player's live Play streams on this gateway: a ban ends them.
-        self._streams: dict[str, set[asyncio.Queue[gateway_pb2.PlayUpdate | None]]] = {}
+        self.streams = streams if streams is not None else LiveStreams()
         self.identities = identities
         self.lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(matchmaking)
         self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
@@ -514,7 +514,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             play_update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
         )
         stream = uuid.uuid4().hex
-        self._streams.setdefault(player, set()).add(queue)
+        self.streams.opened(player, queue)
         if await self.presence.opened(table_id, player, stream):
             await self._report(table_id, player, True)
         commands = asyncio.create_task(self._commands(request_iterator, sub, player, seat))
@@ -528,11 +528,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                     return
                 await context.write(update)
         finally:
-            mine = self._streams.get(player)
-            if mine is not None:
-                mine.discard(queue)
-                if not mine:
-                    del self._streams[player]
+            self.streams.closed(player, queue)
             for task in (commands, pushes):
                 task.cancel()
             # The presence report runs in its own task: a second cancellation of this handler
@@ -540,15 +536,6 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             left = asyncio.create_task(self._stream_closed(sub, player, stream, commands, pushes))
             self._background.add(left)
             left.add_done_callback(self._background.discard)
-
-    def _cut_off(self, player_id: str) -> None:
-        """A ban seen by this gateway: each live stream of the player gets the error and ends."""
-        banned = PermissionDenied("BANNED", "this player is banned")
-        ended = gateway_pb2.CommandError(error=banned.to_proto(), status=banned.status.name)
-        for queue in self._streams.pop(player_id, set()):
-            with contextlib.suppress(asyncio.QueueFull):
-                queue.put_nowait(gateway_pb2.PlayUpdate(error=ended))
-                queue.put_nowait(None)
 
     async def _pushes(
         self,

@@ -29,6 +29,7 @@ from services.gateway.auth import GuestIdentities, TokenSigner, parse_keys
 from services.gateway.bans import Bans
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import TableFeed
+from services.gateway.live_streams import LiveStreams
 from services.gateway.names import Names
 from services.gateway.presence import Presence
 from services.gateway.presence_store import RedisPresenceStore
@@ -67,7 +68,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
     )
-    bans = Bans(redis, settings.ban_sync_s)
+    streams = LiveStreams()  # the Play streams here, which a ban ends at once
+    bans = Bans(redis, settings.ban_sync_s, on_ban=streams.cut_off)
     presence = Presence(RedisPresenceStore(redis), settings.presence_ttl_s)
     limits = RateLimits(
         redis,
@@ -118,6 +120,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             access_ttl_s=settings.access_ttl_s,
             bots_secret=settings.bots_secret,
             bans=bans,
+            streams=streams,
         )
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         admin = AdminServicer(

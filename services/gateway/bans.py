@@ -25,13 +25,18 @@ VERSION = "{bans}:v"
 
 
 class Bans:
-    def __init__(self, redis: Any, sync_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        redis: Any,
+        sync_s: float = 0.5,
+        on_ban: Callable[[str], None] = lambda player_id: None,
+    ) -> None:
         self.redis = redis
         self.sync_s = sync_s
         self._banned: set[str] = set()
         self._version: bytes | None = None
         self._to_restore: list[str] = []
-        self.on_ban: Callable[[str], None] = lambda player_id: None
+        self.on_ban = on_ban  # a ban seen here (this gateway's, or another's at a sync)
 
     def banned(self, player_id: str) -> bool:
         return player_id in self._banned

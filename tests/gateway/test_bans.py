@@ -15,10 +15,9 @@ pytestmark = pytest.mark.integration
 
 
 async def test_a_ban_is_seen_at_once_here_and_at_the_next_sync_elsewhere(redis: Any) -> None:
-    here, there = Bans(redis), Bans(redis)
     cut: list[tuple[str, str]] = []
-    here.on_ban = lambda p: cut.append(("here", p))
-    there.on_ban = lambda p: cut.append(("there", p))
+    here = Bans(redis, on_ban=lambda p: cut.append(("here", p)))
+    there = Bans(redis, on_ban=lambda p: cut.append(("there", p)))
     await here.sync()
     await there.sync()
     player = "p" + uuid.uuid4().hex[:10]
