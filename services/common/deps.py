@@ -101,6 +101,12 @@ class CountingRedisCluster(RedisCluster):
         return pipe
 
 
+def reply_text(raw: Any) -> str:
+    """A Redis reply as text: bytes from a client that does not decode responses, str from
+    one that does (the stores run on both)."""
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
 def redis_client(
     url: str,
     max_connections: int = 200,

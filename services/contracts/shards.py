@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import zlib
 
+from services.common.deps import reply_text
+
 VIRTUAL_SHARDS = 1024
 # The table replicas' leases: member name -> lease expiry (ms), and member -> its gRPC address,
 # written by each replica (services/table/shard_leases.py), read by the gateways to send a
@@ -59,4 +61,4 @@ def assign(members: list[str], shards: int = VIRTUAL_SHARDS) -> dict[str, list[i
 def live_members(reply: list[bytes | str]) -> list[str]:
     """The member names of a `zrangebyscore(MEMBERS, now, +inf)` reply, sorted: the input to
     `assign` every replica and gateway computes the same split from."""
-    return sorted(m.decode() if isinstance(m, bytes) else m for m in reply)
+    return sorted(reply_text(m) for m in reply)

@@ -17,6 +17,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from services.common.backoff import pause
+from services.common.deps import reply_text
 
 log = logging.getLogger("bg.gateway.bans")
 
@@ -69,7 +70,7 @@ class Bans:
             return
         members = await self.redis.smembers(BANNED)
         self._version = version
-        self._apply({m.decode() if isinstance(m, bytes) else str(m) for m in members})
+        self._apply({reply_text(m) for m in members})
 
     def _apply(self, banned: set[str]) -> None:
         new = banned - self._banned

@@ -24,6 +24,7 @@ from redis.exceptions import RedisError
 from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
+from services.common.deps import reply_text
 from services.contracts.table_feed import read_events, table_of_channel, update_channel
 
 log = logging.getLogger("bg.gateway.feed")
@@ -158,7 +159,7 @@ class TableFeed:
                 continue
             self.received += 1
             channel = message["channel"]
-            table_id = table_of_channel(channel.decode() if isinstance(channel, bytes) else channel)
+            table_id = table_of_channel(reply_text(channel))
             subs = self.subscribers.get(table_id)
             if not subs:
                 continue

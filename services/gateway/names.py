@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from services.common.deps import reply_text
 from services.common.errors import InvalidArgument
 from services.contracts.seats import computer_name, is_computer
 
@@ -48,5 +49,5 @@ class Names:
                 found = await pipe.execute()
             for player_id, raw in zip(people, found, strict=True):
                 if raw is not None:
-                    names[player_id] = raw.decode() if isinstance(raw, bytes) else str(raw)
+                    names[player_id] = reply_text(raw)
         return names

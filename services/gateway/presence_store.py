@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from services.common.deps import evalsha
+from services.common.deps import evalsha, reply_text
 from services.contracts.shards import shard_of, shard_tag
 
 GATEWAYS_KEY = "presence:gateways"
@@ -99,10 +99,6 @@ def streams_key(gateway: str) -> str:
     return f"presence:streams:{{{gateway}}}"
 
 
-def _text(raw: bytes | str) -> str:
-    return raw.decode() if isinstance(raw, bytes) else raw
-
-
 class RedisPresenceStore:
     def __init__(self, redis: Any) -> None:  # redis-py's async client: untyped
         self.redis = redis
@@ -120,7 +116,7 @@ class RedisPresenceStore:
 
     async def lapsed_gateways(self, now_ms: int, limit: int) -> list[str]:
         found = await self.redis.zrangebyscore(GATEWAYS_KEY, "-inf", now_ms - 1, start=0, num=limit)
-        return [_text(raw) for raw in found]
+        return [reply_text(raw) for raw in found]
 
     async def forget(self, gateway: str, now_ms: int) -> None:
         await evalsha(self.redis, self._forget, [GATEWAYS_KEY], [gateway, now_ms])
@@ -140,6 +136,6 @@ class RedisPresenceStore:
         found = await self.redis.srandmember(streams_key(gateway), limit)
         out: list[Stream] = []
         for raw in found:
-            table_id, player_id, stream = _text(raw).split("\0")
+            table_id, player_id, stream = reply_text(raw).split("\0")
             out.append((table_id, player_id, stream))
         return out

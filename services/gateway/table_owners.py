@@ -18,6 +18,7 @@ from typing import Any
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
+from services.common.deps import reply_text
 from services.contracts.shards import (
     ADDRESSES,
     MEMBERS,
@@ -53,7 +54,7 @@ class TableOwners:
         pipe.hgetall(ADDRESSES)
         live, addresses = await pipe.execute()
         members = live_members(live)
-        known = {_text(k): _text(v) for k, v in addresses.items()}
+        known = {reply_text(k): reply_text(v) for k, v in addresses.items()}
         if members == self.members and known == self._addresses:
             return
         by_shard = [""] * VIRTUAL_SHARDS
@@ -70,7 +71,3 @@ class TableOwners:
             except Exception as exc:  # Redis away: keep the map we had (commands still apply)
                 log.warning("table owners not read", extra={"error": repr(exc)[:200]})
             await pause(stop, self.refresh_s)
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

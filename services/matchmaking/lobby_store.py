@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from services.common.deps import evalsha
+from services.common.deps import evalsha, reply_text
 from services.contracts.lobby_keys import BOT_TABLES, LOBBY_TAG, lobby_key
 
 OPEN_SET = f"lobby:{LOBBY_TAG}:open"  # public tables with a free seat -> ms created
@@ -144,10 +144,6 @@ class LobbyRepository(Protocol):
     async def held(self, kind: HoldKind, player_id: str, key: str) -> str | None: ...
 
 
-def _text(raw: Any) -> str:
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
-
-
 def _player_key(kind: PlayerSet, player_id: str) -> str:
     """In the player's own slot (Redis Cluster)."""
     return f"lobby:{kind}:{{{player_id}}}"
@@ -162,7 +158,7 @@ class RedisLobbyStore:
 
     async def read(self, table_id: str) -> str | None:
         raw = await self.redis.get(lobby_key(table_id))
-        return None if raw is None else _text(raw)
+        return None if raw is None else reply_text(raw)
 
     async def create(self, table_id: str, doc: str, open_since_ms: int | None) -> None:
         await self.redis.set(lobby_key(table_id), doc, ex=LOBBY_TTL_S)
@@ -190,20 +186,22 @@ class RedisLobbyStore:
 
     async def code_table(self, code: str) -> str | None:
         raw = await self.redis.get(f"lobby:code:{code}")
-        return None if raw is None else _text(raw)
+        return None if raw is None else reply_text(raw)
 
     async def add_player_table(self, kind: PlayerSet, player_id: str, table_id: str) -> None:
         await self.redis.sadd(_player_key(kind, player_id), table_id)
         await self.redis.expire(_player_key(kind, player_id), LOBBY_TTL_S)
 
     async def player_tables(self, kind: PlayerSet, player_id: str) -> list[str]:
-        return sorted(_text(r) for r in await self.redis.smembers(_player_key(kind, player_id)))
+        return sorted(
+            reply_text(r) for r in await self.redis.smembers(_player_key(kind, player_id))
+        )
 
     async def drop_player_table(self, kind: PlayerSet, player_id: str, table_id: str) -> None:
         await self.redis.srem(_player_key(kind, player_id), table_id)
 
     async def open_tables(self, limit: int) -> list[str]:
-        return [_text(r) for r in await self.redis.zrevrange(OPEN_SET, 0, limit - 1)]
+        return [reply_text(r) for r in await self.redis.zrevrange(OPEN_SET, 0, limit - 1)]
 
     async def drop_open(self, table_id: str) -> None:
         await self.redis.zrem(OPEN_SET, table_id)
@@ -213,21 +211,21 @@ class RedisLobbyStore:
 
     async def live_tables(self, since_ms: int, limit: int) -> list[str]:
         await self.redis.zremrangebyscore(LIVE_SET, "-inf", f"({since_ms}")
-        return [_text(r) for r in await self.redis.zrevrange(LIVE_SET, 0, limit - 1)]
+        return [reply_text(r) for r in await self.redis.zrevrange(LIVE_SET, 0, limit - 1)]
 
     async def drop_live(self, table_id: str) -> None:
         await self.redis.zrem(LIVE_SET, table_id)
 
     async def dealing_before(self, cutoff_ms: int, limit: int) -> list[str]:
         found = await self.redis.zrangebyscore(DEALING_SET, "-inf", cutoff_ms, start=0, num=limit)
-        return [_text(r) for r in found]
+        return [reply_text(r) for r in found]
 
     async def drop_dealing(self, table_id: str) -> None:
         await self.redis.zrem(DEALING_SET, table_id)
 
     async def pop_waiting(self, queue: str) -> str | None:
         raw = await self.redis.lpop(queue)
-        return None if raw is None else _text(raw)
+        return None if raw is None else reply_text(raw)
 
     async def push_waiting(self, queue: str, table_id: str) -> None:
         await self.redis.rpush(queue, table_id)
@@ -240,7 +238,7 @@ class RedisLobbyStore:
 
     async def scored_table(self, player_id: str) -> str | None:
         raw = await self.redis.get(f"lobby:scored:{player_id}")
-        return None if raw is None else _text(raw)
+        return None if raw is None else reply_text(raw)
 
     async def set_scored_table(self, player_id: str, table_id: str, ttl_s: int) -> None:
         await self.redis.set(f"lobby:scored:{player_id}", table_id, ex=ttl_s)
@@ -254,14 +252,14 @@ class RedisLobbyStore:
         held = await evalsha(
             self.redis, self._hold, [_hold_key(kind, player_id, key)], [value, replacing, ttl_s]
         )
-        return None if held is None else _text(held)
+        return None if held is None else reply_text(held)
 
     async def release(self, kind: HoldKind, player_id: str, key: str, value: str) -> None:
         await evalsha(self.redis, self._release, [_hold_key(kind, player_id, key)], [value])
 
     async def held(self, kind: HoldKind, player_id: str, key: str) -> str | None:
         raw = await self.redis.get(_hold_key(kind, player_id, key))
-        return None if raw is None else _text(raw)
+        return None if raw is None else reply_text(raw)
 
 
 def _hold_key(kind: HoldKind, player_id: str, key: str) -> str:

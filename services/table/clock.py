@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
+from services.common.deps import reply_text
 from services.table.shard_leases import AllShards, ShardLeases
 from services.table.store import WAKE_CHANNEL, TableStore
 from services.table.tables import TableCore
@@ -79,7 +80,7 @@ class ClockWorker:
 
     def hint(self, data: bytes | str) -> None:
         """A wake-up message: note the shard's new earliest deadline and wake the loop."""
-        text = data.decode() if isinstance(data, bytes) else data
+        text = reply_text(data)
         with contextlib.suppress(ValueError):
             shard, at = (int(part) for part in text.split(":"))
             for seen in (self._earliest, self._hinted):

@@ -30,7 +30,7 @@ from typing import Any
 import redis.asyncio as redis_asyncio
 
 from engine.state import TableState
-from services.common.deps import evalsha, evalsha_many
+from services.common.deps import evalsha, evalsha_many, reply_text
 from services.contracts import money_keys
 from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
 from services.contracts.table_feed import stream_entries, stream_key, table_key, update_channel
@@ -291,8 +291,8 @@ class TableStore:
             record_key(c.table_id, c.record["match_id"] if c.record else ""),
         ]  # fmt: skip
         status, value = await self._run(self._commit, keys, args)
-        status = CommitStatus(status.decode() if isinstance(status, bytes) else status)
-        value = value.decode() if isinstance(value, bytes) else str(value)
+        status = CommitStatus(reply_text(status))
+        value = reply_text(value)
         if status is CommitStatus.DUP:
             seq, count = value.split(":")
             return CommitResult(status, int(seq), int(count))
