@@ -16,9 +16,9 @@ import dataclasses
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from google.protobuf import json_format
 
@@ -26,7 +26,7 @@ from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2
 from engine import commands as c
 from engine import events as e
-from engine.machine import Applied, Rejection, apply, new_match, next_deadline
+from engine.machine import Applied, PendingDeadline, Rejection, apply, new_match, next_deadline
 from engine.state import TableState
 from engine.view import PlayerView, player_view, spectator_view
 from engine.vocabulary import RejectionCode
@@ -38,6 +38,7 @@ from services.common.errors import (
     PermissionDenied,
     ServiceError,
 )
+from services.common.metrics import ServiceMetrics
 from services.contracts import money_keys
 from services.contracts.shards import shard_of
 from services.contracts.table_options import rules_from_proto
@@ -113,12 +114,49 @@ class Submitted:
     update: table_pb2.TableUpdate | None = None  # the commit's, as published (not a duplicate)
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a step decided: the engine's transition of `base`, to commit."""
+
+    base: Loaded
+    out: Applied
+    now: int
+    field: str = ""  # the command's id field ("": a clock's or a create)
+    meta: TableMeta | None = None  # written when given (a new match)
+    create: bool = False  # no table yet
+    deadline: PendingDeadline | None = None  # the deadline this change applies
+
+
+@dataclass(frozen=True)
+class Done(Generic[T]):
+    """The step's answer without a commit."""
+
+    value: T
+
+
+class Reread:
+    """The step wants the table as Redis has it (it decided on a cached state)."""
+
+
+REREAD = Reread()
+Step = Change | Done[T] | Reread
+
+
+def _present(loaded: Loaded | None, table_id: str) -> Loaded:
+    if loaded is None:
+        raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
+    return loaded
+
+
 class TableCore:
     def __init__(
         self,
         store: TableRepository,
         wallet: WalletPort,
-        metrics: TableMetrics | None = None,
+        metrics: TableMetrics | None = None,  # None: counted in a registry of its own
         clock_scale: float = 1.0,
         now: Callable[[], int] = now_ms,
         cache_size: int = 4096,
@@ -126,7 +164,7 @@ class TableCore:
     ) -> None:
         self.store = store
         self.wallet = wallet
-        self.metrics = metrics
+        self.metrics = metrics or TableMetrics(ServiceMetrics("table"))
         self.clock_scale = clock_scale
         self.now = now
         self.cache = StateCache(cache_size)
@@ -147,11 +185,11 @@ class TableCore:
         rules = rules_from_proto(options)
         if self.clock_scale != 1.0:
             rules = rules.scaled(self.clock_scale)
-        for _ in range(MAX_ATTEMPTS):
-            loaded = await self.store.load(table_id)
+
+        async def step(loaded: Loaded | None, fresh: bool) -> Step[tuple[str, int, bool]]:
             if loaded is not None:
                 if loaded.meta["match_id"] == match_id:
-                    return loaded.state.match.fingerprint, loaded.seq, True
+                    return Done((loaded.state.match.fingerprint, loaded.seq, True))
                 if not loaded.state.match.finished:
                     raise Conflict(
                         "TABLE_BUSY", f"table {table_id} is playing match {loaded.meta['match_id']}"
@@ -162,14 +200,12 @@ class TableCore:
             applied = new_match(rules, secrets.token_bytes(16), now, auto_roll=auto)
             meta = TableMeta(table_id=table_id, match_id=match_id, player_ids=list(players))
             base = Loaded(0, applied.state, meta, 0) if loaded is None else loaded
-            result, _ = await self._commit(
-                table_id, base, applied, "", now, meta=meta, create=loaded is None
-            )
-            if result.status is CommitStatus.OK:
-                return applied.state.match.fingerprint, result.seq, False
-            if result.status is CommitStatus.EXISTS or result.status is CommitStatus.CONFLICT:
-                continue
-        raise ServiceError("BUSY", "could not create the match; try again")
+            return Change(base, applied, now, meta=meta, create=loaded is None)
+
+        async def done(change: Change, result: CommitResult, _: Any) -> tuple[str, int, bool]:
+            return change.out.state.match.fingerprint, result.seq, False
+
+        return await self._transition(table_id, step, done, "could not create the match")
 
     # -- commands ----------------------------------------------------------------------------
 
@@ -185,12 +221,10 @@ class TableCore:
         try:
             result = await self._submit(table_id, player_id, seat, command_id, expected_seq, cmd)
         except ServiceError as err:
-            if self.metrics:
-                self.metrics.commands.labels(cmd.name, "rejected").inc()
-                self.metrics.rejections.labels(err.code).inc()
+            self.metrics.commands.labels(cmd.name, "rejected").inc()
+            self.metrics.rejections.labels(err.code).inc()
             raise
-        if self.metrics:
-            self.metrics.commands.labels(cmd.name, "duplicate" if result.duplicate else "ok").inc()
+        self.metrics.commands.labels(cmd.name, "duplicate" if result.duplicate else "ok").inc()
         return result
 
     async def _submit(
@@ -208,51 +242,52 @@ class TableCore:
                 "MALFORMED", f"command_id is at most {MAX_ID} characters", field="command_id"
             )
         field = command_field(seat, command_id)
-        loaded = self.cache.get(table_id)
-        fresh = (
-            loaded is None
-            or bool(expected_seq and expected_seq > loaded.seq)  # the client saw a newer seq
+        cached = self.cache.get(table_id)
+        if cached is not None and (
+            bool(expected_seq and expected_seq > cached.seq)  # the client saw a newer seq
             or isinstance(cmd, MONEY_COMMANDS)  # never move diamonds on a state that may be old
-        )
-        if fresh:
-            loaded = await self._load(table_id)
-        assert loaded is not None
-        for _ in range(MAX_ATTEMPTS):
+        ):
+            cached = None
+
+        async def original() -> Submitted | None:
+            """A command applied before (a retry): its original result."""
+            if field and (previous := await self.store.command_result(table_id, field)):
+                return await self._duplicate(table_id, *previous)
+            return None
+
+        async def step(loaded: Loaded | None, fresh: bool) -> Step[Submitted]:
+            loaded = _present(loaded, table_id)
             self._check_seat(loaded, player_id, seat)
             if expected_seq and expected_seq != loaded.seq:
-                # A retried command carries the seq it was first sent with: the original result.
-                if field and (previous := await self.store.command_result(table_id, field)):
-                    return await self._duplicate(table_id, *previous)
+                # A retried command carries the seq it was first sent with.
+                if previous := await original():
+                    return Done(previous)
                 raise ServiceError(
                     "STALE_SEQ",
                     f"the table is at seq {loaded.seq}; the command saw {expected_seq}",
                     seq=str(loaded.seq),
                 )
             now = self.now()
-            cmd = await self._with_wallet_facts(loaded, cmd, now)
-            out = apply(loaded.state, cmd, now)
+            out = apply(loaded.state, await self._with_wallet_facts(loaded, cmd, now), now)
             if isinstance(out, Rejection):
                 if not fresh:
                     # Refused by a cached state: another replica may have moved the table on
                     # (e.g. the opponent's rematch offer). Judge it by the state in Redis.
-                    loaded, fresh = await self._load(table_id), True
-                    continue
-                if field and (previous := await self.store.command_result(table_id, field)):
-                    return await self._duplicate(table_id, *previous)
+                    return REREAD
+                if previous := await original():
+                    return Done(previous)
                 raise Rejected(out.code, out.message)
-            result, update = await self._commit(table_id, loaded, out, field, now)
-            if result.status is CommitStatus.OK:
-                await self._capture_held(loaded, out)
-                return Submitted(result.seq, list(update.events), update=update)
+            return Change(loaded, out, now, field=field)
+
+        async def done(
+            change: Change, result: CommitResult, update: table_pb2.TableUpdate
+        ) -> Submitted:
             if result.status is CommitStatus.DUP:
                 return await self._duplicate(table_id, result.seq, result.count)
-            if result.status is CommitStatus.NO_TABLE:
-                self.cache.drop(table_id)
-                raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
-            if self.metrics:
-                self.metrics.cas_conflicts.inc()
-            loaded, fresh = await self._load(table_id), True
-        raise ServiceError("BUSY", "the table is too busy; try again")
+            await self._capture_held(change.base, change.out)
+            return Submitted(result.seq, list(update.events), update=update)
+
+        return await self._transition(table_id, step, done, "the table is too busy", cached)
 
     async def _duplicate(self, table_id: str, seq: int, count: int) -> Submitted:
         raw = await self.store.events(table_id, seq - count, count)
@@ -263,14 +298,45 @@ class TableCore:
             events.append(ev)
         return Submitted(seq, events, duplicate=True)
 
-    async def _load(self, table_id: str) -> Loaded:
+    async def _read(self, table_id: str) -> Loaded | None:
         """The table as Redis has it now (and so in the cache)."""
         loaded = await self.store.load(table_id)
         if loaded is None:
             self.cache.drop(table_id)
-            raise NotFound("UNKNOWN_TABLE", f"no table {table_id}", field="table_id")
-        self.cache.put(table_id, loaded)
+        else:
+            self.cache.put(table_id, loaded)
         return loaded
+
+    async def _load(self, table_id: str) -> Loaded:
+        return _present(await self._read(table_id), table_id)
+
+    async def _transition(
+        self,
+        table_id: str,
+        step: Callable[[Loaded | None, bool], Awaitable[Step[T]]],
+        done: Callable[[Change, CommitResult, table_pb2.TableUpdate], Awaitable[T]],
+        busy: str,
+        cached: Loaded | None = None,
+    ) -> T:
+        """One change of a table: `step` decides on the table as read (None: no table; `fresh`:
+        read from Redis, not the cache) and the change is committed with compare-and-set; a
+        conflict re-reads and decides again. `done` makes the answer of a commit (OK, or DUP: the
+        command was applied before). Counts the conflicts; keeps the cache."""
+        loaded, fresh = cached, False
+        if loaded is None:
+            loaded, fresh = await self._read(table_id), True
+        for _ in range(MAX_ATTEMPTS):
+            decision = await step(loaded, fresh)
+            if isinstance(decision, Done):
+                return decision.value
+            if isinstance(decision, Change):
+                result, update = await self._commit(table_id, decision)
+                if result.status is CommitStatus.OK or result.status is CommitStatus.DUP:
+                    return await done(decision, result, update)
+                if result.status is not CommitStatus.NO_TABLE:  # read again: the step decides
+                    self.metrics.cas_conflicts.inc()  # CONFLICT, or EXISTS for a create
+            loaded, fresh = await self._read(table_id), True
+        raise ServiceError("BUSY", f"{busy}; try again")
 
     def _check_seat(self, loaded: Loaded, player_id: str, seat: int) -> None:
         players = loaded.meta["player_ids"]
@@ -349,11 +415,11 @@ class TableCore:
 
     async def fire_deadline(self, table_id: str) -> str | None:
         """Apply the table's deadline if it is due; returns its kind, or None."""
-        for _ in range(MAX_ATTEMPTS):
-            loaded = await self.store.load(table_id)
+
+        async def step(loaded: Loaded | None, fresh: bool) -> Step[str | None]:
             if loaded is None:
                 await self.store.unschedule(table_id)
-                return None
+                return Done(None)
             due = next_deadline(loaded.state.match)
             now = self.now()
             if due is None or due.at_ms > now:
@@ -361,37 +427,44 @@ class TableCore:
                 await self.store.reschedule(
                     table_id, loaded.seq, None if due is None else due.at_ms
                 )
-                return None
+                return Done(None)
             out = apply(loaded.state, c.Deadline(), now)
             if isinstance(out, Rejection):
                 log.error("deadline refused", extra={"table_id": table_id, "code": out.code})
-                return None
-            result, _ = await self._commit(table_id, loaded, out, "", now)
-            if result.status is CommitStatus.OK:
-                if self.metrics:
-                    self.metrics.clock_lateness.labels(due.kind).observe((now - due.at_ms) / 1000)
-                    self.metrics.timeouts.labels(due.kind).inc()
-                return due.kind
-            if self.metrics:
-                self.metrics.cas_conflicts.inc()
-        return None
+                return Done(None)
+            return Change(loaded, out, now, deadline=due)
+
+        async def done(change: Change, _result: CommitResult, _update: Any) -> str | None:
+            due = change.deadline
+            assert due is not None
+            self.metrics.clock_lateness.labels(due.kind).observe((change.now - due.at_ms) / 1000)
+            self.metrics.timeouts.labels(due.kind).inc()
+            return due.kind
+
+        try:
+            return await self._transition(table_id, step, done, "the clock lost every race")
+        except ServiceError as err:
+            if err.code != "BUSY":
+                raise
+            return None  # still due: the clock worker comes back to it
 
     async def operator_close(self, table_id: str) -> int:
         """Close a stuck table undecided; returns the closing seq. The match_closed event is
         what refunds every stake (I-10: the wallet consumes it; the reconciler backs it up)."""
         _check_id("table_id", table_id)
-        for _ in range(MAX_ATTEMPTS):
-            loaded = await self._load(table_id)
+
+        async def step(loaded: Loaded | None, fresh: bool) -> Step[int]:
+            loaded = _present(loaded, table_id)
             now = self.now()
             out = apply(loaded.state, c.OperatorClose(), now)
             if isinstance(out, Rejection):
                 raise Rejected(out.code, out.message)
-            result, _ = await self._commit(table_id, loaded, out, "", now)
-            if result.status is CommitStatus.OK:
-                return result.seq
-            if self.metrics:
-                self.metrics.cas_conflicts.inc()
-        raise ServiceError("BUSY", "the table is too busy; try again")
+            return Change(loaded, out, now)
+
+        async def done(_change: Change, result: CommitResult, _update: Any) -> int:
+            return result.seq
+
+        return await self._transition(table_id, step, done, "the table is too busy")
 
     async def presence(self, table_id: str, player_id: str, connected: bool) -> int:
         loaded = await self._load(table_id)
@@ -464,19 +537,12 @@ class TableCore:
     # -- commit ------------------------------------------------------------------------------
 
     async def _commit(
-        self,
-        table_id: str,
-        base: Loaded,
-        out: Applied,
-        field: str,
-        now: int,
-        meta: TableMeta | None = None,
-        create: bool = False,
+        self, table_id: str, change: Change
     ) -> tuple[CommitResult, table_pb2.TableUpdate]:
-        """One round trip: the script checks `base.seq` and the command id, writes, publishes
-        the update. On success the cache holds the new state. `meta` is written when given."""
-        new_meta = meta is not None
-        meta = meta or base.meta
+        """One round trip: the script checks the base's seq and the command id, writes,
+        publishes the update. On success the cache holds the new state."""
+        base, out, now = change.base, change.out, change.now
+        meta = change.meta or base.meta
         m = out.state.match
         events = [
             convert.table_event(ev, base.seq + i + 1, meta, m, now)
@@ -502,20 +568,20 @@ class TableCore:
             ],
         )
         due = next_deadline(m)
-        change = Commit(
+        commit = Commit(
             table_id,
-            None if create else base.seq,
+            None if change.create else base.seq,
             out.state,
             None if due is None else due.at_ms,
-            field,
+            change.field,
             [ev.SerializeToString() for ev in events],
             now,
-            meta=meta if new_meta else None,
+            meta=change.meta,
             update=update.SerializeToString(),
             record=record,
             kinds=[str(ev.WhichOneof("body")) for ev in events],
         )
-        result = await self.store.commit(change)
+        result = await self.store.commit(commit)
         if result.status is CommitStatus.OK:
             self.cache.put(table_id, Loaded(result.seq, out.state, meta, base.relayed))
             if events and self.on_commit is not None:
