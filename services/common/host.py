@@ -152,11 +152,7 @@ class ServiceHost:
             if self._server is not None:
                 await self._server.stop(self.settings.shutdown_grace_s)
             await self.app.background.close()
-            for hook in reversed(self.app.on_stop):
-                try:
-                    await hook()
-                except Exception:
-                    log.exception("error while closing")
+            await self.app.resources.aclose()
             if self.app.tracer_provider is not None:
                 self.app.tracer_provider.shutdown()
         finally:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 import grpc
@@ -11,6 +13,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from services.common.background import Background
 from services.common.metrics import ServiceMetrics
 from services.common.settings import ServiceSettings
+
+log = logging.getLogger("bg.host")
 
 
 @dataclass(frozen=True)
@@ -27,8 +31,8 @@ class ServiceApp:
 
     `register` adds the domain servicers to the server and returns their full names (for health
     and reflection); `on_start` hooks run once the port is bound and start the `background`
-    loops; after the server has drained the host stops those loops, then runs the `on_stop`
-    hooks (last added first), which close the clients.
+    loops; after the server has drained the host stops those loops, then closes `resources`
+    (an AsyncExitStack: what was made last is closed first).
     """
 
     name: str
@@ -37,20 +41,31 @@ class ServiceApp:
     register: Callable[[grpc.aio.Server], list[str]] = lambda server: []
     checks: list[ReadinessCheck] = field(default_factory=list)
     on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    on_stop: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
+    resources: AsyncExitStack = field(default_factory=AsyncExitStack)
     background: Background = field(default_factory=Background)
     tracer_provider: TracerProvider | None = None
     ports: dict[str, int] = field(default_factory=dict)  # extra listeners (e.g. "ws") once started
 
     def closes(self, close: Callable[[], Awaitable[object]]) -> None:
-        """Register a resource's close where it is made: the host runs the on_stop hooks last
-        added first, each on its own (one that fails is logged, the rest still run)."""
-        self.on_stop.append(close)
+        """Register a resource's close where it is made: the host closes them last made first,
+        each on its own (one that fails is logged, the rest still run)."""
+
+        async def logged() -> None:
+            try:
+                await close()
+            except Exception:
+                log.exception("error while closing", extra={"close": _name(close)})
+
+        self.resources.push_async_callback(logged)
 
     def channel(self, made: grpc.aio.Channel) -> grpc.aio.Channel:
         """A client channel this service owns: closed at stop."""
         self.closes(lambda: made.close(None))
         return made
+
+
+def _name(close: Callable[[], Awaitable[object]]) -> str:
+    return str(getattr(close, "__qualname__", None) or repr(close))
 
 
 def base_app(name: str, settings: ServiceSettings) -> ServiceApp:

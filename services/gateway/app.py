@@ -11,7 +11,10 @@ from websockets.asyncio.server import serve
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from bg.leaderboard.v1 import leaderboard_pb2_grpc
+from bg.matchmaking.v1 import matchmaking_pb2_grpc
 from bg.table.v1 import table_pb2_grpc
+from bg.wallet.v1 import wallet_pb2_grpc
 from services.common import tracing
 from services.common.balanced import (
     leaderboard_channel,
@@ -27,15 +30,18 @@ from services.gateway.api import GatewayServicer
 from services.gateway.audit import AuditLog
 from services.gateway.auth import GuestIdentities, TokenSigner, parse_keys
 from services.gateway.bans import Bans
+from services.gateway.callers import Callers
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import TableFeed
 from services.gateway.live_streams import LiveStreams
-from services.gateway.names import Names
+from services.gateway.names import DisplayNames, Names
+from services.gateway.play_streams import PlayStreams
 from services.gateway.presence import Presence
 from services.gateway.presence_store import RedisPresenceStore
 from services.gateway.privacy import Privacy
 from services.gateway.rate_limits import RateLimits
 from services.gateway.settings import load_settings
+from services.gateway.sign_in import SignIn
 from services.gateway.static_files import StaticFiles
 from services.gateway.table_owners import TableOwners
 from services.gateway.ws import MAX_MESSAGE, WsGateway
@@ -68,8 +74,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
     )
-    streams = LiveStreams()  # the Play streams here, which a ban ends at once
-    bans = Bans(redis, settings.ban_sync_s, on_ban=streams.cut_off)
+    live = LiveStreams()  # the Play streams here, which a ban ends at once
+    bans = Bans(redis, settings.ban_sync_s, on_ban=live.cut_off)
     presence = Presence(RedisPresenceStore(redis), settings.presence_ttl_s)
     limits = RateLimits(
         redis,
@@ -83,6 +89,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     feed = TableFeed(redis)
     app.closes(feed.close)
     owners = TableOwners(redis)
+    callers = Callers(signer, limits, bans)
     servicer: GatewayServicer | None = None
 
     def register(server: grpc.aio.Server) -> list[str]:
@@ -103,25 +110,21 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             lambda address: grpc.aio.insecure_channel(address, interceptors=interceptors),
         )
         app.closes(lines.close)
+        lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(mm)
+        table_stub = table_pb2_grpc.TableServiceStub(tables)
+        wallet_stub = wallet_pb2_grpc.WalletServiceStub(wallet)
+        names = Names(redis, signer.ttl_s)
+        privacy = Privacy(redis)
+        sign_in = SignIn(
+            callers, GuestIdentities(), names, wallet_stub, lobby, accounts,
+            settings.access_ttl_s, settings.bots_secret,
+        )  # fmt: skip
+        streams = PlayStreams(callers, table_stub, lines, lobby, feed, presence, privacy, live)
         servicer = GatewayServicer(
-            signer,
-            GuestIdentities(),
-            mm,
-            wallet,
-            tables,
-            presence,
-            limits,
-            boards,
-            feed,
-            Names(redis, signer.ttl_s),
-            Privacy(redis),
-            lines,
-            accounts=accounts,
-            access_ttl_s=settings.access_ttl_s,
-            bots_secret=settings.bots_secret,
-            bans=bans,
-            streams=streams,
-        )
+            callers, sign_in, streams, lobby, wallet_stub, table_stub,
+            leaderboard_pb2_grpc.LeaderboardServiceStub(boards),
+            DisplayNames(names, accounts), privacy,
+        )  # fmt: skip
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         admin = AdminServicer(
             signer, operator_keys, accounts, AuditLog(engine), bans, limits,
@@ -152,7 +155,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         log.info("websocket listening", extra={"ws_port": app.ports["ws"]})
         background = app.background
         background.spawn("bans", bans.run(background.stop))
-        background.spawn("presence", presence.run(servicer.report_presence, background.stop))
+        background.spawn("presence", presence.run(servicer.streams.report, background.stop))
         background.spawn("rate-limits", limits.run(background.stop))
         background.spawn("table-owners", owners.run(background.stop))
 

@@ -16,6 +16,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from bg.events.v1 import events_pb2
+from bg.gateway.v1 import gateway_pb2
 from bg.leaderboard.v1 import leaderboard_pb2
 
 CELL = 28  # width of the left column, as gnubg exports it
@@ -140,3 +141,21 @@ def to_json(archived: leaderboard_pb2.ArchivedMatchResponse, names: dict[str, st
     data = json_format.MessageToDict(archived, preserving_proto_field_name=True)
     data["names"] = {p: names.get(p, p) for p in archived.summary.player_ids}
     return json.dumps(data, indent=1, sort_keys=True)
+
+
+def export(
+    archived: leaderboard_pb2.ArchivedMatchResponse, names: dict[str, str], fmt: str
+) -> gateway_pb2.ExportMatchResponse:
+    """The archive as a file to download: `mat` or `json`."""
+    stem = f"match-{archived.summary.match_id}"
+    if fmt == "json":
+        return gateway_pb2.ExportMatchResponse(
+            filename=stem + ".json", content_type="application/json",
+            content=to_json(archived, names),
+        )  # fmt: skip
+    moves = list(archived.moves)
+    seats = [mat_name(names.get(p) or p) for p in archived.summary.player_ids]
+    return gateway_pb2.ExportMatchResponse(
+        filename=stem + ".mat", content_type="text/plain",
+        content=to_mat(moves, seats, match_length(moves)),
+    )  # fmt: skip

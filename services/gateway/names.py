@@ -9,11 +9,12 @@ lapsed reads as empty: clients fall back to the id.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from services.common.deps import reply_text
 from services.common.errors import InvalidArgument
 from services.contracts.seats import computer_name, is_computer
+from services.gateway.accounts import ACCOUNT_PREFIX
 
 log = logging.getLogger("bg.gateway.names")
 MAX_LOOKUP = 16
@@ -51,3 +52,23 @@ class Names:
                 if raw is not None:
                     names[player_id] = reply_text(raw)
         return names
+
+
+class AccountNames(Protocol):
+    async def names(self, player_ids: list[str]) -> dict[str, str]: ...
+
+
+class DisplayNames:
+    """Everyone's display name: guests' and computer seats' from the directory, accounts' from
+    SQL (the gateway's accounts)."""
+
+    def __init__(self, names: Names, accounts: AccountNames | None) -> None:
+        self.names = names
+        self.accounts = accounts
+
+    async def lookup(self, wanted: list[str]) -> dict[str, str]:
+        found = await self.names.lookup(wanted)  # Redis down: UNAVAILABLE
+        members = [p for p in wanted if p.startswith(ACCOUNT_PREFIX) and p not in found]
+        if members and self.accounts is not None:
+            found.update(await self.accounts.names(members))
+        return found

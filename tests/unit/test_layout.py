@@ -66,6 +66,21 @@ def test_no_folder_imports_in_a_circle() -> None:
     assert found == []
 
 
+def test_the_client_speaks_the_wire_not_the_services() -> None:
+    """client/ is a client of the gateway: of services/ it uses only the shared language (the
+    vocabulary's proto enums) and the platform's reading of a typed error off a failed call
+    (the rich status every gRPC client reads), never a service's own modules."""
+    client = SERVICES.parent / "client"
+    allowed = ("services.contracts.", "services.common.errors")
+    found = [
+        f"{path.name} imports {module}"
+        for path in client.rglob("*.py")
+        for module in _imports(path)
+        if module.split(".")[0] == "services" and not module.startswith(allowed)
+    ]
+    assert found == []
+
+
 def test_the_engine_imports_only_the_standard_library_and_itself() -> None:
     """The rules engine is pure (engine/__init__.py): no I/O, no third-party packages, so the
     bots, the clients and every service run the same rules."""

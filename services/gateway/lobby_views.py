@@ -1,0 +1,46 @@
+"""Lobby tables as a client sees them: the lobby does not know players' privacy (the gateway
+keeps it), so a table one of whose players hides from spectators is not watchable, as Watch
+already treats it; the live list keeps only matches still in play."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from services.common.errors import ServiceError, remote_call
+from services.contracts.vocabulary import FINISHED
+from services.gateway.privacy import Privacy
+
+
+class LobbyViews:
+    def __init__(self, privacy: Privacy, tables: table_pb2_grpc.TableServiceAsyncStub) -> None:
+        self.privacy = privacy
+        self.tables = tables
+
+    async def shown(self, table: matchmaking_pb2.LobbyTable) -> matchmaking_pb2.LobbyTable:
+        if table.watchable and await self.privacy.any_hidden(list(table.player_ids)):
+            table.watchable = False
+        return table
+
+    async def listed(
+        self, reply: matchmaking_pb2.ListTablesResponse, live: bool
+    ) -> matchmaking_pb2.ListTablesResponse:
+        for table in reply.tables:
+            await self.shown(table)
+        if not live:
+            return reply
+        # Matches still in play (the lobby cannot tell), none kept private.
+        playing = await asyncio.gather(*(self._watchable(t) for t in reply.tables))
+        kept = [t for t, ok in zip(reply.tables, playing, strict=True) if ok]
+        return matchmaking_pb2.ListTablesResponse(tables=kept)
+
+    async def _watchable(self, table: matchmaking_pb2.LobbyTable) -> bool:
+        if await self.privacy.any_hidden(list(table.player_ids)):
+            return False
+        request = table_pb2.GetViewRequest(table_id=table.table_id, spectator=True)
+        try:
+            view = await remote_call(self.tables.GetView(request, timeout=5))
+        except ServiceError:
+            return False  # gone (forgotten an hour after its end) or unreachable: not listed
+        return view.phase not in FINISHED

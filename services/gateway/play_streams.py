@@ -1,0 +1,315 @@
+"""The gateway's streams: a seat's Play stream (its commands in, the table's updates out) and a
+spectator's Watch stream (I-35), with the presence reports a stream's start and end make.
+
+Each stream subscribes to its table's feed before it reads the state, so no commit falls
+between the two; the relay (services/gateway/seat_relay.py) sends each event once and in order,
+gaps filled, with the answers to the seat's commands in order among them. A stream is written
+with context.write(), not yielded: when the client goes away the handler task is cancelled and
+the presence report runs at once, instead of whenever an abandoned generator is collected."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from typing import cast
+
+import grpc
+from redis.exceptions import RedisError
+
+from bg.gateway.v1 import gateway_pb2
+from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from services.common.errors import (
+    InvalidArgument,
+    PermissionDenied,
+    ServiceError,
+    abort,
+    infrastructure_failure,
+    remote_call,
+)
+from services.gateway import limits
+from services.gateway.callers import Callers, Context
+from services.gateway.command_lines import CommandLines
+from services.gateway.feed import Answer, Subscription, TableFeed
+from services.gateway.live_streams import LiveStreams, Queue
+from services.gateway.presence import Presence
+from services.gateway.privacy import Privacy
+from services.gateway.seat_relay import END, play_update, relay_updates
+from services.gateway.spectator_views import SpectatorViews
+
+log = logging.getLogger("bg.gateway")
+
+
+class PlayStreams:
+    def __init__(
+        self,
+        callers: Callers,
+        tables: table_pb2_grpc.TableServiceAsyncStub,
+        lines: CommandLines,
+        lobby: matchmaking_pb2_grpc.MatchmakingServiceAsyncStub,
+        feed: TableFeed,
+        presence: Presence,
+        privacy: Privacy,
+        live: LiveStreams,
+    ) -> None:
+        self.callers = callers
+        self.tables = tables  # one balanced channel to every table replica
+        self.lines = lines  # commands to the tables' owners (services/gateway/command_lines.py)
+        self.lobby = lobby
+        self.feed = feed
+        self.presence = presence
+        self.privacy = privacy
+        self.live = live  # each player's streams here: a ban ends them (Bans(on_ban=...))
+        self.spectators = SpectatorViews(self._spectator_view)
+        self._background: set[asyncio.Task[None]] = set()
+
+    # -- a seat's stream ---------------------------------------------------------------------
+
+    async def play(
+        self, requests: AsyncIterator[gateway_pb2.PlayRequest], context: Context
+    ) -> None:
+        try:
+            player = self.callers.player(context)
+            first = await anext(requests)
+            if first.WhichOneof("kind") != "join":
+                raise InvalidArgument(
+                    "JOIN_FIRST", "the first message names the table", field="join"
+                )
+            table_id = limits.table_id(first.join.table_id, "join.table_id")
+        except ServiceError as err:
+            await abort(context, err)
+            return
+        except StopAsyncIteration:
+            return
+        sub = await self.feed.subscribe(table_id)
+        try:
+            view = await self._seat_view(table_id, player)
+            backlog = await self.feed.events_between(table_id, first.join.from_seq, view.seq)
+        except (ServiceError, RedisError) as exc:
+            await self.feed.unsubscribe(sub)
+            await abort(context, infrastructure_failure(exc) or cast(ServiceError, exc))
+            return
+        seat = view.seat
+        queue: Queue = asyncio.Queue(maxsize=1000)
+        await queue.put(
+            play_update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
+        )
+        stream = uuid.uuid4().hex
+        self.live.opened(player, queue)
+        if await self.presence.opened(table_id, player, stream):
+            await self.report(table_id, player, True)
+        commands = asyncio.create_task(self._commands(requests, sub, player, seat))
+        pushes = asyncio.create_task(
+            self._pushes(sub, player, seat, view.seq, queue, first.join.results_in_updates)
+        )
+        try:
+            while (update := await queue.get()) is not None:
+                await context.write(update)
+        finally:
+            self.live.closed(player, queue)
+            for task in (commands, pushes):
+                task.cancel()
+            # The presence report runs in its own task: a second cancellation of this handler
+            # (the call ending while we clean up) must not swallow the disconnect.
+            left = asyncio.create_task(self._stream_closed(sub, player, stream, commands, pushes))
+            self._background.add(left)
+            left.add_done_callback(self._background.discard)
+
+    async def _seat_view(self, table_id: str, player: str) -> table_pb2.TableView:
+        request = table_pb2.GetViewRequest(table_id=table_id, player_id=player)
+        return await remote_call(self.tables.GetView(request, timeout=10))
+
+    async def _pushes(
+        self, sub: Subscription, player: str, seat: int, last: int, queue: Queue, combine: bool
+    ) -> None:
+        """The table's updates for this seat, each event once and in order, gaps filled, and
+        the answers to its commands."""
+        table_id = sub.table_id
+
+        async def fresh() -> table_pb2.TableView:
+            return await self._seat_view(table_id, player)
+
+        async def pushed(update: table_pb2.TableUpdate) -> table_pb2.TableView | None:
+            return _view_of(update, player, seat)
+
+        await relay_updates(self.feed, sub, last, queue, fresh, pushed, combine)
+
+    async def _commands(
+        self,
+        requests: AsyncIterator[gateway_pb2.PlayRequest],
+        sub: Subscription,
+        player: str,
+        seat: int,
+    ) -> None:
+        """The stream's commands, one at a time, each answered through `sub` (in order with
+        the table's updates, see services/gateway/seat_relay.py)."""
+        table_id = sub.table_id
+        request_no = 0  # the join was 0
+        try:
+            async for message in requests:
+                request_no += 1
+                sub.answers_due += 1
+                answer, update = await self._command(message, table_id, player, seat, request_no)
+                if update is not None:
+                    self.feed.deliver_local(update, sub, answer)
+                else:
+                    sub.deliver(Answer(answer))
+        finally:
+            sub.answers_due += 1
+            sub.deliver(Answer(END))
+
+    async def _command(
+        self,
+        message: gateway_pb2.PlayRequest,
+        table_id: str,
+        player: str,
+        seat: int,
+        request_no: int,
+    ) -> tuple[gateway_pb2.PlayUpdate, table_pb2.TableUpdate | None]:
+        """One command to the table's owner: its answer, and the commit's update when the owner
+        sent it (this gateway fans it out at once)."""
+        cmd = message.command
+        update: table_pb2.TableUpdate | None = None
+        try:
+            if message.WhichOneof("kind") != "command":
+                raise InvalidArgument("MALFORMED", "after join, send commands", field="command")
+            command_id = limits.bounded(cmd.command_id, "command.command_id", 64)
+            self.callers.acting(player)
+            request = table_pb2.SubmitCommandRequest(
+                table_id=table_id, player_id=player, seat=seat,
+                # an id makes the command safe to hand to another replica on failover
+                command_id=command_id or f"gw-{uuid.uuid4().hex}",
+                expected_seq=cmd.expected_seq, command=cmd.command,
+            )  # fmt: skip
+            reply = await self.lines.submit(request, timeout=10)
+            if reply.HasField("update"):
+                update = reply.update
+            if cmd.command.WhichOneof("kind") == "accept_rematch" and not reply.duplicate:
+                await self._deal_rematch(table_id, player)
+            result = gateway_pb2.CommandResult(
+                command_id=command_id, seq=reply.seq, duplicate=reply.duplicate,
+                request_no=request_no,
+            )  # fmt: skip
+            answer = gateway_pb2.PlayUpdate(result=result, table_id=table_id)
+            return answer, update
+        except ServiceError as err:
+            # An id over its bound is never cut to fit: the cut could be another command's id.
+            # The client matches such an answer on request_no.
+            sent = cmd.command_id if len(cmd.command_id) <= 64 else ""
+            failed = gateway_pb2.CommandError(
+                command_id=sent, error=err.to_proto(), request_no=request_no,
+                status=err.status.name,
+            )  # fmt: skip
+            return gateway_pb2.PlayUpdate(error=failed, table_id=table_id), update
+
+    async def _deal_rematch(self, table_id: str, player: str) -> None:
+        """I-32: both agreed; matchmaking deals the new match on this table."""
+        rematch = matchmaking_pb2.TableRequest(player_id=player, table_id=table_id)
+        await remote_call(self.lobby.Rematch(rematch, timeout=10))
+
+    async def _stream_closed(
+        self, sub: Subscription, player: str, stream: str, *tasks: asyncio.Task[None]
+    ) -> None:
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.feed.unsubscribe(sub)
+        if await self.presence.closed(sub.table_id, player, stream):
+            await self.report(sub.table_id, player, False)
+
+    async def report(self, table_id: str, player: str, connected: bool) -> None:
+        """Tell the table a player (dis)connected (also the presence sweeper's, when a lease
+        expires or comes back); retried while the table service restarts, since a lost
+        disconnect would never start the away rule (I-8)."""
+        request = table_pb2.SetPresenceRequest(
+            table_id=table_id, player_id=player, connected=connected
+        )
+        for attempt in range(5):
+            try:
+                await remote_call(self.tables.SetPresence(request, timeout=5))
+                return
+            except grpc.aio.UsageError:
+                # The channel is closed: this gateway is stopping. The stream's presence lease
+                # runs out and a live gateway's sweeper reports the disconnect instead.
+                return
+            except ServiceError as err:
+                if err.status != grpc.StatusCode.UNAVAILABLE or attempt == 4:
+                    log.warning(
+                        "presence report lost", extra={"table_id": table_id, "code": err.code}
+                    )
+                    return
+            await asyncio.sleep(1.0 + attempt)
+
+    # -- watching (I-35) ---------------------------------------------------------------------
+
+    async def watch(self, request: gateway_pb2.WatchRequest, context: Context) -> None:
+        """A read-only stream of a watchable table: the same events as the players get (the
+        seed only in the match's end), with a spectator's view."""
+        try:
+            player = self.callers.player(context, request)
+            table_id = limits.table_id(request.table_id)
+            await self._may_watch(table_id, player)
+        except ServiceError as err:
+            await abort(context, err)
+            return
+
+        async def fresh() -> table_pb2.TableView:
+            return await self._spectator_view(table_id)
+
+        async def pushed(update: table_pb2.TableUpdate) -> table_pb2.TableView:
+            # Seat 0's side at the turn's start is in neither seat's pushed view while seat 0
+            # moves: one read per commit, shared by this gateway's watchers of the table.
+            return await self.spectators.view(table_id, update.seq)
+
+        self.spectators.watch(table_id)
+        sub = await self.feed.subscribe(table_id)
+        try:
+            view = await fresh()
+            backlog = await self.feed.events_between(table_id, request.from_seq, view.seq)
+        except (ServiceError, RedisError) as exc:
+            self.spectators.unwatch(table_id)
+            await self.feed.unsubscribe(sub)
+            await abort(context, infrastructure_failure(exc) or cast(ServiceError, exc))
+            return
+        queue: Queue = asyncio.Queue(maxsize=1000)
+        await queue.put(
+            play_update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
+        )
+        relay = asyncio.create_task(relay_updates(self.feed, sub, view.seq, queue, fresh, pushed))
+        try:
+            while (update := await queue.get()) is not None:
+                await context.write(update)
+        finally:
+            relay.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await relay
+            self.spectators.unwatch(table_id)
+            await self.feed.unsubscribe(sub)
+
+    async def _may_watch(self, table_id: str, player: str) -> None:
+        lobby = await remote_call(
+            self.lobby.GetTable(
+                matchmaking_pb2.TableRequest(player_id=player, table_id=table_id), timeout=10
+            )
+        )
+        seated = player in lobby.player_ids
+        hidden = await self.privacy.any_hidden(list(lobby.player_ids))
+        if not seated and (not lobby.watchable or hidden):
+            raise PermissionDenied("NOT_WATCHABLE", "this table is not open to spectators")
+
+    async def _spectator_view(self, table_id: str) -> table_pb2.TableView:
+        request = table_pb2.GetViewRequest(table_id=table_id, spectator=True)
+        return await remote_call(self.tables.GetView(request, timeout=10))
+
+
+def _view_of(update: table_pb2.TableUpdate, player: str, seat: int) -> table_pb2.TableView | None:
+    """The caller's own view: the one whose seat holds this player (the seat it joined with,
+    unless a new match seated the players otherwise); None once they no longer sit there.
+    Never another player's view."""
+    view = update.views[seat]
+    if view.player_ids[seat] == player:
+        return view
+    return next((v for v in update.views if v.player_ids[v.seat] == player), None)
