@@ -40,8 +40,8 @@ from services.common.deps import redis_client
 from services.common.event_log import EventLog, GenerationConsumer, Incarnation
 from services.common.topics import TABLE_EVENTS, Namespace
 from services.contracts.event_records import table_events
-from services.table.repository import Commit, TableMeta
-from services.table.store import TableStore
+from services.table.adapters.redis_store import TableStore
+from services.table.ports import Commit, TableMeta
 
 TABLES = 2_000
 PER_COMMIT = 5

@@ -24,10 +24,10 @@ from engine import commands as c
 from engine.position import Position
 from infra.embedded import start_valkey
 from services.contracts.shards import clocks_key, relay_key, shard_of
+from services.table.adapters.grpc_wallet import NoWallet
+from services.table.adapters.redis_store import FINISHED_TTL_S, TableStore
 from services.table.relay import EventRelay
-from services.table.store import FINISHED_TTL_S, TableStore
 from services.table.tables import TableCore
-from services.table.wallet_port import NoWallet
 from tests.table.driver import redis_store
 
 LIVE = 200

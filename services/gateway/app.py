@@ -25,6 +25,7 @@ from services.common.balanced import (
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.service import ServiceApp, base_app
 from services.gateway.accounts import Accounts, successor_keys
+from services.gateway.adapters.redis_presence import RedisPresenceStore
 from services.gateway.admin import AdminServicer, parse_operator_keys
 from services.gateway.api import GatewayServicer
 from services.gateway.audit import AuditLog
@@ -37,7 +38,6 @@ from services.gateway.live_streams import LiveStreams
 from services.gateway.names import DisplayNames, Names
 from services.gateway.play_streams import PlayStreams
 from services.gateway.presence import Presence
-from services.gateway.presence_store import RedisPresenceStore
 from services.gateway.privacy import Privacy
 from services.gateway.rate_limits import RateLimits
 from services.gateway.settings import load_settings

@@ -14,7 +14,6 @@ import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 import jwt
 
@@ -32,12 +31,6 @@ class Identity:
     player_id: str  # an operator's: "op:<name>"
     name: str
     operator: bool = False
-
-
-class IdentityProvider(Protocol):
-    """Where player identities come from (guest logins here; an account system later)."""
-
-    async def guest(self, name: str) -> Identity: ...
 
 
 class GuestIdentities:

@@ -9,12 +9,13 @@ lapsed reads as empty: clients fall back to the id.
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import Any
 
 from services.common.deps import reply_text
 from services.common.errors import InvalidArgument
 from services.contracts.seats import computer_name, is_computer
 from services.gateway.accounts import ACCOUNT_PREFIX
+from services.gateway.ports import AccountNames
 
 log = logging.getLogger("bg.gateway.names")
 MAX_LOOKUP = 16
@@ -52,10 +53,6 @@ class Names:
                 if raw is not None:
                     names[player_id] = reply_text(raw)
         return names
-
-
-class AccountNames(Protocol):
-    async def names(self, player_ids: list[str]) -> dict[str, str]: ...
 
 
 class DisplayNames:

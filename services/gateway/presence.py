@@ -1,9 +1,10 @@
 """Presence as gateway leases: which players have a live Play stream to a table, across gateways.
 
 Each gateway process holds one lease, renewed every `ttl_s / 3` with one call however many
-streams it serves, and records each open stream under it (services/gateway/presence_store.py
-keeps them). The first stream of a (table, player) reports a connect, the last one to go a
-disconnect; the store decides each transition atomically, so exactly one caller reports it.
+streams it serves, and records each open stream under it (kept by
+services/gateway/adapters/redis_presence.py). The first stream of a (table, player) reports a
+connect, the last one to go a disconnect; the store decides each transition atomically, so
+exactly one caller reports it.
 
 A gateway that dies stops renewing: after `ttl_s` any gateway's sweeper closes the streams
 recorded under it (reporting the disconnects, so the away rule, 60 s, I-8, starts even when
@@ -24,7 +25,7 @@ from collections.abc import Awaitable, Callable
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
-from services.gateway.presence_store import PresenceRepository
+from services.gateway.ports import PresenceRepository
 
 log = logging.getLogger("bg.gateway.presence")
 

@@ -6,16 +6,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
 import grpc
 from redis.exceptions import RedisError
 
-from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
 from services.gateway.feed import GAP, Answer, Subscription
+from services.gateway.ports import EventSource
 
 log = logging.getLogger("bg.gateway")
 # How long updates wait for the answer to the stream's command in flight (normally a few ms):
@@ -23,12 +22,6 @@ log = logging.getLogger("bg.gateway")
 HOLD_S = 0.25
 END = gateway_pb2.PlayUpdate()  # queued after a stream's last answer: the stream is over
 LATE = Answer(gateway_pb2.PlayUpdate())  # queued by the hold's timer, never by a command
-
-
-class EventSource(Protocol):
-    async def events_between(
-        self, table_id: str, after_seq: int, upto_seq: int
-    ) -> list[events_pb2.TableEvent]: ...
 
 
 class SeatGone(Exception):

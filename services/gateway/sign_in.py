@@ -16,9 +16,10 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.errors import NotFound, PermissionDenied, ServiceError, remote_call
 from services.contracts.seats import computer_name, computer_table
 from services.gateway.accounts import ACCOUNT_PREFIX, Accounts, Session
-from services.gateway.auth import Identity, IdentityProvider, TokenSigner
+from services.gateway.auth import Identity, TokenSigner
 from services.gateway.callers import Callers
 from services.gateway.names import Names
+from services.gateway.ports import IdentityProvider
 
 log = logging.getLogger("bg.gateway")
 

@@ -13,7 +13,7 @@ from services.common.clock import now_ms
 from services.common.errors import InvalidArgument, NotFound, ServiceError, grpc_errors
 from services.leaderboard import boards
 from services.leaderboard.effects import ALL
-from services.leaderboard.store import BoardRepository
+from services.leaderboard.ports import BoardRepository
 
 Context = grpc.aio.ServicerContext[Any, Any]
 BOARDS = ("trophies", "league", "scored", "rating")

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from prometheus_client import Counter, Gauge
 
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 from services.common import kafka
@@ -16,36 +15,17 @@ from services.common.event_log import Incarnation
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS, WALLET_EVENTS, Namespace
+from services.leaderboard.adapters.sql_boards import SqlBoardStore
 from services.leaderboard.api import LeaderboardServicer
-from services.leaderboard.consumer import EventHandler, consume, replay_player
+from services.leaderboard.consumer import EventHandler, consume, rebuild, replay_player
 from services.leaderboard.effects import ALL
+from services.leaderboard.metrics import LeaderboardMetrics
+from services.leaderboard.ports import BoardRepository
 from services.leaderboard.settings import load_settings
-from services.leaderboard.store import BoardRepository, SqlBoardStore
 
 SERVICE_NAME = leaderboard_pb2.DESCRIPTOR.services_by_name["LeaderboardService"].full_name
 MIGRATIONS = Path(__file__).with_name("migrations")
 SIZES_S = 5.0  # the board-size gauges: a dashboard needs no more
-
-
-class LeaderboardMetrics:
-    def __init__(self, registry: Any) -> None:
-        self.consumed = Counter(
-            "bg_leaderboard_events_total",
-            "Events consumed, by type and result.",
-            ["type", "result"],
-            registry=registry,
-        )
-        self.lag = Gauge(
-            "bg_leaderboard_consumer_lag",
-            "Messages behind the end of the topics.",
-            registry=registry,
-        )
-        self.board_size = Gauge(
-            "bg_leaderboard_board_size",
-            "Players on each current board.",
-            ["board"],
-            registry=registry,
-        )
 
 
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
@@ -120,3 +100,18 @@ async def _sizes(
     current = (("trophies", ALL), ("league", season), ("scored", "players"), ("rating", ALL))
     for board, key in current:
         metrics.board_size.labels(board).set(await store.size(board, key))
+
+
+async def rebuild_boards(environ: Mapping[str, str] | None = None) -> int:
+    """Empty the boards and apply the leaderboard's archive again (`python -m
+    services.leaderboard rebuild`, with the service's settings; restart the service after):
+    how many events it applied."""
+    settings = load_settings(environ)
+    engine = sql_engine(settings.database_url)
+    redis = redis_client(settings.redis_url, cluster=settings.redis_cluster)
+    try:
+        await migrate(engine, MIGRATIONS)
+        return await rebuild(EventHandler(SqlBoardStore(engine, redis), settings.season_ms))
+    finally:
+        await engine.dispose()
+        await redis.aclose()

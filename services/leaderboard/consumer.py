@@ -14,7 +14,7 @@ from services.common.topics import PLAIN, TABLE_EVENTS, Namespace
 from services.contracts.event_records import table_events
 from services.leaderboard import boards
 from services.leaderboard.effects import Effects, table_effects, wallet_effects
-from services.leaderboard.store import BoardRepository
+from services.leaderboard.ports import BoardRepository
 
 log = logging.getLogger("bg.leaderboard")
 

@@ -81,3 +81,8 @@ def wallet_effects(event: events_pb2.WalletEvent, season_ms: int) -> Effects:
             )
         )
     return fx
+
+
+def wallet_players(event: events_pb2.WalletEvent) -> list[str]:
+    """The players a wallet event concerns."""
+    return sorted({p for p in (event.winner_id, *event.player_deltas) if p})

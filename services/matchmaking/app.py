@@ -12,10 +12,10 @@ from services.common import tracing
 from services.common.balanced import table_channel, wallet_channel
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
-from services.matchmaking.adapters import GrpcTables, GrpcWallet
+from services.matchmaking.adapters.grpc_clients import GrpcTables, GrpcWallet
+from services.matchmaking.adapters.redis_lobby import RedisLobbyStore
 from services.matchmaking.api import MatchmakingServicer
 from services.matchmaking.lobby import Lobby
-from services.matchmaking.lobby_store import RedisLobbyStore
 from services.matchmaking.settings import load_settings
 
 log = logging.getLogger("bg.matchmaking")

@@ -1,5 +1,5 @@
 """The lobby: tables, party codes, quick match and the deal, on a LobbyRepository (Redis in the
-service, services/matchmaking/lobby_store.py; stateless replicas).
+service, services/matchmaking/adapters/redis_lobby.py; stateless replicas).
 
 A table's document changes by compare-and-set: two players racing for the last seat cannot
 both get it. The deal (escrow for wagered tables, then the match on the table service) uses
@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 import grpc
 
@@ -39,7 +39,7 @@ from services.common.errors import (
 from services.contracts import money_keys
 from services.contracts.seats import computer_seat, is_computer
 from services.contracts.table_options import rules_from_proto
-from services.matchmaking.lobby_store import LobbyRepository
+from services.matchmaking.ports import LobbyRepository, TablePort, WalletPort
 
 log = logging.getLogger("bg.matchmaking.lobby")
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: readable aloud
@@ -66,22 +66,6 @@ DEAL_RESUME_S = money_keys.DEAL_WINDOW_S  # a deal older than this is settled, n
 AMBIGUOUS = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNKNOWN}
 )
-
-
-class WalletPort(Protocol):
-    async def escrow(self, key: str, match_id: str, players: list[str], stake: int) -> None: ...
-    async def refund(self, key: str, match_id: str) -> None: ...
-    async def balance(self, player_id: str) -> int: ...
-
-
-class TablePort(Protocol):
-    async def create_match(
-        self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
-    ) -> str: ...
-    async def leave(self, table_id: str, player_id: str, seat: int) -> None: ...
-    async def rematch_agreed(self, table_id: str, player_id: str) -> bool: ...
-    async def match_exists(self, table_id: str, match_id: str) -> bool: ...
-    async def match_in_play(self, table_id: str, match_id: str) -> bool: ...
 
 
 @dataclass

@@ -15,15 +15,15 @@ from services.common.deps import redis_check, redis_client
 from services.common.event_log import Committed, Forgetful, Incarnation, TopicKeeper, Topics
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS
+from services.table.adapters.grpc_wallet import GrpcWallet
+from services.table.adapters.redis_store import TableStore
 from services.table.api import TableServicer
 from services.table.clock import ClockWorker
 from services.table.metrics import TableMetrics
 from services.table.relay import EventRelay
 from services.table.settings import TableSettings, load_settings
 from services.table.shard_leases import ShardLeases
-from services.table.store import TableStore
 from services.table.tables import TableCore
-from services.table.wallet_port import GrpcWallet
 
 log = logging.getLogger("bg.table")
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name

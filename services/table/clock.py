@@ -19,8 +19,8 @@ from collections.abc import Callable
 from services.common.backoff import pause
 from services.common.clock import now_ms
 from services.common.deps import reply_text
+from services.table.adapters.redis_store import WAKE_CHANNEL, TableStore
 from services.table.shard_leases import AllShards, ShardLeases
-from services.table.store import WAKE_CHANNEL, TableStore
 from services.table.tables import TableCore
 
 log = logging.getLogger("bg.table.clock")

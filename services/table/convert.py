@@ -19,7 +19,7 @@ from engine.view import PlayerView
 from engine.vocabulary import DeadlineKind, EndReason, GameResult, Phase
 from services.common.errors import InvalidArgument
 from services.contracts.vocabulary import to_proto
-from services.table.repository import TableMeta
+from services.table.ports import TableMeta
 
 
 def options_to_proto(o: RulesOptions) -> table_pb2.TableOptions:

@@ -36,9 +36,9 @@ from services.common.clock import now_ms
 from services.common.event_log import Forgetful, confirmed
 from services.common.topics import TABLE_EVENTS
 from services.contracts.event_records import commit_record
+from services.table.adapters.redis_store import Entry, RelayState, TableStore
 from services.table.metrics import TableMetrics
 from services.table.shard_leases import AllShards, ShardLeases
-from services.table.store import Entry, RelayState, TableStore
 
 log = logging.getLogger("bg.table.relay")
 LEASE_MS = 10_000

@@ -45,16 +45,16 @@ from services.contracts.table_options import rules_from_proto
 from services.contracts.vocabulary import to_proto
 from services.table import convert
 from services.table.metrics import TableMetrics
-from services.table.repository import (
+from services.table.ports import (
     Commit,
     CommitResult,
     CommitStatus,
     Loaded,
     TableMeta,
     TableRepository,
+    WalletPort,
+    command_field,
 )
-from services.table.store import command_field
-from services.table.wallet_port import WalletPort
 
 log = logging.getLogger("bg.table")
 MAX_ATTEMPTS = 50

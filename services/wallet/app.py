@@ -16,13 +16,14 @@ from services.common.deps import sql_check, sql_engine
 from services.common.event_log import Committed, Forgetful, Incarnation, TopicKeeper, Topics
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS, Namespace
+from services.wallet.adapters.grpc_outcomes import GrpcOutcomes
 from services.wallet.api import WalletServicer
 from services.wallet.consumer import TableEventsHandler, consume
 from services.wallet.ledger import Ledger, Outcome, check_invariants
 from services.wallet.metrics import WalletMetrics
 from services.wallet.migrate import migrate
 from services.wallet.outbox import OutboxRelay
-from services.wallet.reconciler import GrpcOutcomes, Reconciler
+from services.wallet.reconciler import Reconciler
 from services.wallet.settings import load_settings
 
 log = logging.getLogger("bg.wallet")

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 from aiokafka import TopicPartition
 from sqlalchemy import delete, func, select, update
@@ -28,17 +28,12 @@ from services.common.clock import now_ms as now
 from services.common.event_log import Forgetful, confirmed
 from services.common.topics import PLAIN, Namespace
 from services.wallet.metrics import WalletMetrics
+from services.wallet.ports import Publisher
 from services.wallet.schema import outbox
 
 log = logging.getLogger("bg.wallet.outbox")
 BATCH = 500
 CONFIRM_S = 1.0  # how often sent rows are checked against the groups' offsets (embedded mode)
-
-
-class Publisher(Protocol):
-    async def start(self) -> None: ...
-    async def stop(self) -> None: ...
-    async def send(self, topic: str, value: bytes, key: bytes) -> Awaitable[Any]: ...
 
 
 class OutboxRelay:

@@ -17,38 +17,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Protocol
 
-import grpc
-
-from bg.table.v1 import table_pb2, table_pb2_grpc
+from bg.table.v1 import table_pb2
 from services.common.backoff import pause
 from services.common.clock import now_ms as wall_now
-from services.common.errors import ServiceError, remote_call
+from services.common.errors import ServiceError
 from services.contracts import money_keys
 from services.wallet.ledger import Ledger
 from services.wallet.metrics import WalletMetrics
+from services.wallet.ports import OutcomePort
 
 log = logging.getLogger("bg.wallet.reconciler")
 State = table_pb2.MatchOutcome.State
-
-
-class OutcomePort(Protocol):
-    async def outcome(self, table_id: str, match_id: str) -> table_pb2.MatchOutcome: ...
-
-
-class GrpcOutcomes:
-    """Asks the table service (any replica, over one balanced channel)."""
-
-    def __init__(self, channel: grpc.aio.Channel) -> None:
-        self.stub = table_pb2_grpc.TableServiceStub(channel)
-
-    async def outcome(self, table_id: str, match_id: str) -> table_pb2.MatchOutcome:
-        request = table_pb2.GetMatchOutcomeRequest(table_id=table_id, match_id=match_id)
-        reply: table_pb2.MatchOutcome = await remote_call(
-            self.stub.GetMatchOutcome(request, timeout=5)
-        )
-        return reply
 
 
 @dataclass

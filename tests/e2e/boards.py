@@ -12,9 +12,9 @@ import redis.asyncio as redis_asyncio
 
 from services.common.deps import sql_engine
 from services.common.migrate import migrate
+from services.leaderboard.adapters.sql_boards import SqlBoardStore
 from services.leaderboard.app import MIGRATIONS
 from services.leaderboard.consumer import EventHandler, rebuild
-from services.leaderboard.store import SqlBoardStore
 
 
 async def assert_boards_equal_a_rebuild(

@@ -14,7 +14,7 @@ from engine import profiles
 from engine.machine import Rejection, apply
 from engine.profiles import RulesOptions
 from engine.view import player_view, spectator_view
-from services.table import state_codec as codec
+from services.table.adapters import state_codec as codec
 from tests.engine.playout import play_match
 
 OPTIONS = [

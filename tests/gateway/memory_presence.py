@@ -1,10 +1,10 @@
-"""An in-memory PresenceRepository (services/gateway/presence_store.py) for unit tests of
+"""An in-memory PresenceRepository (services/gateway/adapters/redis_presence.py) for unit tests of
 presence, held to the Redis store by tests/gateway/test_presence_store.py. One event loop, so
 each method is atomic, as the Redis store's scripts are."""
 
 from __future__ import annotations
 
-from services.gateway.presence_store import Stream
+from services.gateway.ports import Stream
 
 
 class MemoryPresenceStore:

@@ -13,8 +13,8 @@ import uuid
 import pytest
 
 from services.common.deps import redis_client
+from services.gateway.adapters.redis_presence import RedisPresenceStore
 from services.gateway.presence import Presence
-from services.gateway.presence_store import RedisPresenceStore
 from tests.gateway.memory_presence import MemoryPresenceStore
 from tests.helpers import Valkey
 

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from services.gateway.presence_store import PresenceRepository, RedisPresenceStore
+from services.gateway.adapters.redis_presence import RedisPresenceStore
+from services.gateway.ports import PresenceRepository
 from tests.gateway.memory_presence import MemoryPresenceStore
 from tests.helpers import flushed_client
 

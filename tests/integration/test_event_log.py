@@ -35,9 +35,9 @@ from services.common.event_log import (
 )
 from services.common.topics import TABLE_EVENTS, Namespace
 from services.contracts.event_records import table_events
+from services.table.adapters.redis_store import TableStore
+from services.table.ports import Commit, TableMeta
 from services.table.relay import EventRelay
-from services.table.repository import Commit, TableMeta
-from services.table.store import TableStore
 from tests.helpers import Valkey
 
 pytestmark = pytest.mark.integration

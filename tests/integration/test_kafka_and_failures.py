@@ -119,7 +119,7 @@ async def test_a_wallet_that_cannot_be_reached_is_unavailable_to_the_table() -> 
     so an offer or a boost during a wallet outage is refused and can be sent again."""
     from infra.embedded import free_port
     from services.common.errors import ServiceError
-    from services.table.wallet_port import GrpcWallet
+    from services.table.adapters.grpc_wallet import GrpcWallet
 
     async with grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}") as nowhere:
         wallet = GrpcWallet(nowhere, timeout_s=2)

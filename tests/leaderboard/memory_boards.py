@@ -1,4 +1,4 @@
-"""An in-memory BoardRepository (services/leaderboard/store.py) for unit tests of the
+"""An in-memory BoardRepository (services/leaderboard/adapters/sql_boards.py) for unit tests of the
 leaderboard, held to the SQL-and-Redis store by tests/leaderboard/test_store.py, which runs the
 same tests on both. Like that store it keeps a record and ranks derived from it: `ranks` can be
 lost (as Redis can) and `resync` rebuilds them."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 from bg.events.v1 import events_pb2
 from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
 from services.leaderboard import boards
-from services.leaderboard.effects import ALL, Effects
-from services.leaderboard.store import Profile, Ranked, wallet_players
+from services.leaderboard.effects import ALL, Effects, wallet_players
+from services.leaderboard.ports import Profile, Ranked
 
 
 class MemoryBoardStore:

@@ -15,9 +15,10 @@ from bg.events.v1 import events_pb2
 from services.common.deps import sql_engine
 from services.common.migrate import migrate
 from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
+from services.leaderboard.adapters.sql_boards import SqlBoardStore
 from services.leaderboard.app import MIGRATIONS
 from services.leaderboard.consumer import EventHandler
-from services.leaderboard.store import BoardRepository, Profile, SqlBoardStore
+from services.leaderboard.ports import BoardRepository, Profile
 from tests.helpers import sql_url
 from tests.leaderboard.memory_boards import MemoryBoardStore
 
@@ -262,6 +263,36 @@ async def test_rebuild_and_a_players_replay_come_from_the_archive(store: BoardRe
     assert again["events"] > 0 and again["applied"] == 0  # each event id applies once
     assert (await store.profile(ann), await store.profile(bob)) == live
     assert await store.archived_events("nobody") == []
+
+
+async def test_the_rebuild_command_empties_the_boards_and_applies_the_archive(
+    tmp_path: Path, valkey_url: str
+) -> None:
+    """`python -m services.leaderboard rebuild` (app.rebuild_boards, on the service's own
+    settings): boards whose ranks were lost come back from the archive, as live consumption
+    made them."""
+    from services.leaderboard.app import rebuild_boards
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/lb.db"
+    engine = sql_engine(url)
+    await migrate(engine, MIGRATIONS)
+    redis = redis_asyncio.Redis.from_url(valkey_url)
+    await redis.flushdb()
+    store = SqlBoardStore(engine, redis)
+    try:
+        handler = EventHandler(store)
+        for topic, raw in as_tables_send(recorded("ann", "bob")):
+            await handler.handle(topic, raw)
+        live = await store.top("trophies", "all", 10)
+        assert live
+        await store.reset()
+        assert await store.top("trophies", "all", 10) == []
+        env = {"BG_DATABASE_URL": url, "BG_REDIS_URL": valkey_url}
+        assert await rebuild_boards(env) > 0
+        assert await store.top("trophies", "all", 10) == live
+    finally:
+        await redis.aclose()
+        await engine.dispose()
 
 
 async def test_service_exports_its_metrics(

@@ -1,4 +1,4 @@
-"""An in-memory LobbyRepository (services/matchmaking/lobby_store.py) for unit tests of the
+"""An in-memory LobbyRepository (services/matchmaking/adapters/redis_lobby.py) for unit tests of the
 lobby, held to the Redis store by tests/matchmaking/test_lobby_store.py. One event loop, so
 each method is atomic, as the Redis store's scripts are. Expiry is not modelled: a test that
 needs it runs on Redis."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from services.matchmaking.lobby_store import HoldKind, PlayerSet
+from services.matchmaking.ports import HoldKind, PlayerSet
 
 
 class MemoryLobbyStore:

@@ -14,8 +14,9 @@ import pytest
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
 from services.matchmaking import lobby as lobby_module
+from services.matchmaking.adapters.redis_lobby import RedisLobbyStore
 from services.matchmaking.lobby import CODE_ALPHABET, Lobby, LobbyStatus, normalize_code
-from services.matchmaking.lobby_store import LobbyRepository, RedisLobbyStore
+from services.matchmaking.ports import LobbyRepository
 from tests.helpers import flushed_client
 from tests.matchmaking.memory_lobby import MemoryLobbyStore
 

@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from services.matchmaking.lobby_store import LobbyRepository, RedisLobbyStore
+from services.matchmaking.adapters.redis_lobby import RedisLobbyStore
+from services.matchmaking.ports import LobbyRepository
 from tests.helpers import flushed_client
 from tests.matchmaking.memory_lobby import MemoryLobbyStore
 

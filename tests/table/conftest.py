@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from services.table.store import TableStore
+from services.table.adapters.redis_store import TableStore
 from services.table.tables import TableCore
 from tests.table.fakes import FakeWallet
 from tests.table.memory_store import MemoryTableStore

@@ -9,7 +9,7 @@ from bg.table.v1 import table_pb2
 from engine import bots
 from engine import commands as c
 from engine.position import Position
-from services.table.store import TableStore
+from services.table.adapters.redis_store import TableStore
 from services.table.tables import Rejected, TableCore
 
 

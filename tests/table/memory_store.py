@@ -1,4 +1,4 @@
-"""An in-memory TableRepository (services/table/repository.py) for unit tests of the table
+"""An in-memory TableRepository (services/table/ports.py) for unit tests of the table
 core: the same answers as the Redis store's Lua script (EXISTS, NO_TABLE, DUP, CONFLICT, OK),
 held to it by tests/table/test_repository.py. One event loop, so each method is atomic."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from services.table.repository import Commit, CommitResult, CommitStatus, Loaded
-from services.table.store import decode_state, encode_state
+from services.table.adapters.redis_store import decode_state, encode_state
+from services.table.ports import Commit, CommitResult, CommitStatus, Loaded
 
 
 class MemoryTableStore:

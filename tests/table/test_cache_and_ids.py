@@ -15,7 +15,7 @@ from engine import commands as c
 from engine.view import PlayerView
 from services.common.errors import ServiceError
 from services.contracts.table_feed import update_channel
-from services.table.store import TableStore
+from services.table.adapters.redis_store import TableStore
 from services.table.tables import TableCore
 from tests.table.driver import options, redis_store
 from tests.table.fakes import FakeWallet
@@ -134,7 +134,7 @@ def test_a_lost_lease_drops_the_cached_states_of_the_shards_it_covered() -> None
     """Issue 25: when a replica's shards change it forgets the tables of every shard it no
     longer owns (their states would only go stale there) and keeps the rest."""
     from services.contracts.shards import shard_of
-    from services.table.repository import Loaded, TableMeta
+    from services.table.ports import Loaded, TableMeta
     from services.table.tables import StateCache
 
     cache = StateCache(16)

@@ -10,8 +10,8 @@ import redis.asyncio as redis_asyncio
 
 from bg.events.v1 import events_pb2
 from engine import commands as c
+from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
-from services.table.store import TableStore
 from services.table.tables import TableCore
 from tests.helpers import kind, load_table
 from tests.table.driver import options, redis_store

@@ -14,8 +14,8 @@ from engine import commands as c
 from services.common.backoff import pause
 from services.common.errors import ServiceError
 from services.contracts.table_feed import stream_key
+from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
-from services.table.store import TableStore
 from services.table.tables import TableCore
 from tests.helpers import kind, load_table
 from tests.table.driver import options, play
@@ -300,8 +300,8 @@ async def test_a_finished_tables_keys_expire_once_relayed_and_a_rematch_keeps_th
     """Issue 13 req. 6: nothing of a finished match stays in Redis past the grace period, and
     nothing expires before its events are on Kafka."""
     from services.contracts.table_feed import table_key
+    from services.table.adapters.redis_store import FINISHED_TTL_S, commands_key, record_key
     from services.table.relay import EventRelay
-    from services.table.store import FINISHED_TTL_S, commands_key, record_key
 
     core = redis_core
     store = cast(TableStore, core.store)

@@ -23,8 +23,8 @@ from infra.embedded import free_port
 from services.common.errors import ServiceError
 from services.common.topics import TABLE_EVENTS
 from services.contracts.event_records import table_events
+from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
-from services.table.store import TableStore
 from services.table.tables import TableCore
 from tests.helpers import Valkey, kind, load_table
 from tests.table.driver import options, redis_store

@@ -12,8 +12,8 @@ import pytest
 from engine import profiles
 from engine.machine import new_match
 from engine.state import TableState
-from services.table.repository import Commit, TableMeta, TableRepository
-from services.table.store import TableStore
+from services.table.adapters.redis_store import TableStore
+from services.table.ports import Commit, TableMeta, TableRepository
 from tests.helpers import flushed_client
 from tests.table.memory_store import MemoryTableStore
 

@@ -12,10 +12,10 @@ import redis.asyncio as redis_asyncio
 from bg.events.v1 import events_pb2
 from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, shard_of
 from services.contracts.table_feed import stream_key, table_key, update_channel
+from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.relay import EventRelay
 from services.table.shard_leases import MEMBERS, ShardLeases, assign
-from services.table.store import TableStore
 from services.table.tables import TableCore
 from tests.helpers import Valkey, kind
 from tests.table.driver import options, redis_store

@@ -11,7 +11,7 @@ import pytest
 from engine import profiles
 from engine.machine import new_match
 from engine.state import MatchState, TableState
-from services.table import state_codec as codec
+from services.table.adapters import state_codec as codec
 
 # Append-only: a new field goes at the end, with a default. Reordering breaks stored tables.
 MATCH_FIELDS = [

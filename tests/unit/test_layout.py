@@ -95,3 +95,66 @@ def test_the_engine_imports_only_the_standard_library_and_itself() -> None:
         and module.split(".")[0] not in ("engine", "__future__")
     )
     assert foreign == []
+
+
+# Modules that work on an adapter directly, and why (everything else sees adapters through a
+# port, and only the composition root makes them).
+INTEGRATION_PATHS = {
+    # The clock worker and the Kafka relay read the Redis store's per-shard sets.
+    "table/clock.py",
+    "table/relay.py",
+}
+
+
+def _service_dirs() -> list[Path]:
+    return sorted(
+        p
+        for p in SERVICES.iterdir()
+        if (p / "__init__.py").exists() and p.name not in ("common", "contracts")
+    )
+
+
+def test_every_service_has_one_shape() -> None:
+    """Issue 26: `__main__` runs `app.build_app` (the one composition root), `settings` reads
+    the environment; a service with an API serves it from `api.py`, its ports are Protocols in
+    `ports.py`, their implementations in `adapters/`, its metrics in `metrics.py`."""
+    wrong = []
+    for service in _service_dirs():
+        name = service.name
+        for needed in ("__main__.py", "app.py", "settings.py"):
+            if not (service / needed).exists():
+                wrong.append(f"{name} has no {needed}")
+        if "def build_app(" not in (service / "app.py").read_text():
+            wrong.append(f"{name}/app.py has no build_app")
+        for path in service.rglob("*.py"):
+            rel = str(path.relative_to(SERVICES))
+            tree = ast.parse(path.read_text())
+            protocols = [
+                node.name
+                for node in ast.walk(tree)
+                if isinstance(node, ast.ClassDef)
+                and any(getattr(b, "id", "") == "Protocol" for b in node.bases)
+            ]
+            if protocols and path.name != "ports.py":
+                wrong.append(f"{rel} defines ports {protocols} outside ports.py")
+            if "prometheus_client" in _imports(path) and path.name != "metrics.py":
+                wrong.append(f"{rel} makes metrics outside metrics.py")
+            adapters = [m for m in _imports(path) if m.startswith(f"services.{name}.adapters")]
+            composes = path.name in ("app.py", "__main__.py") and path.parent == service
+            if adapters and not (composes or "adapters" in path.parts or rel in INTEGRATION_PATHS):
+                wrong.append(f"{rel} imports {adapters}: only app.py makes adapters")
+        if (service / "adapters").exists() and not (service / "ports.py").exists():
+            wrong.append(f"{name} has adapters but no ports.py")
+        if (service / "ports.py").exists():
+            for module in _imports(service / "ports.py"):
+                if ".adapters" in module:
+                    wrong.append(f"{name}/ports.py imports {module}")
+    assert wrong == []
+
+
+def test_every_composition_root_registers_its_closes_where_it_makes_them() -> None:
+    """Each resource's close goes on the app's AsyncExitStack (`app.closes`, `app.channel`)
+    where it is made: no close-down list kept by hand in a root."""
+    for service in _service_dirs():
+        text = (service / "app.py").read_text()
+        assert "on_stop" not in text and "close-down" not in text, service.name

@@ -22,7 +22,7 @@ BUILTIN = {"up"}
 def exported_metrics() -> set[str]:
     """Every sample name the services' metric objects export (built as the services build them)."""
     from services.common.metrics import ServiceMetrics
-    from services.leaderboard.app import LeaderboardMetrics
+    from services.leaderboard.metrics import LeaderboardMetrics
     from services.table.metrics import TableMetrics
     from services.wallet.metrics import WalletMetrics
 

@@ -1,26 +1,13 @@
-"""What a table needs from the wallet, as a port; the gRPC adapter talks to the wallet service.
-
-Money around commands uses holds (services/wallet/ledger.py): a double's raise is held at the
-offer and a boost's price before its commit; both are captured once the commit happened.
-"""
+"""The table's wallet port (services/table/ports.py) on the wallet service's gRPC API, and the
+wallet of tables without money."""
 
 from __future__ import annotations
-
-from typing import Protocol
 
 import grpc
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.errors import ServiceError, remote_call
 from services.contracts import money_keys
-
-
-class WalletPort(Protocol):
-    async def hold_raise(self, key: str, match_id: str, cube: int) -> None: ...
-    async def hold_spend(
-        self, key: str, player_id: str, amount: int, reason: str, match_id: str
-    ) -> None: ...
-    async def capture(self, hold_key: str) -> None: ...
 
 
 class GrpcWallet:

@@ -12,10 +12,11 @@ gateway) is decided by one Lua script, so exactly one caller sees it."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from services.common.deps import evalsha, reply_text
 from services.contracts.shards import shard_of, shard_tag
+from services.gateway.ports import Stream
 
 GATEWAYS_KEY = "presence:gateways"
 
@@ -56,38 +57,6 @@ if expiry and tonumber(expiry) < tonumber(ARGV[2]) then
 end
 return 0
 """
-
-Stream = tuple[str, str, str]  # table, player, stream
-
-
-class PresenceRepository(Protocol):
-    async def take_lease(self, gateway: str, expiry_ms: int) -> None:
-        """Hold `gateway`'s lease until `expiry_ms`."""
-        ...
-
-    async def renew_lease(self, gateway: str, expiry_ms: int, now_ms: int) -> bool:
-        """Extend a lease that has not lapsed by `now_ms`; False when it lapsed or was forgotten."""
-        ...
-
-    async def lapsed_gateways(self, now_ms: int, limit: int) -> list[str]:
-        """Gateways whose lease lapsed before `now_ms`."""
-        ...
-
-    async def forget(self, gateway: str, now_ms: int) -> None:
-        """Drop a lapsed gateway's lease (one whose streams are all closed)."""
-        ...
-
-    async def open_stream(self, gateway: str, table_id: str, player_id: str, stream: str) -> bool:
-        """Record a stream under `gateway`; True when it is the (table, player)'s first."""
-        ...
-
-    async def close_stream(self, gateway: str, table_id: str, player_id: str, stream: str) -> bool:
-        """Forget a stream; True when it was the (table, player)'s last. Idempotent."""
-        ...
-
-    async def streams_of(self, gateway: str, limit: int) -> list[Stream]:
-        """Up to `limit` of the streams recorded under `gateway`."""
-        ...
 
 
 def _pair_key(table_id: str, player_id: str) -> str:

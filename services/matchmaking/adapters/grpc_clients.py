@@ -1,4 +1,4 @@
-"""gRPC adapters of matchmaking's ports: the wallet and the table service."""
+"""gRPC adapters of matchmaking's ports (services/matchmaking/ports.py): wallet and tables."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The boards' state: the port the leaderboard works through (`BoardRepository`) and its
-implementation, where SQL is the record and Redis sorted sets the ranks. The unit tests run
-on an in-memory one (tests/leaderboard/memory_boards.py), held to this one by the same tests.
+"""The boards' state (`BoardRepository`, services/leaderboard/ports.py), where SQL is the record
+and Redis sorted sets the ranks. The unit tests run on an in-memory one
+(tests/leaderboard/memory_boards.py), held to this one by the same tests.
 
 Each event is one SQL transaction that first records its id (a repeated id changes nothing),
 then adds its deltas. After the commit, the touched Redis members are set to the SQL values
@@ -9,8 +9,7 @@ then adds its deltas. After the commit, the touched Redis members are set to the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -19,7 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from bg.events.v1 import events_pb2
 from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
 from services.leaderboard import boards
-from services.leaderboard.effects import ALL, Effects
+from services.leaderboard.effects import ALL, Effects, wallet_players
+from services.leaderboard.ports import Profile, Ranked
 from services.leaderboard.schema import (
     match_players,
     matches,
@@ -30,73 +30,9 @@ from services.leaderboard.schema import (
     wallet_events,
 )
 
-Ranked = tuple[int, str, float]  # (rank from 1, player, score)
-
-
-def wallet_players(event: events_pb2.WalletEvent) -> list[str]:
-    """The players a wallet event concerns."""
-    return sorted({p for p in (event.winner_id, *event.player_deltas) if p})
-
 
 def zkey(board: str, key: str) -> str:
     return f"lb:{board}:{key}"
-
-
-@dataclass
-class Profile:
-    """A player's standings from the record: board -> key -> value, and their rating."""
-
-    trophies: dict[str, int] = field(default_factory=dict)
-    league: dict[str, int] = field(default_factory=dict)
-    scored: dict[str, int] = field(default_factory=dict)
-    rating: float = boards.START_RATING
-    experience: int = 0
-    rated_matches: int = 0
-
-
-class BoardRepository(Protocol):
-    async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:
-        """Apply an event's effects once; False for an event id already applied."""
-        ...
-
-    async def archive(self, event: events_pb2.TableEvent) -> bool: ...
-
-    async def history(self, player: str, limit: int, before_ms: int) -> list[bytes]:
-        """A player's archived match end events, newest first, ended before `before_ms` (0:
-        any)."""
-        ...
-
-    async def archived(self, match_id: str) -> bytes | None: ...
-
-    async def archive_wallet(self, event: events_pb2.WalletEvent) -> bool:
-        """Keep a wallet event (once per event id) with the players it concerns."""
-        ...
-
-    async def archived_events(self, player: str | None = None) -> list[tuple[str, bytes]]:
-        """The archive as (logical topic, serialized event), oldest first: every finished
-        match's end event (with its moves) and every wallet event; only `player`'s when
-        given."""
-        ...
-
-    async def top(self, board: str, key: str, limit: int) -> list[Ranked]: ...
-
-    async def rank(
-        self, board: str, key: str, player: str, around: int
-    ) -> tuple[int, float, list[Ranked]]:
-        """(rank, score, neighbours) with rank 0 when the player is not on the board."""
-        ...
-
-    async def size(self, board: str, key: str) -> int: ...
-
-    async def profile(self, player: str) -> Profile: ...
-
-    async def resync(self) -> None:
-        """Rebuild the ranks from the record (after a crash between the two)."""
-        ...
-
-    async def reset(self) -> None:
-        """Empty the boards, keeping the archive (before a rebuild from it)."""
-        ...
 
 
 class SqlBoardStore:

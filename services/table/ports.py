@@ -1,9 +1,10 @@
-"""The table core's port to its state: what `TableCore` needs from a store, and the types it
-speaks in (its adapters import them from here). `services/table/store.py` is the implementation
-(Redis, one Lua script per atomic change); the unit tests run the core on an in-memory one
-(tests/table/memory_store.py), and a contract test holds both to the same behaviour. The clock
-worker and the Kafka relay work on the Redis store's shard sets directly: they are its
-integration paths."""
+"""The table core's ports: what `TableCore` needs from a store and from the wallet, and the
+types it speaks in (its adapters import them from here).
+
+`services/table/adapters/redis_store.py` is the store's implementation (Redis, one Lua script
+per atomic change); the unit tests run the core on an in-memory one (tests/table/memory_store.py),
+and a contract test holds both to the same behaviour. The clock worker and the Kafka relay work
+on the Redis store's shard sets directly: they are its integration paths."""
 
 from __future__ import annotations
 
@@ -64,6 +65,12 @@ class Commit:
     kinds: list[str] | None = None  # the events' kinds (the relay's record headers)
 
 
+def command_field(seat: int, command_id: str) -> str:
+    """Command ids are scoped to the seat that sends them (I-34): the field a store remembers a
+    command's result under ("" for no id)."""
+    return f"{seat}:{command_id}" if command_id else ""
+
+
 class TableRepository(Protocol):
     async def load(self, table_id: str) -> Loaded | None:
         """The table now (seq, state, meta, relayed pointer), or None for no table."""
@@ -101,3 +108,15 @@ class TableRepository(Protocol):
     async def get_prefs(self, player_id: str) -> dict[str, str]: ...
 
     async def set_prefs(self, player_id: str, **prefs: str) -> None: ...
+
+
+class WalletPort(Protocol):
+    """What a wagered table needs of the wallet (services/table/adapters/grpc_wallet.py): a
+    double's raise is held at the offer and a boost's price before its commit (holds,
+    services/wallet/ledger.py); both are captured once the commit happened."""
+
+    async def hold_raise(self, key: str, match_id: str, cube: int) -> None: ...
+    async def hold_spend(
+        self, key: str, player_id: str, amount: int, reason: str, match_id: str
+    ) -> None: ...
+    async def capture(self, hold_key: str) -> None: ...

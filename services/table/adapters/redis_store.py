@@ -34,8 +34,8 @@ from services.common.deps import evalsha, evalsha_many, reply_text
 from services.contracts import money_keys
 from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
 from services.contracts.table_feed import stream_entries, stream_key, table_key, update_channel
-from services.table import state_codec as codec
-from services.table.repository import Commit, CommitResult, CommitStatus, Loaded
+from services.table.adapters import state_codec as codec
+from services.table.ports import Commit, CommitResult, CommitStatus, Loaded
 
 WAKE_CHANNEL = "clocks:wake"  # "<shard>:<deadline ms>" when a commit sets its shard's earliest
 # A finished match's keys (state, stream, command ids, record) expire FINISHED_TTL_S after all
@@ -201,11 +201,6 @@ def commands_key(table_id: str) -> str:
 
 def record_key(table_id: str, match_id: str) -> str:
     return table_key(table_id) + ":rec:" + match_id
-
-
-def command_field(seat: int, command_id: str) -> str:
-    """Command ids are scoped to the seat that sends them (I-34)."""
-    return f"{seat}:{command_id}" if command_id else ""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""The lobby's state: the port the lobby works through (`LobbyRepository`) and its Redis
-implementation. The unit tests run the lobby on an in-memory one
-(tests/matchmaking/memory_lobby.py), held to this one by a contract test.
+"""The lobby's state on Redis: `LobbyRepository` (services/matchmaking/ports.py). The unit tests
+run the lobby on an in-memory one (tests/matchmaking/memory_lobby.py), held to this one by a
+contract test.
 
 A table's document is one JSON value at `lobby:{lobby}:t:<id>`, changed by compare-and-set (a
 script writes it only if it is still what was read, and keeps the open and dealing indexes):
@@ -11,19 +11,16 @@ cluster."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from services.common.deps import evalsha, reply_text
 from services.contracts.lobby_keys import BOT_TABLES, LOBBY_TAG, lobby_key
+from services.matchmaking.ports import HoldKind, PlayerSet
 
 OPEN_SET = f"lobby:{LOBBY_TAG}:open"  # public tables with a free seat -> ms created
 LIVE_SET = f"lobby:{LOBBY_TAG}:live"  # watchable tables dealt -> ms dealt (I-35)
 DEALING_SET = f"lobby:{LOBBY_TAG}:dealing"  # table id -> ms its deal started
 LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
-PlayerSet = Literal["hosting", "seated"]  # the tables a player opened / sits at
-# A player's entries held by compare-and-set: a client request id's answer; the wagered match
-# the player sits at.
-HoldKind = Literal["request", "wagered"]
 
 # KEYS: the document, OPEN_SET, DEALING_SET. ARGV: the document as read, as changed, its TTL,
 # the table id, its open-index score ("" = not listed), its dealing-index score ("" = not
@@ -54,94 +51,6 @@ _ENQUEUE_IF_EMPTY = (
     "if redis.call('LLEN', KEYS[1]) > 0 then return 0 end "
     "redis.call('RPUSH', KEYS[1], ARGV[1]) return 1"
 )
-
-
-class LobbyRepository(Protocol):
-    async def read(self, table_id: str) -> str | None:
-        """A table's document (JSON), or None."""
-        ...
-
-    async def create(self, table_id: str, doc: str, open_since_ms: int | None) -> None:
-        """A new document, listed as open from `open_since_ms` (None: not listed)."""
-        ...
-
-    async def save_if_unchanged(
-        self,
-        table_id: str,
-        read: str,
-        doc: str,
-        open_since_ms: int | None,
-        dealing_since_ms: int | None,
-    ) -> bool:
-        """Write `doc` if the document is still `read`; keep the open and dealing indexes."""
-        ...
-
-    async def reserve_code(self, code: str, table_id: str, ttl_s: int) -> bool:
-        """Take a party code for a table unless it is taken."""
-        ...
-
-    async def code_table(self, code: str) -> str | None: ...
-
-    async def add_player_table(self, kind: PlayerSet, player_id: str, table_id: str) -> None: ...
-
-    async def player_tables(self, kind: PlayerSet, player_id: str) -> list[str]: ...
-
-    async def drop_player_table(self, kind: PlayerSet, player_id: str, table_id: str) -> None: ...
-
-    async def open_tables(self, limit: int) -> list[str]:
-        """Listed open tables, newest first."""
-        ...
-
-    async def drop_open(self, table_id: str) -> None: ...
-
-    async def mark_live(self, table_id: str, at_ms: int) -> None: ...
-
-    async def live_tables(self, since_ms: int, limit: int) -> list[str]:
-        """Tables dealt since `since_ms`, newest first (older ones drop off)."""
-        ...
-
-    async def drop_live(self, table_id: str) -> None: ...
-
-    async def dealing_before(self, cutoff_ms: int, limit: int) -> list[str]:
-        """Tables whose deal started before `cutoff_ms`, oldest first."""
-        ...
-
-    async def drop_dealing(self, table_id: str) -> None: ...
-
-    async def pop_waiting(self, queue: str) -> str | None:
-        """The quick-match table waiting longest in `queue`, taken off it."""
-        ...
-
-    async def push_waiting(self, queue: str, table_id: str) -> None: ...
-
-    async def enqueue_if_empty(self, queue: str, table_id: str) -> bool:
-        """Queue `table_id` unless someone waits already (atomic)."""
-        ...
-
-    async def add_bot_table(self, table_id: str) -> None:
-        """A table with a computer seat, for the bots worker."""
-        ...
-
-    async def scored_table(self, player_id: str) -> str | None:
-        """The player's scored table in play (I-18), or None."""
-        ...
-
-    async def set_scored_table(self, player_id: str, table_id: str, ttl_s: int) -> None: ...
-
-    async def clear_scored_table(self, player_id: str) -> None: ...
-
-    async def hold(
-        self, kind: HoldKind, player_id: str, key: str, value: str, replacing: str, ttl_s: int
-    ) -> str | None:
-        """Set the player's `kind` entry `key` to `value` if it is unset, holds `replacing`, or
-        holds `value` already (atomic); None then, else the value that holds it."""
-        ...
-
-    async def release(self, kind: HoldKind, player_id: str, key: str, value: str) -> None:
-        """Delete the entry if it still holds `value`."""
-        ...
-
-    async def held(self, kind: HoldKind, player_id: str, key: str) -> str | None: ...
 
 
 def _player_key(kind: PlayerSet, player_id: str) -> str:

@@ -1,0 +1,60 @@
+"""The gateway's ports: where identities come from, account names, presence leases and streams
+(services/gateway/adapters/redis_presence.py; in memory for the unit tests,
+tests/gateway/memory_presence.py, held to it by a contract test), and a table's events for the
+relay (services/gateway/feed.py)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bg.events.v1 import events_pb2
+from services.gateway.auth import Identity
+
+
+class IdentityProvider(Protocol):
+    """Where player identities come from (guest logins here; an account system later)."""
+
+    async def guest(self, name: str) -> Identity: ...
+
+
+class AccountNames(Protocol):
+    async def names(self, player_ids: list[str]) -> dict[str, str]: ...
+
+
+Stream = tuple[str, str, str]  # table, player, stream
+
+
+class PresenceRepository(Protocol):
+    async def take_lease(self, gateway: str, expiry_ms: int) -> None:
+        """Hold `gateway`'s lease until `expiry_ms`."""
+        ...
+
+    async def renew_lease(self, gateway: str, expiry_ms: int, now_ms: int) -> bool:
+        """Extend a lease that has not lapsed by `now_ms`; False when it lapsed or was forgotten."""
+        ...
+
+    async def lapsed_gateways(self, now_ms: int, limit: int) -> list[str]:
+        """Gateways whose lease lapsed before `now_ms`."""
+        ...
+
+    async def forget(self, gateway: str, now_ms: int) -> None:
+        """Drop a lapsed gateway's lease (one whose streams are all closed)."""
+        ...
+
+    async def open_stream(self, gateway: str, table_id: str, player_id: str, stream: str) -> bool:
+        """Record a stream under `gateway`; True when it is the (table, player)'s first."""
+        ...
+
+    async def close_stream(self, gateway: str, table_id: str, player_id: str, stream: str) -> bool:
+        """Forget a stream; True when it was the (table, player)'s last. Idempotent."""
+        ...
+
+    async def streams_of(self, gateway: str, limit: int) -> list[Stream]:
+        """Up to `limit` of the streams recorded under `gateway`."""
+        ...
+
+
+class EventSource(Protocol):
+    async def events_between(
+        self, table_id: str, after_seq: int, upto_seq: int
+    ) -> list[events_pb2.TableEvent]: ...

@@ -1,0 +1,72 @@
+"""The leaderboard's port to its boards (`BoardRepository`) and the types it speaks in. The
+service's is services/leaderboard/adapters/sql_boards.py (SQL the record, Redis sorted sets the
+ranks); the unit tests run on an in-memory one (tests/leaderboard/memory_boards.py), held to it
+by the same tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from bg.events.v1 import events_pb2
+from services.leaderboard import boards
+from services.leaderboard.effects import Effects
+
+Ranked = tuple[int, str, float]  # (rank from 1, player, score)
+
+
+@dataclass
+class Profile:
+    """A player's standings from the record: board -> key -> value, and their rating."""
+
+    trophies: dict[str, int] = field(default_factory=dict)
+    league: dict[str, int] = field(default_factory=dict)
+    scored: dict[str, int] = field(default_factory=dict)
+    rating: float = boards.START_RATING
+    experience: int = 0
+    rated_matches: int = 0
+
+
+class BoardRepository(Protocol):
+    async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:
+        """Apply an event's effects once; False for an event id already applied."""
+        ...
+
+    async def archive(self, event: events_pb2.TableEvent) -> bool: ...
+
+    async def history(self, player: str, limit: int, before_ms: int) -> list[bytes]:
+        """A player's archived match end events, newest first, ended before `before_ms` (0:
+        any)."""
+        ...
+
+    async def archived(self, match_id: str) -> bytes | None: ...
+
+    async def archive_wallet(self, event: events_pb2.WalletEvent) -> bool:
+        """Keep a wallet event (once per event id) with the players it concerns."""
+        ...
+
+    async def archived_events(self, player: str | None = None) -> list[tuple[str, bytes]]:
+        """The archive as (logical topic, serialized event), oldest first: every finished
+        match's end event (with its moves) and every wallet event; only `player`'s when
+        given."""
+        ...
+
+    async def top(self, board: str, key: str, limit: int) -> list[Ranked]: ...
+
+    async def rank(
+        self, board: str, key: str, player: str, around: int
+    ) -> tuple[int, float, list[Ranked]]:
+        """(rank, score, neighbours) with rank 0 when the player is not on the board."""
+        ...
+
+    async def size(self, board: str, key: str) -> int: ...
+
+    async def profile(self, player: str) -> Profile: ...
+
+    async def resync(self) -> None:
+        """Rebuild the ranks from the record (after a crash between the two)."""
+        ...
+
+    async def reset(self) -> None:
+        """Empty the boards, keeping the archive (before a rebuild from it)."""
+        ...

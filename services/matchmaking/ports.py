@@ -1,0 +1,121 @@
+"""Matchmaking's ports: the lobby's state (`LobbyRepository`, on Redis in the service,
+services/matchmaking/adapters/redis_lobby.py; in memory for the unit tests,
+tests/matchmaking/memory_lobby.py, held to it by a contract test) and the services a deal calls
+(services/matchmaking/adapters/grpc_clients.py)."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from bg.table.v1 import table_pb2
+
+PlayerSet = Literal["hosting", "seated"]  # the tables a player opened / sits at
+
+
+# A player's entries held by compare-and-set: a client request id's answer; the wagered match
+# the player sits at.
+HoldKind = Literal["request", "wagered"]
+
+
+class LobbyRepository(Protocol):
+    async def read(self, table_id: str) -> str | None:
+        """A table's document (JSON), or None."""
+        ...
+
+    async def create(self, table_id: str, doc: str, open_since_ms: int | None) -> None:
+        """A new document, listed as open from `open_since_ms` (None: not listed)."""
+        ...
+
+    async def save_if_unchanged(
+        self,
+        table_id: str,
+        read: str,
+        doc: str,
+        open_since_ms: int | None,
+        dealing_since_ms: int | None,
+    ) -> bool:
+        """Write `doc` if the document is still `read`; keep the open and dealing indexes."""
+        ...
+
+    async def reserve_code(self, code: str, table_id: str, ttl_s: int) -> bool:
+        """Take a party code for a table unless it is taken."""
+        ...
+
+    async def code_table(self, code: str) -> str | None: ...
+
+    async def add_player_table(self, kind: PlayerSet, player_id: str, table_id: str) -> None: ...
+
+    async def player_tables(self, kind: PlayerSet, player_id: str) -> list[str]: ...
+
+    async def drop_player_table(self, kind: PlayerSet, player_id: str, table_id: str) -> None: ...
+
+    async def open_tables(self, limit: int) -> list[str]:
+        """Listed open tables, newest first."""
+        ...
+
+    async def drop_open(self, table_id: str) -> None: ...
+
+    async def mark_live(self, table_id: str, at_ms: int) -> None: ...
+
+    async def live_tables(self, since_ms: int, limit: int) -> list[str]:
+        """Tables dealt since `since_ms`, newest first (older ones drop off)."""
+        ...
+
+    async def drop_live(self, table_id: str) -> None: ...
+
+    async def dealing_before(self, cutoff_ms: int, limit: int) -> list[str]:
+        """Tables whose deal started before `cutoff_ms`, oldest first."""
+        ...
+
+    async def drop_dealing(self, table_id: str) -> None: ...
+
+    async def pop_waiting(self, queue: str) -> str | None:
+        """The quick-match table waiting longest in `queue`, taken off it."""
+        ...
+
+    async def push_waiting(self, queue: str, table_id: str) -> None: ...
+
+    async def enqueue_if_empty(self, queue: str, table_id: str) -> bool:
+        """Queue `table_id` unless someone waits already (atomic)."""
+        ...
+
+    async def add_bot_table(self, table_id: str) -> None:
+        """A table with a computer seat, for the bots worker."""
+        ...
+
+    async def scored_table(self, player_id: str) -> str | None:
+        """The player's scored table in play (I-18), or None."""
+        ...
+
+    async def set_scored_table(self, player_id: str, table_id: str, ttl_s: int) -> None: ...
+
+    async def clear_scored_table(self, player_id: str) -> None: ...
+
+    async def hold(
+        self, kind: HoldKind, player_id: str, key: str, value: str, replacing: str, ttl_s: int
+    ) -> str | None:
+        """Set the player's `kind` entry `key` to `value` if it is unset, holds `replacing`, or
+        holds `value` already (atomic); None then, else the value that holds it."""
+        ...
+
+    async def release(self, kind: HoldKind, player_id: str, key: str, value: str) -> None:
+        """Delete the entry if it still holds `value`."""
+        ...
+
+    async def held(self, kind: HoldKind, player_id: str, key: str) -> str | None: ...
+
+
+class WalletPort(Protocol):
+    async def escrow(self, key: str, match_id: str, players: list[str], stake: int) -> None: ...
+    async def refund(self, key: str, match_id: str) -> None: ...
+    async def balance(self, player_id: str) -> int: ...
+
+
+class TablePort(Protocol):
+    async def create_match(
+        self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
+    ) -> str: ...
+    async def leave(self, table_id: str, player_id: str, seat: int) -> None: ...
+    async def rematch_agreed(self, table_id: str, player_id: str) -> bool: ...
+    async def match_exists(self, table_id: str, match_id: str) -> bool: ...
+    async def match_in_play(self, table_id: str, match_id: str) -> bool: ...
