@@ -22,11 +22,11 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
 	@touch $@
 
-bg/.generated: $(PROTOS) infra/protogen.py $(VENV)/.installed
-	$(BIN)/python -m infra.protogen
+bg/.generated: $(PROTOS) infra/tools/protogen.py $(VENV)/.installed
+	$(BIN)/python -m infra.tools.protogen
 
 protos: $(VENV)/.installed
-	$(BIN)/python -m infra.protogen
+	$(BIN)/python -m infra.tools.protogen
 
 up: setup
 	$(BIN)/bgcluster up $(ARGS)

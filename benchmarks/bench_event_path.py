@@ -33,7 +33,7 @@ from bg.events.v1 import events_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from engine import profiles
 from engine.machine import new_match
-from infra.local_cluster import Cluster, cpu_seconds, local_cluster
+from infra.cluster.local_cluster import RunningCluster, cpu_seconds, local_cluster
 from services.common import kafka
 from services.common.clock import now_ms
 from services.common.deps import redis_client
@@ -68,7 +68,7 @@ def _rss_mb(pid: int) -> float:
 class Feeder:
     """Commits as a table replica makes them (its relays publish them)."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: RunningCluster) -> None:
         self.redis = redis_client(cluster.state["redis_url"])
         self.store = TableStore(self.redis)
         self.seqs: dict[str, int] = {}
@@ -120,7 +120,7 @@ class Feeder:
 class Watcher:
     """A consumer of the cluster's table events outside its groups: latency from commit."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: RunningCluster) -> None:
         boot = cluster.state["kafka_bootstrap"]
         self.log = EventLog(Namespace(cluster.state["kafka_namespace"]), "embedded", ROTATE_S, 1)
         self.incarnation = Incarnation(boot, self.log)
@@ -160,7 +160,7 @@ class Watcher:
             await self.incarnation.close()
 
 
-async def _wallet_ops(cluster: Cluster, count: int) -> None:
+async def _wallet_ops(cluster: RunningCluster, count: int) -> None:
     """Operations through the wallet's API: its outbox publishes their events."""
     async with grpc.aio.insecure_channel(cluster.address("wallet")) as channel:
         wallet = wallet_pb2_grpc.WalletServiceStub(channel)
@@ -174,11 +174,11 @@ async def _wallet_ops(cluster: Cluster, count: int) -> None:
             )
 
 
-def _broker_pids(cluster: Cluster) -> dict[str, int]:
+def _broker_pids(cluster: RunningCluster) -> dict[str, int]:
     return {k: v for k, v in cluster.pids.items() if k in ("kafka", "seaweedfs")}
 
 
-async def _idle_cpu(cluster: Cluster, seconds: float = 10.0) -> float:
+async def _idle_cpu(cluster: RunningCluster, seconds: float = 10.0) -> float:
     """The broker's share of a core with nothing produced: what its consumers' polling costs."""
     pid = _broker_pids(cluster)["kafka"]
     before = cpu_seconds(pid)
@@ -186,7 +186,7 @@ async def _idle_cpu(cluster: Cluster, seconds: float = 10.0) -> float:
     return (cpu_seconds(pid) - before) / seconds
 
 
-async def _steady(cluster: Cluster, feeder: Feeder, watcher: Watcher) -> dict[str, Any]:
+async def _steady(cluster: RunningCluster, feeder: Feeder, watcher: Watcher) -> dict[str, Any]:
     pids = _broker_pids(cluster)
     idle = await _idle_cpu(cluster)
     watcher.latency.clear()
@@ -229,7 +229,7 @@ def _slow_into_gen(watcher: Watcher) -> str:
     return " ".join(str(c) for c in counts)
 
 
-async def _generations(cluster: Cluster) -> int:
+async def _generations(cluster: RunningCluster) -> int:
     from aiokafka.admin import AIOKafkaAdminClient
 
     admin = AIOKafkaAdminClient(bootstrap_servers=cluster.state["kafka_bootstrap"])
@@ -242,7 +242,7 @@ async def _generations(cluster: Cluster) -> int:
     return len(namespace.generations(TABLE_EVENTS, topics))
 
 
-async def _memory_run(cluster: Cluster) -> None:
+async def _memory_run(cluster: RunningCluster) -> None:
     feeder, watcher = Feeder(cluster), Watcher(cluster)
     watching = asyncio.create_task(watcher.run())
     try:
@@ -280,7 +280,7 @@ async def _memory_run(cluster: Cluster) -> None:
         await feeder.close()
 
 
-async def _s3_run(cluster: Cluster) -> None:
+async def _s3_run(cluster: RunningCluster) -> None:
     feeder, watcher = Feeder(cluster), Watcher(cluster)
     watching = asyncio.create_task(watcher.run())
     try:

@@ -32,8 +32,8 @@ from bg.table.v1 import table_pb2
 from client.play_wire import next_command
 from client.player import Player
 from engine import bots
-from infra.embedded import free_port
-from infra.local_cluster import Cluster, cpu_of, cpu_seconds, local_cluster
+from infra.cluster.embedded import free_port
+from infra.cluster.local_cluster import RunningCluster, cpu_of, cpu_seconds, local_cluster
 from services.contracts.vocabulary import FINISHED
 
 TABLES = 20
@@ -166,7 +166,10 @@ async def _drive(
 
 
 async def _gateway(
-    cluster: Cluster, pairs: list[list[Player]], rate: float | None = None, combine: bool = True
+    cluster: RunningCluster,
+    pairs: list[list[Player]],
+    rate: float | None = None,
+    combine: bool = True,
 ) -> dict[str, float]:
     lat: list[float] = []
     pids = cluster.pids
@@ -191,7 +194,7 @@ async def _gateway(
     }
 
 
-async def _players(cluster: Cluster) -> tuple[list[list[Player]], list[grpc.aio.Channel]]:
+async def _players(cluster: RunningCluster) -> tuple[list[list[Player]], list[grpc.aio.Channel]]:
     channels = [
         grpc.aio.insecure_channel(cluster.address("gateway"), options=OPTIONS)
         for _ in range(2 * TABLES)
@@ -209,7 +212,7 @@ def _line(name: str, r: dict[str, float], unit: str) -> str:
     )
 
 
-async def _main(cluster: Cluster, echo_address: str, echo_pid: int) -> None:
+async def _main(cluster: RunningCluster, echo_address: str, echo_pid: int) -> None:
     pairs, channels = await _players(cluster)
     try:
         await _gateway(cluster, pairs[:2], None)  # warm up (connections, caches, code paths)

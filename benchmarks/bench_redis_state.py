@@ -22,7 +22,7 @@ from bg.table.v1 import table_pb2
 from engine import bots
 from engine import commands as c
 from engine.position import Position
-from infra.embedded import start_valkey
+from infra.cluster.embedded import start_valkey
 from services.contracts.shards import clocks_key, relay_key, shard_of
 from services.table.adapters.grpc_wallet import NoWallet
 from services.table.adapters.redis_store import FINISHED_TTL_S, TableStore

@@ -23,7 +23,7 @@ import grpc
 
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
-from infra.embedded import free_port, start_tansu, start_valkey
+from infra.cluster.embedded import free_port, start_tansu, start_valkey
 from services.table.adapters.redis_store import TableStore
 
 P = events_pb2.Phase

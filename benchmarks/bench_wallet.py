@@ -16,7 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
-from infra.embedded import start_postgres
+from infra.cluster.embedded import start_postgres
 from services.common.deps import sql_engine
 from services.wallet.ledger import MAX_BATCH, Ledger, check_invariants
 from services.wallet.migrate import migrate

@@ -37,7 +37,7 @@ from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
-from infra.runner import Cluster, ClusterConfig
+from infra.cluster.runner import Cluster, ClusterConfig
 from services.common import balanced
 from services.contracts.vocabulary import FINISHED
 
@@ -336,7 +336,7 @@ async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
     then kill it -9 (the supervisor brings it back as a replica). Returns the seconds frozen."""
     from redis.crc import key_slot
 
-    from infra.valkey_cluster import primary_of
+    from infra.cluster.valkey_cluster import primary_of
     from services.contracts.table_feed import table_key
 
     slot = key_slot(table_key(table_id).encode())

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from infra.local_cluster import Cluster, TreeCpu, cpu_of, local_cluster
+from infra.cluster.local_cluster import RunningCluster, TreeCpu, cpu_of, local_cluster
 from services.table.shard_leases import TTL_MS
 
 CHECKS = ("disagreement", "legal_refused", "illegal_accepted", "missed_timeout", "doubled_timeout",
@@ -118,7 +118,7 @@ def _late_bound_ms(args: argparse.Namespace) -> float:
     return 1000.0 + (TTL_MS if args.chaos else 0)
 
 
-def _measure(args: argparse.Namespace, data: Path, cluster: Cluster) -> int:
+def _measure(args: argparse.Namespace, data: Path, cluster: RunningCluster) -> int:
     """Run Locust against the running cluster (killing a table replica for --chaos)."""
     bin_dir = Path(sys.executable).parent
     state = cluster.state
@@ -143,7 +143,7 @@ def _measure(args: argparse.Namespace, data: Path, cluster: Cluster) -> int:
     generator = TreeCpu(locust.pid)
     generator_s = 0.0
     try:
-        if args.chaos:  # the runner's supervisor starts it again (infra/supervision.py)
+        if args.chaos:  # the runner's supervisor starts it again (infra/cluster/supervision.py)
             time.sleep(args.duration / 3)
             victim = next(s for s in state["services"] if s["instance"] == "table-2")
             os.kill(victim["pid"], signal.SIGKILL)

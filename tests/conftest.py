@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from infra import embedded
-from infra.valkey_cluster import RunningCluster, start_valkey_cluster
+from infra.cluster import embedded
+from infra.cluster.valkey_cluster import RunningCluster, start_valkey_cluster
 from tests.helpers import Valkey
 
 

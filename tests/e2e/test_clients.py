@@ -193,8 +193,13 @@ async def test_two_browsers_play_a_whole_casual_match(
     await mover.locator("[data-movable]").first.click()
     await mover.locator("[data-target]").first.click()
     await _wait_seq_change(watcher, seq)
+    # Both pages at the same commit before they are compared (on a loaded machine the mover's
+    # own update may arrive after the watcher's).
+    seen = await _state(watcher)
+    await mover.wait_for_function("s => bg.state().seq >= s", arg=seen["seq"], timeout=8000)
     moved, seen = await _state(mover), await _state(watcher)
-    if moved["myTurn"]:  # one die still to play: the turn is in play
+    # One die still to play: the turn is in play.
+    if moved["myTurn"] and moved["seq"] == seen["seq"]:
         assert seen["board"]["opponent"] == moved["board"]["own"]
         assert seen["board"]["own"] == moved["board"]["opponent"]
 

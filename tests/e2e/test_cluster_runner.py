@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from infra.runner import Cluster, ClusterConfig, StartupError
+from infra.cluster.runner import Cluster, ClusterConfig, StartupError
 from services.common.topics import TOPICS, Namespace
 from tests.helpers import kafka_namespace
 
@@ -133,7 +133,7 @@ async def test_supervision_restarts_what_dies_and_stop_leaves_nothing(
     """Issue 13 req. 2: a kill -9 is reported loudly and the process comes back (new pid,
     SERVING, restart counted); `bgcluster restart NAME` does the same on request; stopping
     leaves no process behind, restarted ones included."""
-    from infra.status import UnknownProcess, restart
+    from infra.cluster.status import UnknownProcess, restart
 
     out = io.StringIO()
     cluster = Cluster(
@@ -214,7 +214,7 @@ async def _generations(bootstrap: str, namespace: Namespace) -> dict[str, list[i
 
 
 async def _collect(data_dir: Path) -> list[dict[str, Any]]:
-    from infra.status import collect
+    from infra.cluster.status import collect
 
     return await collect(data_dir)
 

@@ -27,8 +27,8 @@ import pytest
 from bg.table.v1 import table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
-from infra.runner import Cluster, ClusterConfig
-from infra.status import collect
+from infra.cluster.runner import Cluster, ClusterConfig
+from infra.cluster.status import collect
 from tests.e2e.money import books, settle_down
 from tests.e2e.test_chaos import Run, _play_pair
 from tests.helpers import retried

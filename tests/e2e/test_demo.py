@@ -10,8 +10,8 @@ import pytest
 
 from client.demo import BET, GRANT, run_demo
 from engine import dice
-from infra.runner import Cluster, ClusterConfig
-from infra.status import read_state
+from infra.cluster.runner import Cluster, ClusterConfig
+from infra.cluster.status import read_state
 from tests.helpers import kafka_namespace
 
 pytestmark = pytest.mark.e2e

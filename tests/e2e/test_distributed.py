@@ -25,8 +25,8 @@ from sqlalchemy import select
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
-from infra.runner import Cluster, ClusterConfig
-from infra.valkey_cluster import primary_of, wait_cluster_ok
+from infra.cluster.runner import Cluster, ClusterConfig
+from infra.cluster.valkey_cluster import primary_of, wait_cluster_ok
 from services.common.deps import redis_client, sql_engine
 from services.contracts.table_feed import table_key
 from services.contracts.vocabulary import FINISHED

@@ -24,8 +24,8 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
-from infra.runner import Cluster, ClusterConfig
-from infra.status import collect
+from infra.cluster.runner import Cluster, ClusterConfig
+from infra.cluster.status import collect
 from services.common.topics import TOPICS, Namespace
 from tests.e2e.boards import assert_boards_equal_a_rebuild
 from tests.e2e.money import books, settle_down

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from infra import embedded
+from infra.cluster import embedded
 
 pytestmark = pytest.mark.integration
 

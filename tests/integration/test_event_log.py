@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from bg.events.v1 import events_pb2
 from engine import profiles
 from engine.machine import new_match
-from infra import embedded
+from infra.cluster import embedded
 from services.common import kafka
 from services.common.event_log import (
     DELIVERY_SLACK_S,

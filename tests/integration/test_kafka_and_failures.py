@@ -12,8 +12,8 @@ from aiokafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
 from redis import exceptions as redis_errors
 from sqlalchemy import exc as sql_errors
 
-from infra.embedded import create_topics
-from infra.valkey_cluster import RunningCluster
+from infra.cluster.embedded import create_topics
+from infra.cluster.valkey_cluster import RunningCluster
 from services.common import kafka
 from services.common.deps import redis_client
 from services.common.errors import InvalidArgument, infrastructure_failure
@@ -117,7 +117,7 @@ def test_other_failures_are_not_disguised_as_outages(exc: Exception) -> None:
 async def test_a_wallet_that_cannot_be_reached_is_unavailable_to_the_table() -> None:
     """Issue 13 req. 3: the table's wallet calls fail as retryable UNAVAILABLE (never UNKNOWN),
     so an offer or a boost during a wallet outage is refused and can be sent again."""
-    from infra.embedded import free_port
+    from infra.cluster.embedded import free_port
     from services.common.errors import ServiceError
     from services.table.adapters.grpc_wallet import GrpcWallet
 

@@ -11,7 +11,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from infra.embedded import free_port
+from infra.cluster.embedded import free_port
 from services.common.host import ServiceHost
 from services.common.service import ServiceApp
 from services.gateway.app import build_app as gateway

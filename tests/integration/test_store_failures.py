@@ -21,7 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from infra import embedded, valkey_cluster
+from infra.cluster import embedded, valkey_cluster
 from services.common.errors import Unavailable, infrastructure_failure, sqlstate
 
 pytestmark = pytest.mark.integration

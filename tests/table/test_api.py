@@ -172,7 +172,7 @@ async def test_commands_over_one_stream_with_failover(
     """The gateway's command lines on one balanced channel (issue 14 req. 2): many commands on
     a SubmitCommands stream, typed errors carried back, and a dead replica among the addresses
     skipped by round robin (its calls retried on the live one)."""
-    from infra.embedded import free_port
+    from infra.cluster.embedded import free_port
     from services.common.balanced import table_channel
     from services.gateway.command_lines import CommandLines
 

@@ -19,7 +19,7 @@ from aiokafka import AIOKafkaConsumer
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from engine import commands as c
-from infra.embedded import free_port
+from infra.cluster.embedded import free_port
 from services.common.errors import ServiceError
 from services.common.topics import TABLE_EVENTS
 from services.contracts.event_records import table_events

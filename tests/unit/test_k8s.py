@@ -112,11 +112,11 @@ def test_prod_replicates_kafka_three_times_with_idempotent_producers(tmp_path: P
 
 def test_alerts_dashboards_and_scrapes_agree(docs: list[dict[str, Any]]) -> None:
     """Issue 14 req. 5: the PrometheusRule is alerts.yml (regenerate with python -m
-    infra.k8s_rules); the ServiceMonitor names its job as the rules expect (ServiceDown reads
+    infra.tools.k8s_rules); the ServiceMonitor names its job as the rules expect (ServiceDown reads
     up{job="bgcluster"}); the dashboards ship as ConfigMaps Grafana's sidecar loads."""
-    from infra.k8s_rules import MANIFEST, render
+    from infra.tools.k8s_rules import MANIFEST, render
 
-    assert MANIFEST.read_text() == render(), "run: python -m infra.k8s_rules"
+    assert MANIFEST.read_text() == render(), "run: python -m infra.tools.k8s_rules"
     rule = next(d for d in docs if d["kind"] == "PrometheusRule")
     alerts = yaml.safe_load((ROOT / "infra/prometheus/alerts.yml").read_text())
     assert rule["spec"]["groups"] == alerts["groups"]

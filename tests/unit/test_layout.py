@@ -158,3 +158,19 @@ def test_every_composition_root_registers_its_closes_where_it_makes_them() -> No
     for service in _service_dirs():
         text = (service / "app.py").read_text()
         assert "on_stop" not in text and "close-down" not in text, service.name
+
+
+def test_infra_is_split_by_job() -> None:
+    """infra/: the cluster (runner and what it starts), the command line, the tools (code
+    generation, the Kubernetes rules), the Prometheus files; no module loose at its top."""
+    infra = SERVICES.parent / "infra"
+    assert sorted(p.name for p in infra.iterdir() if not p.name.startswith((".", "__"))) == [
+        "cli",
+        "cluster",
+        "prometheus",
+        "tools",
+    ]
+    for job in ("cli", "tools"):
+        for path in (infra / job).rglob("*.py"):
+            for module in _imports(path):
+                assert not module.startswith("services.") or job == "cli", (path, module)

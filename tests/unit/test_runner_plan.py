@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.runner import Cluster, ClusterConfig
+from infra.cluster.runner import Cluster, ClusterConfig
 
 
 def test_replicas_of_any_service_get_their_own_names_and_ports(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_up_refuses_a_kafka_namespace_kafka_could_not_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A namespace with a dot or a space is refused before anything starts (exit 2, why)."""
-    from infra.cli import main
+    from infra.cli.bgcluster import main
 
     with pytest.raises(SystemExit) as ended:
         main(["up", "--data-dir", str(tmp_path), "--kafka-namespace", "a.b c"])
@@ -85,7 +85,7 @@ def test_every_gateway_reaches_every_matchmaking_replica(tmp_path: Path) -> None
 
 
 def test_replicas_are_asked_for_one_way(tmp_path: Path) -> None:
-    from infra.cli import _parser, parse_replicas
+    from infra.cli.bgcluster import _parser, parse_replicas
 
     args = _parser().parse_args(["up", "--replicas", "table=3", "--replicas", "gateway=2"])
     replicas = parse_replicas(args.replicas)

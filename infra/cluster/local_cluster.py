@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import urllib.request
@@ -15,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from infra.cluster.processes import spawn
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -79,7 +80,9 @@ def scrape_total(url: str, metric: str) -> float:
     return total
 
 
-class Cluster:
+class RunningCluster:
+    """A started `bgcluster up`, as its state file (cluster.json) describes it."""
+
     def __init__(self, data: Path, state: dict[str, Any]) -> None:
         self.data = data
         self.state = state
@@ -104,13 +107,12 @@ class Cluster:
 @contextmanager
 def local_cluster(
     data: Path, env: dict[str, str], *args: str, timeout_s: float = 90.0
-) -> Iterator[Cluster]:
+) -> Iterator[RunningCluster]:
     """Start `bgcluster up` in `data`, yield once every service is SERVING, stop it after."""
-    bin_dir = Path(sys.executable).parent
-    log = (data / "cluster.log").open("w")
-    proc = subprocess.Popen(
-        [bin_dir / "bgcluster", "up", "--base-port", "0", "--data-dir", str(data), *args],
-        env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    bgcluster = str(Path(sys.executable).parent / "bgcluster")
+    proc = spawn(
+        [bgcluster, "up", "--base-port", "0", "--data-dir", str(data), *args],
+        data / "cluster.log", {**os.environ, **env}, append=False,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + timeout_s
@@ -121,8 +123,7 @@ def local_cluster(
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError((data / "cluster.log").read_text()[-3000:])
             time.sleep(0.1)
-        yield Cluster(data, json.loads((data / "cluster.json").read_text()))
+        yield RunningCluster(data, json.loads((data / "cluster.json").read_text()))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
-        log.close()

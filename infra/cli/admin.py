@@ -50,7 +50,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _credentials(args: argparse.Namespace) -> tuple[str, str, str]:
     """(gateway address, operator name, operator key)."""
-    from infra.status import read_state
+    from infra.cluster.status import read_state
 
     gateway, name, key = args.gateway, args.operator, os.environ.get("BG_OPERATOR_KEY", "")
     if not (gateway and name and key):
@@ -62,7 +62,7 @@ def _credentials(args: argparse.Namespace) -> tuple[str, str, str]:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from infra.status import NoCluster
+    from infra.cluster.status import NoCluster
 
     try:
         gateway, name, key = _credentials(args)

@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.embedded import RunningServer, _popen, _run_sync, free_port, valkey_argv, wait_redis
+from infra.cluster.embedded import (
+    RunningServer,
+    _run_sync,
+    free_port,
+    valkey_argv,
+    wait_redis,
+)
+from infra.cluster.processes import spawn
 
 SLOTS = 16_384
 NODE_TIMEOUT_MS = 2000
@@ -151,7 +158,7 @@ def start_valkey_cluster(workdir: Path, primaries: int = 3, replicas: int = 1) -
     try:
         for i, (port, bus) in enumerate(zip(ports, buses, strict=True)):
             folder = workdir / f"node-{i}"
-            proc = _popen(cluster_node_argv(port, bus, folder), folder / "valkey.log")
+            proc = spawn(cluster_node_argv(port, bus, folder), folder / "valkey.log")
             nodes.append(RunningServer(f"valkey-{i}", proc, f"redis://127.0.0.1:{port}/0"))
         _run_sync(form_cluster(ports, buses, primaries))
     except BaseException:

@@ -3,8 +3,8 @@
 Start order: infrastructure (embedded unless external URLs are given; durable: Valkey's
 append-only file, Tansu's messages in SeaweedFS's S3 store, both in the data directory), topics,
 then all services in parallel, each awaited until it reports SERVING on the standard gRPC health
-service. Whatever dies afterwards is started again (infra/supervision.py). Stop order: services
-first (SIGTERM: each drains gracefully), then infrastructure.
+service. Whatever dies afterwards is started again (infra/cluster/supervision.py). Stop order:
+services first (SIGTERM: each drains gracefully), then infrastructure.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Any, TextIO
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from infra import embedded, readiness, valkey_cluster
-from infra.processes import ManagedProcess, ProcSpec
-from infra.supervision import Supervisor
+from infra.cluster import embedded, readiness, valkey_cluster
+from infra.cluster.processes import ManagedProcess, ProcSpec
+from infra.cluster.supervision import Supervisor
 from services.common.topics import Namespace
 
 SERVICES = ("gateway", "matchmaking", "table", "wallet", "leaderboard", "bots")
@@ -53,6 +53,7 @@ VALKEY_CLUSTER_OFFSET = 60  # --valkey-cluster nodes: N+60.. (50110.. by default
 VALKEY_BUS_OFFSET = 100  # and their cluster bus ports: N+100..
 PROMETHEUS_OFFSET = 40  # --prometheus: N+40 (50090 by default)
 STATE_FILE = "cluster.json"
+PROMETHEUS_FILES = Path(__file__).resolve().parents[1] / "prometheus"  # infra/prometheus
 
 
 class StartupError(RuntimeError):
@@ -270,7 +271,7 @@ class Cluster:
             )
         folder = self.data_dir / "prometheus"
         folder.mkdir(parents=True, exist_ok=True)
-        source = Path(__file__).with_name("prometheus")
+        source = PROMETHEUS_FILES
         for name in ("prometheus.yml", "alerts.yml"):
             shutil.copy(source / name, folder / name)
         targets = [

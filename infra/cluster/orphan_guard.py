@@ -1,5 +1,6 @@
-"""`python -m infra.orphan_guard CMD ARG...`: exec CMD after asking the kernel to SIGTERM it when
-its parent (the cluster runner) dies, so even a runner killed with SIGKILL leaves no process.
+"""`python -m infra.cluster.orphan_guard CMD ARG...`: exec CMD after asking the kernel to
+SIGTERM it when its parent (the cluster runner) dies, so even a runner killed with SIGKILL
+leaves no process.
 
 A launcher rather than `preexec_fn`: Python code between fork and exec in a process with threads
 (the runner's gRPC health probes) can deadlock or crash the child; here the prctl runs in a
@@ -14,7 +15,7 @@ import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
-PARENT_ENV = "BG_ORPHAN_GUARD_PARENT"  # the runner's pid, set by infra.processes
+PARENT_ENV = "BG_ORPHAN_GUARD_PARENT"  # the runner's pid, set by infra.cluster.processes
 USER_ENV = "BG_ORPHAN_GUARD_USER"  # run CMD as this system user (PostgreSQL refuses root)
 
 
@@ -32,7 +33,7 @@ def _become(user: str) -> None:
 
 def main(argv: list[str]) -> None:
     if not argv:
-        raise SystemExit("usage: python -m infra.orphan_guard CMD [ARG...]")
+        raise SystemExit("usage: python -m infra.cluster.orphan_guard CMD [ARG...]")
     if user := os.environ.pop(USER_ENV, ""):
         _become(user)
     if sys.platform.startswith("linux"):

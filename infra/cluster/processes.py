@@ -1,9 +1,10 @@
-"""Child processes of the cluster runner: spawned, log-prefixed, supervised, stopped.
+"""Child processes: the cluster runner's (spawned, log-prefixed, supervised, stopped, below)
+and the ones sync code starts with `spawn` (test fixtures' servers, a benchmark's cluster).
 
 Children run in their own session so a terminal's Ctrl-C reaches only the runner, which then
 stops them in order (services, then infrastructure). Each child is started through
-`infra.orphan_guard`, which sets PR_SET_PDEATHSIG before it execs the real command, so even a
-runner killed with SIGKILL leaves no process behind.
+`infra.cluster.orphan_guard`, which sets PR_SET_PDEATHSIG before it execs the real command, so
+even a runner killed with SIGKILL leaves no process behind.
 """
 
 from __future__ import annotations
@@ -13,9 +14,23 @@ import collections
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
+
+
+def spawn(
+    argv: list[str], log: Path, env: dict[str, str] | None = None, append: bool = True
+) -> subprocess.Popen[bytes]:
+    """A child in its own session (a terminal's Ctrl-C is not its), its output to `log`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab" if append else "wb") as out:
+        return subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env=env,
+        )  # fmt: skip
 
 
 @dataclass
@@ -60,7 +75,7 @@ class ManagedProcess:
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "infra.orphan_guard",
+            "infra.cluster.orphan_guard",
             *self.spec.argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,

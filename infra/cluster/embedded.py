@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infra.cluster.processes import spawn
 from services.common.topics import TOPICS
 
 # Kafka error code returned when a topic already exists: creating topics is idempotent here.
@@ -318,17 +319,6 @@ def _run_sync(coro: Coroutine[Any, Any, None]) -> None:
         pool.submit(asyncio.run, coro).result()
 
 
-def _popen(
-    argv: list[str], log: Path, env: dict[str, str] | None = None
-) -> subprocess.Popen[bytes]:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env=env,
-        )  # fmt: skip
-
-
 def start_valkey(workdir: Path, port: int | None = None) -> RunningServer:
     """Valkey with its append-only file in `workdir` (reusing `port` and `workdir` restarts the
     same data). A free-picked port another process took first is picked again."""
@@ -343,7 +333,7 @@ def start_valkey(workdir: Path, port: int | None = None) -> RunningServer:
 
 def _start_valkey(workdir: Path, port: int | None) -> RunningServer:
     port = port or free_port()
-    proc = _popen(valkey_argv(port, workdir), workdir / "valkey.log")
+    proc = spawn(valkey_argv(port, workdir), workdir / "valkey.log")
     url = f"redis://127.0.0.1:{port}/0"
     server = RunningServer("valkey", proc, url)
     try:
@@ -379,7 +369,7 @@ def _start_tansu(
     port = port or free_port()
     storage = f"s3://{TANSU_BUCKET}/" if s3_url else "memory://tansu/"
     env = {**os.environ, **tansu_env(s3_url)} if s3_url else None
-    proc = _popen(tansu_argv(port, storage), workdir / "tansu.log", env)
+    proc = spawn(tansu_argv(port, storage), workdir / "tansu.log", env)
     bootstrap = f"127.0.0.1:{port}"
     server = RunningServer("kafka", proc, bootstrap)
     try:

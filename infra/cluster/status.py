@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from infra import readiness
-from infra.runner import STATE_FILE
+from infra.cluster import readiness
+from infra.cluster.runner import STATE_FILE
 
 
 class NoCluster(RuntimeError):
@@ -46,8 +46,8 @@ def alive(pid: int | None) -> bool:
 
 
 async def infra_status(name: str, address: str, pid: int | None) -> str:
-    """SERVING when the part answers what it serves (infra/readiness.py), NOT_SERVING while its
-    process lives but it does not, DEAD with no process."""
+    """SERVING when the part answers what it serves (infra/cluster/readiness.py), NOT_SERVING
+    while its process lives but it does not, DEAD with no process."""
     if not alive(pid):
         return "DEAD"
     return "SERVING" if await readiness.serving(name, address) else "NOT_SERVING"

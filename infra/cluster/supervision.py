@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from infra.processes import ManagedProcess
+from infra.cluster.processes import ManagedProcess
 
 FIRST_DELAY_S = 0.5
 MAX_DELAY_S = 30.0

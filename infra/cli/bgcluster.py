@@ -11,9 +11,9 @@ import signal
 import sys
 from pathlib import Path
 
-from infra import admin_cli
-from infra.runner import SERVICES, Cluster, ClusterConfig, StartupError
-from infra.status import (
+from infra.cli import admin as admin_cli
+from infra.cluster.runner import SERVICES, Cluster, ClusterConfig, StartupError
+from infra.cluster.status import (
     NoCluster,
     UnknownProcess,
     collect,
@@ -249,7 +249,7 @@ async def _demo(args: argparse.Namespace) -> int:
 
 async def _play(args: argparse.Namespace) -> int:
     from client.terminal import play_terminal, watch_terminal
-    from infra.status import read_state
+    from infra.cluster.status import read_state
 
     gateway = args.gateway
     if not gateway:
