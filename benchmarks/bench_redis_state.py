@@ -24,6 +24,7 @@ from engine import commands as c
 from engine.position import Position
 from infra.cluster.embedded import start_valkey
 from services.contracts.shards import clocks_key, relay_key, shard_of
+from services.contracts.table_options import rules_from_proto
 from services.table.adapters.grpc_wallet import NoWallet
 from services.table.adapters.redis_store import FINISHED_TTL_S, TableStore
 from services.table.relay import EventRelay
@@ -80,7 +81,7 @@ async def _keys(redis: Any, prefix: str) -> list[bytes]:
 async def _main(url: str) -> None:
     redis = redis_asyncio.Redis.from_url(url)
     core = TableCore(TableStore(redis), NoWallet(), clock_scale=0.001)
-    casual = table_pb2.TableOptions(profile="casual", match_length=1)
+    casual = rules_from_proto(table_pb2.TableOptions(profile="casual", match_length=1))
     before = int((await redis.info("memory"))["used_memory"])
     for i in range(LIVE):
         await core.create_match(f"live{i}", f"live{i}-1", P, casual)

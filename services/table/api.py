@@ -10,9 +10,8 @@ from typing import Any
 import grpc
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
-from engine.vocabulary import EndReason
 from services.common.errors import ServiceError, grpc_errors, infrastructure_failure
-from services.contracts.vocabulary import to_proto
+from services.contracts.table_options import rules_from_proto
 from services.table import convert
 from services.table.tables import Submitted, TableCore
 
@@ -28,8 +27,9 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def CreateMatch(
         self, request: table_pb2.CreateMatchRequest, context: Context
     ) -> table_pb2.CreateMatchResponse:
+        rules = rules_from_proto(request.options)
         fingerprint, seq, existed = await self.core.create_match(
-            request.table_id, request.match_id, list(request.player_ids), request.options
+            request.table_id, request.match_id, list(request.player_ids), rules
         )
         return table_pb2.CreateMatchResponse(
             table_id=request.table_id,
@@ -155,7 +155,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def GetMatchOutcome(
         self, request: table_pb2.GetMatchOutcomeRequest, context: Context
     ) -> table_pb2.MatchOutcome:
-        return await self.core.outcome(request.table_id, request.match_id)
+        return convert.outcome_proto(await self.core.outcome(request.table_id, request.match_id))
 
     @grpc_errors
     async def CloseMatch(
@@ -193,17 +193,4 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def GetMatchRecord(
         self, request: table_pb2.GetMatchRecordRequest, context: Context
     ) -> table_pb2.MatchRecord:
-        record = await self.core.record(request.table_id, request.match_id)
-        return table_pb2.MatchRecord(
-            table_id=record["table_id"],
-            match_id=record["match_id"],
-            player_ids=record["player_ids"],
-            seed_hex=record["seed_hex"],
-            fingerprint=record["fingerprint"],
-            rolls=[table_pb2.Roll(a=a, b=b) for a, b in record["rolls"]],
-            winner=record["winner"],
-            end_reason=to_proto(
-                EndReason(record["end_reason"]) if record["end_reason"] else None, EndReason
-            ),
-            score=record["score"],
-        )
+        return convert.record_proto(await self.core.record(request.table_id, request.match_id))

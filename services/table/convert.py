@@ -19,7 +19,7 @@ from engine.view import PlayerView
 from engine.vocabulary import DeadlineKind, EndReason, GameResult, Phase
 from services.common.errors import InvalidArgument
 from services.contracts.vocabulary import to_proto
-from services.table.ports import TableMeta
+from services.table.ports import MatchRecord, Outcome, OutcomeState, TableMeta
 
 
 def options_to_proto(o: RulesOptions) -> table_pb2.TableOptions:
@@ -195,3 +195,28 @@ def _lit(frm: int, dests: tuple[int, ...]) -> table_pb2.LitPoints:
     lit = table_pb2.LitPoints(to=list(dests))
     setattr(lit, "from", frm)  # `from` is a Python keyword
     return lit
+
+
+_OUTCOME = table_pb2.MatchOutcome.State
+_OUTCOME_STATES = {
+    OutcomeState.UNKNOWN: _OUTCOME.STATE_UNKNOWN,
+    OutcomeState.PLAYING: _OUTCOME.STATE_PLAYING,
+    OutcomeState.CLOSED: _OUTCOME.STATE_CLOSED,
+    OutcomeState.ENDED: _OUTCOME.STATE_ENDED,
+}
+
+
+def outcome_proto(o: Outcome) -> table_pb2.MatchOutcome:
+    return table_pb2.MatchOutcome(
+        state=_OUTCOME_STATES[o.state], winner_id=o.winner_id, cube=o.cube,
+        applied_boosts=o.applied_boosts,
+    )  # fmt: skip
+
+
+def record_proto(r: MatchRecord) -> table_pb2.MatchRecord:
+    return table_pb2.MatchRecord(
+        table_id=r.table_id, match_id=r.match_id, player_ids=r.player_ids, seed_hex=r.seed_hex,
+        fingerprint=r.fingerprint, rolls=[table_pb2.Roll(a=a, b=b) for a, b in r.rolls],
+        winner=r.winner, score=r.score,
+        end_reason=to_proto(EndReason(r.end_reason) if r.end_reason else None, EndReason),
+    )  # fmt: skip

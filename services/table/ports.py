@@ -8,9 +8,10 @@ on the Redis store's shard sets directly: they are its integration paths."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Any, Protocol, TypedDict
+from typing import Protocol, TypedDict
 
 from engine.state import TableState
 
@@ -49,6 +50,64 @@ class CommitResult:
 
 
 @dataclass(frozen=True)
+class MatchRecord:
+    """A finished match as the table keeps it, its seed revealed: written by the commit that
+    ends the match (in the same script), read by GetMatchRecord and the wallet's reconciler
+    (through the outcome). Serialised once, as JSON, when it is stored."""
+
+    table_id: str
+    match_id: str
+    player_ids: tuple[str, ...]  # by seat
+    profile: str
+    seed_hex: str
+    fingerprint: str  # sha256(seed), published at the start
+    rolls: tuple[tuple[int, int], ...]  # every draw in order
+    winner: int  # seat, -1: closed without one
+    end_reason: str  # an engine EndReason value, "" for none
+    score: tuple[int, ...]
+    cube: int  # the highest cube of the match's games
+    boosts: tuple[tuple[int, int, int], ...] = ()  # (game, seat, boost no) of each boost applied
+
+    def encode(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def decode(cls, raw: str | bytes) -> MatchRecord:
+        d = json.loads(raw)
+        return cls(
+            table_id=d["table_id"],
+            match_id=d["match_id"],
+            player_ids=tuple(d["player_ids"]),
+            profile=d.get("profile", ""),
+            seed_hex=d["seed_hex"],
+            fingerprint=d["fingerprint"],
+            rolls=tuple((int(a), int(b)) for a, b in d["rolls"]),
+            winner=int(d["winner"]),
+            end_reason=d.get("end_reason") or "",
+            score=tuple(d.get("score", ())),
+            cube=int(d.get("cube", 1)),
+            boosts=tuple((int(g), int(s), int(n)) for g, s, n in d.get("boosts", ())),
+        )  # records written before this type kept a move list too: ignored
+
+
+class OutcomeState(StrEnum):
+    UNKNOWN = "unknown"  # no such match at the table (never dealt, or long forgotten)
+    PLAYING = "playing"
+    CLOSED = "closed"  # ended without a winner: every stake refunded
+    ENDED = "ended"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a match stands, for the wallet's reconciler: settle, refund or wait."""
+
+    state: OutcomeState
+    winner_id: str = ""
+    cube: int = 0  # ENDED: the final cube
+    applied_boosts: tuple[str, ...] = ()  # the hold keys of the boosts the match applied
+
+
+@dataclass(frozen=True)
 class Commit:
     """One transition of a table, as the core hands it to the store."""
 
@@ -61,7 +120,7 @@ class Commit:
     now_ms: int
     meta: TableMeta | None = None  # set with the match (a create, a new match)
     update: bytes = b""  # published to the table's gateways once committed
-    record: dict[str, Any] | None = None  # the match record, when this commit ends the match
+    record: MatchRecord | None = None  # written when this commit ends the match
     kinds: list[str] | None = None  # the events' kinds (the relay's record headers)
 
 
@@ -93,17 +152,13 @@ class TableRepository(Protocol):
         """Serialized events after `after_seq`, in order, at most `count`."""
         ...
 
-    async def deadline(self, table_id: str) -> int | None:
-        """The table's scheduled deadline (ms), or None."""
-        ...
-
     async def reschedule(self, table_id: str, seq: int, deadline_ms: int | None) -> bool:
         """Set the deadline if the table is still at `seq` (a stale entry put back in line)."""
         ...
 
     async def unschedule(self, table_id: str) -> None: ...
 
-    async def get_record(self, table_id: str, match_id: str) -> dict[str, Any] | None: ...
+    async def get_record(self, table_id: str, match_id: str) -> MatchRecord | None: ...
 
     async def get_prefs(self, player_id: str) -> dict[str, str]: ...
 

@@ -20,13 +20,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from google.protobuf import json_format
-
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2
 from engine import commands as c
 from engine import events as e
 from engine.machine import Applied, PendingDeadline, Rejection, apply, new_match, next_deadline
+from engine.profiles import RulesOptions
 from engine.state import TableState
 from engine.view import PlayerView, player_view, spectator_view
 from engine.vocabulary import RejectionCode
@@ -41,7 +40,6 @@ from services.common.errors import (
 from services.common.metrics import ServiceMetrics
 from services.contracts import money_keys
 from services.contracts.shards import shard_of
-from services.contracts.table_options import rules_from_proto
 from services.contracts.vocabulary import to_proto
 from services.table import convert
 from services.table.metrics import TableMetrics
@@ -50,6 +48,9 @@ from services.table.ports import (
     CommitResult,
     CommitStatus,
     Loaded,
+    MatchRecord,
+    Outcome,
+    OutcomeState,
     TableMeta,
     TableRepository,
     WalletPort,
@@ -174,7 +175,7 @@ class TableCore:
     # -- creating ----------------------------------------------------------------------------
 
     async def create_match(
-        self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
+        self, table_id: str, match_id: str, players: list[str], rules: RulesOptions
     ) -> tuple[str, int, bool]:
         _check_id("table_id", table_id)
         _check_id("match_id", match_id)
@@ -182,7 +183,6 @@ class TableCore:
             raise InvalidArgument(
                 "INVALID_PLAYERS", "a match has two different players", field="player_ids"
             )
-        rules = rules_from_proto(options)
         if self.clock_scale != 1.0:
             rules = rules.scaled(self.clock_scale)
 
@@ -493,7 +493,7 @@ class TableCore:
         loaded = await self._load(table_id)
         return loaded, spectator_view(loaded.state.match)
 
-    async def record(self, table_id: str, match_id: str) -> dict[str, Any]:
+    async def record(self, table_id: str, match_id: str) -> MatchRecord:
         saved = await self.store.get_record(table_id, match_id)
         if saved is not None:
             return saved
@@ -506,33 +506,30 @@ class TableCore:
             "MATCH_NOT_OVER", "the record (and the seed) is available once the match ends"
         )
 
-    async def outcome(self, table_id: str, match_id: str) -> table_pb2.MatchOutcome:
+    async def outcome(self, table_id: str, match_id: str) -> Outcome:
         """How a match stands, from its record (written with the match's end) or the live
         table: what the wallet's reconciler needs to settle, refund or wait."""
         _check_id("table_id", table_id)
-        state = table_pb2.MatchOutcome.State
         record = await self.store.get_record(table_id, match_id)
-        if record is None:
+        if record is not None:
+            winner, players, cube, boosts = (
+                record.winner, record.player_ids, record.cube, record.boosts
+            )  # fmt: skip
+        else:
             loaded = await self.store.load(table_id)
             if loaded is None or loaded.meta["match_id"] != match_id:
-                return table_pb2.MatchOutcome(state=state.STATE_UNKNOWN)
+                return Outcome(OutcomeState.UNKNOWN)
             m = loaded.state.match
             if not m.finished:
-                return table_pb2.MatchOutcome(state=state.STATE_PLAYING)
-            record = {  # the record expired before the table: its state still says how it ended
-                "winner": -1 if m.winner is None else m.winner,
-                "player_ids": loaded.meta["player_ids"],
-                "cube": max((g.cube for g in m.games), default=m.cube),
-            }
-        boosts = [money_keys.boost_hold(match_id, *b) for b in record.get("boosts", [])]
-        if record["winner"] < 0:
-            return table_pb2.MatchOutcome(state=state.STATE_CLOSED, applied_boosts=boosts)
-        return table_pb2.MatchOutcome(
-            state=state.STATE_ENDED,
-            winner_id=record["player_ids"][record["winner"]],
-            cube=int(record.get("cube", 1)),
-            applied_boosts=boosts,
-        )
+                return Outcome(OutcomeState.PLAYING)
+            # The record expired before the table: its state still says how it ended.
+            winner = -1 if m.winner is None else m.winner
+            players = tuple(loaded.meta["player_ids"])
+            cube, boosts = max((g.cube for g in m.games), default=m.cube), ()
+        applied = tuple(money_keys.boost_hold(match_id, *b) for b in boosts)
+        if winner < 0:
+            return Outcome(OutcomeState.CLOSED, applied_boosts=applied)
+        return Outcome(OutcomeState.ENDED, players[winner], cube, applied)
 
     # -- commit ------------------------------------------------------------------------------
 
@@ -622,36 +619,27 @@ RECORD_KINDS = frozenset({
 })  # fmt: skip
 
 
-def _record(
-    meta: TableMeta, state: TableState, moves: list[events_pb2.TableEvent]
-) -> dict[str, Any]:
+def _record(meta: TableMeta, state: TableState, moves: list[events_pb2.TableEvent]) -> MatchRecord:
     m = state.match
-    listed = []
-    for ev in moves:
-        kind = ev.WhichOneof("body")
-        body = json_format.MessageToDict(getattr(ev, kind), preserving_proto_field_name=True)
-        body.pop("info", None)  # the table facts are the record's own
-        listed.append({"seq": ev.seq, "kind": kind, **body})
-    boosts = [
-        [ev.boost_applied.game_no, ev.boost_applied.seat, ev.boost_applied.boost_no]
+    boosts = tuple(
+        (ev.boost_applied.game_no, ev.boost_applied.seat, ev.boost_applied.boost_no)
         for ev in moves
         if ev.WhichOneof("body") == "boost_applied"
-    ]
-    return {
-        "table_id": meta["table_id"],
-        "match_id": meta["match_id"],
-        "player_ids": meta["player_ids"],
-        "profile": m.options.profile,
-        "seed_hex": state.secret.seed.hex(),
-        "fingerprint": m.fingerprint,
-        "rolls": [list(r) for r in m.rolls],
-        "winner": -1 if m.winner is None else m.winner,
-        "end_reason": m.end_reason or "",
-        "score": list(m.score),
-        "cube": max((g.cube for g in m.games), default=m.cube),
-        "boosts": boosts,
-        "moves": listed,
-    }
+    )
+    return MatchRecord(
+        table_id=meta["table_id"],
+        match_id=meta["match_id"],
+        player_ids=tuple(meta["player_ids"]),
+        profile=m.options.profile,
+        seed_hex=state.secret.seed.hex(),
+        fingerprint=m.fingerprint,
+        rolls=m.rolls,
+        winner=-1 if m.winner is None else m.winner,
+        end_reason=m.end_reason or "",
+        score=tuple(m.score),
+        cube=max((g.cube for g in m.games), default=m.cube),
+        boosts=boosts,
+    )
 
 
 def _check_id(name: str, value: str) -> None:

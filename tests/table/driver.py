@@ -9,8 +9,12 @@ from bg.table.v1 import table_pb2
 from engine import bots
 from engine import commands as c
 from engine.position import Position
+from engine.profiles import RulesOptions
+from services.contracts.table_options import rules_from_proto
 from services.table.adapters.redis_store import TableStore
+from services.table.ports import TableRepository
 from services.table.tables import Rejected, TableCore
+from tests.table.memory_store import MemoryTableStore
 
 
 async def play(
@@ -55,8 +59,16 @@ async def play(
     raise AssertionError("match did not finish")
 
 
-def options(profile: str, **kw: object) -> table_pb2.TableOptions:
-    return table_pb2.TableOptions(profile=profile, **kw)  # type: ignore[arg-type]
+def options(profile: str, **kw: object) -> RulesOptions:
+    """A table's rules, as the table service reads them from CreateMatch's options."""
+    return rules_from_proto(table_pb2.TableOptions(profile=profile, **kw))  # type: ignore[arg-type]
+
+
+async def deadline_of(store: TableRepository, table_id: str) -> int | None:
+    """The table's scheduled deadline, read off either store (the core never asks for it: the
+    clock worker reads the shard sets)."""
+    assert isinstance(store, MemoryTableStore | TableStore), store
+    return await store.deadline(table_id)
 
 
 def redis_store(core: TableCore) -> TableStore:

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from services.table.adapters.redis_store import decode_state, encode_state
-from services.table.ports import Commit, CommitResult, CommitStatus, Loaded
+from services.table.ports import Commit, CommitResult, CommitStatus, Loaded, MatchRecord
 
 
 class MemoryTableStore:
@@ -17,7 +17,7 @@ class MemoryTableStore:
         self.streams: dict[str, list[tuple[int, bytes]]] = {}
         self.commands: dict[str, dict[str, tuple[int, int]]] = {}
         self.deadlines: dict[str, int] = {}
-        self.records: dict[str, dict[str, Any]] = {}
+        self.records: dict[str, str] = {}  # encoded, as Redis holds them
         self.prefs: dict[str, dict[str, str]] = {}
         self.updates: list[tuple[str, bytes]] = []  # what a commit publishes to the gateways
 
@@ -51,7 +51,7 @@ class MemoryTableStore:
         if c.meta is not None:
             row["meta"] = copy.deepcopy(c.meta)
         if c.record is not None:
-            self.records[f"{c.table_id}:{c.record['match_id']}"] = copy.deepcopy(c.record)
+            self.records[f"{c.table_id}:{c.record.match_id}"] = c.record.encode()
         if c.deadline_ms is None:
             self.deadlines.pop(c.table_id, None)
         else:
@@ -86,9 +86,9 @@ class MemoryTableStore:
     async def unschedule(self, table_id: str) -> None:
         self.deadlines.pop(table_id, None)
 
-    async def get_record(self, table_id: str, match_id: str) -> dict[str, Any] | None:
+    async def get_record(self, table_id: str, match_id: str) -> MatchRecord | None:
         found = self.records.get(f"{table_id}:{match_id}")
-        return None if found is None else copy.deepcopy(found)
+        return None if found is None else MatchRecord.decode(found)
 
     async def get_prefs(self, player_id: str) -> dict[str, str]:
         return dict(self.prefs.get(player_id, {}))

@@ -11,14 +11,17 @@ import pytest
 
 from bg.table.v1 import table_pb2
 from engine import commands as c
+from engine.profiles import RulesOptions
 from services.common.backoff import pause
 from services.common.errors import ServiceError
 from services.contracts.table_feed import stream_key
+from services.contracts.table_options import rules_from_proto
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
+from services.table.ports import MatchRecord, OutcomeState
 from services.table.tables import TableCore
 from tests.helpers import kind, load_table
-from tests.table.driver import options, play
+from tests.table.driver import deadline_of, options, play
 from tests.table.fakes import FakeProducer, FakeWallet
 from tests.table.memory_store import MemoryTableStore
 
@@ -66,9 +69,7 @@ async def _with_clock(core: TableCore, work: Awaitable[T]) -> T:
     ],
     ids=["wagered1", "wagered3", "scored3", "casual3-cube", "casual-async"],
 )
-async def test_whole_matches_of_every_profile(
-    core: TableCore, opts: table_pb2.TableOptions
-) -> None:
+async def test_whole_matches_of_every_profile(core: TableCore, opts: RulesOptions) -> None:
     await _whole_match(core, opts)
 
 
@@ -77,7 +78,7 @@ async def test_a_whole_match_on_redis_with_its_clock_worker(redis_core: TableCor
     await _whole_match(redis_core, options("wagered", match_length=3, bet=200))
 
 
-async def _whole_match(core: TableCore, opts: table_pb2.TableOptions) -> None:
+async def _whole_match(core: TableCore, opts: RulesOptions) -> None:
     fingerprint, seq, existed = await core.create_match("t1", "m1", P, opts)
     assert len(fingerprint) == 64 and seq > 0 and not existed
     phase = await _with_clock(core, play(core, "t1", P, random.Random(1)))
@@ -87,8 +88,8 @@ async def _whole_match(core: TableCore, opts: table_pb2.TableOptions) -> None:
     events = await core.store.events("t1", 0, 100_000)
     assert [s for s, _ in events] == list(range(1, loaded.seq + 1))  # contiguous seqs
     record = await core.record("t1", "m1")
-    assert record["fingerprint"] == fingerprint and len(record["seed_hex"]) == 32
-    assert await core.store.deadline("t1") is None  # no deadline left
+    assert record.fingerprint == fingerprint and len(record.seed_hex) == 32
+    assert await deadline_of(core.store, "t1") is None  # no deadline left
 
 
 async def test_refusals_are_typed_and_change_nothing(core: TableCore) -> None:
@@ -100,7 +101,7 @@ async def test_refusals_are_typed_and_change_nothing(core: TableCore) -> None:
     before = (
         loaded.seq,
         len(await core.store.events("t1", 0)),
-        await core.store.deadline("t1"),
+        await deadline_of(core.store, "t1"),
     )
     cases = [
         (P[other], other, c.Move(other, 8, 5), "NOT_YOUR_TURN"),
@@ -125,7 +126,7 @@ async def test_refusals_are_typed_and_change_nothing(core: TableCore) -> None:
     assert (
         after.seq,
         len(await core.store.events("t1", 0)),
-        await core.store.deadline("t1"),
+        await deadline_of(core.store, "t1"),
     ) == before
 
 
@@ -151,12 +152,12 @@ async def test_creating_twice_is_idempotent_and_a_busy_table_refuses_another_mat
         await core.create_match("t1", "m2", P, options("casual"))
     assert err.value.code == "TABLE_BUSY"
     for bad, field in (
-        (options("wagered", bet=150), "bet"),
-        (options("chess"), "profile"),
-        (options("scored", move_time_s=5), "move_time_s"),
+        (table_pb2.TableOptions(profile="wagered", bet=150), "bet"),
+        (table_pb2.TableOptions(profile="chess"), "profile"),
+        (table_pb2.TableOptions(profile="scored", move_time_s=5), "move_time_s"),
     ):
         with pytest.raises(ServiceError) as invalid:
-            await core.create_match("t2", "m9", P, bad)
+            rules_from_proto(bad)  # what CreateMatch reads its options with
         assert invalid.value.code == "INVALID_OPTION" and invalid.value.field == field
     with pytest.raises(ServiceError):
         await core.create_match("t3", "m3", ["alice", "alice"], options("casual"))
@@ -257,13 +258,14 @@ async def test_a_take_needs_no_wallet_so_an_outage_is_not_a_drop(
 async def test_the_commit_that_ends_a_match_writes_its_record_and_outcome(
     core: TableCore, wallet: FakeWallet
 ) -> None:
-    """Issue 13 req. 4: the record (seed, rolls, every move, boosts, final cube) is written by the
-    same script as the end; GetMatchOutcome reads it for the wallet's reconciler."""
-    state = table_pb2.MatchOutcome.State
+    """Issue 13 req. 4: the record (seed, rolls, boosts, final cube) is written by the same
+    script as the end, once, as a typed record (issue 26); GetMatchOutcome reads it for the
+    wallet's reconciler. The moves travel on the match's end event, not in the record."""
+    state = OutcomeState
     await core.create_match("t1", "t1-1", P, options("wagered", match_length=1, bet=100))
-    assert (await core.outcome("t1", "t1-1")).state == state.STATE_PLAYING
-    assert (await core.outcome("t1", "t1-9")).state == state.STATE_UNKNOWN
-    assert (await core.outcome("t9", "t9-1")).state == state.STATE_UNKNOWN
+    assert (await core.outcome("t1", "t1-1")).state == state.PLAYING
+    assert (await core.outcome("t1", "t1-9")).state == state.UNKNOWN
+    assert (await core.outcome("t9", "t9-1")).state == state.UNKNOWN
     loaded = await core.store.load("t1")
     assert loaded is not None
     seat = loaded.state.match.turn
@@ -275,23 +277,28 @@ async def test_the_commit_that_ends_a_match_writes_its_record_and_outcome(
     ended = await core.submit("t1", P[other], other, "", 0, c.Resign(other))
     assert any(kind(ev) == "match_ended" for ev in ended.events)
     record = await core.store.get_record("t1", "t1-1")
-    assert record is not None and record["winner"] == seat and record["cube"] == 1
-    assert record["boosts"] == [[1, seat, 1]]
-    kinds = [mv["kind"] for mv in record["moves"]]
-    assert kinds[0] == "game_started" and "boost_applied" in kinds and "turn_ended" in kinds
-    assert kinds[-1] == "game_ended"
+    assert record is not None and record.winner == seat and record.cube == 1
+    assert record.boosts == ((1, seat, 1),) and record.profile == "wagered"
     final = await load_table(core.store, "t1")
-    assert record["seed_hex"] == final.state.secret.seed.hex()
+    assert record.seed_hex == final.state.secret.seed.hex()
+    assert (
+        record.rolls == final.state.match.rolls
+        and record.end_reason == final.state.match.end_reason
+    )
+    assert record == MatchRecord.decode(record.encode())  # what Redis holds reads back whole
+    end = next(ev for ev in ended.events if kind(ev) == "match_ended")
+    kinds = [kind(mv) for mv in end.match_ended.moves]
+    assert kinds[0] == "game_started" and "boost_applied" in kinds and "turn_ended" in kinds
     outcome = await core.outcome("t1", "t1-1")
-    assert outcome.state == state.STATE_ENDED and outcome.winner_id == P[seat]
+    assert outcome.state == state.ENDED and outcome.winner_id == P[seat]
     assert list(outcome.applied_boosts) == [f"boost:t1-1:1:{seat}:1"]
-    assert (await core.record("t1", "t1-1"))["match_id"] == "t1-1"
+    assert (await core.record("t1", "t1-1")).match_id == "t1-1"
     # The record gone first (its own expiry): the finished state still answers.
     store = core.store
     assert isinstance(store, MemoryTableStore)
     del store.records["t1:t1-1"]
     again = await core.outcome("t1", "t1-1")
-    assert again.state == state.STATE_ENDED and again.winner_id == P[seat]
+    assert again.state == state.ENDED and again.winner_id == P[seat]
 
 
 async def test_a_finished_tables_keys_expire_once_relayed_and_a_rematch_keeps_them(

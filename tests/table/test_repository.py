@@ -13,8 +13,9 @@ from engine import profiles
 from engine.machine import new_match
 from engine.state import TableState
 from services.table.adapters.redis_store import TableStore
-from services.table.ports import Commit, TableMeta, TableRepository
+from services.table.ports import Commit, MatchRecord, TableMeta, TableRepository
 from tests.helpers import flushed_client
+from tests.table.driver import deadline_of
 from tests.table.memory_store import MemoryTableStore
 
 pytestmark = pytest.mark.integration
@@ -76,17 +77,20 @@ async def test_a_command_id_is_applied_once(store: TableRepository) -> None:
 async def test_deadlines_records_and_preferences(store: TableRepository) -> None:
     state = _state()
     await store.commit(Commit("t1", None, state, 9000, "", [b"e1"], 1))
-    assert await store.deadline("t1") == 9000
+    assert await deadline_of(store, "t1") == 9000
     assert not await store.reschedule("t1", 0, 100)  # stale seq: left alone
-    assert await store.reschedule("t1", 1, 7000) and await store.deadline("t1") == 7000
-    record = {"match_id": "m1", "winner": 1, "moves": [{"kind": "game_started"}]}
+    assert await store.reschedule("t1", 1, 7000) and await deadline_of(store, "t1") == 7000
+    record = MatchRecord(
+        "t1", "m1", ("ann", "bob"), "wagered", "00" * 16, "f" * 64, ((3, 1), (6, 6)),
+        winner=1, end_reason="resign", score=(0, 1), cube=2, boosts=((1, 0, 1),),
+    )  # fmt: skip
     await store.commit(Commit("t1", 1, state, None, "", [b"e2"], 2, record=record))
-    assert await store.deadline("t1") is None
+    assert await deadline_of(store, "t1") is None
     assert await store.get_record("t1", "m1") == record
     assert await store.get_record("t1", "m2") is None
     await store.commit(Commit("t1", 2, state, 100, "", [], 3))
     await store.unschedule("t1")
-    assert await store.deadline("t1") is None
+    assert await deadline_of(store, "t1") is None
     await store.set_prefs("alice", auto_roll="1")
     await store.set_prefs("alice", theme="dark")
     assert await store.get_prefs("alice") == {"auto_roll": "1", "theme": "dark"}

@@ -35,7 +35,7 @@ from services.contracts import money_keys
 from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
 from services.contracts.table_feed import stream_entries, stream_key, table_key, update_channel
 from services.table.adapters import state_codec as codec
-from services.table.ports import Commit, CommitResult, CommitStatus, Loaded
+from services.table.ports import Commit, CommitResult, CommitStatus, Loaded, MatchRecord
 
 WAKE_CHANNEL = "clocks:wake"  # "<shard>:<deadline ms>" when a commit sets its shard's earliest
 # A finished match's keys (state, stream, command ids, record) expire FINISHED_TTL_S after all
@@ -274,7 +274,7 @@ class TableStore:
             str(c.now_ms),
             "" if c.meta is None else json.dumps(c.meta),
             c.update,
-            "" if c.record is None else json.dumps(c.record),
+            "" if c.record is None else c.record.encode(),
             WAKE_CHANNEL,
             str(shard),
             *c.events,
@@ -283,7 +283,7 @@ class TableStore:
         keys = [
             table_key(c.table_id), stream_key(c.table_id), clocks_key(shard),
             commands_key(c.table_id), relay_key(shard), update_channel(c.table_id),
-            record_key(c.table_id, c.record["match_id"] if c.record else ""),
+            record_key(c.table_id, c.record.match_id if c.record else ""),
         ]  # fmt: skip
         status, value = await self._run(self._commit, keys, args)
         status = CommitStatus(reply_text(status))
@@ -463,6 +463,6 @@ class TableStore:
     async def set_prefs(self, player_id: str, **prefs: str) -> None:
         await self.redis.hset(f"prefs:{player_id}", mapping=prefs)
 
-    async def get_record(self, table_id: str, match_id: str) -> dict[str, Any] | None:
+    async def get_record(self, table_id: str, match_id: str) -> MatchRecord | None:
         raw = await self.redis.get(record_key(table_id, match_id))
-        return None if raw is None else dict(json.loads(raw))
+        return None if raw is None else MatchRecord.decode(raw)
