@@ -23,9 +23,9 @@ from engine import bots
 from engine import commands as c
 from engine.position import Position
 from infra.cluster.embedded import start_valkey
+from services.common.errors import ServiceError
 from services.contracts.shards import clocks_key, relay_key, shard_of
 from services.contracts.table_options import rules_from_proto
-from services.table.adapters.grpc_wallet import NoWallet
 from services.table.adapters.redis_store import FINISHED_TTL_S, TableStore
 from services.table.relay import EventRelay
 from services.table.tables import TableCore
@@ -43,10 +43,31 @@ class _Kafka:
     async def stop(self) -> None:
         return None
 
-    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[None]:
+    async def send(
+        self,
+        topic: str,
+        value: bytes,
+        key: bytes,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> asyncio.Future[None]:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         done.set_result(None)
         return done
+
+
+class NoWallet:
+    """The casual tables measured here move no diamonds: any wallet call is refused loudly."""
+
+    async def hold_raise(self, key: str, match_id: str, cube: int) -> None:
+        raise ServiceError("NO_WALLET", "this table has no wallet")
+
+    async def hold_spend(
+        self, key: str, player_id: str, amount: int, reason: str, match_id: str
+    ) -> None:
+        raise ServiceError("NO_WALLET", "this table has no wallet")
+
+    async def capture(self, hold_key: str) -> None:
+        raise ServiceError("NO_WALLET", "this table has no wallet")
 
 
 async def _play(core: TableCore, table_id: str, rng: random.Random) -> None:

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from infra.cluster.embedded import start_postgres
 from services.common.deps import sql_engine
+from services.common.migrate import migrate
+from services.wallet.app import MIGRATIONS
 from services.wallet.ledger import MAX_BATCH, Ledger, check_invariants
-from services.wallet.migrate import migrate
 
 PLAYERS = 100
 PAIRS = 300
@@ -27,7 +28,7 @@ PAIRS = 300
 
 async def _pairs_per_second(url: str, concurrency: int, max_batch: int) -> float:
     engine = sql_engine(url)
-    await migrate(engine)
+    await migrate(engine, MIGRATIONS)
     ledger = Ledger(engine, max_batch=max_batch)
     run = uuid.uuid4().hex[:6]
     for i in range(PLAYERS):

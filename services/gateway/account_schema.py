@@ -1,5 +1,5 @@
 """Player accounts' tables (SQLAlchemy Core). Alembic migrations create them; see
-accounts_migrations/."""
+migrations/."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ seconds' grace for races, revokes its whole family, so a stolen refresh token di
 either holder uses it again).
 
 The gateway replicas share the database; they hold no state of their own. Migrations run at
-start (accounts_migrations/, under an advisory lock on PostgreSQL).
+start (migrations/, under an advisory lock on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypedDict
 
 from argon2 import PasswordHasher
@@ -29,7 +28,6 @@ from sqlalchemy import Row, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from services.common import migrate as common_migrate
 from services.common.errors import (
     Conflict,
     InvalidArgument,
@@ -41,7 +39,6 @@ from services.common.errors import (
 from services.gateway.account_schema import bans, devices, players, refresh_tokens
 from services.gateway.auth import Identity
 
-MIGRATIONS = Path(__file__).with_name("accounts_migrations")
 DEVICE_ID = re.compile(r"[A-Za-z0-9_-]{32,128}")
 NAME = re.compile(r"[^\W_][\w -]{1,18}[^\W_]")  # 3..20: letters/digits, inner space _ -
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s]{2,63}")
@@ -129,9 +126,6 @@ class Accounts:
 
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
-
-    async def migrate(self) -> None:
-        await common_migrate.migrate(self.engine, MIGRATIONS)
 
     # -- logins ------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping
+from pathlib import Path
 
 import grpc
 from websockets.asyncio.server import serve
@@ -23,6 +24,7 @@ from services.common.balanced import (
     wallet_channel,
 )
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
+from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.gateway.accounts import Accounts, successor_keys
 from services.gateway.adapters.redis_presence import RedisPresenceStore
@@ -47,6 +49,7 @@ from services.gateway.table_owners import TableOwners
 from services.gateway.ws import MAX_MESSAGE, WsGateway
 
 SERVICE_NAME = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
+MIGRATIONS = Path(__file__).with_name("migrations")  # the accounts, bans and audit tables
 ADMIN_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 log = logging.getLogger("bg.gateway")
 
@@ -135,7 +138,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     async def start() -> None:
         assert servicer is not None  # the host registers before it starts
-        await accounts.migrate()
+        await migrate(engine, MIGRATIONS)
         bans.seed(await accounts.banned_ids())  # Redis may be down yet: the task restores it
         # The browsers' WebSocket, on the same origin as the browser client's files.
         ws_server = await serve(

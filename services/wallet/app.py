@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -14,6 +15,7 @@ from services.common import kafka, tracing
 from services.common.balanced import table_channel
 from services.common.deps import sql_check, sql_engine
 from services.common.event_log import Committed, Forgetful, Incarnation, TopicKeeper, Topics
+from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS, Namespace
 from services.wallet.adapters.grpc_outcomes import GrpcOutcomes
@@ -21,13 +23,13 @@ from services.wallet.api import WalletServicer
 from services.wallet.consumer import TableEventsHandler, consume
 from services.wallet.ledger import Ledger, Outcome, check_invariants
 from services.wallet.metrics import WalletMetrics
-from services.wallet.migrate import migrate
 from services.wallet.outbox import OutboxRelay
 from services.wallet.reconciler import Reconciler
 from services.wallet.settings import load_settings
 
 log = logging.getLogger("bg.wallet")
 SERVICE_NAME = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
+MIGRATIONS = Path(__file__).with_name("migrations")
 AUDIT_S = 5.0  # the escrow and invariant gauges
 
 
@@ -97,7 +99,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         )
 
     async def start() -> None:
-        await migrate(engine)
+        await migrate(engine, MIGRATIONS)
         await _audit(metrics, ledger)  # gauges set before start completes (then every AUDIT_S)
         background = app.background
         background.spawn("outbox-relay", relay.run(background.stop))

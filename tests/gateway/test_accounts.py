@@ -12,7 +12,9 @@ import pytest
 
 from services.common.deps import sql_engine
 from services.common.errors import ServiceError
+from services.common.migrate import migrate
 from services.gateway.accounts import Accounts
+from services.gateway.app import MIGRATIONS
 from tests.helpers import sql_url
 
 
@@ -35,7 +37,7 @@ async def accounts(
 ) -> AsyncIterator[Accounts]:
     engine = sql_engine(await sql_url(request, tmp_path, "accounts"))
     found = Accounts(engine, refresh_ttl_s=3600, lockout_after=3, lockout_s=60, clock=clock)
-    await found.migrate()
+    await migrate(found.engine, MIGRATIONS)
     try:
         yield found
     finally:

@@ -117,7 +117,8 @@ def _service_dirs() -> list[Path]:
 def test_every_service_has_one_shape() -> None:
     """Issue 26: `__main__` runs `app.build_app` (the one composition root), `settings` reads
     the environment; a service with an API serves it from `api.py`, its ports are Protocols in
-    `ports.py`, their implementations in `adapters/`, its metrics in `metrics.py`."""
+    `ports.py`, their implementations in `adapters/`, its metrics in `metrics.py`; a service
+    with SQL keeps its Alembic scripts in `migrations/`, which app.py migrates at start."""
     wrong = []
     for service in _service_dirs():
         name = service.name
@@ -143,6 +144,10 @@ def test_every_service_has_one_shape() -> None:
             composes = path.name in ("app.py", "__main__.py") and path.parent == service
             if adapters and not (composes or "adapters" in path.parts or rel in INTEGRATION_PATHS):
                 wrong.append(f"{rel} imports {adapters}: only app.py makes adapters")
+        if (service / "migrations").exists():
+            app = (service / "app.py").read_text()
+            if 'with_name("migrations")' not in app or "services.common.migrate" not in app:
+                wrong.append(f"{name}/app.py does not migrate migrations/ (services.common)")
         if (service / "adapters").exists() and not (service / "ports.py").exists():
             wrong.append(f"{name} has adapters but no ports.py")
         if (service / "ports.py").exists():

@@ -9,15 +9,16 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.common.deps import sql_engine
+from services.common.migrate import migrate
+from services.wallet.app import MIGRATIONS
 from services.wallet.ledger import Ledger, check_invariants
-from services.wallet.migrate import migrate
 from tests.helpers import sql_url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
     eng = sql_engine(await sql_url(request, tmp_path, "wallet"))
-    await migrate(eng)
+    await migrate(eng, MIGRATIONS)
     try:
         yield eng
         # Invariant check after every test: the books balance whatever the test did.

@@ -12,8 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.common.deps import sql_engine
 from services.common.errors import ServiceError
+from services.common.migrate import migrate
+from services.wallet.app import MIGRATIONS
 from services.wallet.ledger import Ledger, check_invariants
-from services.wallet.migrate import migrate
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +26,7 @@ async def pg_engine(postgres_url: str) -> AsyncIterator[AsyncEngine]:
     await conn.execute(f'CREATE DATABASE "{name}"')
     await conn.close()
     engine = sql_engine(postgres_url.rsplit("/", 1)[0] + f"/{name}")
-    await migrate(engine)
+    await migrate(engine, MIGRATIONS)
     yield engine
     assert await check_invariants(engine) == []
     await engine.dispose()
@@ -103,7 +104,7 @@ async def test_replicas_starting_together_migrate_a_fresh_database_once(postgres
     url = postgres_url.rsplit("/", 1)[0] + f"/{name}"
     engines = [sql_engine(url) for _ in range(3)]
     try:
-        await asyncio.gather(*(migrate(e) for e in engines))
+        await asyncio.gather(*(migrate(e, MIGRATIONS) for e in engines))
         async with engines[0].connect() as c:
             heads = await c.run_sync(lambda s: MigrationContext.configure(s).get_current_heads())
         assert len(heads) == 1

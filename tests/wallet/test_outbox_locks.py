@@ -17,7 +17,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.common.deps import sql_engine
-from services.wallet.migrate import migrate
+from services.common.migrate import migrate
+from services.wallet.app import MIGRATIONS
 from services.wallet.outbox import _lock
 from services.wallet.schema import outbox
 from tests.helpers import sql_url
@@ -29,7 +30,7 @@ ROWS = 12
 @pytest.fixture(params=["postgres"])  # SQLite has one writer and no row locks
 async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
     eng = sql_engine(await sql_url(request, tmp_path, "outbox_locks"))
-    await migrate(eng)
+    await migrate(eng, MIGRATIONS)
     async with eng.begin() as conn:
         rows = [
             {"topic": "wallet-events", "key": f"k{i}", "payload": b"x", "created_ms": i}

@@ -1,12 +1,11 @@
-"""The table's wallet port (services/table/ports.py) on the wallet service's gRPC API, and the
-wallet of tables without money."""
+"""The table's wallet port (services/table/ports.py) on the wallet service's gRPC API."""
 
 from __future__ import annotations
 
 import grpc
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.errors import ServiceError, remote_call
+from services.common.errors import remote_call
 from services.contracts import money_keys
 
 
@@ -36,18 +35,3 @@ class GrpcWallet:
             idempotency_key=money_keys.capture(hold_key), hold_key=hold_key
         )
         await remote_call(self.stub.Capture(request, timeout=self.timeout_s))
-
-
-class NoWallet:
-    """For tables without money (scored, casual) and for tests: every call is refused loudly."""
-
-    async def hold_raise(self, key: str, match_id: str, cube: int) -> None:
-        raise ServiceError("NO_WALLET", "this table has no wallet")
-
-    async def hold_spend(
-        self, key: str, player_id: str, amount: int, reason: str, match_id: str
-    ) -> None:
-        raise ServiceError("NO_WALLET", "this table has no wallet")
-
-    async def capture(self, hold_key: str) -> None:
-        raise ServiceError("NO_WALLET", "this table has no wallet")
