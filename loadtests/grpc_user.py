@@ -10,6 +10,15 @@ from typing import Any
 import grpc
 from grpc_interceptor import ClientInterceptor
 
+# Refusals by the rules that a client waits out and tries again (W-1: one wagered match at a
+# time): answers, counted by the users as checks, not errors of the cluster.
+RULE_REFUSALS = ("IN_ANOTHER_MATCH",)
+
+
+def _rule_refusal(exc: BaseException | None) -> bool:
+    details = str(exc.details() or "") if isinstance(exc, grpc.RpcError) else ""
+    return any(code in details for code in RULE_REFUSALS)
+
 
 class LocustInterceptor(ClientInterceptor):
     def __init__(self, environment: Any) -> None:
@@ -37,7 +46,8 @@ class LocustInterceptor(ClientInterceptor):
                 exception = response.exception()
             self.env.events.request.fire(
                 request_type="grpc", name=call_details.method, response_time=elapsed_ms,
-                response_length=0, exception=exception, context={},
+                response_length=0, context={},
+                exception=None if _rule_refusal(exception) else exception,
             )  # fmt: skip
         if exception is not None:
             raise exception

@@ -102,9 +102,18 @@ class GameUser(User):
     # -- lobby ------------------------------------------------------------------------------
 
     def seat(self, options: table_pb2.TableOptions) -> str | None:
-        table = self.stub.QuickMatch(
-            matchmaking_pb2.QuickMatchRequest(options=options), metadata=self.auth
-        )
+        try:
+            table = self.stub.QuickMatch(
+                matchmaking_pb2.QuickMatchRequest(options=options), metadata=self.auth
+            )
+        except grpc.RpcError as exc:
+            if "IN_ANOTHER_MATCH" not in (exc.details() or ""):
+                raise
+            # W-1: the wagered match this player walked out of (an idle seat that vanished, a
+            # match left at the loop's bound) is still on; the rules say wait, as a client does.
+            report(self.environment, "check", "w1_refused")
+            gevent.sleep(1.0)
+            return None
         deadline = time.monotonic() + 60
         while table.status not in ("dealt", "closed") and time.monotonic() < deadline:
             gevent.sleep(0.3)

@@ -50,6 +50,8 @@ def summarize(stats: list[dict[str, Any]]) -> dict[str, Any]:
         out["checks"][name] = s["num_failures"] if s else 0
     completed = by.get(("check", "match_completed"))
     out["matches_completed"] = completed["num_requests"] if completed else 0
+    waits = by.get(("check", "w1_refused"))  # quick matches the rules refused for now (W-1)
+    out["w1_waits"] = waits["num_requests"] if waits else 0
     commands = 0
     lateness: dict[str, int] = {}
     by_clock: dict[str, int] = {}
