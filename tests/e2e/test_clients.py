@@ -229,6 +229,34 @@ async def test_two_browsers_play_a_whole_casual_match(
     assert ann.errors == [] and bob.errors == [] and cat.errors == []
 
 
+async def test_an_invite_link_joins_pasted_or_opened_and_a_bad_one_says_so(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 27, item 2: the invite link copied from the waiting screen, pasted whole into
+    "Party code or invite link", seats the friend at the host's table; a bad invite link opened
+    by a player already logged in says why in the lobby (it showed nothing), once: the code
+    leaves the address, so a reload does not try again."""
+    ann = await _page(browser, cluster["url"], "inviter")
+    await ann.get_by_role("button", name="Create", exact=True).click()
+    await ann.wait_for_function("() => bg.state().screen === 'waiting'")
+    link = await ann.locator("#invite-link").input_value()
+    assert "?join=" in link
+    bob = await _page(browser, cluster["url"], "invitee", phone=True)
+    await bob.get_by_label("Party code or invite link").fill(f"  {link} ")
+    await bob.get_by_role("button", name="Join", exact=True).click()
+    await bob.wait_for_function("() => bg.state().tableId !== null && bg.state().tableId !== ''")
+    assert (await _state(bob))["tableId"] == (await _state(ann))["tableId"]
+    assert await bob.locator("#lobby-error").text_content() == ""
+
+    cat = await _page(browser, cluster["url"], "stranger")
+    await cat.goto(cluster["url"] + "?join=QQQQQQ")  # the same tab: still logged in
+    await cat.wait_for_function("() => document.getElementById('lobby-error').textContent")
+    said = await cat.locator("#lobby-error").text_content()
+    assert said and "code" in said.lower(), said
+    assert (await _state(cat))["screen"] == "lobby" and "join=" not in cat.url
+    assert ann.errors == [] and bob.errors == [] and cat.errors == []
+
+
 async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
     cluster: dict[str, Any], browser: Any, tmp_path: Path
 ) -> None:

@@ -210,6 +210,21 @@ async function lobbyAction(run) {
   }
 }
 
+// A party code from what a player pastes: the code itself, or an invite link (.../?join=CODE).
+function partyCode(text) {
+  const found = text.trim().match(/[?&]join=([A-Za-z0-9]+)/);
+  return (found ? found[1] : text.trim()).toUpperCase();
+}
+
+// An invite link opened (logged in already, or just now): join its table once, then drop the
+// code from the address so a reload does not join again. A bad code is said in the lobby.
+async function joinFromLink() {
+  const code = new URLSearchParams(location.search).get("join");
+  if (!code) return;
+  history.replaceState(null, "", location.pathname);
+  await lobbyAction(() => conn.call("JoinByCode", { code: partyCode(code) }));
+}
+
 function matchOptions(profile, extra = {}) {
   const options = { profile, matchLength: 1, ...extra };
   if (profile === "wagered" && !options.bet) options.bet = String($("qm-bet").value);
@@ -652,8 +667,7 @@ function wire() {
     try {
       await login($("guest-name").value.trim(), e.submitter && e.submitter.id === "guest-login");
       await toLobby();
-      const code = new URLSearchParams(location.search).get("join");
-      if (code) await lobbyAction(() => conn.call("JoinByCode", { code }));
+      await joinFromLink();
     } catch (err) {
       fail("lobby-error", err);
       show("login");
@@ -679,7 +693,7 @@ function wire() {
   });
   $("join-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    lobbyAction(() => conn.call("JoinByCode", { code: $("join-code").value.trim() }));
+    lobbyAction(() => conn.call("JoinByCode", { code: partyCode($("join-code").value) }));
   });
   $("pref-auto-roll").addEventListener("change", async (e) => {
     try {
@@ -733,15 +747,21 @@ async function boot() {
   const saved = JSON.parse(sessionStorage.getItem("bg") || "{}");
   if (!saved.token) {
     // A new tab or a new visit: the device's session goes on if its refresh token still works.
-    if (await renew()) await toLobby();
-    else show("login");
+    if (await renew()) {
+      await toLobby();
+      await joinFromLink();
+    } else show("login");
     return;
   }
   conn.token = saved.token;
   if (localStorage.getItem("bg-refresh")) renew(); // a fresh access token, and its timer
   state.playerId = saved.playerId;
   state.name = saved.name;
-  if (!saved.tableId) { await toLobby(); return; }
+  if (!saved.tableId) {
+    await toLobby();
+    await joinFromLink();
+    return;
+  }
   if (saved.watching) { await openTable(saved.tableId, true); return; }
   try {
     await refreshMe();
