@@ -7,7 +7,8 @@ opponent's roll and play, a clock running out), without waiting for you to type.
 Commands (bar = 25 or "bar", off = 0 or "off"):
   roll (r)              roll the dice
   move FROM TO (m)      move one checker, e.g. "move 8 5" or "move bar 22"
-  play 8/5 6/5 (p)      play a whole roll at once
+  play 8/5 6/5 (p)      play a whole roll at once, in gnubg's notation too:
+                        "p 24/20* 13/8", "p 8/5(2)", "p 24/18/13", "p bar/22 6/off"
   undo (u)              take back the last step of this turn
   done (c, ok)          end the turn (wagered: required; scored: "got it")
   double                offer the cube       take / drop   answer a double
@@ -22,6 +23,8 @@ Commands (bar = 25 or "bar", off = 0 or "off"):
 from __future__ import annotations
 
 import asyncio
+import itertools
+import re
 import sys
 import time
 from typing import Any
@@ -162,6 +165,21 @@ def _point(text: str) -> int:
     return 25 if low == "bar" else 0 if low == "off" else int(low)
 
 
+# One part of a written play: points joined by "/", each may carry "*" (a hit: the table knows),
+# the whole may end in "(n)": played n times.
+_PART = re.compile(r"(?P<path>[^()]+?)(?:\((?P<times>[1-4])\))?")
+
+
+def _hops(part: str) -> list[tuple[int, int]]:
+    found = _PART.fullmatch(part)
+    if found is None:
+        raise ValueError(part)
+    points = [_point(p.rstrip("*")) for p in found["path"].split("/")]
+    if len(points) < 2:
+        raise ValueError(part)
+    return list(itertools.pairwise(points)) * int(found["times"] or 1)
+
+
 def parse(line: str) -> table_pb2.Command | str | None:
     """A table command, a local word (help/quit/auto on/auto off), or None if not understood."""
     words = line.strip().split()
@@ -178,16 +196,16 @@ def parse(line: str) -> table_pb2.Command | str | None:
         return cmd
     try:
         if word in ("move", "m") and len(words) == 3:
-            step = events_pb2.Step(to=_point(words[2]))
+            step = events_pb2.Step(to=_point(words[2].rstrip("*")))
             setattr(step, "from", _point(words[1]))
             return table_pb2.Command(move=step)
         if word in ("play", "p") and len(words) > 1:
             cmd = table_pb2.Command()
             for part in words[1:]:
-                a, b = part.split("/")
-                step = cmd.submit_play.steps.add()
-                setattr(step, "from", _point(a))
-                step.to = _point(b)
+                for frm, to in _hops(part):
+                    step = cmd.submit_play.steps.add()
+                    setattr(step, "from", frm)
+                    step.to = to
             return cmd
     except ValueError:
         return None
@@ -197,6 +215,20 @@ def parse(line: str) -> table_pb2.Command | str | None:
 
 
 EOF_LINGER_S = 5.0  # after the end of input, how long to wait for the table to answer
+PROMPT = "> "
+
+
+def prompt() -> None:
+    print(PROMPT, end="", flush=True)
+
+
+def clear_prompt() -> None:
+    """Before pushed output: the prompt line is cleared on a terminal (the board redraws and
+    asks again below), ended on anything else, so nothing is written after the "> "."""
+    if sys.stdout.isatty():
+        print("\r\x1b[K", end="", flush=True)
+    else:
+        print(flush=True)
 
 
 class Lines:
@@ -293,6 +325,8 @@ async def _play(
             if not done:
                 return 0
             if pushed in done:
+                if not first:
+                    clear_prompt()
                 batch = [pushed.result()]
                 while not updates.empty():
                     batch.append(updates.get_nowait())
@@ -310,7 +344,7 @@ async def _play(
                     print(f"  * {text}")
                 first = False
                 print(render(session.view or view, names=names))
-                print("> ", end="", flush=True)
+                prompt()
             if session.closed is not None and updates.empty():
                 print("the table's stream ended")
                 return 0
@@ -324,10 +358,22 @@ async def _play(
                     continue
                 typed = asyncio.ensure_future(lines.readline())
                 if await _command(me, session, line) == "quit":
+                    print(goodbye(session.view))
                     return 0
     finally:
         for task in (typed, pushed):
             task.cancel()
+
+
+def goodbye(view: table_pb2.TableView | None) -> str:
+    """What quitting leaves behind: a match in play goes on without you."""
+    if view is None or view.phase in FINISHED:
+        return "bye"
+    return (
+        "you quit this client; the match goes on without you: you are away from the table, "
+        "your clock keeps running and the away rules apply (RULES I-9: 60 s to come back in a "
+        "live match). Type leave instead to give the table up."
+    )
 
 
 async def _command(me: Player, session: PlaySession, line: str) -> str | None:
@@ -337,10 +383,10 @@ async def _command(me: Player, session: PlaySession, line: str) -> str | None:
     if cmd is None:
         if line.strip():
             print("  not understood; type help")
-        print("> ", end="", flush=True)
+        prompt()
     elif cmd == "help":
         print(HELP)
-        print("> ", end="", flush=True)
+        prompt()
     elif cmd in ("quit", "q"):
         return "quit"
     elif isinstance(cmd, str):
@@ -354,7 +400,7 @@ async def _command(me: Player, session: PlaySession, line: str) -> str | None:
             await session.send(cmd, expected_seq=seq)
         except CommandRefused as refused:
             print(f"  refused: {refused}")
-            print("> ", end="", flush=True)
+            prompt()
     return None
 
 

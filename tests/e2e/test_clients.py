@@ -24,6 +24,7 @@ import grpc
 import pytest
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from client.terminal import PROMPT
 from tests.engine.gnubg_oracle import gnubg_import_mat
 from tests.helpers import running_cluster
 
@@ -431,6 +432,8 @@ def test_the_terminal_client_redraws_on_the_opponents_play_without_typing(
         else:
             raise AssertionError(f"no play of the CPU was drawn:\n{out[-3000:]}")
         assert "O: CPU (easy)" in out and "score 0-0 (match to 1)" in out
+        # Issue 27, item 11: a pushed update never writes after the prompt on its line.
+        assert PROMPT + "  * " not in out
     finally:
         proc.terminate()
         proc.wait(10)

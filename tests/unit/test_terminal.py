@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2
-from client.terminal import HELP, describe, parse, render
+from client.terminal import HELP, describe, goodbye, parse, render
 from engine.position import Position
 
 
@@ -43,6 +43,31 @@ def test_parse_commands() -> None:
     assert isinstance(roll, table_pb2.Command) and roll.WhichOneof("kind") == "roll"
     assert parse("help") == "help" and parse("auto on") == "auto on"
     assert parse("fly away") is None and parse("move x y") is None
+
+
+def _steps(cmd: object) -> list[tuple[int, int]]:
+    assert isinstance(cmd, table_pb2.Command), cmd
+    return [(getattr(st, "from"), st.to) for st in cmd.submit_play.steps]
+
+
+def test_plays_in_gnubgs_notation_hits_repeats_and_chains() -> None:
+    """Issue 27, item 11: a play as gnubg writes it: a hit is marked `*` (the table knows it
+    anyway), `(2)` repeats a move, a checker's path may chain points, bar and off by name."""
+    assert _steps(parse("p 24/20* 13/8")) == [(24, 20), (13, 8)]
+    assert _steps(parse("play 8/5(2) 6/5(2)")) == [(8, 5), (8, 5), (6, 5), (6, 5)]
+    assert _steps(parse("p 24/18*/13")) == [(24, 18), (18, 13)]
+    assert _steps(parse("p bar/22* 6/off")) == [(25, 22), (6, 0)]
+    move = parse("m 13 10*")
+    assert isinstance(move, table_pb2.Command) and move.move.to == 10
+    for bad in ("p 24", "p 24/x", "p 8/5(9)", "p 8/5(2"):
+        assert parse(bad) is None, bad
+
+
+def test_quitting_mid_match_says_the_match_goes_on() -> None:
+    playing = table_pb2.TableView(phase="PHASE_MOVING")
+    over = table_pb2.TableView(phase="PHASE_MATCH_OVER")
+    assert "match goes on without you" in goodbye(playing) and "leave" in goodbye(playing)
+    assert goodbye(over) == "bye" and goodbye(None) == "bye"
 
 
 def test_the_score_names_and_the_opponents_play_read_as_a_person_says_them() -> None:
