@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import os
 import random
 import socket
 import subprocess
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -234,7 +235,25 @@ async def wait_redis(url: str, timeout: float = 15.0) -> None:
         await client.aclose()
 
 
+@contextlib.contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    """While waiting for a server to come up its refusals are expected: aiokafka would log each
+    ("Unable connect to ...") on the runner's bare stderr."""
+    found = logging.getLogger(logger)
+    level = found.level
+    found.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        found.setLevel(level)
+
+
 async def wait_kafka(bootstrap: str, timeout: float = 20.0) -> None:
+    with _quiet("aiokafka"):
+        await _wait_kafka(bootstrap, timeout)
+
+
+async def _wait_kafka(bootstrap: str, timeout: float) -> None:
     from aiokafka.admin import AIOKafkaAdminClient
 
     deadline = time.monotonic() + timeout

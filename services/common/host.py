@@ -85,14 +85,8 @@ class ServiceHost:
         self.metrics_port = self._httpd.server_address[1]
         for hook in self.app.on_start:
             await hook()
-        log.info(
-            "started",
-            extra={
-                "grpc_port": self.grpc_port,
-                "metrics_port": self.metrics_port,
-                "settings": redacted(s),
-            },
-        )
+        log.info("started", extra={"grpc_port": self.grpc_port, "metrics_port": self.metrics_port})
+        log.debug("settings", extra={"settings": redacted(s)})  # BG_LOG_LEVEL=DEBUG shows them
         await self._check_once()
         self._readiness = asyncio.create_task(self._readiness_loop(), name="readiness")
         # Everything built so far (modules, servers, caches) lives as long as the process: keep

@@ -91,6 +91,7 @@ def configure(service: str, level: str, fmt: str, replica: str = "") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    # Third-party chatter at INFO drowns the service's own lines.
-    for noisy in ("aiokafka", "kafka", "asyncio"):
+    # Third-party chatter at INFO drowns the service's own lines (websockets: a line for every
+    # browser connection opened and closed).
+    for noisy in ("aiokafka", "kafka", "asyncio", "websockets"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))

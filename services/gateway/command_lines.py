@@ -94,7 +94,16 @@ class CommandLine:
     async def submit(
         self, request: table_pb2.SubmitCommandRequest, timeout: float
     ) -> table_pb2.SubmitCommandResponse:
-        queue = self._outgoing or self._open()
+        try:
+            queue = self._outgoing or self._open()
+        except grpc.aio.UsageError:
+            # The channel is closed: this gateway is stopping. UNAVAILABLE, as for a broken
+            # stream: the client sends the command again, to a live gateway.
+            raise ServiceError(
+                "UPSTREAM_UNAVAILABLE",
+                "this gateway is stopping",
+                status=grpc.StatusCode.UNAVAILABLE,
+            ) from None
         call_id = next(self._ids)
         future: asyncio.Future[table_pb2.SubmitCommandOutcome] = (
             asyncio.get_running_loop().create_future()

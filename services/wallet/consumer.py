@@ -73,18 +73,29 @@ class TableEventsHandler:
             return await self._apply(kind, self.ledger.refund(money_keys.refund(m), m))
         if kind == "double_taken":
             taken = event.double_taken
-            return await self._capture(kind, money_keys.raise_hold(m, taken.game_no, taken.cube))
+            return await self._capture(kind, m, money_keys.raise_hold(m, taken.game_no, taken.cube))
         if kind == "boost_applied":
             b = event.boost_applied
             return await self._capture(
-                kind, money_keys.boost_hold(m, b.game_no, b.seat, b.boost_no)
+                kind, m, money_keys.boost_hold(m, b.game_no, b.seat, b.boost_no)
             )
         return self._count(kind or "other", "ignored")
 
-    async def _capture(self, kind: str, hold_key: str) -> str:
-        """A hold the table may have captured already (then this replays it); no hold at all
-        means a table without money (casual cube): UNKNOWN_HOLD, skipped."""
-        return await self._apply(kind, self.ledger.capture(money_keys.capture(hold_key), hold_key))
+    async def _capture(self, kind: str, match_id: str, hold_key: str) -> str:
+        """A hold the table may have captured already (then this replays it). No hold at all is
+        a table without money (a casual cube: no escrow), nothing to do; a wagered match whose
+        hold is unknown is a fault worth a warning (the settlement still pays the stakes)."""
+        try:
+            outcome = await self.ledger.capture(money_keys.capture(hold_key), hold_key)
+        except ServiceError as err:
+            if err.code != "UNKNOWN_HOLD":
+                log.info("table event skipped", extra={"event": kind, "code": err.code})
+                return self._count(kind, err.code.lower())
+            if not await self.ledger.has_escrow(match_id):
+                return self._count(kind, "not_wagered")
+            log.warning("hold unknown at capture", extra={"event": kind, "hold": hold_key})
+            return self._count(kind, "unknown_hold")
+        return self._count(kind, "replayed" if outcome.replayed else "applied")
 
     async def _apply(self, kind: str, operation: Any) -> str:
         try:

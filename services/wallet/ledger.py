@@ -249,6 +249,14 @@ class Ledger:
             )
         return out
 
+    async def has_escrow(self, match_id: str) -> bool:
+        """Whether the match was dealt with stakes (a wagered match's escrow, open or closed)."""
+        async with self.engine.connect() as conn:
+            found = await conn.scalar(
+                select(escrows.c.match_id).where(escrows.c.match_id == match_id)
+            )
+        return found is not None
+
     async def open_escrow_total(self) -> int:
         async with self.engine.connect() as conn:
             total = await conn.scalar(

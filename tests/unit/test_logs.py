@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from services.common.logs import JsonFormatter, TextFormatter, redact_text
+from services.common.logs import JsonFormatter, TextFormatter, configure, redact_text
 
 
 def _record(msg: str, **extra: object) -> logging.LogRecord:
@@ -34,3 +34,20 @@ def test_secrets_in_free_text_are_masked() -> None:
 def test_text_format_masks_too() -> None:
     line = TextFormatter().format(_record("login", password="pw", player="p1"))
     assert "pw" not in line.replace("password", "") and "player=p1" in line
+
+
+def test_third_party_chatter_stays_below_the_services_lines() -> None:
+    """Issue 27, item 12: under `make up` every browser connection opened and closed was an INFO
+    line of websockets' (128 of 129 lines during a match); warnings still show."""
+
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure("gateway", "INFO", "text")
+        for name in ("websockets.server", "aiokafka.conn", "asyncio"):
+            assert not logging.getLogger(name).isEnabledFor(logging.INFO), name
+            assert logging.getLogger(name).isEnabledFor(logging.WARNING), name
+        assert logging.getLogger("bg.gateway").isEnabledFor(logging.INFO)
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)

@@ -4,6 +4,7 @@ crash between commit and publish (real Tansu broker)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 
@@ -91,6 +92,33 @@ async def test_other_events_and_other_profiles_are_ignored(ledger: Ledger) -> No
     )
     assert await handler.handle(table_event("nomatch", 3, "match_ended")) == "unknown_match"
     assert await handler.handle(b"\xff\xff not protobuf") == "undecodable"
+
+
+async def test_a_casual_cubes_take_moves_no_money_and_a_wagered_hold_unknown_is_warned(
+    ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27, item 12: `make up` logged "table event skipped event=double_taken
+    code=UNKNOWN_HOLD" during a casual match with a cube. No diamond is involved: a casual
+    match has no escrow and its take no hold, so the capture is counted `not_wagered`, quietly.
+    A wagered match (an escrow) whose hold is unknown at capture is a fault: warned."""
+    handler = TableEventsHandler(ledger)
+
+    def taken(match_id: str) -> bytes:
+        event = events_pb2.TableEvent(event_id=f"t-{match_id}:9", table_id=f"t-{match_id}",
+                                      seq=9, match_id=match_id)  # fmt: skip
+        event.double_taken.CopyFrom(events_pb2.DoubleTaken(seat=1, cube=2, game_no=1))
+        return event.SerializeToString()
+
+    with caplog.at_level(logging.INFO, logger="bg.wallet.consumer"):
+        assert await handler.handle(taken("casual-m")) == "not_wagered"
+    assert caplog.records == []
+    await fund(ledger, alice=1_000, bob=1_000)
+    await ledger.escrow("escrow:wag-m", "wag-m", ["alice", "bob"], 100)
+    with caplog.at_level(logging.INFO, logger="bg.wallet.consumer"):
+        assert await handler.handle(taken("wag-m")) == "unknown_hold"
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "hold unknown at capture")
+    ]
 
 
 class _CrashingPublisher:
