@@ -364,7 +364,20 @@ async def test_a_wagered_match_settles_with_the_right_balances_on_screen(
         await asyncio.gather(_in_table(dan), _in_table(eve))
         resign = dan.get_by_role("button", name="Resign")
         await resign.wait_for(timeout=30_000)
+        # Issue 27, item 5: Resign and Leave ask first, saying what they cost; Cancel keeps
+        # playing. (Resigning a match to 1 at cube 1 loses the 100 staked.)
         await resign.click()
+        asked = await dan.locator("#confirm-text").text_content() or ""
+        assert "wins the match" in asked and "100 diamonds" in asked, asked
+        await dan.get_by_role("button", name="Cancel").click()
+        assert await dan.locator("#confirm-text").count() == 0
+        assert (await _state(dan))["phase"] not in OVER
+        await dan.get_by_role("button", name="Leave").click()
+        asked = await dan.locator("#confirm-text").text_content() or ""
+        assert "forfeit the match" in asked and "100 diamonds" in asked, asked
+        await dan.get_by_role("button", name="Cancel").click()
+        await resign.click()
+        await dan.get_by_role("button", name="Yes, resign").click()
         await asyncio.gather(*(
             p.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'") for p in (dan, eve)
         ))  # fmt: skip

@@ -34,7 +34,7 @@ const state = {
   autoRoll: false,
   verify: "",
   commands: 0,
-  leaveArmed: false,
+  confirming: null, // "resign" or "leave": asked, with what it costs, before it is sent
   watching: false, // a spectator of this table (I-35): read-only
   // The single steps of the turn in play by a seat whose view this page does not get (the
   // opponent's, or either for a spectator): the server's view shows the turn's start until it
@@ -460,22 +460,73 @@ function renderTable() {
   if (wagered && mine && (v.boostsLeft || 0) > 0 && Number(v.deadlineMs || 0)) {
     actions.appendChild(button("Boost +10 s", { boost: {} }, { aria: "Boost the clock by 10 seconds for 10 diamonds" }));
   }
-  if (wagered && !WAITING.has(p)) actions.appendChild(button("Resign", { resign: {} }));
+  if (state.confirming && !OVER.has(p)) {
+    askToConfirm(v, actions);
+    renderEnd(v);
+    return;
+  }
+  if (wagered && !WAITING.has(p)) {
+    actions.appendChild(button("Resign", null, { action: "resign", run: () => confirmFirst("resign") }));
+  }
   if (wagered && !OVER.has(p)) {
     const auto = button(v.autoRoll ? "Auto roll: on" : "Auto roll: off", { setAutoRoll: { on: !v.autoRoll } }, { action: "autoRoll" });
     auto.setAttribute("aria-pressed", String(!!v.autoRoll));
     actions.appendChild(auto);
   }
   if (!OVER.has(p)) {
-    actions.appendChild(button(state.leaveArmed ? "Really leave?" : "Leave", null, {
-      action: "leave",
-      run: () => {
-        if (state.leaveArmed) { state.leaveArmed = false; send({ leave: {} }); }
-        else { state.leaveArmed = true; renderTable(); }
-      },
-    }));
+    actions.appendChild(button("Leave", null, { action: "leave", run: () => confirmFirst("leave") }));
   }
   renderEnd(v);
+}
+
+// -- asking before what cannot be taken back (Resign, Leave) ----------------------------------
+
+function confirmFirst(what) {
+  state.confirming = what;
+  renderTable();
+}
+
+function stakeOf(v) {
+  return Number((v.options && v.options.bet) || 0) * (v.cube || 1);
+}
+
+// What a resignation or a walk-out costs, in the player's words (RULES I-5, I-18, the leaving row).
+function costOf(what, v) {
+  const profile = v.options && v.options.profile;
+  if (what === "resign") {
+    const cube = v.cube || 1;
+    const score = v.score || [];
+    const ends = (score[other(v)] || 0) + cube >= (v.matchLength || 1);
+    const gives = `${opponentName(v)} scores ${cube} point${cube > 1 ? "s" : ""}`;
+    const lost = profile === "wagered" ? `: you lose your stake of ${stakeOf(v)} diamonds` : "";
+    return `Resign this game as a single? ${gives}${ends ? ` and wins the match${lost}` : ""}.`;
+  }
+  if (profile === "wagered") {
+    return `Leave the table? You forfeit the match and your stake of ${stakeOf(v)} diamonds.`;
+  }
+  if (profile === "scored") {
+    return "Leave the table? You forfeit the match: a loss on the scored board, "
+      + "unless you lead on completed games.";
+  }
+  return "Leave the table? The match ends here (a casual match: no points, no diamonds).";
+}
+
+function askToConfirm(v, actions) {
+  const what = state.confirming;
+  const ask = document.createElement("p");
+  ask.id = "confirm-text";
+  ask.className = "confirm";
+  ask.setAttribute("role", "alert");
+  ask.textContent = costOf(what, v);
+  actions.appendChild(ask);
+  const yes = what === "resign" ? "Yes, resign" : "Yes, leave";
+  actions.appendChild(button(yes, null, {
+    action: `confirm-${what}`,
+    run: () => { state.confirming = null; send(what === "resign" ? { resign: {} } : { leave: {} }); },
+  }));
+  actions.appendChild(button("Cancel", null, {
+    action: "cancel", run: () => { state.confirming = null; renderTable(); },
+  }));
 }
 
 function renderEnd(v) {
