@@ -258,6 +258,30 @@ async def test_an_invite_link_joins_pasted_or_opened_and_a_bad_one_says_so(
     assert ann.errors == [] and bob.errors == [] and cat.errors == []
 
 
+async def test_after_a_reload_the_log_names_the_opponent(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 27, item 6: the log a reload replays from the table named the opponent "Player
+    c2f3db" (its lines were written before the names came); they name them now."""
+    ann = await _page(browser, cluster["url"], "annika")
+    bob = await _page(browser, cluster["url"], "bobby")
+    await ann.get_by_role("button", name="Create", exact=True).click()
+    await ann.wait_for_function("() => bg.state().screen === 'waiting'")
+    link = await ann.locator("#invite-link").input_value()
+    await bob.get_by_label("Party code or invite link").fill(link)
+    await bob.get_by_role("button", name="Join", exact=True).click()
+    await ann.get_by_role("button", name="Start").click()
+    await asyncio.gather(_in_table(ann), _in_table(bob))
+    await ann.context.close()  # annika goes away: bobby's log says so
+    said = "li => li.textContent === 'annika disconnected'"
+    await bob.wait_for_function(f"() => [...document.querySelectorAll('#log li')].some({said})")
+    await bob.reload()
+    await _in_table(bob)
+    await bob.wait_for_function(f"() => [...document.querySelectorAll('#log li')].some({said})")
+    assert await bob.locator("#log li", has_text="Player ").count() == 0
+    assert bob.errors == []
+
+
 async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
     cluster: dict[str, Any], browser: Any, tmp_path: Path
 ) -> None:

@@ -100,8 +100,15 @@ async function learnNames(ids) {
     const reply = await conn.call("GetNames", { playerIds: missing.slice(0, 16) });
     Object.assign(state.names, reply.names || {});
   } catch { /* ids stand in */ }
+  // Lines written before the names came (a reload's backlog) name the players now.
+  for (const li of $("log").children) {
+    const said = logged.get(li);
+    if (said) li.textContent = describe(said[0], said[1]) || li.textContent;
+  }
   if (state.view) renderTable();
 }
+
+const logged = new WeakMap(); // a log line -> the event and view it tells
 
 function phaseOf(v) { return v.phase || "PHASE_UNSPECIFIED"; }
 
@@ -355,6 +362,7 @@ function onUpdate(tableId, update) {
     if (text) {
       const li = document.createElement("li");
       li.textContent = text;
+      logged.set(li, [event, view]); // said again once the names are known
       $("log").appendChild(li);
       $("log").scrollTop = $("log").scrollHeight;
     }
