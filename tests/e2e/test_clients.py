@@ -258,6 +258,43 @@ async def test_an_invite_link_joins_pasted_or_opened_and_a_bad_one_says_so(
     assert ann.errors == [] and bob.errors == [] and cat.errors == []
 
 
+async def test_errors_are_sentences_beside_their_control_and_only_the_affordable_is_offered(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 27, item 6: a guest with no diamonds is not offered a wagered table (the reason is
+    said); a lobby error is a sentence next to the button that caused it, never the raw code; a
+    double click of Roll shows nothing (the second click meets the table moved on: STALE_SEQ is
+    the page's own business)."""
+    pia = await _page(browser, cluster["url"], "pia", phone=True, guest=True)
+    await pia.wait_for_function("() => bg.state().balance === 0")
+    assert await pia.get_by_role("button", name="Wagered").is_disabled()
+    assert "you have none" in (await pia.locator("#afford").text_content() or "")
+    await pia.get_by_label("Party code or invite link").fill("ZZZZZ9")
+    await pia.get_by_role("button", name="Join", exact=True).click()
+    await pia.wait_for_function("() => document.getElementById('lobby-error').textContent")
+    said = await pia.locator("#lobby-error").text_content() or ""
+    assert said.startswith("No table has that code") and "UNKNOWN_CODE" not in said, said
+    assert await pia.locator("#join-form #lobby-error").count() == 1  # beside Join
+    assert await pia.locator("#lobby-error").is_visible()  # on the phone's screen, not below
+
+    await pia.get_by_role("button", name="Casual, easy").click()
+    await _in_table(pia)
+    roll = pia.locator('[data-action="roll"]')
+    end = time.monotonic() + 120
+    while not await roll.count() and time.monotonic() < end:  # play on to a turn of rolling
+        st = await _state(pia)
+        if st["phase"] in OVER:
+            raise AssertionError("the match ended before a roll of this player's")
+        if not await _act(pia):
+            await _wait_seq_change(pia, st["seq"], 3000)
+    seq = (await _state(pia))["seq"]
+    await roll.dblclick()
+    await _wait_seq_change(pia, seq)
+    await pia.wait_for_timeout(500)  # the second click's answer comes back meanwhile
+    assert await pia.locator("#table-error").text_content() == ""
+    assert pia.errors == []
+
+
 async def test_after_a_reload_the_log_names_the_opponent(
     cluster: dict[str, Any], browser: Any
 ) -> None:

@@ -7,6 +7,7 @@ import { ApiError, Connection } from "./api.js";
 import { Board, pointName } from "./board.js";
 import { apply, frames } from "./replay.js";
 import { verifyRolls } from "./verify.js";
+import { SILENT, sentence } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const OVER = new Set(["PHASE_MATCH_OVER", "PHASE_CLOSED"]);
@@ -63,8 +64,15 @@ function save() {
   }));
 }
 
-function fail(where, err) {
-  $(where).textContent = err instanceof ApiError ? `${err.code}: ${err.message}` : String(err);
+// An error as a sentence (services/gateway/web/words.js), where the player is looking: next to
+// `near` (the control that caused it) when given. The code stays on the element for tests.
+function fail(where, err, near = null) {
+  const shown = $(where);
+  if (err instanceof ApiError && SILENT.has(err.code)) return;
+  shown.textContent = err instanceof ApiError ? sentence(err) : String(err.message || err);
+  shown.dataset.code = err instanceof ApiError ? err.code : "";
+  if (near) near.insertAdjacentElement("afterend", shown);
+  shown.scrollIntoView({ block: "nearest" });
 }
 
 function onStatus(status, err) {
@@ -195,6 +203,24 @@ async function refreshMe() {
   $("me").setAttribute("aria-label",
     `${state.name}, ${state.balance ?? "?"} diamonds, ${state.trophies ?? "?"} trophies`);
   if (state.screen === "table" && state.view) renderEnd(state.view);
+  offerWhatIsAffordable();
+}
+
+// The lobby offers a wagered table only for a bet the player's diamonds cover; a bet they do
+// not is greyed out with the reason beside it (a guest starts with no diamonds).
+function offerWhatIsAffordable() {
+  const have = state.balance;
+  const short = (bet) => have !== null && have < Number(bet);
+  const quick = document.querySelector('[data-quick="wagered"]');
+  const quickShort = short($("qm-bet").value);
+  quick.disabled = quickShort;
+  const createShort = $("ct-profile").value === "wagered" && short($("ct-bet").value);
+  $("create-form").querySelector('button[type="submit"]').disabled = createShort;
+  const note = $("afford");
+  note.hidden = !(quickShort || createShort);
+  note.textContent = have === null ? "" : have === 0
+    ? "Wagered tables need diamonds: you have none."
+    : `Wagered tables need the bet in diamonds: you have ${have}.`;
 }
 
 async function toLobby() {
@@ -208,12 +234,12 @@ async function toLobby() {
   await refreshMe();
 }
 
-async function lobbyAction(run) {
+async function lobbyAction(run, near = null) {
   $("lobby-error").textContent = "";
   try {
     await waitForDeal(await run());
   } catch (err) {
-    fail("lobby-error", err);
+    fail("lobby-error", err, near);
   }
 }
 
@@ -734,12 +760,12 @@ function wire() {
   });
   for (const b of document.querySelectorAll("[data-quick]")) {
     b.addEventListener("click", () => lobbyAction(
-      () => conn.call("QuickMatch", { options: matchOptions(b.dataset.quick) })));
+      () => conn.call("QuickMatch", { options: matchOptions(b.dataset.quick) }), b.parentElement));
   }
   for (const b of document.querySelectorAll("[data-cpu]")) {
     const [profile, level] = b.dataset.cpu.split(":");
     b.addEventListener("click", () => lobbyAction(
-      () => conn.call("CreateTable", { options: { profile, matchLength: 1, level } })));
+      () => conn.call("CreateTable", { options: { profile, matchLength: 1, level } }), b.parentElement));
   }
   $("create-form").addEventListener("submit", (e) => {
     e.preventDefault();
@@ -748,11 +774,16 @@ function wire() {
     if (profile === "wagered") options.bet = String($("ct-bet").value);
     if (profile === "casual" && $("ct-cube").checked) options.cube = true;
     if (profile === "scored") options.level = "players";
-    lobbyAction(() => conn.call("CreateTable", { options, public: $("ct-public").checked }));
+    lobbyAction(() => conn.call("CreateTable", { options, public: $("ct-public").checked }),
+      e.submitter);
   });
+  for (const id of ["qm-bet", "ct-bet", "ct-profile"]) {
+    $(id).addEventListener("change", offerWhatIsAffordable);
+  }
   $("join-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    lobbyAction(() => conn.call("JoinByCode", { code: partyCode($("join-code").value) }));
+    lobbyAction(() => conn.call("JoinByCode", { code: partyCode($("join-code").value) }),
+      e.submitter);
   });
   $("pref-auto-roll").addEventListener("change", async (e) => {
     try {
