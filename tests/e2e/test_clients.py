@@ -295,6 +295,40 @@ async def test_errors_are_sentences_beside_their_control_and_only_the_affordable
     assert pia.errors == []
 
 
+async def test_the_table_speaks_plain_words(cluster: dict[str, Any], browser: Any) -> None:
+    """Issue 27, item 7: the status line says whose turn it is to do what and which colour you
+    play; the log says who starts, conjugates "You" ("You are back", never "You is"), keeps a
+    turn's steps on one line, and gives the opponent's steps in the labels of your board (the
+    computer's first play starts from its checkers on your 1, 12, 17 or 19 points, not its own
+    24, 13, 8, 6)."""
+    page = await _page(browser, cluster["url"], "wendy")
+    await page.get_by_role("button", name="Casual, easy").click()
+    await _in_table(page)
+    lines: list[str] = []
+    end = time.monotonic() + 150
+    while time.monotonic() < end:
+        st = await _state(page)
+        info = await page.locator("#match-info").text_content() or ""
+        assert "you play white" in info, info
+        assert not re.search(r"· (await roll|moving|confirming|no move)( ·|$)", info), info
+        lines = await page.locator("#log li").all_text_contents()
+        mine = [t for t in lines if re.fullmatch(r"You moved \S+/\S+ \S+/\S+.*", t)]
+        theirs = [t for t in lines if t.startswith("CPU (easy) moved ")]
+        if (mine and theirs) or st["phase"] in OVER:
+            break
+        if not await _act(page):
+            await _wait_seq_change(page, st["seq"], 3000)
+    opening = next(t for t in lines if t.startswith("Opening roll: "))
+    who_starts = r"(You start|CPU \(easy\) starts|a tie: both roll again)"
+    assert re.fullmatch(r"Opening roll: You \d, CPU \(easy\) \d; " + who_starts, opening), opening
+    assert mine, lines  # a turn of two steps is one line
+    first = theirs[0].removeprefix("CPU (easy) moved ").split()[0].split("/")[0]
+    assert first in ("1", "12", "17", "19", "bar"), theirs[0]
+    for wrong in ("You is", "You offers", "You wins", "to You"):
+        assert not any(wrong in t for t in lines), (wrong, lines)
+    assert page.errors == []
+
+
 async def test_after_a_reload_the_log_names_the_opponent(
     cluster: dict[str, Any], browser: Any
 ) -> None:

@@ -118,6 +118,43 @@ async function learnNames(ids) {
 
 const logged = new WeakMap(); // a log line -> the event and view it tells
 
+// A turn's steps, however they come (one at a time as the player plays them, or together), are
+// one line: "ann moved 13/10 10/5". An undo takes its steps off the line again.
+let moveLine = null; // {li, seat, steps}
+
+function logMove(event, view) {
+  if (event.turnStarted || event.turnEnded || event.turnPassed || event.gameStarted || event.turnTakenBack) {
+    moveLine = null;
+    return false;
+  }
+  const undone = event.stepsUndone;
+  if (undone && moveLine && moveLine.seat === (undone.seat || 0)) {
+    moveLine.steps.splice(-((undone.steps || []).length || 0));
+    sayMoves(view);
+    return true;
+  }
+  const moved = event.checkersMoved;
+  if (!moved) return false;
+  const seat = moved.seat || 0;
+  if (!moveLine || moveLine.seat !== seat || !moveLine.li.isConnected) {
+    const li = document.createElement("li");
+    $("log").appendChild(li);
+    moveLine = { li, seat, steps: [] };
+  }
+  moveLine.steps.push(...(moved.steps || []));
+  sayMoves(view);
+  return true;
+}
+
+function sayMoves(view) {
+  const { li, seat, steps } = moveLine;
+  const event = { checkersMoved: { seat, steps: [...steps] } };
+  li.textContent = describe(event, view);
+  logged.set(li, [event, view]);
+  li.hidden = steps.length === 0;
+  $("log").scrollTop = $("log").scrollHeight;
+}
+
 function phaseOf(v) { return v.phase || "PHASE_UNSPECIFIED"; }
 
 function myTurn(v) {
@@ -320,16 +357,44 @@ async function openTable(tableId, watching = false) {
   else await conn.join(tableId, 0);
 }
 
+// "You" takes the verb's plain form: "You are back", "ann is back".
+function says(subject, you, others) {
+  return subject === "You" ? you : others;
+}
+
+const HOW = {
+  GAME_RESULT_SINGLE: "", GAME_RESULT_GAMMON: ", a gammon", GAME_RESULT_BACKGAMMON: ", a backgammon",
+  GAME_RESULT_RESIGN: ", resigned", GAME_RESULT_DROP: ", the double dropped",
+};
+
+// The seat whose side the page's board shows (a spectator sees seat 0's).
+function viewerSeat(v) {
+  return v.spectator ? 0 : seatOf(v);
+}
+
+// A step as the labels on this page's board read it: the mover's point numbers are turned
+// around for the other side (bar and off are the same for both).
+function stepText(step, seat, v) {
+  const turn = (p) => (seat === viewerSeat(v) || p === 0 || p === 25 ? p : 25 - p);
+  return `${pointName(turn(step.from || 0))}/${pointName(turn(step.to || 0))}`;
+}
+
 function describe(event, v) {
   const body = Object.keys(event).find((k) => !["eventId", "tableId", "seq", "matchId", "atMs"].includes(k));
   const e = event[body] || {};
   const seat = who(v, e.seat);
   switch (body) {
     case "gameStarted": return `Game ${e.gameNo || 1} starts${e.crawford ? " (Crawford)" : ""}`;
-    case "openingRoll": return `Opening roll ${(e.dice || []).join("-")}`;
+    case "openingRoll": {
+      const [a, b] = e.dice || [];
+      const starter = e.starter ?? -1;
+      const start = starter < 0 ? "a tie: both roll again"
+        : `${who(v, starter)} ${says(who(v, starter), "start", "starts")}`;
+      return `Opening roll: ${who(v, 0)} ${a}, ${who(v, 1)} ${b}; ${start}`;
+    }
     case "diceRolled": return `${seat} rolled ${(e.dice || []).join("-")}${e.auto ? " (auto)" : ""}`;
     case "checkersMoved":
-      return `${seat} moved ${(e.steps || []).map((s) => `${pointName(s.from)}/${pointName(s.to || 0)}`).join(" ")}`;
+      return `${seat} moved ${(e.steps || []).map((st) => stepText(st, e.seat || 0, v)).join(" ")}`;
     case "turnPassed": return `${seat} cannot move`;
     case "timedOut": return `${seat} ran out of time`;
     case "doubleOffered": return `${seat} doubled to ${e.cube}`;
@@ -337,13 +402,39 @@ function describe(event, v) {
     case "doubleDropped": return `${seat} dropped`;
     case "boostApplied": return `${seat} boosted the clock`;
     case "playerAway": return `${seat} disconnected`;
-    case "playerBack": return `${seat} is back`;
-    case "gameEnded": return `Game ${e.gameNo || 1} to ${who(v, e.winnerSeat)} (${e.points} point${e.points === 1 ? "" : "s"})`;
-    case "matchEnded": return `Match to ${who(v, e.winnerSeat)}`;
+    case "playerBack": return `${seat} ${says(seat, "are", "is")} back`;
+    case "gameEnded": {
+      const winner = who(v, e.winnerSeat);
+      const points = `${e.points} point${e.points === 1 ? "" : "s"}`;
+      return `${winner} ${says(winner, "win", "wins")} game ${e.gameNo || 1} (${points}${HOW[e.result] || ""})`;
+    }
+    case "matchEnded": {
+      const winner = who(v, e.winnerSeat);
+      const why = e.reason && e.reason !== "END_REASON_POINTS" ? `: ${REASONS[e.reason] || ""}` : "";
+      return `${winner} ${says(winner, "win", "wins")} the match${why}`;
+    }
     case "matchClosed": return "The match closed";
-    case "rematchOffered": return `${seat} offers a rematch`;
+    case "rematchOffered": return `${seat} ${says(seat, "offer", "offers")} a rematch`;
     case "rematchAgreed": return "Rematch agreed";
     default: return null;
+  }
+}
+
+// What the status line says: whose turn, to do what, in words.
+function statusWords(v) {
+  const mine = myTurn(v) && !v.spectator;
+  const them = v.spectator ? who(v, v.decider || 0) : opponentName(v);
+  switch (phaseOf(v)) {
+    case "PHASE_AWAIT_ROLL": return mine ? "your turn: roll" : `${them} to roll`;
+    case "PHASE_MOVING": return mine ? "your move" : `${them} is moving`;
+    case "PHASE_CONFIRMING": return mine ? "your move: press Done" : `${them} is finishing the turn`;
+    case "PHASE_NO_MOVE": return mine ? "you cannot move: press Got it" : `${them} cannot move`;
+    case "PHASE_DOUBLE_OFFERED":
+      return mine ? `${them} doubles: take or drop` : `${them} is answering the double`;
+    case "PHASE_BETWEEN_GAMES": return "the next game starts in a moment";
+    case "PHASE_MATCH_OVER": return "the match is over";
+    case "PHASE_CLOSED": return "the match closed";
+    default: return "";
   }
 }
 
@@ -384,6 +475,7 @@ function onUpdate(tableId, update) {
     if (event.gameStarted && !state.ended) { /* same match */ }
     if (event.matchEnded || event.matchClosed) state.ended = event.matchEnded || event.matchClosed;
     if (event.rematchAgreed) { state.seenRolls = []; state.ended = null; state.verify = ""; }
+    if (logMove(event, view)) continue;
     const text = describe(event, view);
     if (text) {
       const li = document.createElement("li");
@@ -466,11 +558,14 @@ function renderTable() {
   renderSeats();
   const score = v.score || [];
   const me = seatOf(v);
-  const phase = phaseOf(v).replace("PHASE_", "").toLowerCase().replace(/_/g, " ");
   const cube = v.cube && v.cube > 1 ? ` · cube ${v.cube}` : "";
-  $("match-info").textContent = `${score[me] || 0}-${score[1 - me] || 0} (match to ${v.matchLength || 1})`
-    + ` · game ${v.gameNo || 1}${v.crawford ? " (Crawford)" : ""}${cube} · ${phase}`
-    + (v.spectator ? " · watching" : myTurn(v) ? " · your move" : "");
+  const scores = v.spectator
+    ? `${who(v, 0)} ${score[0] || 0}, ${who(v, 1)} ${score[1] || 0}`
+    : `You ${score[me] || 0}, ${opponentName(v)} ${score[1 - me] || 0}`;
+  const colour = v.spectator ? ` · ${who(v, 0)} plays white` : " · you play white";
+  $("match-info").textContent = `${scores} (match to ${v.matchLength || 1})`
+    + ` · game ${v.gameNo || 1}${v.crawford ? " (Crawford)" : ""}${cube}${colour}`
+    + ` · ${statusWords(v)}${v.spectator ? " · watching" : ""}`;
   const actions = $("actions");
   actions.replaceChildren();
   if (v.spectator) {
