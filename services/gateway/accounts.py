@@ -343,9 +343,10 @@ class Accounts:
         family: str | None = None,
         granted: bool = True,
         token: str | None = None,
+        now: int | None = None,
     ) -> Session:
         token = token or secrets.token_urlsafe(32)
-        now = self._now_ms()
+        now = self._now_ms() if now is None else now
         expires = now + self.refresh_ttl_s * 1000
         await conn.execute(
             refresh_tokens.insert().values(
@@ -390,7 +391,9 @@ class Accounts:
                     .values(used_ms=now, successor_hash=_digest(successor))
                 )
                 if used.rowcount == 1:
-                    return await self._session(conn, identity, row.family, token=successor)
+                    # Issued as of the use (used_ms): a retry answers this very pair, access
+                    # token included, however late in its second the first call ran.
+                    return await self._session(conn, identity, row.family, token=successor, now=now)
                 row = await self._refresh_row(conn, token)  # a racing call used it just now
                 assert row is not None and row.used_ms is not None
             if now - row.used_ms <= REUSE_GRACE_MS:

@@ -137,6 +137,26 @@ async def test_a_refresh_retried_in_its_window_answers_the_same_and_forks_nothin
     assert await code_of(accounts.refresh(one.refresh_token)) == "REFRESH_REVOKED"
 
 
+class TickingClock(Clock):
+    def __call__(self) -> float:
+        self.now += 0.4  # every read of the clock is later than the last
+        return self.now
+
+
+async def test_a_retried_refresh_is_issued_as_of_the_first_use(accounts: Accounts) -> None:
+    """The first refresh and its retry answer one access token: both are issued as of the
+    refresh token's use, not as of two reads of a clock that moves on between them (the
+    WebSocket contract test saw their expiries a second apart)."""
+    ticking = Accounts(
+        accounts.engine, refresh_ttl_s=3600, clock=TickingClock(),
+        successor_keys=accounts.successor_keys,
+    )  # fmt: skip
+    login = await ticking.device_login(device(), "hal")
+    first = await ticking.refresh(login.refresh_token)
+    again = await ticking.refresh(login.refresh_token)
+    assert again == first and first.issued_ms > 0
+
+
 async def test_email_password_login_locks_out_after_repeated_failures(
     accounts: Accounts, clock: Clock
 ) -> None:
