@@ -329,6 +329,46 @@ async def test_the_table_speaks_plain_words(cluster: dict[str, Any], browser: An
     assert page.errors == []
 
 
+async def test_seating_a_friend_says_who_sat_down_and_who_starts(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 27, item 8: an invite opened logged out says what it is; once the friend sits down
+    the host reads their name and a Start that names them, the friend reads whom they wait for,
+    and neither is asked to share a code any more; a quick match never asks to share one."""
+    host = await _page(browser, cluster["url"], "hosta")
+    await host.get_by_role("button", name="Create", exact=True).click()
+    await host.wait_for_function("() => bg.state().screen === 'waiting'")
+    link = await host.locator("#invite-link").input_value()
+    code = link.rsplit("=", 1)[1]
+    context = await browser.new_context(viewport={"width": 390, "height": 844})
+    friend = await context.new_page()
+    await friend.goto(link)
+    assert code in (await friend.locator("#invite-note").text_content() or "")
+    await friend.get_by_label("Your name").fill("frida")
+    await friend.get_by_role("button", name="Play", exact=True).click()
+    await friend.wait_for_function("() => bg.state().screen === 'waiting'")
+    await host.wait_for_function(
+        "() => document.getElementById('waiting-info').textContent.includes('frida sat down')"
+    )
+    assert await host.locator("#waiting-title").text_content() == "Ready to play"
+    assert await host.get_by_role("button", name="Start the match with frida").is_visible()
+    assert not await host.locator("#invite-link").is_visible()
+    await friend.wait_for_function(
+        "() => document.getElementById('waiting-info').textContent"
+        " === 'Waiting for hosta to start the match.'"
+    )
+    assert not await friend.locator("#invite-link").is_visible()
+    await host.get_by_role("button", name="Start the match with frida").click()
+    await asyncio.gather(_in_table(host), _in_table(friend))
+
+    loner = await _page(browser, cluster["url"], "lonely")
+    await loner.locator('[data-quick="casual"]').click()
+    await loner.wait_for_function("() => bg.state().screen === 'waiting'")
+    assert await loner.locator("#waiting-info").text_content() == "Finding an opponent…"
+    assert not await loner.locator("#invite-link").is_visible()
+    await loner.get_by_role("button", name="Leave").click()
+
+
 async def test_after_a_reload_the_log_names_the_opponent(
     cluster: dict[str, Any], browser: Any
 ) -> None:

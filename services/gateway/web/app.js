@@ -7,7 +7,7 @@ import { ApiError, Connection } from "./api.js";
 import { Board, pointName } from "./board.js";
 import { apply, frames } from "./replay.js";
 import { verifyRolls } from "./verify.js";
-import { SILENT, sentence } from "./words.js";
+import { SILENT, closedSentence, sentence } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const OVER = new Set(["PHASE_MATCH_OVER", "PHASE_CLOSED"]);
@@ -35,6 +35,7 @@ const state = {
   autoRoll: false,
   verify: "",
   commands: 0,
+  quick: false, // waiting for a quick match
   confirming: null, // "resign" or "leave": asked, with what it costs, before it is sent
   watching: false, // a spectator of this table (I-35): read-only
   // The single steps of the turn in play by a seat whose view this page does not get (the
@@ -273,6 +274,7 @@ async function toLobby() {
 
 async function lobbyAction(run, near = null) {
   $("lobby-error").textContent = "";
+  state.quick = false;
   try {
     await waitForDeal(await run());
   } catch (err) {
@@ -311,7 +313,7 @@ async function waitForDeal(table) {
     if (table.status === "dealt") return openTable(table.tableId);
     if (table.status === "closed") {
       await toLobby();
-      $("lobby-error").textContent = `the table closed: ${table.closeReason || "closed"}`;
+      $("lobby-error").textContent = closedSentence(table.closeReason);
       return;
     }
     show("waiting");
@@ -319,12 +321,20 @@ async function waitForDeal(table) {
     const full = players.length === 2 && players.every((p) => p);
     const host = table.hostId === state.playerId;
     const casual = table.options && table.options.profile === "casual";
-    $("waiting-info").textContent = table.code
-      ? `Share the code ${table.code} or the link below.` : "Finding an opponent…";
-    $("invite-link").value = table.code ? `${location.origin}/?join=${table.code}` : "";
-    $("invite-link").hidden = !table.code;
+    const friend = players.find((p) => p && p !== table.hostId);
+    await learnNames(players);
+    const sharing = !!table.code && !state.quick && !full;
+    $("waiting-title").textContent = full ? "Ready to play" : "Waiting for an opponent";
+    $("waiting-info").textContent = full && casual && host
+      ? `${nameOf(friend)} sat down: start the match when you are ready.`
+      : full && casual ? `Waiting for ${nameOf(table.hostId)} to start the match.`
+        : full ? "Dealing the match…"
+          : sharing ? `Share the code ${table.code} or the link below.` : "Finding an opponent…";
+    $("invite-link").value = sharing ? `${location.origin}/?join=${table.code}` : "";
+    $("invite-link").hidden = !sharing;
     const startable = full && host && casual;
     $("start-table").hidden = !startable;
+    $("start-table").textContent = startable ? `Start the match with ${nameOf(friend)}` : "Start";
     if (startable && players[1].startsWith("cpu-")) {
       table = await conn.call("StartTable", { tableId: table.tableId });
       continue;
@@ -854,8 +864,10 @@ function wire() {
     }
   });
   for (const b of document.querySelectorAll("[data-quick]")) {
-    b.addEventListener("click", () => lobbyAction(
-      () => conn.call("QuickMatch", { options: matchOptions(b.dataset.quick) }), b.parentElement));
+    b.addEventListener("click", () => lobbyAction(() => {
+      state.quick = true; // a stranger is being found: no code to share
+      return conn.call("QuickMatch", { options: matchOptions(b.dataset.quick) });
+    }, b.parentElement));
   }
   for (const b of document.querySelectorAll("[data-cpu]")) {
     const [profile, level] = b.dataset.cpu.split(":");
@@ -930,6 +942,12 @@ function wire() {
 async function boot() {
   wire();
   const saved = JSON.parse(sessionStorage.getItem("bg") || "{}");
+  const invited = new URLSearchParams(location.search).get("join");
+  if (invited) {
+    $("invite-note").textContent = `You are invited to a table (code ${partyCode(invited)}): `
+      + "say your name and play to sit down.";
+    $("invite-note").hidden = false;
+  }
   if (!saved.token) {
     // A new tab or a new visit: the device's session goes on if its refresh token still works.
     if (await renew()) {

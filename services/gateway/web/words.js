@@ -106,6 +106,19 @@ export const SAYS = {
 // one button meets the table moved on by the first).
 export const SILENT = new Set(["STALE_SEQ"]);
 
+// Why a table closed before its match (the lobby's close_reason, "<why>[:<who>]").
+export const CLOSED_SAYS = {
+  host_left: "The host left the table.",
+  paired_elsewhere: "Your opponent was matched at another table: try again.",
+  in_another_match: "A player is still in another wagered match.",
+  cannot_cover: "A player does not have the diamonds for the bet: nothing was taken.",
+  deal_failed: "The match could not be dealt: nothing was taken. Try again.",
+};
+
+export function closedSentence(reason) {
+  return CLOSED_SAYS[(reason || "").split(":")[0]] || "The table closed.";
+}
+
 // The sentence for an error; a code without one (a newer server) says so plainly.
 export function sentence(err) {
   return SAYS[err.code] || "Something went wrong: try again.";
