@@ -21,6 +21,7 @@ TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
     ".svg": "image/svg+xml",
+    ".ico": "image/x-icon",
     ".json": "application/json",
 }
 # The page runs only its own scripts and talks only to its own origin (ws: included by 'self'

@@ -369,6 +369,35 @@ async def test_seating_a_friend_says_who_sat_down_and_who_starts(
     await loner.get_by_role("button", name="Leave").click()
 
 
+async def test_play_vs_cpu_has_options_and_a_double_click_moves_a_checker(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 27, item 10: Play vs CPU takes a match length and the cube (it was always a match
+    to 1 without one); a double click on a movable checker moves it at once, by the higher die
+    or the only way it can go."""
+    page = await _page(browser, cluster["url"], "dora")
+    await page.locator("#cpu-length").select_option("3")
+    await page.locator("#cpu-cube").check()
+    await page.get_by_role("button", name="Casual, normal").click()
+    await _in_table(page)
+    info = await page.locator("#match-info").text_content() or ""
+    assert "(match to 3)" in info, info
+    movable = page.locator("[data-movable]")
+    end = time.monotonic() + 90
+    while not await movable.count() and time.monotonic() < end:
+        st = await _state(page)
+        if not await _act(page):
+            await _wait_seq_change(page, st["seq"], 3000)
+    seq = (await _state(page))["seq"]
+    before = await page.locator("#log li").all_text_contents()
+    await movable.first.dblclick()
+    await _wait_seq_change(page, seq)
+    assert (await _state(page))["seq"] > seq  # the double click was a move
+    lines = await page.locator("#log li").all_text_contents()
+    assert lines != before and any(t.startswith("You moved ") for t in lines), lines
+    assert page.errors == []
+
+
 async def test_after_a_reload_the_log_names_the_opponent(
     cluster: dict[str, Any], browser: Any
 ) -> None:

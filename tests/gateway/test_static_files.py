@@ -28,6 +28,13 @@ def test_serves_the_client_with_its_type_and_a_strict_policy() -> None:
     assert status == 200 and headers["Content-Type"].startswith("text/javascript")
 
 
+def test_the_page_has_an_icon() -> None:
+    """Issue 27, item 10: a browser asks for /favicon.ico (it was a 404 on every page load)."""
+    status, headers, body = _get(StaticFiles(), "/favicon.ico") or (0, Headers(), b"")
+    assert status == 200 and headers["Content-Type"] == "image/x-icon"
+    assert body[:4] == b"\x00\x00\x01\x00"  # an ICO file's header
+
+
 def test_a_websocket_upgrade_goes_through_to_the_api() -> None:
     assert _get(StaticFiles(), "/", Upgrade="websocket", Connection="Upgrade") is None
 

@@ -10,6 +10,7 @@ import { verifyRolls } from "./verify.js";
 import { SILENT, closedSentence, sentence } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
+const LIVE_REFRESH_MS = 5000;
 const OVER = new Set(["PHASE_MATCH_OVER", "PHASE_CLOSED"]);
 const WAITING = new Set(["PHASE_BETWEEN_GAMES", ...OVER]);
 const REASONS = {
@@ -761,9 +762,14 @@ function fillList(id, empty, rows) {
   $(id).replaceChildren(...items);
 }
 
-// The matches in play anyone may watch (I-35), each with a Watch button.
+// The matches in play anyone may watch (I-35), each with a Watch button; once asked for, kept
+// fresh while the lobby is on screen (a match ends, another starts).
+let liveTimer = null;
+
 async function listLive() {
   $("lobby-error").textContent = "";
+  clearTimeout(liveTimer);
+  liveTimer = setTimeout(() => { if (state.screen === "lobby") listLive(); }, LIVE_REFRESH_MS);
   try {
     const reply = await conn.call("ListTables", { live: true, limit: 20 });
     const tables = reply.tables || [];
@@ -871,8 +877,11 @@ function wire() {
   }
   for (const b of document.querySelectorAll("[data-cpu]")) {
     const [profile, level] = b.dataset.cpu.split(":");
-    b.addEventListener("click", () => lobbyAction(
-      () => conn.call("CreateTable", { options: { profile, matchLength: 1, level } }), b.parentElement));
+    b.addEventListener("click", () => {
+      const options = { profile, level, matchLength: Number($("cpu-length").value) };
+      if (profile === "casual" && $("cpu-cube").checked) options.cube = true;
+      lobbyAction(() => conn.call("CreateTable", { options }), b.parentElement);
+    });
   }
   $("create-form").addEventListener("submit", (e) => {
     e.preventDefault();

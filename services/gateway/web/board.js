@@ -52,6 +52,7 @@ export class Board {
     this.svg.addEventListener("pointerdown", (e) => this._down(e));
     this.svg.addEventListener("pointerup", (e) => this._up(e));
     this.svg.addEventListener("click", (e) => this._click(e));
+    this.lastClick = null; // {point, at}: a second click on it soon after is a double click
     this.svg.addEventListener("keydown", (e) => {
       if (e.key === "Enter" || e.key === " ") {
         e.preventDefault();
@@ -102,9 +103,25 @@ export class Board {
     }
   }
 
+  // A double click (or tap) on a movable checker moves it at once: by the higher die, as
+  // players expect, or the only way it can go.
+  _quick(from) {
+    const dests = this._lit().get(from);
+    if (!dests || !dests.length) return;
+    const to = dests.reduce((far, d) => (from - d > from - far ? d : far));
+    this.selected = null;
+    this.onMove(from, to);
+  }
+
   _click(e) {
     if (this.dragFrom === "done") { this.dragFrom = null; return; } // ended as a drag
-    this._pick(this._pointOf(e.target));
+    const point = this._pointOf(e.target);
+    const at = performance.now();
+    const again = this.lastClick && this.lastClick.point === point && at - this.lastClick.at < 450;
+    this.lastClick = again ? null : { point, at };
+    // Counted here, not by the dblclick event: the first click redraws the board under it.
+    if (again && this._lit().has(point)) this._quick(point);
+    else this._pick(point);
   }
 
   _down(e) {
