@@ -398,6 +398,48 @@ async def test_play_vs_cpu_has_options_and_a_double_click_moves_a_checker(
     assert page.errors == []
 
 
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return not (
+        a["x"] + a["width"] <= b["x"]
+        or b["x"] + b["width"] <= a["x"]
+        or a["y"] + a["height"] <= b["y"]
+        or b["y"] + b["height"] <= a["y"]
+    )
+
+
+async def test_the_cube_sits_on_the_bar_clear_of_the_tray(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 27, item 4: the cube covered the middle of the bear-off tray (a click there did
+    nothing) and an owned cube the "off N" count; it sits on the bar now, 64 in the middle
+    while nobody owns it, overlapping neither the tray nor its counts, and takes no clicks. A
+    match without a cube draws none."""
+    page = await _page(browser, cluster["url"], "cubist")
+    await page.locator("#cpu-cube").check()
+    await page.get_by_role("button", name="Casual, easy").click()
+    await _in_table(page)
+    cube = page.locator(".cube")
+    await cube.wait_for()
+    assert await page.locator(".cube text").text_content() == "64"
+    assert await cube.get_attribute("data-cube") == "middle"
+    box = await cube.bounding_box()
+    assert box is not None
+    for part in (".tray rect", ".tray text"):
+        for i in range(await page.locator(part).count()):
+            other = await page.locator(part).nth(i).bounding_box()
+            assert other is not None and not _overlap(box, other), (part, box, other)
+    assert await cube.evaluate("n => getComputedStyle(n).pointerEvents") == "none"
+    await page.get_by_role("button", name="Leave").click()
+    await page.get_by_role("button", name="Yes, leave").click()
+    over = "() => ['PHASE_MATCH_OVER', 'PHASE_CLOSED'].includes(bg.state().phase)"
+    await page.wait_for_function(over)
+
+    plain = await _page(browser, cluster["url"], "nocube")
+    await plain.get_by_role("button", name="Casual, easy").click()
+    await _in_table(plain)
+    assert await plain.locator(".cube").count() == 0
+
+
 async def test_after_a_reload_the_log_names_the_opponent(
     cluster: dict[str, Any], browser: Any
 ) -> None:

@@ -317,13 +317,13 @@ async function waitForDeal(table) {
       $("lobby-error").textContent = closedSentence(table.closeReason);
       return;
     }
-    show("waiting");
     const players = table.playerIds || [];
     const full = players.length === 2 && players.every((p) => p);
     const host = table.hostId === state.playerId;
     const casual = table.options && table.options.profile === "casual";
     const friend = players.find((p) => p && p !== table.hostId);
-    await learnNames(players);
+    await learnNames(players); // before the screen shows: it is filled in one go
+    show("waiting");
     const sharing = !!table.code && !state.quick && !full;
     $("waiting-title").textContent = full ? "Ready to play" : "Waiting for an opponent";
     $("waiting-info").textContent = full && casual && host
@@ -831,7 +831,8 @@ async function openReplay(matchId) {
   try {
     const archived = await conn.call("GetArchivedMatch", { matchId });
     const ids = (archived.summary && archived.summary.playerIds) || [];
-    replay.frames = frames(archived.moves || [], (seat) => nameOf(ids[seat]));
+    const profile = (archived.summary && archived.summary.profile) || "";
+    replay.frames = frames(archived.moves || [], (seat) => nameOf(ids[seat]), profile);
     replay.at = 0;
     $("replay-seed").textContent = archived.seedHex || "";
     $("replay-fingerprint").textContent = archived.fingerprint || "";

@@ -15,6 +15,8 @@ const R = 27; // checker radius
 const WIDTH = MARGIN * 2 + PW * 12 + BAR + TRAY + 20;
 const BAR_X = MARGIN + PW * 6;
 const TRAY_X = MARGIN + PW * 12 + BAR + 20;
+const CUBE = 44; // the cube's side, on the bar
+const BAR_GAP = 52; // from the bar's middle to its first checker: room for the centred cube
 
 function el(name, attrs = {}, parent = null) {
   const node = document.createElementNS(NS, name);
@@ -191,9 +193,9 @@ export class Board {
       myBar.setAttribute("data-movable", "");
     }
     el("rect", { class: "tri", x: BAR_X, y: H / 2, width: BAR, height: H / 2 - MARGIN, fill: "transparent" }, myBar);
-    this._stack(myBar, barX, false, own[24] || 0, "mine", H / 2 + 40);
+    this._stack(myBar, barX, false, own[24] || 0, "mine", H / 2 + BAR_GAP);
     const theirBar = el("g", { class: "bar", "aria-label": `Bar: ${opp[24] || 0} theirs` }, svg);
-    this._stack(theirBar, barX, true, opp[24] || 0, "theirs", H / 2 - 40);
+    this._stack(theirBar, barX, true, opp[24] || 0, "theirs", H / 2 - BAR_GAP);
     // The off tray: the viewer's borne-off checkers at the bottom (a target when bearing off).
     const offMine = 15 - own.reduce((a, b) => a + (b || 0), 0);
     const offTheirs = 15 - opp.reduce((a, b) => a + (b || 0), 0);
@@ -239,14 +241,26 @@ export class Board {
     });
   }
 
+  // The cube sits on the bar, never in the tray (whose counts and bear-off target it would
+  // cover): in the middle while nobody owns it (showing 64, as on a real board), at its owner's
+  // end of the bar once taken, and while a double is offered the offered value waits at the
+  // end of the player who must answer. It takes no clicks: whatever is under it still does.
   _cube(v) {
     const value = v.cube || 1;
     const owner = v.cubeOwner ?? 0; // proto3 JSON omits zeros: missing is seat 0
     if (!(v.options && (v.options.profile === "wagered" || v.options.cube)) && value === 1) return;
-    const y = owner === -1 ? H / 2 : owner === (v.seat || 0) ? H - MARGIN - 40 : MARGIN + 40;
-    const owned = owner === -1 ? "centred" : owner === (v.seat || 0) ? "yours" : "theirs";
-    const g = el("g", { class: "cube", role: "img", "aria-label": `Cube ${value}, ${owned}` }, this.svg);
-    el("rect", { x: TRAY_X + 6, y: y - 24, width: 48, height: 48, rx: 6 }, g);
-    el("text", { x: TRAY_X + 30, y }, g).textContent = String(owner === -1 ? 64 : value);
+    const me = v.seat || 0;
+    const offered = v.phase === "PHASE_DOUBLE_OFFERED";
+    const mineAnswers = offered && (v.decider || 0) === me;
+    const at = offered ? (mineAnswers ? "bottom" : "top")
+      : owner === -1 ? "middle" : owner === me ? "bottom" : "top";
+    const y = at === "middle" ? H / 2 : at === "bottom" ? H - MARGIN - CUBE / 2 - 4 : MARGIN + CUBE / 2 + 4;
+    const shown = offered ? value * 2 : owner === -1 ? 64 : value;
+    const owned = offered ? `offered at ${shown}` : owner === -1 ? "centred" : owner === me ? "yours" : "theirs";
+    const g = el("g", { class: "cube" + (offered ? " offered" : ""), role: "img",
+      "aria-label": `Cube ${offered ? value : shown}, ${owned}`, "data-cube": at }, this.svg);
+    const x = BAR_X + BAR / 2;
+    el("rect", { x: x - CUBE / 2, y: y - CUBE / 2, width: CUBE, height: CUBE, rx: 6 }, g);
+    el("text", { x, y }, g).textContent = String(shown);
   }
 }

@@ -18,7 +18,9 @@ export function apply(mover, other, steps) {
 }
 
 // frames: [{text, view}] where view is what Board.render draws.
-export function frames(moves, nameOf) {
+export function frames(moves, nameOf, profile = "") {
+  // A cube is drawn only in matches that have one (wagered, or a cube was used).
+  const options = profile === "wagered" || moves.some((ev) => ev.doubleOffered) ? { cube: true } : {};
   const out = [];
   let boards = [START.slice(), START.slice()];
   let dice = [];
@@ -30,7 +32,7 @@ export function frames(moves, nameOf) {
     text,
     view: { seq: out.length + 1, seat: 0, turn, decider: turn, own: boards[0].slice(),
       opponent: boards[1].slice(), dice: dice.slice(), cube, cubeOwner: owner, lit: [],
-      options: { cube: true }, score },
+      options, score },
   });
   for (const ev of moves) {
     const kind = Object.keys(ev).find((k) => !["eventId", "tableId", "seq", "matchId", "atMs"].includes(k));
