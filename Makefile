@@ -19,7 +19,10 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@# bg/ is generated after the install: the checkout on sys.path makes it importable (no
+	@# setuptools "compat" editable mode, whose install prints a deprecation banner).
+	$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "bgcluster-checkout.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	@touch $@
 
 bg/.generated: $(PROTOS) infra/tools/protogen.py $(VENV)/.installed
