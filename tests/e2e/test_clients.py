@@ -520,6 +520,15 @@ async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
         await page.wait_for_timeout(500)
         if await replay.count():
             break
+    # Issue 27, item 9: a row says when the match ended, and its buttons stay inside the list
+    # (the JSON button spilled under the next card, where it could not be clicked).
+    row = page.locator("#history li").first
+    assert re.search(r"\d:\d\d", await row.text_content() or ""), await row.text_content()
+    listed = await page.locator("#history").bounding_box()
+    for i in range(await row.locator("button").count()):
+        box = await row.locator("button").nth(i).bounding_box()
+        assert listed and box and box["y"] + box["height"] <= listed["y"] + listed["height"] + 1
+        assert box["x"] + box["width"] <= listed["x"] + listed["width"] + 1, (box, listed)
     async with page.expect_download() as download:
         await page.get_by_role("button", name="Download as a GNU Backgammon match file").click()
     mat = tmp_path / "match.mat"
@@ -531,6 +540,9 @@ async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
     assert (await _state(page))["replay"]["at"] == 2
     await page.get_by_role("button", name="Last move").click()
     assert "wins" in (await page.locator("#replay-text").text_content() or "")
+    info = await page.locator("#replay-info").text_content() or ""
+    assert "carol" in info and "(white, below)" in info and "pips" in info and "score" in info, info
+    assert await page.locator("#replay-first").text_content() == "« First"  # no missing glyph
     text = mat.read_text()
     assert text.startswith(" 1 point match") and "carol" in text
     games = gnubg_import_mat(mat)["games"]

@@ -750,8 +750,13 @@ function listButton(label, aria, data, run) {
 function fillList(id, empty, rows) {
   const items = rows.map(([text, buttons]) => {
     const li = document.createElement("li");
-    li.textContent = text;
-    li.append(...buttons);
+    const said = document.createElement("span");
+    said.className = "said";
+    said.textContent = text;
+    const acts = document.createElement("span");
+    acts.className = "acts";
+    acts.append(...buttons);
+    li.append(said, acts);
     return li;
   });
   if (!items.length) {
@@ -787,7 +792,7 @@ async function listLive() {
 
 // -- history: finished matches, replayed move by move, exported as .mat or JSON ----------
 
-const replay = { frames: [], at: 0, board: null };
+const replay = { frames: [], at: 0, board: null, names: ["", ""] };
 
 async function listHistory() {
   $("lobby-error").textContent = "";
@@ -800,7 +805,10 @@ async function listHistory() {
       const score = m.score || [];
       const result = (m.winnerSeat ?? 0) < 0 ? "undecided" : (m.winnerSeat ?? 0) === seat ? "won" : "lost";
       const rival = nameOf((m.playerIds || [])[1 - seat]);
-      return [`${m.profile} vs ${rival}: ${result} ${score[seat] || 0}-${score[1 - seat] || 0}`, [
+      const ended = Number(m.endedMs || 0);
+      const when = ended ? new Date(ended).toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) : "";
+      const line = `${when ? `${when}: ` : ""}${m.profile} vs ${rival}, ${result} ${score[seat] || 0}-${score[1 - seat] || 0}`;
+      return [line, [
         listButton("Replay", `Replay the match vs ${rival}`, { replay: m.matchId }, () => openReplay(m.matchId)),
         listButton(".mat", "Download as a GNU Backgammon match file", { export: "mat" }, () => download(m.matchId, "mat")),
         listButton("JSON", "Download as JSON", { export: "json" }, () => download(m.matchId, "json")),
@@ -832,6 +840,8 @@ async function openReplay(matchId) {
     const archived = await conn.call("GetArchivedMatch", { matchId });
     const ids = (archived.summary && archived.summary.playerIds) || [];
     const profile = (archived.summary && archived.summary.profile) || "";
+    await learnNames(ids);
+    replay.names = [nameOf(ids[0]), nameOf(ids[1])];
     replay.frames = frames(archived.moves || [], (seat) => nameOf(ids[seat]), profile);
     replay.at = 0;
     $("replay-seed").textContent = archived.seedHex || "";
@@ -848,6 +858,11 @@ function showFrame() {
   const frame = replay.frames[replay.at];
   if (!frame) return;
   replay.board.render(frame.view);
+  const v = frame.view;
+  const pips = (side) => (side || []).reduce((sum, n, i) => sum + n * (i + 1), 0);
+  const score = v.score || [0, 0];
+  $("replay-info").textContent = `${replay.names[0]} (white, below) ${pips(v.own)} pips, `
+    + `${replay.names[1]} ${pips(v.opponent)} pips · score ${score[0] || 0}-${score[1] || 0}`;
   $("replay-text").textContent = `${replay.at + 1}/${replay.frames.length}: ${frame.text}`;
 }
 
