@@ -605,9 +605,16 @@ async def test_a_wagered_match_settles_with_the_right_balances_on_screen(
             await asyncio.sleep(0.1)
         dan_balance, eve_balance = await ledger(ids[0]), await ledger(ids[1])
         assert dan_balance == before[0] - 100 and before[1] < eve_balance <= before[1] + 100
-        for page, balance in ((dan, dan_balance), (eve, eve_balance)):
+        # Issue 27, item 7: the end says how the game was won and what the match won or cost.
+        for page, balance, was, why in (
+            (dan, dan_balance, before[0], "You resigned"),
+            (eve, eve_balance, before[1], "dan resigned"),
+        ):
             await page.wait_for_function("b => bg.state().balance === b", arg=balance)
-            assert f"{balance} diamonds" in (await page.locator("#end-detail").text_content() or "")
+            net = balance - was
+            said = await page.locator("#end-detail").text_content() or ""
+            assert f"{'+' if net > 0 else ''}{net} diamonds (now {balance})" in said, said
+            assert why in said, said
         assert await eve.locator("#end-title").text_content() == "You won the match"
 
 

@@ -37,6 +37,7 @@ const state = {
   verify: "",
   commands: 0,
   quick: false, // waiting for a quick match
+  balanceBefore: null, // diamonds before this table's deal (null: not seen, e.g. after a reload)
   confirming: null, // "resign" or "leave": asked, with what it costs, before it is sent
   watching: false, // a spectator of this table (I-35): read-only
   // The single steps of the turn in play by a seat whose view this page does not get (the
@@ -276,6 +277,10 @@ async function toLobby() {
 async function lobbyAction(run, near = null) {
   $("lobby-error").textContent = "";
   state.quick = false;
+  // The balance before a deal's stake is held: the end of the match says what it won or cost.
+  try {
+    state.balanceBefore = Number((await conn.call("GetBalance", {})).balance || 0);
+  } catch { state.balanceBefore = null; }
   try {
     await waitForDeal(await run());
   } catch (err) {
@@ -485,7 +490,10 @@ function onUpdate(tableId, update) {
     if (event.diceRolled) state.seenRolls.push(event.diceRolled.dice || []);
     if (event.gameStarted && !state.ended) { /* same match */ }
     if (event.matchEnded || event.matchClosed) state.ended = event.matchEnded || event.matchClosed;
-    if (event.rematchAgreed) { state.seenRolls = []; state.ended = null; state.verify = ""; }
+    if (event.rematchAgreed) {
+      state.seenRolls = []; state.ended = null; state.verify = "";
+      state.balanceBefore = null; // the first match's settlement may still be on its way
+    }
     if (logMove(event, view)) continue;
     const text = describe(event, view);
     if (text) {
@@ -669,6 +677,32 @@ function askToConfirm(v, actions) {
   }));
 }
 
+// How the last game was won ("ann resigned", "a gammon"), or why the match ended otherwise.
+function howItEnded(v) {
+  const games = (state.ended && state.ended.games) || [];
+  const last = games[games.length - 1];
+  const reason = v.endReason || "";
+  if (reason && reason !== "END_REASON_POINTS") return `: ${REASONS[reason] || "ended"}`;
+  if (!last) return "";
+  const loser = who(v, 1 - (last.winnerSeat || 0));
+  switch (last.result) {
+    case "GAME_RESULT_GAMMON": return ": a gammon";
+    case "GAME_RESULT_BACKGAMMON": return ": a backgammon";
+    case "GAME_RESULT_RESIGN": return `: ${loser} resigned`;
+    case "GAME_RESULT_DROP": return `: ${loser} dropped the double`;
+    default: return "";
+  }
+}
+
+// wagered: what the match won or cost in diamonds (against the balance before the deal), and
+// the balance now.
+function moneyOf(v) {
+  if (!(v.options && v.options.profile === "wagered") || state.balance === null) return "";
+  if (state.balanceBefore === null) return ` · ${state.balance} diamonds`;
+  const net = state.balance - state.balanceBefore;
+  return ` · ${net > 0 ? "+" : ""}${net} diamonds (now ${state.balance})`;
+}
+
 function renderEnd(v) {
   const p = phaseOf(v);
   if (!OVER.has(p)) { $("end").hidden = true; return; }
@@ -679,9 +713,8 @@ function renderEnd(v) {
     : v.spectator ? `${who(v, winner)} won the match`
       : winner === me ? "You won the match" : "You lost the match";
   const score = v.score || [];
-  const money = v.options && v.options.profile === "wagered" && state.balance !== null ? ` · ${state.balance} diamonds` : "";
-  $("end-detail").textContent = `${score[me] || 0}-${score[1 - me] || 0} (match to ${v.matchLength || 1}), `
-    + `${REASONS[v.endReason] || ""}${money}`;
+  $("end-detail").textContent = `${score[me] || 0}-${score[1 - me] || 0} (match to ${v.matchLength || 1})`
+    + `${howItEnded(v)}${moneyOf(v)}`;
   $("end-seed").textContent = (state.ended && state.ended.seedHex) || "";
   $("end-fingerprint").textContent = v.fingerprint || "";
   $("verify-result").textContent = state.verify;
