@@ -582,6 +582,8 @@ async def test_a_wagered_match_settles_with_the_right_balances_on_screen(
         await asyncio.gather(_in_table(dan), _in_table(eve))
         resign = dan.get_by_role("button", name="Resign")
         await resign.wait_for(timeout=30_000)
+        info = await dan.locator("#match-info").text_content() or ""
+        assert "bet 100, 100 each at stake" in info, info  # item 7: the money on the table
         # Issue 27, item 5: Resign and Leave ask first, saying what they cost; Cancel keeps
         # playing. (Resigning a match to 1 at cube 1 loses the 100 staked.)
         await resign.click()

@@ -11,6 +11,7 @@ import { SILENT, closedSentence, sentence } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const LIVE_REFRESH_MS = 5000;
+const HURRY_S = 10; // a clock this close to running out is shown urgent
 const OVER = new Set(["PHASE_MATCH_OVER", "PHASE_CLOSED"]);
 const WAITING = new Set(["PHASE_BETWEEN_GAMES", ...OVER]);
 const REASONS = {
@@ -437,6 +438,10 @@ function describe(event, v) {
 }
 
 // What the status line says: whose turn, to do what, in words.
+function wageredView(v) {
+  return !!(v.options && v.options.profile === "wagered");
+}
+
 function statusWords(v) {
   const mine = myTurn(v) && !v.spectator;
   const them = v.spectator ? who(v, v.decider || 0) : opponentName(v);
@@ -568,6 +573,11 @@ function renderSeats() {
     + `${acting !== me && !WAITING.has(phaseOf(v)) ? clockText(v) : ""}`;
   $("seat-me").classList.toggle("acting", acting === me);
   $("seat-them").classList.toggle("acting", acting !== me);
+  // The last seconds look like it: the acting seat's box turns urgent.
+  const left = Number(v.deadlineMs || 0) ? (Number(v.deadlineMs) - Date.now()) / 1000 : Infinity;
+  const hurry = !WAITING.has(phaseOf(v)) && left <= HURRY_S;
+  $("seat-me").classList.toggle("hurry", hurry && acting === me);
+  $("seat-them").classList.toggle("hurry", hurry && acting !== me);
 }
 
 function renderTable() {
@@ -582,8 +592,10 @@ function renderTable() {
     ? `${who(v, 0)} ${score[0] || 0}, ${who(v, 1)} ${score[1] || 0}`
     : `You ${score[me] || 0}, ${opponentName(v)} ${score[1 - me] || 0}`;
   const colour = v.spectator ? ` · ${who(v, 0)} plays white` : " · you play white";
+  const bet = Number((v.options && v.options.bet) || 0);
+  const stakes = wageredView(v) && bet ? ` · bet ${bet}, ${bet * (v.cube || 1)} each at stake` : "";
   $("match-info").textContent = `${scores} (match to ${v.matchLength || 1})`
-    + ` · game ${v.gameNo || 1}${v.crawford ? " (Crawford)" : ""}${cube}${colour}`
+    + ` · game ${v.gameNo || 1}${v.crawford ? " (Crawford)" : ""}${cube}${stakes}${colour}`
     + ` · ${statusWords(v)}${v.spectator ? " · watching" : ""}`;
   const actions = $("actions");
   actions.replaceChildren();
@@ -598,15 +610,20 @@ function renderTable() {
   if (mine && p === "PHASE_AWAIT_ROLL") actions.appendChild(button("Roll", { roll: {} }));
   if (v.canDouble) actions.appendChild(button("Double", { offerDouble: {} }));
   if (mine && p === "PHASE_DOUBLE_OFFERED") {
-    actions.appendChild(button("Take", { take: {} }));
-    actions.appendChild(button("Drop", { drop: {} }));
+    // wagered: what each answer risks, in diamonds (the stake doubles with the cube).
+    const stake = Number((v.options && v.options.bet) || 0) * (v.cube || 1);
+    const money = wagered && stake;
+    actions.appendChild(button(money ? `Take: play on for ${stake * 2} each` : "Take", { take: {} },
+      { action: "take" }));
+    actions.appendChild(button(money ? `Drop: lose ${stake}` : "Drop", { drop: {} }, { action: "drop" }));
   }
   if (mine && (p === "PHASE_MOVING" || p === "PHASE_CONFIRMING") && (v.steps || []).length) {
     actions.appendChild(button("Undo", { undo: {} }));
   }
   if (v.canConfirm) actions.appendChild(button(p === "PHASE_NO_MOVE" ? "Got it" : "Done", { confirm: {} }));
   if (wagered && mine && (v.boostsLeft || 0) > 0 && Number(v.deadlineMs || 0)) {
-    actions.appendChild(button("Boost +10 s", { boost: {} }, { aria: "Boost the clock by 10 seconds for 10 diamonds" }));
+    actions.appendChild(button("Boost: +10 s for 10 diamonds", { boost: {} },
+      { action: "boost", aria: "Boost the clock by 10 seconds for 10 diamonds" }));
   }
   if (state.confirming && !OVER.has(p)) {
     askToConfirm(v, actions);
