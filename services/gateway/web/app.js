@@ -365,6 +365,7 @@ async function openTable(tableId, watching = false) {
   state.moving = { seat: -1, steps: [] };
   state.ended = null;
   state.verify = "";
+  state.confirming = null; // a question left open at another table is not this one's
   save();
   $("log").replaceChildren();
   $("end").hidden = true;
