@@ -15,7 +15,7 @@ from grpc_interceptor import ClientInterceptor
 RULE_REFUSALS = ("IN_ANOTHER_MATCH",)
 
 
-def _rule_refusal(exc: BaseException | None) -> bool:
+def rule_refusal(exc: BaseException | None) -> bool:
     details = str(exc.details() or "") if isinstance(exc, grpc.RpcError) else ""
     return any(code in details for code in RULE_REFUSALS)
 
@@ -47,7 +47,7 @@ class LocustInterceptor(ClientInterceptor):
             self.env.events.request.fire(
                 request_type="grpc", name=call_details.method, response_time=elapsed_ms,
                 response_length=0, context={},
-                exception=None if _rule_refusal(exception) else exception,
+                exception=None if rule_refusal(exception) else exception,
             )  # fmt: skip
         if exception is not None:
             raise exception

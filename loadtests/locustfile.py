@@ -35,7 +35,7 @@ from client.play_wire import next_command
 from engine import bots
 from engine.position import Position
 from engine.turn import Turn
-from loadtests.grpc_user import LocustInterceptor, report
+from loadtests.grpc_user import LocustInterceptor, report, rule_refusal
 from services.contracts.vocabulary import FINISHED
 
 MOVING = events_pb2.PHASE_MOVING
@@ -107,7 +107,7 @@ class GameUser(User):
                 matchmaking_pb2.QuickMatchRequest(options=options), metadata=self.auth
             )
         except grpc.RpcError as exc:
-            if "IN_ANOTHER_MATCH" not in (exc.details() or ""):
+            if not rule_refusal(exc):
                 raise
             # W-1: the wagered match this player walked out of (an idle seat that vanished, a
             # match left at the loop's bound) is still on; the rules say wait, as a client does.

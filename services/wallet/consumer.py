@@ -89,8 +89,7 @@ class TableEventsHandler:
             outcome = await self.ledger.capture(money_keys.capture(hold_key), hold_key)
         except ServiceError as err:
             if err.code != "UNKNOWN_HOLD":
-                log.info("table event skipped", extra={"event": kind, "code": err.code})
-                return self._count(kind, err.code.lower())
+                return self._skipped(kind, err)
             if not await self.ledger.has_escrow(match_id):
                 return self._count(kind, "not_wagered")
             log.warning("hold unknown at capture", extra={"event": kind, "hold": hold_key})
@@ -100,10 +99,14 @@ class TableEventsHandler:
     async def _apply(self, kind: str, operation: Any) -> str:
         try:
             outcome = await operation
-        except ServiceError as err:  # no escrow, or already closed the other way: nothing to do
-            log.info("table event skipped", extra={"event": kind, "code": err.code})
-            return self._count(kind, err.code.lower())
+        except ServiceError as err:
+            return self._skipped(kind, err)
         return self._count(kind, "replayed" if outcome.replayed else "applied")
+
+    def _skipped(self, kind: str, err: ServiceError) -> str:
+        """No escrow, or already closed the other way: nothing to do."""
+        log.info("table event skipped", extra={"event": kind, "code": err.code})
+        return self._count(kind, err.code.lower())
 
     def _count(self, kind: str, result: str) -> str:
         if self.metrics:

@@ -148,6 +148,13 @@ async def _play_until_over(page: Any, budget_s: float = 240) -> dict[str, Any]:
     raise AssertionError(f"the match did not end in {budget_s} s: {await _state(page)}")
 
 
+async def _create_and_invite(page: Any) -> str:
+    """Create a table from the lobby (the form's defaults: casual); its invite link."""
+    await page.get_by_role("button", name="Create", exact=True).click()
+    await page.wait_for_function("() => bg.state().screen === 'waiting'")
+    return str(await page.locator("#invite-link").input_value())
+
+
 async def _in_table(page: Any) -> None:
     await page.wait_for_function("() => bg.state().screen === 'table' && bg.state().seq > 0")
 
@@ -167,9 +174,7 @@ async def test_two_browsers_play_a_whole_casual_match(
     ann = await _page(browser, cluster["url"], "ann")
     bob = await _page(browser, cluster["url"], "bob", phone=True)
     await ann.screenshot(path=str(ARTIFACTS / "lobby.png"), full_page=True)
-    await ann.get_by_role("button", name="Create", exact=True).click()
-    await ann.wait_for_function("() => bg.state().screen === 'waiting'")
-    link = await ann.locator("#invite-link").input_value()
+    link = await _create_and_invite(ann)
     code = re.search(r"join=(\w+)", link)
     assert code, link
     await bob.get_by_label("Party code or invite link").fill(code.group(1))
@@ -238,9 +243,7 @@ async def test_an_invite_link_joins_pasted_or_opened_and_a_bad_one_says_so(
     by a player already logged in says why in the lobby (it showed nothing), once: the code
     leaves the address, so a reload does not try again."""
     ann = await _page(browser, cluster["url"], "inviter")
-    await ann.get_by_role("button", name="Create", exact=True).click()
-    await ann.wait_for_function("() => bg.state().screen === 'waiting'")
-    link = await ann.locator("#invite-link").input_value()
+    link = await _create_and_invite(ann)
     assert "?join=" in link
     bob = await _page(browser, cluster["url"], "invitee", phone=True)
     await bob.get_by_label("Party code or invite link").fill(f"  {link} ")
@@ -336,9 +339,7 @@ async def test_seating_a_friend_says_who_sat_down_and_who_starts(
     the host reads their name and a Start that names them, the friend reads whom they wait for,
     and neither is asked to share a code any more; a quick match never asks to share one."""
     host = await _page(browser, cluster["url"], "hosta")
-    await host.get_by_role("button", name="Create", exact=True).click()
-    await host.wait_for_function("() => bg.state().screen === 'waiting'")
-    link = await host.locator("#invite-link").input_value()
+    link = await _create_and_invite(host)
     code = link.rsplit("=", 1)[1]
     context = await browser.new_context(viewport={"width": 390, "height": 844})
     friend = await context.new_page()
@@ -447,9 +448,7 @@ async def test_after_a_reload_the_log_names_the_opponent(
     c2f3db" (its lines were written before the names came); they name them now."""
     ann = await _page(browser, cluster["url"], "annika")
     bob = await _page(browser, cluster["url"], "bobby")
-    await ann.get_by_role("button", name="Create", exact=True).click()
-    await ann.wait_for_function("() => bg.state().screen === 'waiting'")
-    link = await ann.locator("#invite-link").input_value()
+    link = await _create_and_invite(ann)
     await bob.get_by_label("Party code or invite link").fill(link)
     await bob.get_by_role("button", name="Join", exact=True).click()
     await ann.get_by_role("button", name="Start").click()

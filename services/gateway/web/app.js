@@ -593,8 +593,7 @@ function renderTable() {
     ? `${who(v, 0)} ${score[0] || 0}, ${who(v, 1)} ${score[1] || 0}`
     : `You ${score[me] || 0}, ${opponentName(v)} ${score[1 - me] || 0}`;
   const colour = v.spectator ? ` · ${who(v, 0)} plays white` : " · you play white";
-  const bet = Number((v.options && v.options.bet) || 0);
-  const stakes = wageredView(v) && bet ? ` · bet ${bet}, ${bet * (v.cube || 1)} each at stake` : "";
+  const stakes = wageredView(v) && stakeOf(v) ? ` · bet ${v.options.bet}, ${stakeOf(v)} each at stake` : "";
   $("match-info").textContent = `${scores} (match to ${v.matchLength || 1})`
     + ` · game ${v.gameNo || 1}${v.crawford ? " (Crawford)" : ""}${cube}${stakes}${colour}`
     + ` · ${statusWords(v)}${v.spectator ? " · watching" : ""}`;
@@ -607,12 +606,12 @@ function renderTable() {
   }
   const mine = myTurn(v);
   const p = phaseOf(v);
-  const wagered = v.options && v.options.profile === "wagered";
+  const wagered = wageredView(v);
   if (mine && p === "PHASE_AWAIT_ROLL") actions.appendChild(button("Roll", { roll: {} }));
   if (v.canDouble) actions.appendChild(button("Double", { offerDouble: {} }));
   if (mine && p === "PHASE_DOUBLE_OFFERED") {
     // wagered: what each answer risks, in diamonds (the stake doubles with the cube).
-    const stake = Number((v.options && v.options.bet) || 0) * (v.cube || 1);
+    const stake = stakeOf(v);
     const money = wagered && stake;
     actions.appendChild(button(money ? `Take: play on for ${stake * 2} each` : "Take", { take: {} },
       { action: "take" }));
@@ -658,19 +657,18 @@ function stakeOf(v) {
 
 // What a resignation or a walk-out costs, in the player's words (RULES I-5, I-18, the leaving row).
 function costOf(what, v) {
-  const profile = v.options && v.options.profile;
   if (what === "resign") {
     const cube = v.cube || 1;
     const score = v.score || [];
     const ends = (score[other(v)] || 0) + cube >= (v.matchLength || 1);
     const gives = `${opponentName(v)} scores ${cube} point${cube > 1 ? "s" : ""}`;
-    const lost = profile === "wagered" ? `: you lose your stake of ${stakeOf(v)} diamonds` : "";
+    const lost = wageredView(v) ? `: you lose your stake of ${stakeOf(v)} diamonds` : "";
     return `Resign this game as a single? ${gives}${ends ? ` and wins the match${lost}` : ""}.`;
   }
-  if (profile === "wagered") {
+  if (wageredView(v)) {
     return `Leave the table? You forfeit the match and your stake of ${stakeOf(v)} diamonds.`;
   }
-  if (profile === "scored") {
+  if (v.options && v.options.profile === "scored") {
     return "Leave the table? You forfeit the match: a loss on the scored board, "
       + "unless you lead on completed games.";
   }
@@ -715,7 +713,7 @@ function howItEnded(v) {
 // wagered: what the match won or cost in diamonds (against the balance before the deal), and
 // the balance now.
 function moneyOf(v) {
-  if (!(v.options && v.options.profile === "wagered") || state.balance === null) return "";
+  if (!wageredView(v) || state.balance === null) return "";
   if (state.balanceBefore === null) return ` · ${state.balance} diamonds`;
   const net = state.balance - state.balanceBefore;
   return ` · ${net > 0 ? "+" : ""}${net} diamonds (now ${state.balance})`;
