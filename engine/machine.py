@@ -31,6 +31,7 @@ from engine.vocabulary import (
 )
 
 _START = Position.start().mover
+BOTH_SEATS = -1  # an away deadline of both seats at once (casual live)
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,6 +422,11 @@ def next_deadline(m: MatchState) -> PendingDeadline | None:
                     found.append(
                         PendingDeadline(since + opt.disconnect_ms, DeadlineKind.AWAY, seat)
                     )
+        if opt.both_away_close_ms is not None and None not in m.away_since_ms:
+            since = max(s for s in m.away_since_ms if s is not None)
+            found.append(
+                PendingDeadline(since + opt.both_away_close_ms, DeadlineKind.AWAY, BOTH_SEATS)
+            )
         if opt.async_mode:
             at = m.last_activity_ms + opt.async_expiry_ms
             found.append(PendingDeadline(at, DeadlineKind.ASYNC_EXPIRY, -1))
@@ -484,6 +490,9 @@ def _timeout_play(ctx: _Ctx, seat: int) -> None:
 
 def _away_expired(ctx: _Ctx, seat: int) -> None:
     m = ctx.m
+    if seat == BOTH_SEATS:  # casual live: both stayed away
+        _close(ctx, EndReason.BOTH_AWAY)
+        return
     other = 1 - seat
     if ctx.opt.profile == "wagered":  # I-9
         if m.away_expired[other]:

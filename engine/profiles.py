@@ -15,6 +15,7 @@ ProfileName = Literal["wagered", "scored", "casual"]
 Level = Literal["players", "easy", "normal"]
 MATCH_LENGTHS = (1, 3, 5, 7)
 SECOND = 1000
+MINUTE = 60 * SECOND
 DAY = 86_400 * SECOND
 
 
@@ -62,6 +63,9 @@ class RulesOptions:
     move_warning_ms: int = 30 * SECOND
     next_game_delay_ms: int = 3 * SECOND
     disconnect_ms: int | None = None  # wagered 60 s (I-9); scored 3 min = leaving (I-18)
+    # casual live: both players away this long closes the party with no winner (no clock would
+    # ever move it on); one player away is waited for, since Leave is free (RULES 'leaving')
+    both_away_close_ms: int | None = None
     async_mode: bool = False  # casual turn-based mode (I-25)
     async_expiry_ms: int = 45 * DAY
     resign_allowed: bool = False  # wagered (I-5)
@@ -181,6 +185,7 @@ def casual(
         backgammons=gammons,
         turn_end="auto",
         auto_roll_after_ms=None if async_mode else 25 * SECOND,
+        both_away_close_ms=None if async_mode else 10 * MINUTE,
         async_mode=async_mode,
         leave_forfeits=False,
         rated=ranked,

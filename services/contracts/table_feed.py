@@ -7,7 +7,10 @@ players"). What the two share lives here, nothing else:
   resume;
 - `t:{s<shard>}:<table>:up`, a pub/sub channel on which each commit publishes a
   `bg.table.v1.TableUpdate` (its events and both seats' views): the live push.
-  Pub/sub is at most once, so readers detect a gap by seq and fill it from the stream.
+  Pub/sub is at most once, so readers detect a gap by seq and fill it from the stream;
+- `t:{s<shard>}:<table>:seat`, the gateways' own channel beside it: a Play stream that opens
+  publishes `<player> <stream>` there, and every other Play stream of that player to the table
+  (another tab or device, on any gateway) ends with SEAT_TAKEN (the newest takes the seat).
 The `{s<shard>}` hash tag keeps a table's keys in one Redis Cluster slot with its shard's clock
 and relay sets (services/contracts/shards.py).
 """
@@ -31,9 +34,13 @@ def update_channel(table_id: str) -> str:
     return table_key(table_id) + ":up"
 
 
+def seat_channel(table_id: str) -> str:
+    return table_key(table_id) + ":seat"
+
+
 def table_of_channel(channel: str) -> str:
-    """The table id of an update channel name (table ids hold no `}` or `:`)."""
-    return channel[channel.index("}:") + 2 : channel.rindex(":up")]
+    """The table id of an update or seat channel name (table ids hold no `}` or `:`)."""
+    return channel[channel.index("}:") + 2 : channel.rindex(":")]
 
 
 def stream_entries(entries: list[Any]) -> list[tuple[int, bytes]]:

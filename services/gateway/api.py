@@ -120,9 +120,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def ListTables(
         self, request: matchmaking_pb2.ListTablesRequest, context: Context
     ) -> matchmaking_pb2.ListTablesResponse:
-        self.callers.player(context, request)
+        request.player_id = self.callers.player(context, request)
         reply = await call(self.lobby.ListTables(request, timeout=10))
-        return await self.shown.listed(reply, request.live)
+        return await self.shown.listed(reply, request)
 
     @grpc_errors
     async def JoinByCode(

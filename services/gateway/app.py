@@ -89,7 +89,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.rate_burst,
     )
     app.closes(redis.aclose)
-    feed = TableFeed(redis)
+    feed = TableFeed(redis, on_seat=live.taken)
     app.closes(feed.close)
     owners = TableOwners(redis)
     callers = Callers(signer, limits, bans)

@@ -9,6 +9,9 @@ connection breaks, every subscriber is told to fill the gap from the table's str
 A command this gateway sent comes back from the table with its commit's update: that copy is
 handed to the table's local subscribers at once (`deliver_local`), the commanding stream's
 with the command's answer (`Answer`), and the pub/sub copy that follows is skipped by seq.
+
+Beside each table's update channel the feed listens on its seat channel: a Play stream opening
+anywhere (`take_seat`) is handed to `on_seat`, which ends that player's older streams here.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -25,7 +29,12 @@ from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
 from services.common.deps import reply_text
-from services.contracts.table_feed import read_events, table_of_channel, update_channel
+from services.contracts.table_feed import (
+    read_events,
+    seat_channel,
+    table_of_channel,
+    update_channel,
+)
 
 log = logging.getLogger("bg.gateway.feed")
 
@@ -74,10 +83,20 @@ def _drain(queue: asyncio.Queue[Item]) -> list[Item]:
     return items
 
 
+SeatTaken = Callable[[str, str, str], None]  # (table, player, the stream that took the seat)
+
+
+def _channels(table_id: str) -> tuple[str, str]:
+    return update_channel(table_id), seat_channel(table_id)
+
+
 class TableFeed:
-    def __init__(self, redis: Any, retry_s: float = 0.5) -> None:
+    def __init__(
+        self, redis: Any, retry_s: float = 0.5, on_seat: SeatTaken = lambda *taken: None
+    ) -> None:
         self.redis = redis
         self.retry_s = retry_s
+        self.on_seat = on_seat
         self.subscribers: dict[str, set[Subscription]] = {}
         self._pubsub: Any = None
         self._reader: asyncio.Task[None] | None = None
@@ -93,7 +112,7 @@ class TableFeed:
             if len(subs) == 1:
                 try:
                     await self.redis.initialize()  # a cluster client learns its nodes first
-                    await self._channel().subscribe(update_channel(table_id))
+                    await self._channel().subscribe(*_channels(table_id))
                 except (RedisError, OSError) as exc:  # the reader reconnects and resubscribes
                     log.warning("table feed down at subscribe", extra={"error": repr(exc)})
             self._wake.set()
@@ -125,6 +144,12 @@ class TableFeed:
             out.append(event)
         return out
 
+    async def take_seat(self, table_id: str, player_id: str, stream: str) -> None:
+        """A Play stream of `player_id` opened: their other streams to the table end, on every
+        gateway (at most once, as pub/sub is: a lost notice leaves two streams on one seat,
+        which the seq check keeps consistent)."""
+        await self.redis.publish(seat_channel(table_id), f"{player_id} {stream}")
+
     async def unsubscribe(self, sub: Subscription) -> None:
         async with self._lock:
             subs = self.subscribers.get(sub.table_id)
@@ -134,7 +159,7 @@ class TableFeed:
             if not subs:
                 del self.subscribers[sub.table_id]
                 with contextlib.suppress(Exception):  # a broken connection forgets it anyway
-                    await self._channel().unsubscribe(update_channel(sub.table_id))
+                    await self._channel().unsubscribe(*_channels(sub.table_id))
 
     def _channel(self) -> Any:
         if self._pubsub is None:
@@ -158,10 +183,14 @@ class TableFeed:
             if message is None or message.get("type") != "message":
                 continue
             self.received += 1
-            channel = message["channel"]
-            table_id = table_of_channel(reply_text(channel))
+            channel = reply_text(message["channel"])
+            table_id = table_of_channel(channel)
             subs = self.subscribers.get(table_id)
             if not subs:
+                continue
+            if channel.endswith(":seat"):
+                player, _, stream = reply_text(message["data"]).partition(" ")
+                self.on_seat(table_id, player, stream)
                 continue
             update = table_pb2.TableUpdate()
             update.ParseFromString(message["data"])
@@ -175,7 +204,7 @@ class TableFeed:
                 with contextlib.suppress(Exception):
                     await old.aclose()
             await asyncio.sleep(self.retry_s)
-            channels = [update_channel(t) for t in self.subscribers]
+            channels = [c for t in self.subscribers for c in _channels(t)]
             try:
                 if channels:
                     await self.redis.initialize()

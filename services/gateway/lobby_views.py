@@ -24,21 +24,35 @@ class LobbyViews:
         return table
 
     async def listed(
-        self, reply: matchmaking_pb2.ListTablesResponse, live: bool
+        self, reply: matchmaking_pb2.ListTablesResponse, asked: matchmaking_pb2.ListTablesRequest
     ) -> matchmaking_pb2.ListTablesResponse:
         for table in reply.tables:
             await self.shown(table)
-        if not live:
+        if asked.mine:  # the caller's seats: waiting, or a match still in play
+            keep = [self._still_mine(t, asked.player_id) for t in reply.tables]
+        elif asked.live:  # matches still in play (the lobby cannot tell), none kept private
+            keep = [self._watchable(t) for t in reply.tables]
+        else:
             return reply
-        # Matches still in play (the lobby cannot tell), none kept private.
-        playing = await asyncio.gather(*(self._watchable(t) for t in reply.tables))
-        kept = [t for t, ok in zip(reply.tables, playing, strict=True) if ok]
-        return matchmaking_pb2.ListTablesResponse(tables=kept)
+        kept = await asyncio.gather(*keep)
+        tables = [t for t, ok in zip(reply.tables, kept, strict=True) if ok]
+        return matchmaking_pb2.ListTablesResponse(tables=tables)
+
+    async def _still_mine(self, table: matchmaking_pb2.LobbyTable, player_id: str) -> bool:
+        if table.status != "dealt":
+            return True  # waiting for a player, or being dealt
+        return await self._in_play(
+            table_pb2.GetViewRequest(table_id=table.table_id, player_id=player_id)
+        )
 
     async def _watchable(self, table: matchmaking_pb2.LobbyTable) -> bool:
         if await self.privacy.any_hidden(list(table.player_ids)):
             return False
-        request = table_pb2.GetViewRequest(table_id=table.table_id, spectator=True)
+        return await self._in_play(
+            table_pb2.GetViewRequest(table_id=table.table_id, spectator=True)
+        )
+
+    async def _in_play(self, request: table_pb2.GetViewRequest) -> bool:
         try:
             view = await remote_call(self.tables.GetView(request, timeout=5))
         except ServiceError:

@@ -34,7 +34,7 @@ from services.gateway import limits
 from services.gateway.callers import Callers, Context
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import Answer, Subscription, TableFeed
-from services.gateway.live_streams import LiveStreams, Queue
+from services.gateway.live_streams import LiveStreams, Queue, stream_id
 from services.gateway.presence import Presence
 from services.gateway.privacy import Privacy
 from services.gateway.seat_relay import END, play_update, relay_updates
@@ -97,10 +97,12 @@ class PlayStreams:
         await queue.put(
             play_update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
         )
-        stream = uuid.uuid4().hex
-        self.live.opened(player, queue)
+        stream = stream_id()
+        self.live.opened(player, queue, table_id, stream)
         if await self.presence.opened(table_id, player, stream):
             await self.report(table_id, player, True)
+        with contextlib.suppress(RedisError):  # at most once, as the notice itself
+            await self.feed.take_seat(table_id, player, stream)
         commands = asyncio.create_task(self._commands(requests, sub, player, seat))
         pushes = asyncio.create_task(
             self._pushes(sub, player, seat, view.seq, queue, first.join.results_in_updates)

@@ -92,7 +92,9 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def ListTables(
         self, request: matchmaking_pb2.ListTablesRequest, context: Context
     ) -> matchmaking_pb2.ListTablesResponse:
-        if request.live:
+        if request.mine:
+            tables = await self.lobby.player_tables(request.player_id)
+        elif request.live:
             tables = await self.lobby.list_live(request.profile, request.limit)
         else:
             tables = await self.lobby.list_open(

@@ -75,16 +75,22 @@ async def browser(chromium: Path) -> AsyncIterator[Any]:
 async def _page(browser: Any, url: str, name: str, phone: bool = False, guest: bool = False) -> Any:
     """A fresh browser context (its own device) logged in as `name` (a device account, or a
     guest)."""
-    viewport = {"width": 390, "height": 844} if phone else {"width": 1200, "height": 900}
+    viewport = {"width": 390, "height": 844} if phone else {"width": 1280, "height": 800}
     context = await browser.new_context(viewport=viewport)
+    page = await _tab(context, url)
+    await page.get_by_label("Your name").fill(name)
+    await page.get_by_role("button", name="Play as guest" if guest else "Play", exact=True).click()
+    await page.wait_for_function("() => bg.state().screen === 'lobby'")
+    return page
+
+
+async def _tab(context: Any, url: str) -> Any:
+    """A new tab of a browser context (one device) at `url`, its script errors kept."""
     page = await context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.errors = errors
     await page.goto(url)
-    await page.get_by_label("Your name").fill(name)
-    await page.get_by_role("button", name="Play as guest" if guest else "Play", exact=True).click()
-    await page.wait_for_function("() => bg.state().screen === 'lobby'")
     return page
 
 
@@ -728,3 +734,172 @@ async def test_a_device_account_follows_the_player_to_a_new_tab_until_logout(
     await late.get_by_role("button", name="Play", exact=True).click()
     await late.wait_for_function("() => bg.state().screen === 'lobby'")
     assert (await _state(late))["playerId"] == first["playerId"]
+
+
+async def test_a_closed_tab_resumes_its_seat_and_the_newest_tab_takes_it(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 27, item 1: a player whose tab closed mid-match lands in the lobby with the match
+    under "Your matches in progress" and Resume seats them as its player (not a spectator); the
+    party code of their own seat does too; "Matches in play" offers Resume, not Watch, on their
+    own match; the newest tab takes the seat and the older one says so and offers it back."""
+    ann = await _page(browser, cluster["url"], "resumer")
+    bob = await _page(browser, cluster["url"], "rejoiner")
+    watcher = await _page(browser, cluster["url"], "watcher")
+    await watcher.get_by_role("button", name="Matches in play").click()  # before the match
+    link = await _create_and_invite(ann)
+    await bob.get_by_label("Party code or invite link").fill(link)
+    await bob.get_by_role("button", name="Join", exact=True).click()
+    await ann.get_by_role("button", name="Start").click()
+    await asyncio.gather(_in_table(ann), _in_table(bob))
+    table_id = (await _state(bob))["tableId"]
+    # Item 10: the list of matches in play keeps itself fresh while the lobby is open.
+    await watcher.locator(f'#live [data-watch="{table_id}"]').wait_for(timeout=20_000)
+    context = bob.context
+    await bob.close()  # the tab, not the browser: the device's login stays
+
+    tab = await _tab(context, cluster["url"])
+    await tab.wait_for_function("() => bg.state().screen === 'lobby'")
+    resume = tab.locator(f'#mine [data-resume="{table_id}"]')
+    await resume.wait_for()
+    assert "resumer" in (await tab.locator("#mine li").first.text_content() or "")
+    await tab.get_by_role("button", name="Matches in play").click()
+    await tab.locator(f'#live [data-resume="{table_id}"]').wait_for()  # Resume, not Watch
+    assert await tab.locator(f'#live [data-watch="{table_id}"]').count() == 0
+    await resume.click()
+    await _in_table(tab)
+    st = await _state(tab)
+    assert (st["tableId"], st["spectator"]) == (table_id, False)
+
+    # The old code in a third tab: the player's seat again, and the newest tab takes it.
+    third = await _tab(context, cluster["url"])
+    await third.wait_for_function("() => bg.state().screen === 'lobby'")
+    await third.get_by_label("Party code or invite link").fill(link.rsplit("=", 1)[1])
+    await third.get_by_role("button", name="Join", exact=True).click()
+    await _in_table(third)
+    assert (await _state(third))["spectator"] is False
+    await tab.locator("#taken-note").wait_for()
+    assert "another tab or device" in (await tab.locator("#taken-note").text_content() or "")
+    await tab.get_by_role("button", name="Play here").click()
+    await third.locator("#taken-note").wait_for()
+    await tab.wait_for_function("() => document.getElementById('taken-note') === null")
+    assert not await tab.get_by_text("SEAT_TAKEN").count()
+    for page in (ann, tab, third):
+        assert page.errors == []
+
+
+# What each player must reach without scrolling, at each size of the issue.
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+FITS = Path(__file__).parent / "fits.js"
+
+
+async def _fits(page: Any, what: str, size: str) -> None:
+    await page.screenshot(path=str(ARTIFACTS / f"{what}-{size}.png"))
+    assert await page.evaluate(FITS.read_text()) == [], (what, size)
+
+
+async def _lit_points_differ_in_outline_and_focus_shows(page: Any) -> None:
+    """Accessibility: a lit point is outlined, not only coloured, and the point the keyboard is
+    on shows a thicker outline of another colour."""
+    stroke = "el => { const s = getComputedStyle(el.querySelector('.tri')); "
+    stroke += "return s.stroke + ' ' + s.strokeWidth; }"
+    lit = await page.locator("[data-movable]").first.evaluate(stroke)
+    plain = await page.locator(".point:not([data-movable])").first.evaluate(stroke)
+    assert lit.split()[-1] == "4px" and not lit.startswith("none"), lit
+    assert plain.startswith("none"), plain
+    for _ in range(60):
+        await page.keyboard.press("Tab")
+        if await page.evaluate("document.activeElement.hasAttribute('data-movable')"):
+            break
+    focused = await page.evaluate(
+        f"(() => {{ const el = document.activeElement; return ({stroke})(el); }})()"
+    )
+    assert focused.split()[-1] == "8px" and focused != lit, (focused, lit)
+
+
+async def test_a_hit_is_written_with_a_star(cluster: dict[str, Any], browser: Any) -> None:
+    """Issue 27, item 7: a step that hits a lone checker reads "6/2*", as GNU Backgammon writes
+    it (the page's own notation module, on a replayed pair of turns)."""
+    page = await _page(browser, cluster["url"], "starry")
+    texts = await page.evaluate(
+        """async () => {
+          const m = await import('/replay.js');
+          const moves = [
+            {openingRoll: {dice: [1, 4], starter: 1}},
+            {turnEnded: {seat: 1, steps: [{from: 24, to: 23}, {from: 13, to: 9}]}},
+            {diceRolled: {seat: 0, dice: [4, 2]}},
+            {turnEnded: {seat: 0, steps: [{from: 6, to: 2}, {from: 8, to: 4}]}},
+          ];
+          return m.frames(moves, (seat) => ['ann', 'bob'][seat]).map((f) => f.text);
+        }"""
+    )
+    assert "bob played 24/23 13/9" in texts and "ann played 6/2* 8/4" in texts, texts
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_the_table_fits_one_screen_with_every_button_in_reach(
+    cluster: dict[str, Any], browser: Any, size: str
+) -> None:
+    """Issue 27, item 3: at 1280x800 and at 390x844 the board, the status, both clocks and every
+    enabled button are inside the window without scrolling, nothing covers the bear-off tray or
+    its counts, and the end of the match does not cover the final position: on one's own turn,
+    the opponent's, a double offered, the match's end, the history and the replay (screenshots
+    of each, at each size, in BG_ARTIFACTS)."""
+
+    async def page_for(name: str) -> Any:
+        page = await _page(browser, cluster["url"], name)
+        await page.set_viewport_size(SIZES[size])
+        return page
+
+    host, friend = await page_for(f"fit{size[0]}a"), await page_for(f"fit{size[0]}b")
+    await host.screenshot(path=str(ARTIFACTS / f"lobby-{size}.png"), full_page=True)  # scrolls
+    await host.locator("#ct-cube").check()
+    link = await _create_and_invite(host)
+    await friend.get_by_label("Party code or invite link").fill(link)
+    await friend.get_by_role("button", name="Join", exact=True).click()
+    await host.get_by_role("button", name="Start").click()
+    await asyncio.gather(_in_table(host), _in_table(friend))
+    pages = (host, friend)
+    shot = {"own-turn": False, "their-turn": False}
+    doubled = None
+    end = time.monotonic() + 150
+    while doubled is None and time.monotonic() < end:
+        for page, rival in (pages, pages[::-1]):
+            st = await _state(page)
+            if not st["myTurn"]:
+                continue
+            if not shot["own-turn"] and await page.locator("[data-movable]").count():
+                await _fits(page, "own-turn", size)
+                await _lit_points_differ_in_outline_and_focus_shows(page)
+                await _fits(rival, "their-turn", size)
+                shot = {"own-turn": True, "their-turn": True}
+            double = page.locator('[data-action="offerDouble"]')
+            if await double.count():
+                await double.click()
+                doubled = rival
+                break
+            if not await _act(page):
+                await _wait_seq_change(page, st["seq"], 1000)
+    assert doubled is not None, "no double was offered in time"
+    await doubled.locator('[data-action="drop"]').wait_for()
+    await _fits(doubled, "double-offered", size)
+    await doubled.locator('[data-action="drop"]').click()
+    await doubled.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'")
+    await doubled.locator("#end").wait_for()
+    await _fits(doubled, "match-end", size)
+
+    await doubled.get_by_role("button", name="Back to the lobby").click()
+    replay = doubled.locator("#history [data-replay]")
+    for _ in range(60):  # the archive comes through Kafka
+        await doubled.get_by_role("button", name="Finished matches").click()
+        await doubled.wait_for_timeout(500)
+        if await replay.count():
+            break
+    await doubled.evaluate("window.scrollTo(0, 0)")
+    await doubled.screenshot(path=str(ARTIFACTS / f"history-{size}.png"), full_page=True)
+    await replay.first.click()
+    await doubled.wait_for_function("() => bg.state().screen === 'replay'")
+    await doubled.get_by_role("button", name="Next move").click()
+    await _fits(doubled, "replay", size)
+    for page in pages:
+        assert page.errors == []

@@ -22,6 +22,7 @@ import redis.asyncio as redis_asyncio
 from redis.crc import key_slot
 from sqlalchemy import select
 
+from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
@@ -35,6 +36,7 @@ from services.wallet.ledger import check_invariants
 from services.wallet.schema import escrows
 
 pytestmark = pytest.mark.e2e
+_EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]  # the stubs lack it
 OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
 FUNDS = 10_000
 BET = 100
@@ -70,6 +72,30 @@ async def _play_to_the_end(player: Player, table_id: str, until: float) -> table
             if time.monotonic() > until:
                 raise
             await asyncio.sleep(0.3)
+
+
+async def _newest_stream_takes_the_seat(
+    player: Player, other_gateway: grpc.aio.Channel, table_id: str
+) -> None:
+    """Issue 27: the player's stream on the other gateway takes the seat from their first one,
+    which is told (SEAT_TAKEN) through the Valkey Cluster's pub/sub and ends."""
+    join = gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id))
+    hold = asyncio.Event()
+
+    async def requests() -> Any:
+        yield join
+        await hold.wait()
+
+    first: Any = player.stub.Play(requests(), metadata=player.auth)
+    assert (await first.read()).update.view.seat == 0
+    stub = gateway_pb2_grpc.GatewayServiceStub(other_gateway)
+    second: Any = stub.Play(requests(), metadata=player.auth)
+    assert (await second.read()).update.view.seat == 0
+    told = await asyncio.wait_for(first.read(), 10)
+    assert told.error.error.code == "SEAT_TAKEN"
+    assert await first.read() is _EOF
+    second.cancel()
+    hold.set()
 
 
 async def test_players_on_two_gateways_over_a_valkey_cluster_survive_a_primarys_death(
@@ -116,6 +142,7 @@ async def test_players_on_two_gateways_over_a_valkey_cluster_survive_a_primarys_
         table = await alice.create_table(opts)
         await bob.join(table.code)
         table_id = str(table.table_id)
+        await _newest_stream_takes_the_seat(alice, channels[1], table_id)
         until = time.monotonic() + 120
         games = [asyncio.create_task(_play_to_the_end(p, table_id, until)) for p in (alice, bob)]
         await asyncio.sleep(1.0)  # some moves made

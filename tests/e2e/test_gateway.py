@@ -32,6 +32,7 @@ from tests.e2e.conftest import BOTS_SECRET, SECRET
 from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e
+_EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]  # the stubs lack it
 BIN = Path(sys.executable).parent
 
 
@@ -880,3 +881,57 @@ async def test_the_bots_credential_signs_in_only_as_a_computer_seat(
             )
             if code:
                 assert (error_from(refused.value) or errors_pb2.Error()).code == code
+
+
+async def test_your_own_seat_resumes_from_anywhere_and_the_newest_stream_takes_it(
+    cluster: dict[str, Any],
+) -> None:
+    """Issue 27 item 1: `ListTables {mine}` lists a player's own tables (waiting, or in play),
+    the party code of your own dealt table answers it as it is (no second seat or deal), a newer
+    Play stream of the same player takes the seat from the older (SEAT_TAKEN) without the table
+    counting them away, and a casual live table with both players away ends (W-2)."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob = await _players(cluster, ch, "ann", "bob", grant=0)
+
+        async def mine(player: Player) -> list[tuple[str, str]]:
+            listed = await player.stub.ListTables(
+                matchmaking_pb2.ListTablesRequest(mine=True), metadata=player.auth
+            )
+            return [(t.table_id, t.status) for t in listed.tables]
+
+        table = await ann.create_table(table_pb2.TableOptions(profile="casual", match_length=1))
+        assert await mine(ann) == [(table.table_id, "open")]
+        assert await mine(bob) == []
+        await bob.join(table.code)
+        dealt = await ann.stub.StartTable(
+            matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=ann.auth
+        )
+        assert await mine(bob) == [(table.table_id, "dealt")]
+        again = await bob.join(table.code)  # a reopened tab follows the old code or link
+        assert (again.status, again.match_id) == ("dealt", dealt.match_id)
+
+        older, older_requests = await _open_stream(bob, table.table_id)
+        assert (await older.read()).update.view.seat == 1  # bob's seat, not a spectator's
+        newer, newer_requests = await _open_stream(bob, table.table_id)
+        first = await newer.read()
+        assert first.update.view.seat == 1 and not first.update.view.spectator
+        told = await older.read()
+        assert told.error.error.code == "SEAT_TAKEN"
+        assert await older.read() is _EOF  # the older stream is over
+        await asyncio.sleep(0.5)
+        assert list((await ann.view(table.table_id)).away) == [False, False]
+
+        # Both players away (ann never opened a stream: the table counts her once she goes).
+        ann_call, ann_requests = await _open_stream(ann, table.table_id)
+        await ann_call.read()
+        ann_call.cancel()
+        newer.cancel()
+
+        async def closed() -> bool:
+            return phase_of(await ann.view(table.table_id)) == "closed"
+
+        await _until(closed, 60)  # 10 minutes x 0.05
+        assert reason_of(await ann.view(table.table_id)) == "both_away"
+        assert await mine(ann) == [] and await mine(bob) == []
+        for requests in (older_requests, newer_requests, ann_requests):
+            await requests.put(None)

@@ -106,6 +106,31 @@ def test_i9_both_away_nobody_returns_the_table_closes() -> None:
     assert out.state.match.phase is Phase.CLOSED
 
 
+def test_casual_live_both_away_ten_minutes_closes_the_party_with_no_winner() -> None:
+    # RULES 'disconnect' row for casual live tables (no clock would ever move them on): one
+    # player away is waited for; both away for 10 minutes from the later drop closes the party.
+    moving = spot(profiles.casual(), START, phase=Phase.MOVING, dice=(6, 5))
+    st = ok(moving, c.Disconnect(0), 0).state
+    assert next_deadline(st.match) is None  # one away: the table waits for them
+    st = ok(st, c.Disconnect(1), 30_000).state
+    due = next_deadline(st.match)
+    assert due is not None and (due.kind, due.at_ms) == ("away", 630_000)
+    out = clock(st)
+    assert types(out.events) == ["table_closed"]
+    assert event(e.TableClosed, out.events[0]).reason == "both_away"
+    assert out.state.match.phase is Phase.CLOSED
+
+
+def test_casual_live_one_player_back_lifts_the_both_away_close() -> None:
+    moving = spot(profiles.casual(), START, phase=Phase.MOVING, dice=(6, 5))
+    st = ok(moving, c.Disconnect(0), 0).state
+    st = ok(ok(st, c.Disconnect(1), 10).state, c.Reconnect(1), 20).state
+    assert next_deadline(st.match) is None
+    async_party = ok(spot(profiles.casual(async_mode=True), START), c.Disconnect(0), 0).state
+    due = next_deadline(ok(async_party, c.Disconnect(1), 10).state.match)
+    assert due is not None and due.kind == "async_expiry"  # I-25 rules turn-based tables
+
+
 def test_scored_away_three_minutes_is_leaving() -> None:
     st = ok(spot(profiles.scored(3, test=True), START), c.Disconnect(0), 0).state
     due = next_deadline(st.match)

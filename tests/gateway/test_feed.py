@@ -11,8 +11,9 @@ import pytest
 import redis.asyncio as redis_asyncio
 
 from bg.table.v1 import table_pb2
-from services.contracts.table_feed import update_channel
+from services.contracts.table_feed import seat_channel, table_of_channel, update_channel
 from services.gateway.feed import GAP, Answer, Subscription, TableFeed
+from services.gateway.live_streams import LiveStreams, Queue, stream_id
 
 pytestmark = pytest.mark.integration
 
@@ -89,3 +90,35 @@ async def test_a_broken_connection_asks_every_stream_to_refill(
         assert (await _update(sub)).seq == 2
     finally:
         await feed.close()
+
+
+async def test_a_new_stream_takes_the_seat_from_older_ones_on_every_gateway(
+    redis: redis_asyncio.Redis,
+) -> None:
+    """Two gateways' feeds on one Valkey: a Play stream opening on either ends the same
+    player's older streams to that table on both (SEAT_TAKEN), and nobody else's."""
+    lives = [LiveStreams(), LiveStreams()]
+    feeds = [TableFeed(redis, on_seat=live.taken) for live in lives]
+    queues: dict[str, Queue] = {name: asyncio.Queue() for name in ("old1", "old2", "cam", "new")}
+    try:
+        for feed in feeds:
+            await feed.subscribe("s1")
+        old1, old2 = stream_id(), stream_id()
+        lives[0].opened("ann", queues["old1"], "s1", old1)
+        lives[1].opened("ann", queues["old2"], "s1", old2)
+        lives[1].opened("cam", queues["cam"], "s1", stream_id())
+        newest = stream_id()
+        lives[1].opened("ann", queues["new"], "s1", newest)
+        await feeds[1].take_seat("s1", "ann", newest)
+        for name in ("old1", "old2"):
+            told = await asyncio.wait_for(queues[name].get(), 5)
+            assert told is not None and told.error.error.code == "SEAT_TAKEN"
+            assert await asyncio.wait_for(queues[name].get(), 5) is None  # and it ends
+        # A late notice of an older stream ends nothing newer (two tabs opened at once).
+        await feeds[0].take_seat("s1", "ann", old1)
+        await asyncio.sleep(0.3)
+        assert queues["new"].empty() and queues["cam"].empty()
+        assert table_of_channel(seat_channel("s1")) == table_of_channel(update_channel("s1"))
+    finally:
+        for feed in feeds:
+            await feed.close()

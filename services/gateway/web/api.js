@@ -120,7 +120,10 @@ export class Connection {
       return;
     }
     if (message.push === "ended") {
-      if (message.error) this.onStatus("error", new ApiError(message.error));
+      const err = message.error ? new ApiError(message.error) : null;
+      // Another tab or device took the seat: no joining it again by ourselves.
+      if (err && err.code === "SEAT_TAKEN") this.leave(message.tableId);
+      if (err) this.onStatus("error", err, message.tableId);
       return;
     }
     const pending = this.calls.get(message.id) || this.commands.get(message.id);

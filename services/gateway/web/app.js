@@ -5,7 +5,7 @@
 
 import { ApiError, Connection } from "./api.js";
 import { Board, pointName } from "./board.js";
-import { apply, frames } from "./replay.js";
+import { START, apply, frames, stepNotation } from "./replay.js";
 import { verifyRolls } from "./verify.js";
 import { SILENT, closedSentence, sentence } from "./words.js";
 
@@ -41,6 +41,7 @@ const state = {
   balanceBefore: null, // diamonds before this table's deal (null: not seen, e.g. after a reload)
   confirming: null, // "resign" or "leave": asked, with what it costs, before it is sent
   watching: false, // a spectator of this table (I-35): read-only
+  taken: false, // this seat was opened in another tab or device, which plays it now
   // The single steps of the turn in play by a seat whose view this page does not get (the
   // opponent's, or either for a spectator): the server's view shows the turn's start until it
   // ends, so they are drawn on top of it as they happen.
@@ -79,9 +80,14 @@ function fail(where, err, near = null) {
   shown.scrollIntoView({ block: "nearest" });
 }
 
-function onStatus(status, err) {
+function onStatus(status, err, tableId = "") {
   $("net").textContent = status === "online" ? "" : status === "offline" ? "reconnecting…" : "";
   $("net").className = "net " + status;
+  if (err && err.code === "SEAT_TAKEN") {
+    // The newest tab or device plays the seat; this one says so and offers to take it back.
+    if (tableId === state.tableId) { state.taken = true; renderTable(); }
+    return;
+  }
   if (err) fail(state.screen === "table" ? "table-error" : "lobby-error", err);
 }
 
@@ -126,7 +132,7 @@ const logged = new WeakMap(); // a log line -> the event and view it tells
 // one line: "ann moved 13/10 10/5". An undo takes its steps off the line again.
 let moveLine = null; // {li, seat, steps}
 
-function logMove(event, view) {
+function logMove(event, view, steps) {
   if (event.turnStarted || event.turnEnded || event.turnPassed || event.gameStarted || event.turnTakenBack) {
     moveLine = null;
     return false;
@@ -145,7 +151,7 @@ function logMove(event, view) {
     $("log").appendChild(li);
     moveLine = { li, seat, steps: [] };
   }
-  moveLine.steps.push(...(moved.steps || []));
+  moveLine.steps.push(...steps);
   sayMoves(view);
   return true;
 }
@@ -269,10 +275,12 @@ async function toLobby() {
   state.watching = false;
   state.table = null;
   state.view = null;
+  state.taken = false;
   save();
   show("lobby");
   $("end").hidden = true;
   await refreshMe();
+  await listMine();
 }
 
 async function lobbyAction(run, near = null) {
@@ -366,6 +374,7 @@ async function openTable(tableId, watching = false) {
   state.ended = null;
   state.verify = "";
   state.confirming = null; // a question left open at another table is not this one's
+  state.taken = false;
   save();
   $("log").replaceChildren();
   $("end").hidden = true;
@@ -373,6 +382,13 @@ async function openTable(tableId, watching = false) {
   board = new Board($("board-wrap"), (from, to) => send({ move: { from, to } }));
   if (watching) await conn.watch(tableId, 0);
   else await conn.join(tableId, 0);
+}
+
+// Take the seat back from the other tab or device (which is told in turn).
+async function playHere() {
+  state.taken = false;
+  await conn.join(state.tableId, state.view ? Number(state.view.seq || 0) : 0);
+  renderTable();
 }
 
 // "You" takes the verb's plain form: "You are back", "ann is back".
@@ -394,7 +410,24 @@ function viewerSeat(v) {
 // around for the other side (bar and off are the same for both).
 function stepText(step, seat, v) {
   const turn = (p) => (seat === viewerSeat(v) || p === 0 || p === 25 ? p : 25 - p);
-  return `${pointName(turn(step.from || 0))}/${pointName(turn(step.to || 0))}`;
+  return stepNotation(step, step.hit, (p) => pointName(turn(p)));
+}
+
+// Which of a move's steps hit, from the board the events so far leave (`sides`: the viewer's
+// side and the other's, each in its own numbering, advanced here); the steps come back marked.
+function markHits(sides, moved, v) {
+  const steps = (moved.steps || []).map((st) => ({ ...st }));
+  if (!sides) return steps;
+  const mine = (moved.seat || 0) === viewerSeat(v);
+  const hits = mine ? apply(sides.own, sides.opponent, steps) : apply(sides.opponent, sides.own, steps);
+  steps.forEach((st, i) => { st.hit = hits[i]; });
+  return steps;
+}
+
+function sidesOf(v) {
+  const pad = (side) => { const out = (side || []).slice(); while (out.length < 25) out.push(0); return out; };
+  const drawn = shown(v);
+  return { own: pad(drawn.own), opponent: pad(drawn.opponent) };
 }
 
 function describe(event, v) {
@@ -489,8 +522,13 @@ function shown(v) {
 function onUpdate(tableId, update) {
   if (tableId !== state.tableId) return;
   const view = update.view || {};
+  // The board before each event, for the log's hits: the page's board before this update.
+  let sides = state.view ? sidesOf(state.view) : null;
   for (const event of update.events || []) {
     state.eventSeqs.push(Number(event.seq || 0));
+    if (event.gameStarted) sides = { own: START.slice(), opponent: START.slice() };
+    if (event.stepsUndone || event.turnTakenBack) sides = null; // known again from the next view
+    const steps = event.checkersMoved ? markHits(sides, event.checkersMoved, view) : [];
     track(event);
     if (event.openingRoll) state.seenRolls.push(event.openingRoll.dice || []);
     if (event.diceRolled) state.seenRolls.push(event.diceRolled.dice || []);
@@ -500,7 +538,7 @@ function onUpdate(tableId, update) {
       state.seenRolls = []; state.ended = null; state.verify = "";
       state.balanceBefore = null; // the first match's settlement may still be on its way
     }
-    if (logMove(event, view)) continue;
+    if (logMove(event, view, steps)) continue;
     const text = describe(event, view);
     if (text) {
       const li = document.createElement("li");
@@ -599,6 +637,15 @@ function renderTable() {
     + ` · ${statusWords(v)}${v.spectator ? " · watching" : ""}`;
   const actions = $("actions");
   actions.replaceChildren();
+  if (state.taken) {
+    const note = document.createElement("p");
+    note.id = "taken-note";
+    note.className = "confirm";
+    note.setAttribute("role", "alert");
+    note.textContent = sentence({ code: "SEAT_TAKEN" });
+    actions.append(note, button("Play here", null, { action: "playHere", run: playHere }));
+    return;
+  }
   if (v.spectator) {
     actions.appendChild(button("Stop watching", null, { action: "stopWatching", run: backToLobby }));
     renderEnd(v);
@@ -830,13 +877,51 @@ async function listLive() {
     await learnNames(tables.flatMap((t) => t.playerIds || []));
     fillList("live", "No match to watch right now.", tables.map((t) => {
       const players = (t.playerIds || []).map(nameOf).join(" vs ");
-      return [`${(t.options || {}).profile || ""}: ${players}`, [
-        listButton("Watch", `Watch ${players}`, { watch: t.tableId }, () => openTable(t.tableId, true)),
-      ]];
+      // Your own match is yours to play, not to watch.
+      const act = (t.playerIds || []).includes(state.playerId)
+        ? resumeButton(t, `Resume your match ${players}`)
+        : listButton("Watch", `Watch ${players}`, { watch: t.tableId }, () => openTable(t.tableId, true));
+      return [`${(t.options || {}).profile || ""}: ${players}`, [act]];
     }));
   } catch (err) {
     fail("lobby-error", err);
   }
+}
+
+// The player's own seats, from the server (any tab or device): each with Resume. Kept fresh
+// while the lobby is on screen.
+let mineTimer = null;
+
+async function listMine() {
+  clearTimeout(mineTimer);
+  mineTimer = setTimeout(() => { if (state.screen === "lobby") listMine(); }, LIVE_REFRESH_MS);
+  try {
+    const reply = await conn.call("ListTables", { mine: true });
+    const tables = reply.tables || [];
+    await learnNames(tables.flatMap((t) => t.playerIds || []));
+    if (state.screen !== "lobby") return;
+    fillList("mine", "No match in progress.", tables.map((t) => {
+      const rival = (t.playerIds || []).find((p) => p && p !== state.playerId);
+      const profile = (t.options || {}).profile || "";
+      const where = t.status === "dealt" ? "in play" : "waiting for the deal";
+      const line = `${profile} vs ${rival ? nameOf(rival) : "(open seat)"}, ${where}`;
+      return [line, [resumeButton(t, `Resume your ${profile} match`)]];
+    }));
+  } catch (err) {
+    fail("lobby-error", err);
+  }
+}
+
+function resumeButton(t, aria) {
+  return listButton("Resume", aria, { resume: t.tableId }, async () => {
+    try {
+      state.balanceBefore = null; // the stake was held before this page saw it
+      if (t.status === "dealt") await openTable(t.tableId);
+      else await waitForDeal(await conn.call("GetTable", { tableId: t.tableId }));
+    } catch (err) {
+      fail("lobby-error", err);
+    }
+  });
 }
 
 // -- history: finished matches, replayed move by move, exported as .mat or JSON ----------

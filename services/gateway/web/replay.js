@@ -1,20 +1,29 @@
 // A finished match, move by move, from its archive (GetArchivedMatch): the boards are rebuilt
 // here from the recorded plays (each turn's final steps, from the mover's side), seat 0 below.
 
-const START = [0, 0, 0, 0, 0, 5, 0, 3, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0];
+export const START = [0, 0, 0, 0, 0, 5, 0, 3, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0];
 
 function point(p) { return p === 25 ? "bar" : p === 0 ? "off" : String(p); }
 
-// Applies a turn's steps to the mover's board, hitting on the other (each in its own numbering).
+// Applies a turn's steps to the mover's board, hitting on the other (each in its own numbering);
+// says which steps hit (GNU Backgammon's "*").
 export function apply(mover, other, steps) {
-  for (const s of steps) {
+  return steps.map((s) => {
     const from = s.from || 0;
     const to = s.to || 0;
     mover[from - 1] -= 1;
-    if (to === 0) continue;
+    if (to === 0) return false;
     mover[to - 1] += 1;
-    if (other[24 - to] === 1) { other[24 - to] = 0; other[24] += 1; }
-  }
+    if (other[24 - to] !== 1) return false;
+    other[24 - to] = 0;
+    other[24] += 1;
+    return true;
+  });
+}
+
+// A step as notation, from the mover's side: "13/8", "bar/22", "6/off", "8/4*" for a hit.
+export function stepNotation(step, hit, name = point) {
+  return `${name(step.from || 0)}/${name(step.to || 0)}${hit ? "*" : ""}`;
 }
 
 // frames: [{text, view}] where view is what Board.render draws.
@@ -51,8 +60,9 @@ export function frames(moves, nameOf, profile = "") {
       push(`${who} rolled ${dice.join("-")}`);
     } else if (kind === "turnEnded") {
       turn = seat;
-      apply(boards[seat], boards[1 - seat], e.steps || []);
-      push(`${who} played ${(e.steps || []).map((s) => `${point(s.from || 0)}/${point(s.to || 0)}`).join(" ")}`);
+      const steps = e.steps || [];
+      const hits = apply(boards[seat], boards[1 - seat], steps);
+      push(`${who} played ${steps.map((s, i) => stepNotation(s, hits[i])).join(" ")}`);
       dice = [];
     } else if (kind === "turnPassed") {
       turn = seat; dice = e.dice || [];

@@ -52,6 +52,7 @@ export const SAYS = {
   ALREADY_WATCHING: "You are already watching this table.",
   WATCHING_ONLY: "You are watching: spectators cannot play.",
   STREAM_ENDED: "The connection to the table dropped: reconnecting.",
+  SEAT_TAKEN: "This match is open in another tab or device, which plays it now.",
   UNKNOWN_METHOD: "This client asked for something the server does not offer. Reload the page.",
   UNKNOWN_TABLE: "That table is gone.",
   UNKNOWN_CODE: "No table has that code: check it, or ask for a new invite.",
