@@ -92,6 +92,6 @@ def configure(service: str, level: str, fmt: str, replica: str = "") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     # Third-party chatter at INFO drowns the service's own lines (websockets: a line for every
-    # browser connection opened and closed).
-    for noisy in ("aiokafka", "kafka", "asyncio", "websockets"):
+    # browser connection opened and closed; alembic: every migration's docstring at each start).
+    for noisy in ("aiokafka", "kafka", "asyncio", "websockets", "alembic"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
