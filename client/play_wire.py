@@ -40,19 +40,23 @@ def reason_of(v: table_pb2.TableView) -> EndReason | None:
 
 
 def next_command(
-    v: table_pb2.TableView, choose: bots.Strategy, rng: random.Random
+    v: table_pb2.TableView,
+    choose: bots.Strategy,
+    rng: random.Random,
+    cube: Callable[[Position], bots.CubeAdvice] = bots.cube_advice,
 ) -> table_pb2.Command | None:
-    """What a bot playing from view `v` sends now (None: not its move)."""
+    """What a bot playing from view `v` sends now (None: not its move); `cube` advises from the
+    side of the player on roll in the position it is given."""
     if v.decider != v.seat or v.phase in (P.PHASE_BETWEEN_GAMES, *FINISHED):
         return None
     cmd = table_pb2.Command()
     if v.phase == P.PHASE_AWAIT_ROLL:
-        if v.can_double and bots.cube_advice(Position(tuple(v.own), tuple(v.opponent))).double:
+        if v.can_double and cube(Position(tuple(v.own), tuple(v.opponent))).double:
             cmd.offer_double.SetInParent()
         else:
             cmd.roll.SetInParent()
     elif v.phase == P.PHASE_DOUBLE_OFFERED:
-        if bots.cube_advice(Position(tuple(v.opponent), tuple(v.own))).take:
+        if cube(Position(tuple(v.opponent), tuple(v.own))).take:
             cmd.take.SetInParent()
         else:
             cmd.drop.SetInParent()

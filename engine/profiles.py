@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 ProfileName = Literal["wagered", "scored", "casual"]
-Level = Literal["players", "easy", "normal"]
+Level = Literal["players", "easy", "normal", "expert"]
+CpuLevel = Literal["easy", "normal", "expert"]
+CPU_LEVELS: tuple[CpuLevel, ...] = ("easy", "normal", "expert")  # computer seats (I-26, I-31)
 MATCH_LENGTHS = (1, 3, 5, 7)
 SECOND = 1000
 MINUTE = 60 * SECOND
@@ -173,7 +175,7 @@ def casual(
     cube_max: int = 64,
     async_mode: bool = False,
     ranked: bool = False,
-    cpu: Literal["easy", "normal"] | None = None,
+    cpu: CpuLevel | None = None,
 ) -> RulesOptions:
     return RulesOptions(
         profile="casual",

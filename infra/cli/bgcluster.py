@@ -11,6 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
+from engine.profiles import CPU_LEVELS
 from infra.cli import admin as admin_cli
 from infra.cluster.runner import SERVICES, Cluster, ClusterConfig, StartupError
 from infra.cluster.status import (
@@ -122,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
         "play", parents=[common], help="play in this terminal through the gateway"
     )
     play.add_argument("--name", default="player", help="your guest name")
-    play.add_argument("--vs-cpu", choices=["easy", "normal"], default="", help="play the computer")
+    play.add_argument("--vs-cpu", choices=list(CPU_LEVELS), default="", help="play the computer")
     play.add_argument(
         "--create",
         choices=["wagered", "scored", "casual"],

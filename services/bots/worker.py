@@ -16,6 +16,7 @@ import json
 import logging
 import random
 import secrets
+import zlib
 from typing import Any
 
 import grpc
@@ -24,7 +25,7 @@ from redis.exceptions import LockNotOwnedError
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from client.play_wire import PlaySession, next_command
-from engine import bots
+from evaluator.bots import seat
 from services.common.backoff import pause
 from services.contracts.lobby_keys import BOT_TABLES, lobby_key
 from services.contracts.seats import computer_level, is_computer
@@ -61,8 +62,8 @@ class BotWorker:
             channel = grpc.aio.insecure_channel(
                 self.gateway_addr, options=[("grpc.use_local_subchannel_pool", 1)]
             )
-            choose = bots.STRATEGIES["easy" if level == "easy" else "normal"]
-            rng = random.Random(hash(table_id) & 0xFFFF)
+            choose, cube = seat(level)
+            rng = random.Random(zlib.crc32(table_id.encode()))  # the same choices on a restart
             stub = gateway_pb2_grpc.GatewayServiceStub(channel)
             renew = asyncio.create_task(self._renew(lease, table_id))
             try:
@@ -73,7 +74,7 @@ class BotWorker:
                 )
                 auth = [("authorization", f"Bearer {login.token}")]
                 async with PlaySession(stub, table_id, auth) as session:
-                    await session.play_out(lambda v: next_command(v, choose, rng), 86_400)
+                    await session.play_out(lambda v: next_command(v, choose, rng, cube), 86_400)
             finally:
                 renew.cancel()
                 await channel.close(None)

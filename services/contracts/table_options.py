@@ -8,7 +8,7 @@ from typing import cast
 
 from bg.table.v1 import table_pb2
 from engine import profiles
-from engine.profiles import Level, OptionsError, RulesOptions
+from engine.profiles import CPU_LEVELS, Level, OptionsError, RulesOptions
 from services.common.errors import InvalidArgument
 
 
@@ -19,14 +19,14 @@ def rules_from_proto(opt: table_pb2.TableOptions) -> RulesOptions:
             return profiles.wagered(opt.match_length or 1, opt.bet, opt.rated)
         if opt.profile == "scored":
             level = opt.level or "players"
-            if level not in ("players", "easy", "normal"):
+            if level != "players" and level not in CPU_LEVELS:
                 raise OptionsError("level", f"unknown level {level!r}")
             return profiles.scored(
                 opt.match_length or 1, opt.move_time_s or 180, opt.test_game, cast(Level, level)
             )
         if opt.profile == "casual":
             cpu = opt.level or None
-            if cpu not in (None, "easy", "normal"):
+            if cpu is not None and cpu not in CPU_LEVELS:
                 raise OptionsError("level", f"unknown CPU level {cpu!r}")
             return profiles.casual(
                 opt.match_length or 1,
@@ -35,7 +35,7 @@ def rules_from_proto(opt: table_pb2.TableOptions) -> RulesOptions:
                 crawford=not opt.no_crawford,
                 async_mode=opt.async_mode,
                 ranked=opt.rated,
-                cpu=cpu,  # type: ignore[arg-type]  # checked just above
+                cpu=cpu,
             )
     except OptionsError as err:
         raise InvalidArgument("INVALID_OPTION", str(err), field=err.field) from None

@@ -17,7 +17,7 @@ from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.errors import InvalidArgument, PermissionDenied, grpc_errors, remote_call
-from services.gateway import match_export
+from services.gateway import hints, match_export
 from services.gateway.callers import Callers, Context
 from services.gateway.lobby_views import LobbyViews
 from services.gateway.names import DisplayNames
@@ -248,6 +248,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     ) -> gateway_pb2.NamesResponse:
         self.callers.player(context, request)
         return gateway_pb2.NamesResponse(names=await self.names.lookup(list(request.player_ids)))
+
+    @grpc_errors
+    async def GetHint(
+        self, request: gateway_pb2.HintRequest, context: Context
+    ) -> gateway_pb2.HintResponse:
+        player = self.callers.player(context, request)
+        view = table_pb2.GetViewRequest(table_id=request.table_id, player_id=player)
+        return await hints.hint_off_loop(
+            await call(self.tables.GetView(view, timeout=10)), request.limit
+        )
 
     @grpc_errors
     async def SetPrivacy(

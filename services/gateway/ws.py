@@ -65,6 +65,7 @@ UNARY: dict[str, Any] = {
     "GetMatchRecord": table_pb2.GetMatchRecordRequest,
     "GetBalance": gateway_pb2.BalanceRequest,
     "GetNames": gateway_pb2.NamesRequest,
+    "GetHint": gateway_pb2.HintRequest,
     "ExportMatch": gateway_pb2.ExportMatchRequest,
     "SetPreferences": gateway_pb2.PreferencesRequest,
     "SetPrivacy": gateway_pb2.PrivacyRequest,

@@ -9,6 +9,7 @@ import grpc
 
 from bg.events.v1 import events_pb2
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
+from engine.profiles import CPU_LEVELS
 from services.common.clock import now_ms
 from services.common.errors import InvalidArgument, NotFound, ServiceError, grpc_errors
 from services.leaderboard import boards
@@ -17,7 +18,7 @@ from services.leaderboard.ports import BoardRepository
 
 Context = grpc.aio.ServicerContext[Any, Any]
 BOARDS = ("trophies", "league", "scored", "rating")
-LEVELS = ("players", "easy", "normal")
+LEVELS = ("players", *CPU_LEVELS)
 
 
 class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):

@@ -28,6 +28,7 @@ from typing import Any
 import grpc
 
 from bg.table.v1 import table_pb2
+from engine.profiles import CPU_LEVELS
 from services.common.clock import now_ms
 from services.common.errors import (
     Conflict,
@@ -208,7 +209,7 @@ class Lobby:
         rules_from_proto(opts)  # validates every option, naming the bad field
         await self._not_in_another_match(player_id, opts)  # W-1 first: the likelier story
         await self._can_cover(player_id, opts)
-        vs_cpu = opts.level in ("easy", "normal")
+        vs_cpu = opts.level in CPU_LEVELS
         if not vs_cpu:
             await self._within_cap(player_id)
         table_id = "t" + secrets.token_hex(8)
@@ -377,7 +378,7 @@ class Lobby:
         rules_from_proto(opts)
         await self._not_in_another_match(player_id, opts)  # W-1 first: the likelier story
         await self._can_cover(player_id, opts)
-        if opts.level in ("easy", "normal"):
+        if opts.level in CPU_LEVELS:
             raise InvalidArgument(
                 "INVALID_OPTION", "quick match pairs people; use CreateTable vs CPU", field="level"
             )

@@ -817,6 +817,30 @@ async def _lit_points_differ_in_outline_and_focus_shows(page: Any) -> None:
     assert focused.split()[-1] == "8px" and focused != lit, (focused, lit)
 
 
+async def test_a_hint_against_the_expert_shows_the_best_plays(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 28, requirement 4: against the computer (here the new `expert`), Hint at the start
+    of your move lists the best plays with their equities and chances."""
+    page = await _page(browser, cluster["url"], "hinted")
+    await page.get_by_role("button", name="Casual, expert").click()
+    await _in_table(page)
+    hint = page.locator('[data-action="hint"]')
+    end = time.monotonic() + 60
+    while not await hint.count() and time.monotonic() < end:
+        st = await _state(page)
+        if st["myTurn"] and await page.locator('[data-action="roll"]').count():
+            await _act(page)  # roll
+        else:
+            await _wait_seq_change(page, st["seq"], 2000)
+    await hint.click()
+    first = page.locator("#hint li").first
+    await first.wait_for()
+    text = await first.text_content() or ""
+    assert re.fullmatch(r"\S+/\S+.* \([+-]\d\.\d{3}, \d+% to win\)", text), text
+    assert page.errors == []
+
+
 async def test_a_hit_is_written_with_a_star(cluster: dict[str, Any], browser: Any) -> None:
     """Issue 27, item 7: a step that hits a lone checker reads "6/2*", as GNU Backgammon writes
     it (the page's own notation module, on a replayed pair of turns)."""
@@ -871,6 +895,7 @@ async def test_the_table_fits_one_screen_with_every_button_in_reach(
             if not shot["own-turn"] and await page.locator("[data-movable]").count():
                 await _fits(page, "own-turn", size)
                 await _lit_points_differ_in_outline_and_focus_shows(page)
+                assert await page.locator('[data-action="hint"]').count() == 0  # people: no help
                 await _fits(rival, "their-turn", size)
                 shot = {"own-turn": True, "their-turn": True}
             double = page.locator('[data-action="offerDouble"]')

@@ -26,6 +26,7 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.play_wire import next_command, phase_of, reason_of
 from client.player import Player
 from engine import bots
+from engine.position import Position
 from services.common.errors import error_from
 from services.gateway.auth import Identity, TokenSigner
 from tests.e2e.conftest import BOTS_SECRET, SECRET
@@ -332,8 +333,9 @@ async def test_wagered_double_taken_then_redouble_dropped(cluster: dict[str, Any
     [
         table_pb2.TableOptions(profile="casual", level="normal"),
         table_pb2.TableOptions(profile="scored", level="easy"),
+        table_pb2.TableOptions(profile="casual", level="expert", cube=True),
     ],
-    ids=["casual-vs-cpu-normal", "scored-vs-computer-easy"],
+    ids=["casual-vs-cpu-normal", "scored-vs-computer-easy", "casual-vs-expert-with-cube"],
 )
 async def test_playing_against_the_computer(
     cluster: dict[str, Any], options: table_pb2.TableOptions
@@ -935,3 +937,53 @@ async def test_your_own_seat_resumes_from_anywhere_and_the_newest_stream_takes_i
         assert await mine(ann) == [] and await mine(bob) == []
         for requests in (older_requests, newer_requests, ann_requests):
             await requests.put(None)
+
+
+async def test_a_hint_against_the_computer_and_none_where_help_is_not_allowed(
+    cluster: dict[str, Any],
+) -> None:
+    """Issue 28, requirement 4: at the start of your move against the computer, `GetHint` gives
+    the evaluator's best plays, best first, which the table accepts as they are; not on the
+    other side's turn, and never at a table between people that is not a test game."""
+    from evaluator.evaluate import default
+
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob = await _players(cluster, ch, "ann", "bob", grant=0)
+
+        async def hint(table_id: str) -> gateway_pb2.HintResponse:
+            request = gateway_pb2.HintRequest(table_id=table_id, limit=3)
+            reply: gateway_pb2.HintResponse = await ann.stub.GetHint(request, metadata=ann.auth)
+            return reply
+
+        table = await ann.create_table(table_pb2.TableOptions(profile="casual", level="easy"))
+        async with ann.session_for(table.table_id) as session:
+
+            def my_move(v: table_pb2.TableView) -> bool:
+                return v.decider == v.seat and phase_of(v) in ("await_roll", "moving")
+
+            view = await session.wait_for(lambda v: my_move(v) and not v.steps, 60)
+            if phase_of(view) == "await_roll":
+                await session.send(table_pb2.Command(roll=table_pb2.Empty()), view.seq)
+                view = await session.wait_for(lambda v: phase_of(v) == "moving", 30)
+            got = await hint(table.table_id)
+            assert got.seq == view.seq and 1 <= len(got.plays) <= 3
+            assert [p.equity for p in got.plays] == sorted(
+                (p.equity for p in got.plays), reverse=True
+            )
+            start = Position(tuple(view.own), tuple(view.opponent))
+            best = default().rank_plays_1ply(start, (view.dice[0], view.dice[1]))[0]
+            steps = [(getattr(s, "from"), s.to) for s in got.plays[0].steps]
+            assert steps == list(best.play.steps)
+            assert abs(sum(got.plays[0].probabilities) - 1) < 1e-3
+            play = table_pb2.Command(submit_play=table_pb2.Play(steps=got.plays[0].steps))
+            await session.send(play, view.seq)  # the hint's play, as it came
+            with pytest.raises(grpc.aio.AioRpcError) as not_now:
+                await hint(table.table_id)
+            assert error_of(not_now.value).code == "HINT_NOT_NOW"
+
+        people = await ann.create_table(table_pb2.TableOptions(profile="scored", match_length=1))
+        await bob.join(people.code)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await hint(people.table_id)
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert error_of(refused.value).code == "HINT_NOT_ALLOWED"

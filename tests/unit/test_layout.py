@@ -97,6 +97,31 @@ def test_the_engine_imports_only_the_standard_library_and_itself() -> None:
     assert foreign == []
 
 
+def test_the_evaluator_runs_on_numpy_and_the_engine_alone() -> None:
+    """evaluator/ (issue 28) is numpy and the engine; only its developer tools read ONNX, and
+    no service or client imports those tools."""
+    import sys
+
+    root = SERVICES.parent
+    found = sorted(
+        f"{path.relative_to(root)} imports {module}"
+        for path in (root / "evaluator").rglob("*.py")
+        if "tools" not in path.parts
+        for module in _imports(path)
+        if module.split(".")[0] not in sys.stdlib_module_names
+        and module.split(".")[0] not in ("engine", "evaluator", "numpy", "__future__")
+    )
+    tools = sorted(
+        f"{path.relative_to(root)} imports {module}"
+        for folder in ("services", "client", "engine", "evaluator")
+        for path in (root / folder).rglob("*.py")
+        if "tools" not in path.parts
+        for module in _imports(path)
+        if module.startswith(("evaluator.tools", "onnx"))
+    )
+    assert found == [] and tools == []
+
+
 # Modules that work on an adapter directly, and why (everything else sees adapters through a
 # port, and only the composition root makes them).
 INTEGRATION_PATHS = {

@@ -622,6 +622,8 @@ function renderSeats() {
 function renderTable() {
   const v = state.view;
   if (!v) return;
+  const hint = $("hint");
+  if (hint.dataset.seq !== String(v.seq || 0)) { hint.hidden = true; hint.replaceChildren(); }
   board.render(shown(v));
   renderSeats();
   const score = v.score || [];
@@ -667,6 +669,10 @@ function renderTable() {
   if (mine && (p === "PHASE_MOVING" || p === "PHASE_CONFIRMING") && (v.steps || []).length) {
     actions.appendChild(button("Undo", { undo: {} }));
   }
+  if (mine && p === "PHASE_MOVING" && !(v.steps || []).length && hintsAllowed(v)) {
+    actions.appendChild(button("Hint", null, { action: "hint", run: askHint,
+      aria: "Show the best plays of this roll" }));
+  }
   if (v.canConfirm) actions.appendChild(button(p === "PHASE_NO_MOVE" ? "Got it" : "Done", { confirm: {} }));
   if (wagered && mine && (v.boostsLeft || 0) > 0 && Number(v.deadlineMs || 0)) {
     actions.appendChild(button("Boost: +10 s for 10 diamonds", { boost: {} },
@@ -689,6 +695,39 @@ function renderTable() {
     actions.appendChild(button("Leave", null, { action: "leave", run: () => confirmFirst("leave") }));
   }
   renderEnd(v);
+}
+
+// -- hints: the best plays of the roll, where the rules allow help (Play vs CPU, scored test
+// games; never wagered or rated play: the server refuses them too) ----------------------------
+
+const CPU_LEVELS = new Set(["easy", "normal", "expert"]);
+
+function hintsAllowed(v) {
+  const o = v.options || {};
+  if (o.profile === "wagered" || o.rated) return false;
+  return CPU_LEVELS.has(o.level) || (o.profile === "scored" && !!o.testGame);
+}
+
+async function askHint() {
+  const v = state.view;
+  const shown = $("hint");
+  try {
+    const reply = await conn.call("GetHint", { tableId: state.tableId, limit: 3 });
+    if (!state.view || Number(reply.seq || 0) !== Number(state.view.seq || 0)) return; // moved on
+    const items = (reply.plays || []).map((play) => {
+      const li = document.createElement("li");
+      const equity = Number(play.equity || 0);
+      const win = (play.probabilities || []).slice(0, 3).reduce((a, b) => a + Number(b || 0), 0);
+      li.textContent = `${play.notation} (${equity >= 0 ? "+" : ""}${equity.toFixed(3)},`
+        + ` ${Math.round(100 * win)}% to win)`;
+      return li;
+    });
+    shown.replaceChildren(...items);
+    shown.dataset.seq = String(reply.seq || 0);
+    shown.hidden = items.length === 0;
+  } catch (err) {
+    fail("table-error", err, $("actions"));
+  }
 }
 
 // -- asking before what cannot be taken back (Resign, Leave) ----------------------------------

@@ -53,6 +53,8 @@ export const SAYS = {
   WATCHING_ONLY: "You are watching: spectators cannot play.",
   STREAM_ENDED: "The connection to the table dropped: reconnecting.",
   SEAT_TAKEN: "This match is open in another tab or device, which plays it now.",
+  HINT_NOT_ALLOWED: "Hints are for games against the computer and scored test games.",
+  HINT_NOT_NOW: "A hint is for the start of your move, once the dice are rolled.",
   UNKNOWN_METHOD: "This client asked for something the server does not offer. Reload the page.",
   UNKNOWN_TABLE: "That table is gone.",
   UNKNOWN_CODE: "No table has that code: check it, or ask for a new invite.",
