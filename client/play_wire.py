@@ -43,20 +43,21 @@ def next_command(
     v: table_pb2.TableView,
     choose: bots.Strategy,
     rng: random.Random,
-    cube: Callable[[Position], bots.CubeAdvice] = bots.cube_advice,
+    cube: Callable[[Position, bots.MatchScore], bots.CubeAdvice] = bots.cube_advice,
 ) -> table_pb2.Command | None:
     """What a bot playing from view `v` sends now (None: not its move); `cube` advises from the
-    side of the player on roll in the position it is given."""
+    side of the player on roll in the position it is given, at the score from that side."""
     if v.decider != v.seat or v.phase in (P.PHASE_BETWEEN_GAMES, *FINISHED):
         return None
     cmd = table_pb2.Command()
     if v.phase == P.PHASE_AWAIT_ROLL:
-        if v.can_double and cube(Position(tuple(v.own), tuple(v.opponent))).double:
+        mine = Position(tuple(v.own), tuple(v.opponent))
+        if v.can_double and cube(mine, _score(v, v.seat)).double:
             cmd.offer_double.SetInParent()
         else:
             cmd.roll.SetInParent()
     elif v.phase == P.PHASE_DOUBLE_OFFERED:
-        if cube(Position(tuple(v.opponent), tuple(v.own))).take:
+        if cube(Position(tuple(v.opponent), tuple(v.own)), _score(v, 1 - v.seat)).take:
             cmd.take.SetInParent()
         else:
             cmd.drop.SetInParent()
@@ -71,6 +72,14 @@ def next_command(
     else:
         return None
     return cmd
+
+
+def _score(v: table_pb2.TableView, doubler: int) -> bots.MatchScore:
+    """The match score from the doubler's side (a cube in a match to 1 is money-like: 1-away)."""
+    length = max(v.match_length, 1)
+    score = list(v.score) or [0, 0]
+    me, them = length - score[doubler], length - score[1 - doubler]
+    return bots.MatchScore(me, them, max(v.cube, 1), not v.crawford and min(me, them) == 1)
 
 
 class CommandRefused(Exception):

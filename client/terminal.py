@@ -17,6 +17,7 @@ Commands (bar = 25 or "bar", off = 0 or "off"):
   auto on / auto off    roll by yourself when your turn starts (wagered)
   rematch / accept      offer a rematch / accept the one offered (after the match)
   leave                 leave the table (forfeits a match in play)
+  hint                  the best plays of your roll (vs CPU and scored test games)
   help                  this list          quit (q)   stop this client
 """
 
@@ -37,6 +38,7 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from client.play_wire import CommandRefused, PlaySession
 from client.player import Player
+from services.common.errors import error_from
 from services.contracts.vocabulary import FINISHED
 
 HELP = "Commands" + __doc__.split("Commands", 1)[1] if __doc__ else ""
@@ -209,7 +211,7 @@ def parse(line: str) -> table_pb2.Command | str | None:
             return cmd
     except ValueError:
         return None
-    if word in ("help", "quit", "q") or line.strip().lower() in ("auto on", "auto off"):
+    if word in ("help", "quit", "q", "hint") or line.strip().lower() in ("auto on", "auto off"):
         return line.strip().lower()
     return None
 
@@ -389,6 +391,9 @@ async def _command(me: Player, session: PlaySession, line: str) -> str | None:
         prompt()
     elif cmd in ("quit", "q"):
         return "quit"
+    elif cmd == "hint":
+        await _hint(me, view.table_id)
+        prompt()
     elif isinstance(cmd, str):
         prefs = gateway_pb2.PreferencesRequest(auto_roll=cmd.endswith("on"))
         await me.rpc(me.stub.SetPreferences, prefs)
@@ -402,6 +407,19 @@ async def _command(me: Player, session: PlaySession, line: str) -> str | None:
             print(f"  refused: {refused}")
             prompt()
     return None
+
+
+async def _hint(me: Player, table_id: str) -> None:
+    request = gateway_pb2.HintRequest(table_id=table_id, limit=3)
+    try:
+        hint = await me.rpc(me.stub.GetHint, request)
+    except grpc.aio.AioRpcError as err:
+        found = error_from(err)
+        print(f"  {found.message if found else err.details()}")
+        return
+    for n, play in enumerate(hint.plays, 1):
+        win = sum(play.probabilities[:3])
+        print(f"  {n}. {play.notation:<22} {play.equity:+.3f}  {win:.0%} to win")
 
 
 async def watch_terminal(gateway: str, name: str, table_id: str) -> int:

@@ -121,6 +121,17 @@ class CubeAdvice:
     take: bool
 
 
+@dataclass(frozen=True)
+class MatchScore:
+    """The score as the cube sees it, from the doubler's side: points each still needs, the
+    cube's value now, and whether a 1-away player's Crawford game is behind."""
+
+    me_away: int = 1
+    them_away: int = 1
+    cube: int = 1
+    crawford_done: bool = False
+
+
 def race_winning_chance(pos: Position) -> float:
     """A rough chance for the mover to win, from the pip counts (Keith-like race estimate)."""
     my_pips, opp_pips = pip_count(pos.mover), pip_count(pos.opponent)
@@ -128,7 +139,7 @@ def race_winning_chance(pos: Position) -> float:
     return max(0.02, min(0.98, 0.5 + lead * 2.2))
 
 
-def cube_advice(pos: Position) -> CubeAdvice:
+def cube_advice(pos: Position, score: MatchScore | None = None) -> CubeAdvice:
     """From the doubler's side (on roll): double at about 70%; the opponent takes with 25%."""
     p = race_winning_chance(pos)
     return CubeAdvice(double=p >= 0.70, take=(1 - p) >= 0.25)

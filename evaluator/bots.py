@@ -10,24 +10,28 @@ Like every bot they see only their seat's view: the position and the dice rolled
 the seed; the noise comes from the seat's own seeded `rng`, so a level's choices are fixed by
 that seed.
 
-The cube is money-game style for now, the same at any match score: double from a cubeless
-equity of 0.4 (the other side is near its take point) up to 1.0 (past that, play on for the
-gammon: too good to double); take while the taker's cubeless equity is at least -0.5 (a take is
-worth -1 per point doubled, a drop -1: cubeless, -0.5 is where the two meet)."""
+The cube (every level's) weighs the evaluator's cubeless chances by match equity
+(evaluator/match_equity.py): playing on, double/take and double/drop as chances to win the
+match; the taker takes when taking wins the match more often than dropping; the doubler doubles
+once doubling wins more than playing on and the taker is within MARKET of their drop point (a
+double that would lose its market soon), or at once as the trailer after the Crawford game;
+never when playing on for the gammon beats the drop (too good).
+The dead-cube view (no value of owning the cube afterwards) is the known simplification."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
 
-from engine.bots import CubeAdvice, Strategy
+import numpy as np
+
+from engine.bots import CubeAdvice, MatchScore, Strategy
 from engine.movegen import Play
 from engine.position import Position
-from evaluator.evaluate import default, equities
+from evaluator.evaluate import default
+from evaluator.match_equity import match_winning_chance
 
-DOUBLE_FROM = 0.4
-TOO_GOOD = 1.0
-TAKE_FROM = -0.5
+MARKET = 0.03  # match winning chance: how close to the taker's drop point a double comes
 NORMAL_NOISE = 0.03
 EASY_NOISE = 0.07
 
@@ -53,12 +57,35 @@ easy_bot = _noisy(EASY_NOISE)
 STRATEGIES: dict[str, Strategy] = {"expert": expert_bot, "normal": normal_bot, "easy": easy_bot}
 
 
-def expert_cube(pos: Position) -> CubeAdvice:
-    """From the side of the player on roll (the doubler) in `pos`."""
-    equity = float(equities(default().probabilities([pos]))[0])
-    return CubeAdvice(double=DOUBLE_FROM <= equity <= TOO_GOOD, take=-equity >= TAKE_FROM)
+def match_cube(pos: Position, score: MatchScore) -> CubeAdvice:
+    """From the side of the player on roll in `pos` (the doubler) at `score`."""
+    p = default().probabilities([pos])[0]
+    no_double = _after(p, score, score.cube)
+    take = _after(p, score, 2 * score.cube)
+    drop = match_winning_chance(score.me_away - score.cube, score.them_away, _done(score))
+    # The taker picks the lesser for the doubler; after the Crawford game the cube is worth
+    # nothing to the trailer, who doubles at once.
+    dead = score.crawford_done and score.them_away == 1
+    better = min(take, drop) > no_double
+    return CubeAdvice(double=better and (drop - take <= MARKET or dead), take=take <= drop)
 
 
-def seat(level: str) -> tuple[Strategy, Callable[[Position], CubeAdvice]]:
+def _done(score: MatchScore) -> bool:
+    """After this game a 1-away player's Crawford game is behind (it is now, or was)."""
+    return score.crawford_done or min(score.me_away, score.them_away) == 1
+
+
+def _after(p: np.ndarray, score: MatchScore, cube: int) -> float:
+    """The doubler's match winning chance once the game is played for `cube`."""
+    done = _done(score)
+    out = 0.0
+    for column, points in enumerate((1, 2, 3)):
+        won = match_winning_chance(score.me_away - points * cube, score.them_away, done)
+        lost = match_winning_chance(score.me_away, score.them_away - points * cube, done)
+        out += float(p[column]) * won + float(p[column + 3]) * lost
+    return out
+
+
+def seat(level: str) -> tuple[Strategy, Callable[[Position, MatchScore], CubeAdvice]]:
     """A computer seat's plays and cube at `level` (I-26, I-31); `normal` for an unknown one."""
-    return STRATEGIES.get(level, normal_bot), expert_cube
+    return STRATEGIES.get(level, normal_bot), match_cube

@@ -490,13 +490,15 @@ async def test_terminal_client_against_the_cpu(cluster: dict[str, Any]) -> None:
         "--gateway", cluster["gateway"], stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
-    out, _ = await asyncio.wait_for(proc.communicate(b"help\nwhat\nleave\n"), 60)
+    out, _ = await asyncio.wait_for(proc.communicate(b"help\nwhat\nhint\nleave\n"), 60)
     text = out.decode()
     assert proc.returncode == 0, text
     # The board was drawn with whose turn it is (lit points once it is ours and we move).
     assert "pips: you" in text and ("lit:" in text or "turn" in text)
     assert "not understood" in text and "move FROM TO" in text and "auto on / auto off" in text
     assert "match over: nobody won (abandoned)" in text
+    # A hint vs the CPU: the best plays at the start of our move, or why not now.
+    assert "% to win" in text or "a hint is for the start of your move" in text, text
 
 
 async def _command(call: Any, requests: asyncio.Queue[Any], kind: str, seq: int) -> Any:

@@ -12,7 +12,7 @@ import statistics
 from benchmarks.bench_strength import decisions, judge
 from engine import bots
 from engine.position import Position
-from evaluator.bots import STRATEGIES, expert_bot, expert_cube, normal_bot, seat
+from evaluator.bots import STRATEGIES, expert_bot, normal_bot, seat
 from tests.engine.test_bots import _game
 
 
@@ -57,15 +57,3 @@ def test_a_level_sees_only_the_board_and_the_dice_and_its_seed_fixes_its_choices
 
     assert noisy_game(9) == noisy_game(9)
     assert seat("expert")[0] is expert_bot and seat("unknown")[0] is normal_bot
-
-
-def test_the_expert_cube_doubles_a_strong_position_and_drops_a_lost_one() -> None:
-    assert expert_cube(Position.start()) == bots.CubeAdvice(double=False, take=True)
-    # Every checker of one side home, the other's still back: from the front a drop, and the
-    # one behind never doubles.
-    ahead = Position(
-        (0, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 2, 2, 1, 1),
-    )
-    assert expert_cube(ahead).take is False
-    assert expert_cube(ahead.flip()).double is False

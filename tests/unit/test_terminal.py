@@ -93,5 +93,5 @@ def test_the_score_names_and_the_opponents_play_read_as_a_person_says_them() -> 
 def test_help_lists_every_command_including_auto() -> None:
     for word in ("roll", "move FROM TO", "play 8/5 6/5", "undo", "done", "double", "take",
                  "drop", "boost", "resign", "auto on / auto off", "rematch / accept", "leave",
-                 "help", "quit"):  # fmt: skip
+                 "help", "quit", "hint"):  # fmt: skip
         assert word in HELP, word
