@@ -57,12 +57,19 @@ easy_bot = _noisy(EASY_NOISE)
 STRATEGIES: dict[str, Strategy] = {"expert": expert_bot, "normal": normal_bot, "easy": easy_bot}
 
 
-def match_cube(pos: Position, score: MatchScore) -> CubeAdvice:
-    """From the side of the player on roll in `pos` (the doubler) at `score`."""
+def match_cube_values(pos: Position, score: MatchScore) -> tuple[float, float, float]:
+    """The doubler's match winning chances (the player on roll in `pos`): no double, double and
+    take, double and drop."""
     p = default().probabilities([pos])[0]
     no_double = _after(p, score, score.cube)
     take = _after(p, score, 2 * score.cube)
     drop = match_winning_chance(score.me_away - score.cube, score.them_away, _done(score))
+    return no_double, take, drop
+
+
+def match_cube(pos: Position, score: MatchScore) -> CubeAdvice:
+    """From the side of the player on roll in `pos` (the doubler) at `score`."""
+    no_double, take, drop = match_cube_values(pos, score)
     # The taker picks the lesser for the doubler; after the Crawford game the cube is worth
     # nothing to the trailer, who doubles at once.
     dead = score.crawford_done and score.them_away == 1

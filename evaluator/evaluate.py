@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from engine.movegen import Play, legal_plays
 from engine.position import BAR, CHECKERS, Position
@@ -46,6 +47,9 @@ class RankedPlay:
 
 class Evaluator:
     def __init__(self, weights: Path = WEIGHTS) -> None:
+        # One BLAS thread: a decision's matrices are small, and OpenBLAS' extra threads spin
+        # while they wait, costing 3-4x the CPU of one thread per decision (bench_bots).
+        threadpool_limits(limits=1, user_api="blas")
         self.contact = Network(weights / "contact.npz")
         self.race = Network(weights / "race.npz")
 
