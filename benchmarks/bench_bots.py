@@ -15,7 +15,8 @@ import statistics
 import time
 
 from engine import bots
-from engine.position import BAR, CHECKERS, Position
+from engine.movegen import Play
+from engine.position import Position
 from evaluator.analysis import Game, Turn, analyse
 from evaluator.bots import STRATEGIES, easy_bot, expert_bot, normal_bot
 
@@ -28,27 +29,13 @@ DUELS = (("expert", expert_bot, "normal", normal_bot), ("normal", normal_bot, "e
 def game(
     first: bots.Strategy, second: bots.Strategy, dice: random.Random, log: list[Turn] | None = None
 ) -> int:
-    """Points for `first` (negative: `second` won) of one game from the start."""
-    pos = Position.start()
-    strategies = (first, second)
-    roll = (0, 0)
-    while roll[0] == roll[1]:
-        roll = (dice.randint(1, 6), dice.randint(1, 6))
-    mover = 0 if roll[0] > roll[1] else 1
-    rng = random.Random(7)
-    while True:
-        play = strategies[mover](pos, roll, rng)
+    """Points for `first` of one game (engine.bots.play_game), its turns kept in `log`."""
+
+    def keep(seat: int, roll: tuple[int, int], play: Play | None) -> None:
         if log is not None:
-            log.append(Turn(mover, roll, play.steps if play else ()))
-        if play is not None:
-            pos = play.result
-        if pos.mover_off == CHECKERS:
-            points = 1
-            if pos.opponent_off == 0:
-                points = 3 if any(pos.opponent[18 : BAR + 1]) else 2
-            return points if mover == 0 else -points
-        pos, mover = pos.flip(), 1 - mover
-        roll = (dice.randint(1, 6), dice.randint(1, 6))
+            log.append(Turn(seat, roll, play.steps if play else ()))
+
+    return bots.play_game(first, second, dice, keep)
 
 
 def _positions(log: list[Turn]) -> list[tuple[Position, tuple[int, int]]]:

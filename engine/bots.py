@@ -143,3 +143,35 @@ def cube_advice(pos: Position, score: MatchScore | None = None) -> CubeAdvice:
     """From the doubler's side (on roll): double at about 70%; the opponent takes with 25%."""
     p = race_winning_chance(pos)
     return CubeAdvice(double=p >= 0.70, take=(1 - p) >= 0.25)
+
+
+def play_game(
+    first: Strategy,
+    second: Strategy,
+    dice: random.Random,
+    on_turn: Callable[[int, tuple[int, int], Play | None], None] | None = None,
+) -> int:
+    """One cubeless game from the start between two strategies, the dice drawn from `dice`
+    (the same `dice` seed gives the same rolls whoever plays): the points for `first` (1, 2 for
+    a gammon, 3 for a backgammon; negative when `second` won). `on_turn(seat, roll, play)` sees
+    each turn (seat 0 is `first`)."""
+    pos = Position.start()
+    strategies = (first, second)
+    roll = (0, 0)
+    while roll[0] == roll[1]:
+        roll = (dice.randint(1, 6), dice.randint(1, 6))
+    mover = 0 if roll[0] > roll[1] else 1
+    choices = random.Random(7)  # the strategies' own randomness, apart from the dice
+    while True:
+        play = strategies[mover](pos, roll, choices)
+        if on_turn is not None:
+            on_turn(mover, roll, play)
+        if play is not None:
+            pos = play.result
+        if pos.mover_off == 15:
+            points = 1
+            if pos.opponent_off == 0:
+                points = 3 if any(pos.opponent[18:25]) else 2
+            return points if mover == 0 else -points
+        pos, mover = pos.flip(), 1 - mover
+        roll = (dice.randint(1, 6), dice.randint(1, 6))

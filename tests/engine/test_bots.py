@@ -10,20 +10,8 @@ from engine.position import Position
 
 
 def _game(first: bots.Strategy, second: bots.Strategy, rng: random.Random) -> int:
-    pos = Position.start()
-    strategies = (first, second)
-    roll = (0, 0)
-    while roll[0] == roll[1]:
-        roll = (rng.randint(1, 6), rng.randint(1, 6))
-    mover = 0 if roll[0] > roll[1] else 1
-    while True:
-        play = strategies[mover](pos, roll, rng)
-        if play is not None:
-            pos = play.result
-        if pos.mover_off == 15:
-            return mover
-        pos, mover = pos.flip(), 1 - mover
-        roll = (rng.randint(1, 6), rng.randint(1, 6))
+    """The seat that won (0: `first`)."""
+    return 0 if bots.play_game(first, second, rng) > 0 else 1
 
 
 def _win_rate(a: str, b: str, games: int = 200) -> float:
