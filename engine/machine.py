@@ -422,8 +422,12 @@ def next_deadline(m: MatchState) -> PendingDeadline | None:
                     found.append(
                         PendingDeadline(since + opt.disconnect_ms, DeadlineKind.AWAY, seat)
                     )
-        if opt.both_away_close_ms is not None and None not in m.away_since_ms:
-            since = max(s for s in m.away_since_ms if s is not None)
+        away = [s for s in m.away_since_ms if s is not None]
+        # Both away; against the computer (which is never away) the one person away is enough.
+        if opt.both_away_close_ms is not None and (
+            len(away) == 2 or (away and opt.level != "players")
+        ):
+            since = max(away)
             found.append(
                 PendingDeadline(since + opt.both_away_close_ms, DeadlineKind.AWAY, BOTH_SEATS)
             )
@@ -490,8 +494,8 @@ def _timeout_play(ctx: _Ctx, seat: int) -> None:
 
 def _away_expired(ctx: _Ctx, seat: int) -> None:
     m = ctx.m
-    if seat == BOTH_SEATS:  # casual live: both stayed away
-        _close(ctx, EndReason.BOTH_AWAY)
+    if seat == BOTH_SEATS:  # casual live: both stayed away, or the one person vs the computer
+        _close(ctx, EndReason.BOTH_AWAY if ctx.opt.level == "players" else EndReason.ABANDONED)
         return
     other = 1 - seat
     if ctx.opt.profile == "wagered":  # I-9

@@ -66,7 +66,8 @@ class RulesOptions:
     next_game_delay_ms: int = 3 * SECOND
     disconnect_ms: int | None = None  # wagered 60 s (I-9); scored 3 min = leaving (I-18)
     # casual live: both players away this long closes the party with no winner (no clock would
-    # ever move it on); one player away is waited for, since Leave is free (RULES 'leaving')
+    # ever move it on); one player away is waited for, since Leave is free (RULES 'leaving');
+    # against the computer, the person away this long abandons it
     both_away_close_ms: int | None = None
     async_mode: bool = False  # casual turn-based mode (I-25)
     async_expiry_ms: int = 45 * DAY

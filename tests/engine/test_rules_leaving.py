@@ -131,6 +131,16 @@ def test_casual_live_one_player_back_lifts_the_both_away_close() -> None:
     assert due is not None and due.kind == "async_expiry"  # I-25 rules turn-based tables
 
 
+def test_casual_vs_the_computer_away_ten_minutes_abandons_it() -> None:
+    # W-2: the computer is never away, so the one person away for 10 minutes is enough.
+    moving = spot(profiles.casual(cpu="easy"), START, phase=Phase.MOVING, dice=(6, 5))
+    st = ok(moving, c.Disconnect(0), 5_000).state
+    due = next_deadline(st.match)
+    assert due is not None and (due.kind, due.at_ms) == ("away", 605_000)
+    out = clock(st)
+    assert event(e.TableClosed, out.events[0]).reason == "abandoned"
+
+
 def test_scored_away_three_minutes_is_leaving() -> None:
     st = ok(spot(profiles.scored(3, test=True), START), c.Disconnect(0), 0).state
     due = next_deadline(st.match)
