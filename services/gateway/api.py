@@ -17,8 +17,9 @@ from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.errors import InvalidArgument, PermissionDenied, grpc_errors, remote_call
-from services.gateway import hints, match_export
+from services.gateway import match_export
 from services.gateway.callers import Callers, Context
+from services.gateway.hints import Hints
 from services.gateway.lobby_views import LobbyViews
 from services.gateway.names import DisplayNames
 from services.gateway.play_streams import PlayStreams
@@ -51,6 +52,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.names = names
         self.privacy = privacy
         self.shown = LobbyViews(privacy, tables)
+        self.hints = Hints()
 
     # -- session -----------------------------------------------------------------------------
 
@@ -254,10 +256,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: gateway_pb2.HintRequest, context: Context
     ) -> gateway_pb2.HintResponse:
         player = self.callers.player(context, request)
-        view = table_pb2.GetViewRequest(table_id=request.table_id, player_id=player)
-        return await hints.hint_off_loop(
-            await call(self.tables.GetView(view, timeout=10)), request.limit
-        )
+        asked = table_pb2.GetViewRequest(table_id=request.table_id, player_id=player)
+        view = await call(self.tables.GetView(asked, timeout=10))
+        return await self.hints.for_view(view, request.limit)
 
     @grpc_errors
     async def SetPrivacy(

@@ -4,11 +4,14 @@ allow help: a table against a computer seat (Play vs CPU, casual or scored) and 
 games (I-19). Never in wagered or rated play, never for a spectator.
 
 The evaluation (a few ms to tens of ms) runs in a worker thread, so the gateway's event loop
-keeps serving every other stream meanwhile."""
+keeps serving every other stream meanwhile, and once per view: asking again before the table
+moves on answers from `Hints`' memory, so a player pressing Hint repeatedly costs one
+evaluation per turn, whatever the rate limits let through."""
 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 
 from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
@@ -21,6 +24,7 @@ from services.common.errors import PermissionDenied, ServiceError
 from services.contracts.vocabulary import from_proto
 
 MAX_PLAYS = 10
+REMEMBERED = 2048  # hints kept, by (table, seq, seat)
 
 
 def allowed(options: table_pb2.TableOptions) -> bool:
@@ -47,8 +51,21 @@ def hint(view: table_pb2.TableView, limit: int) -> gateway_pb2.HintResponse:
     return gateway_pb2.HintResponse(plays=[_play(start, r) for r in ranked[:count]], seq=view.seq)
 
 
-async def hint_off_loop(view: table_pb2.TableView, limit: int) -> gateway_pb2.HintResponse:
-    return await asyncio.to_thread(hint, view, limit)
+class Hints:
+    def __init__(self, remembered: int = REMEMBERED) -> None:
+        self.remembered = remembered
+        self._known: OrderedDict[tuple[str, int, int], gateway_pb2.HintResponse] = OrderedDict()
+
+    async def for_view(self, view: table_pb2.TableView, limit: int) -> gateway_pb2.HintResponse:
+        count = MAX_PLAYS if limit > MAX_PLAYS else limit or 3
+        key = (view.table_id, view.seq, view.seat)
+        found = self._known.get(key)
+        if found is None:
+            found = await asyncio.to_thread(hint, view, MAX_PLAYS)
+            self._known[key] = found
+            while len(self._known) > self.remembered:
+                self._known.popitem(last=False)
+        return gateway_pb2.HintResponse(plays=found.plays[:count], seq=found.seq)
 
 
 def _play(start: Position, ranked: RankedPlay) -> gateway_pb2.HintPlay:

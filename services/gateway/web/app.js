@@ -942,7 +942,7 @@ async function listMine() {
     fillList("mine", "No match in progress.", tables.map((t) => {
       const rival = (t.playerIds || []).find((p) => p && p !== state.playerId);
       const profile = (t.options || {}).profile || "";
-      const where = t.status === "dealt" ? "in play" : "waiting for the deal";
+      const where = { dealt: "in play", dealing: "being dealt" }[t.status] || "waiting for a player";
       const line = `${profile} vs ${rival ? nameOf(rival) : "(open seat)"}, ${where}`;
       return [line, [resumeButton(t, `Resume your ${profile} match`)]];
     }));
