@@ -182,15 +182,16 @@ class TableFeed:
                 continue
             if message is None or message.get("type") != "message":
                 continue
-            self.received += 1
             channel = reply_text(message["channel"])
             table_id = table_of_channel(channel)
+            if channel.endswith(":seat"):  # a seat taken, not a commit
+                if table_id in self.subscribers:
+                    player, _, stream = reply_text(message["data"]).partition(" ")
+                    self.on_seat(table_id, player, stream)
+                continue
+            self.received += 1
             subs = self.subscribers.get(table_id)
             if not subs:
-                continue
-            if channel.endswith(":seat"):
-                player, _, stream = reply_text(message["data"]).partition(" ")
-                self.on_seat(table_id, player, stream)
                 continue
             update = table_pb2.TableUpdate()
             update.ParseFromString(message["data"])
