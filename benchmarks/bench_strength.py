@@ -22,18 +22,13 @@ from collections.abc import Callable
 from engine import bots
 from engine.movegen import Play, legal_plays
 from engine.position import Position
+from evaluator.analysis import band
 from evaluator.bots import STRATEGIES
 from evaluator.evaluate import default
 
 DECISIONS = int(os.environ.get("BG_BENCH_DECISIONS", "2000"))
 CANDIDATES = 5  # 0-ply's best plays looked at again at 2-ply
-BANDS = ((2, "supernatural"), (5, "world class"), (8, "expert"), (12, "advanced"),
-         (18, "intermediate"), (26, "casual"), (35, "beginner"))  # fmt: skip
 Choose = Callable[[Position, tuple[int, int], random.Random], Play | None]
-
-
-def band(error: float) -> str:
-    return next((name for limit, name in BANDS if error < limit), "awful")
 
 
 def decisions(count: int, seed: int = 28) -> list[tuple[Position, tuple[int, int]]]:

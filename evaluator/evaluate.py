@@ -59,12 +59,10 @@ class Evaluator:
         if not positions:
             return out
         counts = signed_counts(positions)
-        over = np.zeros(len(positions), dtype=bool)
-        for i, pos in enumerate(positions):
-            result = _game_over(pos)
-            if result is not None:
-                out[i, result] = 1.0
-                over[i] = True
+        # A finished game is its result; only those few positions are looked at one by one.
+        over = ((counts > 0).sum(axis=1) == 0) | ((counts < 0).sum(axis=1) == 0)
+        for i in np.flatnonzero(over):
+            out[i, _game_over(positions[int(i)])] = 1.0
         race = is_race(counts) & ~over
         contact = ~race & ~over
         if contact.any():
@@ -117,11 +115,10 @@ class Evaluator:
         return again + ranked[len(top) :]
 
 
-def _game_over(pos: Position) -> int | None:
-    """The result column of a finished game for the player on roll, or None."""
+def _game_over(pos: Position) -> int:
+    """The result column of a finished game (one side has no checker left) for the player on
+    roll."""
     mine, theirs = sum(pos.mover), sum(pos.opponent)
-    if mine and theirs:
-        return None
     if not theirs:  # the opponent bore off their last checker: the player on roll lost
         if mine < CHECKERS:
             return LOSE

@@ -169,9 +169,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def GetView(
         self, request: gateway_pb2.ViewRequest, context: Context
     ) -> table_pb2.TableView:
-        player = self.callers.player(context, request)
-        view = table_pb2.GetViewRequest(table_id=request.table_id, player_id=player)
-        return await call(self.tables.GetView(view, timeout=10))
+        return await self._own_view(self.callers.player(context, request), request.table_id)
+
+    async def _own_view(self, player: str, table_id: str) -> table_pb2.TableView:
+        """The caller's own seat's view (the table refuses one that is not theirs)."""
+        request = table_pb2.GetViewRequest(table_id=table_id, player_id=player)
+        return await call(self.tables.GetView(request, timeout=10))
 
     @grpc_errors
     async def GetMatchRecord(
@@ -255,9 +258,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def GetHint(
         self, request: gateway_pb2.HintRequest, context: Context
     ) -> gateway_pb2.HintResponse:
-        player = self.callers.player(context, request)
-        asked = table_pb2.GetViewRequest(table_id=request.table_id, player_id=player)
-        view = await call(self.tables.GetView(asked, timeout=10))
+        view = await self._own_view(self.callers.player(context, request), request.table_id)
         return await self.hints.for_view(view, request.limit)
 
     @grpc_errors
