@@ -18,6 +18,9 @@ Commands (bar = 25 or "bar", off = 0 or "off"):
   rematch / accept      offer a rematch / accept the one offered (after the match)
   leave                 leave the table (forfeits a match in play)
   hint                  the best plays of your roll (vs CPU and scored test games)
+  history               your finished matches, with your error rate in each
+  analysis [MATCH]      a finished match's analysis (this table's by default): each
+                        player's error rate and luck, every move marked doubtful or worse
   help                  this list          quit (q)   stop this client
 """
 
@@ -32,10 +35,13 @@ from typing import Any
 
 import grpc
 
+from bg.analysis.v1 import analysis_pb2
 from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
+from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
+from client.analysis_text import analysis_lines
 from client.play_wire import CommandRefused, PlaySession
 from client.player import Player
 from services.common.errors import error_from
@@ -211,8 +217,13 @@ def parse(line: str) -> table_pb2.Command | str | None:
             return cmd
     except ValueError:
         return None
-    if word in ("help", "quit", "q", "hint") or line.strip().lower() in ("auto on", "auto off"):
+    if word in ("help", "quit", "q", "hint", "history") or line.strip().lower() in (
+        "auto on",
+        "auto off",
+    ):
         return line.strip().lower()
+    if word == "analysis" and len(words) <= 2:
+        return " ".join(["analysis", *words[1:]])
     return None
 
 
@@ -394,6 +405,12 @@ async def _command(me: Player, session: PlaySession, line: str) -> str | None:
     elif cmd == "hint":
         await _hint(me, view.table_id)
         prompt()
+    elif cmd == "history":
+        await _history(me)
+        prompt()
+    elif isinstance(cmd, str) and cmd.startswith("analysis"):
+        await _analysis(me, cmd.split()[1] if " " in cmd else view.match_id)
+        prompt()
     elif isinstance(cmd, str):
         prefs = gateway_pb2.PreferencesRequest(auto_roll=cmd.endswith("on"))
         await me.rpc(me.stub.SetPreferences, prefs)
@@ -420,6 +437,59 @@ async def _hint(me: Player, table_id: str) -> None:
     for n, play in enumerate(hint.plays, 1):
         win = sum(play.probabilities[:3])
         print(f"  {n}. {play.notation:<22} {play.equity:+.3f}  {win:.0%} to win")
+
+
+async def _names(me: Player, ids: list[str]) -> dict[str, str]:
+    reply = await me.rpc(me.stub.GetNames, gateway_pb2.NamesRequest(player_ids=ids[:16]))
+    return dict(reply.names)
+
+
+async def _history(me: Player) -> None:
+    reply = await me.rpc(me.stub.GetMatchHistory, leaderboard_pb2.HistoryRequest(limit=10))
+    if not reply.matches:
+        print("  no finished match yet")
+        return
+    names = await _names(me, sorted({p for m in reply.matches for p in m.player_ids}))
+    for m in reply.matches:
+        seat = list(m.player_ids).index(me.player_id) if me.player_id in m.player_ids else 0
+        rival = names.get(m.player_ids[1 - seat], "?") if len(m.player_ids) == 2 else "?"
+        result = "undecided" if m.winner_seat < 0 else "won" if m.winner_seat == seat else "lost"
+        score = [*m.score, 0, 0]
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(m.ended_ms / 1000))
+        mine = await _own_error_rate(me, m.match_id, seat)
+        print(
+            f"  {when} {m.profile} vs {rival}, {result} {score[seat]}-{score[1 - seat]}"
+            f"{mine} · analysis {m.match_id}"
+        )
+
+
+async def _own_error_rate(me: Player, match_id: str, seat: int) -> str:
+    try:
+        found = await me.rpc(
+            me.stub.GetAnalysis, analysis_pb2.GetAnalysisRequest(match_id=match_id)
+        )
+    except grpc.aio.AioRpcError:
+        return ""
+    if found.state != analysis_pb2.ANALYSIS_STATE_DONE or seat >= len(found.players):
+        return ", being analysed" if found.state == analysis_pb2.ANALYSIS_STATE_QUEUED else ""
+    p = found.players[seat]
+    return f", your error rate {p.error_rate:.1f} ({p.band})"
+
+
+async def _analysis(me: Player, match_id: str) -> None:
+    if not match_id:
+        print("  no match here yet: analysis MATCH (see history)")
+        return
+    try:
+        found = await me.rpc(
+            me.stub.GetAnalysis, analysis_pb2.GetAnalysisRequest(match_id=match_id)
+        )
+    except grpc.aio.AioRpcError as err:
+        error = error_from(err)
+        print(f"  {error.message if error else err.details()}")
+        return
+    for line in analysis_lines(found, await _names(me, list(found.player_ids))):
+        print(f"  {line}")
 
 
 async def watch_terminal(gateway: str, name: str, table_id: str) -> int:

@@ -14,7 +14,7 @@ result) are not decisions.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from engine.bots import MatchScore
@@ -76,6 +76,8 @@ class Decision:
     lost: float  # equity (moves) or match winning chance (cube) lost, >= 0
     mark: str
     luck: float | None = None  # moves: the roll's equity against the average roll
+    action: int = 0  # its place in its game's `actions`, so a caller finds the move it judges
+    best_steps: tuple[Step, ...] = ()  # moves: the best play's steps, to draw it
 
 
 @dataclass
@@ -110,7 +112,7 @@ def analyse(
     for number, game in enumerate(games, 1):
         sides = [Position.start().mover, Position.start().mover]  # each seat's own numbering
         cube, offered = 1, False
-        for action in game.actions:
+        for index, action in enumerate(game.actions):
             seat = action.seat
             pos = Position(sides[seat], sides[1 - seat])
             if isinstance(action, Turn):
@@ -133,6 +135,7 @@ def analyse(
                     cube *= 2 if action.action == "take" else 1
             if found is None:
                 continue
+            found = replace(found, action=index)
             decisions.append(found)
             summary = players[seat]
             summary.decisions += 1
@@ -158,7 +161,7 @@ def _turn(ev: Evaluator, game: int, pos: Position, turn: Turn) -> Decision | Non
     return Decision(
         game, turn.seat, "move", pos.gnubg_id(), turn.dice,
         format_steps(pos, turn.steps), best.play.notation(pos), lost, mark(lost),
-        luck=_luck(ev, pos, turn.dice),
+        luck=_luck(ev, pos, turn.dice), best_steps=best.play.steps,
     )  # fmt: skip
 
 

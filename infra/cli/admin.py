@@ -26,7 +26,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     admin.add_argument("--operator", default="", help="operator name (key in BG_OPERATOR_KEY)")
     acts = admin.add_subparsers(dest="action", required=True)
     for name, target, help_text in (
-        ("lookup", "player", "a player: balance, ledger, tables, ratings, matches"),
+        ("lookup", "player", "a player: balance, ledger, tables, ratings, matches, error rate"),
         ("ban", "player", "ban: tokens stop at once, live tables are left for them"),
         ("unban", "player", "lift a ban"),
         ("close-table", "table", "close a stuck table undecided: stakes returned (I-10)"),

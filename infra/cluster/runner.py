@@ -29,7 +29,7 @@ from infra.cluster.processes import ManagedProcess, ProcSpec
 from infra.cluster.supervision import Supervisor
 from services.common.topics import Namespace
 
-SERVICES = ("gateway", "matchmaking", "table", "wallet", "leaderboard", "bots")
+SERVICES = ("gateway", "matchmaking", "table", "wallet", "leaderboard", "bots", "analysis")
 # Port offsets from --base-port: gateway N+1 ... table replicas N+10+i; metrics at +1000.
 PORT_OFFSETS = {
     "gateway": 1,
@@ -37,12 +37,14 @@ PORT_OFFSETS = {
     "wallet": 3,
     "leaderboard": 4,
     "bots": 5,
+    "analysis": 6,
     "table": 10,
 }
 SQL_SERVICES = (
     "wallet",
     "leaderboard",
     "gateway",
+    "analysis",
 )  # each gets its own database (gateway: accounts)
 METRICS_OFFSET = 1000
 # More replicas of a service: N+200 + 10 x (its place in SERVICES) + i, i.e. gateway-2 N+201,
@@ -60,7 +62,7 @@ class StartupError(RuntimeError):
     """The cluster could not start; names the part that failed and why."""
 
 
-CONSUMER_SERVICES = ("wallet", "leaderboard")  # the event log's readers
+CONSUMER_SERVICES = ("wallet", "leaderboard", "analysis")  # the event log's readers
 OPERATOR = "admin"  # the local cluster's one operator (its key is in cluster.json, 0600)
 
 
@@ -200,6 +202,7 @@ class Cluster:
             "BG_WALLET_ADDR": self._addresses("wallet"),
             "BG_MATCHMAKING_ADDR": self._addresses("matchmaking"),
             "BG_LEADERBOARD_ADDR": self._addresses("leaderboard"),
+            "BG_ANALYSIS_ADDR": self._addresses("analysis"),
             "BG_GATEWAY_ADDR": next(i for i in self.instances if i.service == "gateway").address,
             "BG_BOTS_SECRET": self.bots_secret,
             "BG_WALLET_OPERATOR_TOKEN": self.operator_token,

@@ -135,6 +135,15 @@ def leaderboard_channel(
     return _service_channel(descriptor, "LeaderboardService", addresses, interceptors)
 
 
+def analysis_channel(
+    addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
+) -> grpc.aio.Channel:
+    """The balanced channel to the analysis service's replicas (reads only)."""
+    from bg.analysis.v1 import analysis_pb2
+
+    return _service_channel(analysis_pb2.DESCRIPTOR, "AnalysisService", addresses, interceptors)
+
+
 def table_channel(
     addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
 ) -> grpc.aio.Channel:

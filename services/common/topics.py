@@ -14,7 +14,7 @@ TOPICS: dict[str, int] = {TABLE_EVENTS: 8, WALLET_EVENTS: 4}
 # The consumer groups (by service) that read each topic: what "consumed" means to a producer
 # whose broker may forget (services/common/event_log.py) and to the keeper deleting history.
 CONSUMERS: dict[str, tuple[str, ...]] = {
-    TABLE_EVENTS: ("wallet", "leaderboard"),
+    TABLE_EVENTS: ("wallet", "leaderboard", "analysis"),
     WALLET_EVENTS: ("leaderboard",),
 }
 GENERATION = re.compile(r"\.g(\d+)\.i([0-9a-f]+)$")  # an embedded log's topic suffix

@@ -18,6 +18,7 @@ import grpc
 from google.protobuf.message import Message
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from bg.table.v1 import table_pb2, table_pb2_grpc
@@ -92,6 +93,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         tables: grpc.aio.Channel,
         leaderboard: grpc.aio.Channel,
         wallet_token: str,
+        analyses: analysis_pb2_grpc.AnalysisServiceAsyncStub,
         ttl_s: int = 900,
     ) -> None:
         self.signer = signer
@@ -104,6 +106,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
         self.tables = table_pb2_grpc.TableServiceStub(tables)
         self.boards = leaderboard_pb2_grpc.LeaderboardServiceStub(leaderboard)
+        self.analyses = analyses
         self.wallet_auth = [("x-operator-token", wallet_token)]
         self.ttl_s = ttl_s
         self._dummy = secrets.token_urlsafe(MIN_KEY)
@@ -215,11 +218,25 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             )
             record = admin_pb2.PlayerRecord(
                 player_id=player, balance=balance.balance, ledger=ledger.entries,
-                tables=tables.tables, profile=profile, matches=matches.matches, **account,
+                tables=tables.tables, profile=profile, matches=matches.matches,
+                error_trend=await self._trend(player), **account,
             )  # fmt: skip
             return record, {}
 
         return await self._audited(context, request, "lookup", "player_id", act)
+
+    async def _trend(self, player: str) -> analysis_pb2.PlayerTrendResponse:
+        """The player's error rate per match; empty when the analysis service is out of reach
+        (the rest of the record matters more than this signal)."""
+        try:
+            return await remote_call(
+                self.analyses.PlayerTrend(
+                    analysis_pb2.PlayerTrendRequest(player_id=player, limit=50), timeout=5
+                )
+            )
+        except ServiceError as err:
+            log.warning("no error-rate trend", extra={"player_id": player, "why": err.code})
+            return analysis_pb2.PlayerTrendResponse()
 
     @grpc_errors
     async def Adjust(

@@ -11,12 +11,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 
+from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.errors import InvalidArgument, PermissionDenied, grpc_errors, remote_call
+from services.common.errors import (
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    grpc_errors,
+    remote_call,
+)
 from services.gateway import match_export
 from services.gateway.callers import Callers, Context
 from services.gateway.hints import Hints
@@ -41,6 +48,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         boards: leaderboard_pb2_grpc.LeaderboardServiceAsyncStub,
         names: DisplayNames,
         privacy: Privacy,
+        analyses: analysis_pb2_grpc.AnalysisServiceAsyncStub,
     ) -> None:
         self.callers = callers
         self.sign_in = sign_in
@@ -51,6 +59,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.boards = boards
         self.names = names
         self.privacy = privacy
+        self.analyses = analyses
         self.shown = LobbyViews(privacy, tables)
         self.hints = Hints()
 
@@ -260,6 +269,21 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     ) -> gateway_pb2.HintResponse:
         view = await self._own_view(self.callers.player(context, request), request.table_id)
         return await self.hints.for_view(view, request.limit)
+
+    @grpc_errors
+    async def GetAnalysis(
+        self, request: analysis_pb2.GetAnalysisRequest, context: Context
+    ) -> analysis_pb2.MatchAnalysis:
+        player = self.callers.player(context, request)
+        wanted = analysis_pb2.GetAnalysisRequest(match_id=request.match_id)
+        found = await call(self.analyses.GetAnalysis(wanted, timeout=10))
+        if player not in found.player_ids:
+            try:  # a spectator: only of a table still open to them (I-35)
+                await self.streams.may_watch(found.table_id, player)
+            except (NotFound, PermissionDenied):
+                # The same answer as for an unknown match (as GetArchivedMatch): no probing.
+                raise NotFound("UNKNOWN_MATCH", "no analysis of a match you may see") from None
+        return found
 
     @grpc_errors
     async def SetPrivacy(

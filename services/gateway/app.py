@@ -11,6 +11,7 @@ import grpc
 from websockets.asyncio.server import serve
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.analysis.v1 import analysis_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.leaderboard.v1 import leaderboard_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2_grpc
@@ -18,6 +19,7 @@ from bg.table.v1 import table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2_grpc
 from services.common import tracing
 from services.common.balanced import (
+    analysis_channel,
     leaderboard_channel,
     matchmaking_channel,
     table_channel,
@@ -106,6 +108,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         wallet = app.channel(wallet_channel(settings.wallet_addr, interceptors))
         tables = app.channel(table_channel(settings.table_addrs, interceptors))
         boards = app.channel(leaderboard_channel(settings.leaderboard_addr, interceptors))
+        analyses = analysis_pb2_grpc.AnalysisServiceStub(
+            app.channel(analysis_channel(settings.analysis_addr, interceptors))
+        )
         lines = CommandLines(
             table_pb2_grpc.TableServiceStub(tables),
             settings.command_streams,
@@ -126,12 +131,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         servicer = GatewayServicer(
             callers, sign_in, streams, lobby, wallet_stub, table_stub,
             leaderboard_pb2_grpc.LeaderboardServiceStub(boards),
-            DisplayNames(names, accounts), privacy,
+            DisplayNames(names, accounts), privacy, analyses,
         )  # fmt: skip
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         admin = AdminServicer(
             signer, operator_keys, accounts, AuditLog(engine), bans, limits,
-            mm, wallet, tables, boards, settings.wallet_operator_token,
+            mm, wallet, tables, boards, settings.wallet_operator_token, analyses,
         )  # fmt: skip
         admin_pb2_grpc.add_AdminServiceServicer_to_server(admin, server)
         return [SERVICE_NAME, ADMIN_NAME]

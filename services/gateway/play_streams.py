@@ -253,7 +253,7 @@ class PlayStreams:
         try:
             player = self.callers.player(context, request)
             table_id = limits.table_id(request.table_id)
-            await self._may_watch(table_id, player)
+            await self.may_watch(table_id, player)
         except ServiceError as err:
             await abort(context, err)
             return
@@ -291,7 +291,9 @@ class PlayStreams:
             self.spectators.unwatch(table_id)
             await self.feed.unsubscribe(sub)
 
-    async def _may_watch(self, table_id: str, player: str) -> None:
+    async def may_watch(self, table_id: str, player: str) -> None:
+        """PERMISSION_DENIED NOT_WATCHABLE unless `player` sits at the table or anyone may
+        watch it (I-35, with the players' opt-out)."""
         lobby = await remote_call(
             self.lobby.GetTable(
                 matchmaking_pb2.TableRequest(player_id=player, table_id=table_id), timeout=10

@@ -91,6 +91,11 @@ class GatewaySettings(ServiceSettings):
         "127.0.0.1:50054",
         "Leaderboard replicas: IP:port,... or one dns:/// name (balanced).",
     )
+    analysis_addr: str = setting(
+        "BG_ANALYSIS_ADDR",
+        "127.0.0.1:50056",
+        "Analysis replicas: IP:port,... or one dns:/// name (balanced).",
+    )
     table_addrs: tuple[str, ...] = table_addrs_setting()
     command_streams: int = setting(
         "BG_TABLE_COMMAND_STREAMS",

@@ -33,6 +33,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from websockets.exceptions import ConnectionClosed
 
+from bg.analysis.v1 import analysis_pb2
 from bg.common.v1 import errors_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.leaderboard.v1 import leaderboard_pb2
@@ -66,6 +67,7 @@ UNARY: dict[str, Any] = {
     "GetBalance": gateway_pb2.BalanceRequest,
     "GetNames": gateway_pb2.NamesRequest,
     "GetHint": gateway_pb2.HintRequest,
+    "GetAnalysis": analysis_pb2.GetAnalysisRequest,
     "ExportMatch": gateway_pb2.ExportMatchRequest,
     "SetPreferences": gateway_pb2.PreferencesRequest,
     "SetPrivacy": gateway_pb2.PrivacyRequest,

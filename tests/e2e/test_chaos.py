@@ -1,9 +1,10 @@
 """Issue 13's chaos test: while wagered and casual matches run through the gateway, kill -9 in
 turn a table replica, the gateway, matchmaking, the wallet, the leaderboard, the bots worker,
-Valkey and the Kafka broker; the runner's supervision brings each back. Afterwards: every dealt
-wagered match is settled once or refunded once, in agreement with its table's outcome; the books
-balance to the diamond and no escrow or hold is left open; no table is stuck; no record is
-missing; the leaderboard equals a rebuild from its archive. Prints the figures per fault.
+the analysis service, Valkey and the Kafka broker; the runner's supervision brings each back.
+Afterwards: every dealt wagered match is settled once or refunded once, in agreement with its
+table's outcome; the books balance to the diamond and no escrow or hold is left open; no table
+is stuck; no record is missing; the leaderboard equals a rebuild from its archive; every
+archived match with a play in it is analysed, once. Prints the figures per fault.
 
 `make test` runs it short (BG_CHAOS_SECONDS=4 of play after each restart); `make chaos` runs
 it longer (BG_CHAOS_SECONDS=20).
@@ -16,10 +17,12 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -39,7 +42,10 @@ from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e
 SECONDS = float(os.environ.get("BG_CHAOS_SECONDS", "4"))
-FAULTS = ["table-1", "gateway", "matchmaking", "wallet", "leaderboard", "bots", "valkey", "kafka"]
+FAULTS = [
+    "table-1", "gateway", "matchmaking", "wallet", "leaderboard", "bots", "analysis", "valkey",
+    "kafka",
+]  # fmt: skip
 PAIRS = 4  # 3 wagered pairs, 1 casual pair
 BET = 100
 FUNDS = 100_000
@@ -125,6 +131,36 @@ def _pid_of(cluster: Cluster, name: str) -> int:
     pid = next(p.pid for p in procs if p.name == name)
     assert pid is not None
     return pid
+
+
+def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return list(conn.execute(sql))
+
+
+async def _every_match_analysed_once(data: Path, until: float) -> int:
+    """Issue 28: every match the leaderboard archived with a play in it reaches the analysis
+    service and is stored done (once: one row per match, one error-rate row per player at most),
+    whatever was killed meanwhile. Returns how many."""
+    wanted = set()
+    for match_id, raw in _rows(data / "leaderboard.db", "SELECT match_id, event FROM matches"):
+        end = events_pb2.TableEvent.FromString(bytes(raw))
+        body = getattr(end, end.WhichOneof("body") or "")
+        if any(m.WhichOneof("body") == "turn_ended" for m in body.moves):
+            wanted.add(match_id)
+    assert wanted, "no match was archived"
+    states: dict[str, str] = {}
+    while time.monotonic() < until:
+        states = dict(_rows(data / "analysis.db", "SELECT match_id, state FROM analyses"))
+        if all(states.get(m) == "done" for m in wanted):
+            break
+        await asyncio.sleep(1)
+    assert {m: states.get(m) for m in wanted} == {m: "done" for m in wanted}
+    per_match = _rows(
+        data / "analysis.db", "SELECT match_id, count(*) FROM player_errors GROUP BY match_id"
+    )
+    assert all(n <= 2 for _, n in per_match)
+    return len(wanted)
 
 
 async def test_chaos_every_part_killed_in_turn_loses_nothing(
@@ -263,8 +299,11 @@ async def test_chaos_every_part_killed_in_turn_loses_nothing(
             data / "leaderboard.db", tmp_path, cluster.redis_url, [p.player_id for p in players]
         )
 
+        analysed = await _every_match_analysed_once(data, time.monotonic() + 240)
+
         figures = {
             "seconds_between_faults": SECONDS,
+            "matches_analysed": analysed,
             "tables": len(run.tables),
             "wagered_closed": {
                 "settled": sum(e.status == "settled" for e in closed),

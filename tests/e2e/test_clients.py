@@ -474,8 +474,9 @@ async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
 ) -> None:
     """Play vs CPU; mid-game the socket drops (the client reconnects and joins again from the
     last seq it processed) and later the page reloads (the session resumes the table); the match
-    is played to its end, each event shown once. Then it is replayed from the history and
-    exported as a .mat file GNU Backgammon reads back with the same winner."""
+    is played to its end, each event shown once. Then it is replayed from the history, with its
+    analysis (issue 28), and exported as a .mat file GNU Backgammon reads back with the same
+    winner."""
     page = await _page(browser, cluster["url"], "carol", guest=True)
     await page.get_by_role("button", name="Casual, easy").click()
     await _in_table(page)
@@ -548,6 +549,25 @@ async def test_vs_cpu_survives_a_dropped_connection_and_a_reload(
     info = await page.locator("#replay-info").text_content() or ""
     assert "carol" in info and "(white, below)" in info and "pips" in info and "score" in info, info
     assert await page.locator("#replay-first").text_content() == "« First"  # no missing glyph
+    # Issue 28: the replay shows the analysis: each judged move marked, the summary, the best
+    # play drawn on demand in place of the one played.
+    await page.wait_for_function("() => bg.state().replay.analysed", timeout=120_000)
+    summary = await page.locator("#replay-summary").text_content() or ""
+    assert summary.startswith("Analysis: carol error rate") and "decisions" in summary, summary
+    await page.get_by_role("button", name="Next mistake").click()
+    marked = (await _state(page))["replay"]
+    assert re.match(
+        r"(Very bad|Bad|Doubtful|Slightly off): \S+ lost 0\.\d{3}; best ", marked["mark"]
+    )
+    best = page.locator("#replay-best")
+    if await best.is_enabled():  # a checker play (a cube mistake has no board to draw)
+        await best.click()
+        shown = (await _state(page))["replay"]
+        assert shown["best"] and shown["mark"].startswith("Best play shown: ")
+        assert shown["board"] != marked["board"]
+        assert await best.get_attribute("aria-pressed") == "true"
+        await best.click()
+        assert (await _state(page))["replay"]["board"] == marked["board"]
     text = mat.read_text()
     assert text.startswith(" 1 point match") and "carol" in text
     games = gnubg_import_mat(mat)["games"]

@@ -18,8 +18,11 @@ from typing import Any
 import grpc
 import pytest
 
+from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.analysis.v1 import analysis_pb2
 from bg.common.v1 import errors_pb2
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
@@ -490,7 +493,8 @@ async def test_terminal_client_against_the_cpu(cluster: dict[str, Any]) -> None:
         "--gateway", cluster["gateway"], stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
-    out, _ = await asyncio.wait_for(proc.communicate(b"help\nwhat\nhint\nleave\n"), 60)
+    script = b"help\nwhat\nhint\nhistory\nanalysis\nleave\n"
+    out, _ = await asyncio.wait_for(proc.communicate(script), 60)
     text = out.decode()
     assert proc.returncode == 0, text
     # The board was drawn with whose turn it is (lit points once it is ours and we move).
@@ -499,6 +503,8 @@ async def test_terminal_client_against_the_cpu(cluster: dict[str, Any]) -> None:
     assert "match over: nobody won (abandoned)" in text
     # A hint vs the CPU: the best plays at the start of our move, or why not now.
     assert "% to win" in text or "a hint is for the start of your move" in text, text
+    # Issue 28: no finished match yet, and the match in play has no analysis (only the end does).
+    assert "no finished match yet" in text and "no analysis of this match" in text, text
 
 
 async def _command(call: Any, requests: asyncio.Queue[Any], kind: str, seq: int) -> Any:
@@ -789,6 +795,77 @@ async def test_a_spectator_sees_every_event_once_and_nothing_secret(
         assert stranger.value.code() in (
             grpc.StatusCode.PERMISSION_DENIED,
             grpc.StatusCode.NOT_FOUND,
+        )
+        # Its analysis: to the players, and to a spectator of this public table (issue 28).
+        for who in (ann, cam):
+            found = await _analysis(who, match_id)
+            assert list(found.player_ids) == [ann.player_id, bob.player_id] and found.decisions
+
+
+async def _analysis(who: Player, match_id: str, seconds: float = 120) -> Any:
+    """A match's analysis once done: it is queued from the event stream when the match ends."""
+    request = analysis_pb2.GetAnalysisRequest(match_id=match_id)
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            found = await who.stub.GetAnalysis(request, metadata=who.auth)
+            if found.state == analysis_pb2.ANALYSIS_STATE_DONE:
+                return found
+        except grpc.aio.AioRpcError as exc:
+            if error_of(exc).code != "UNKNOWN_MATCH":  # not consumed yet
+                raise
+        assert time.monotonic() < deadline, f"no analysis of {match_id} in {seconds:.0f} s"
+        await asyncio.sleep(0.2)
+
+
+async def test_the_analysis_of_a_match_goes_to_its_players_only(cluster: dict[str, Any]) -> None:
+    """Issue 28, requirement 3: a finished private match is analysed off the event stream; its
+    players read every decision (pointing at the archived move it judges) and each one's error
+    rate; anyone else is told there is no such match, as for a match that never was; a bad id
+    is refused; the operators' LookupPlayer shows the player's error rate match by match."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob, cam = await _players(cluster, ch, "ann", "bob", "cam", grant=0)
+        table = await ann.create_table(table_pb2.TableOptions(profile="casual", match_length=1))
+        await bob.join(table.code)
+        await ann.stub.StartTable(
+            matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=ann.auth
+        )
+        await asyncio.gather(ann.play(table.table_id, 240), bob.play(table.table_id, 240))
+        match_id = f"{table.table_id}-1"
+        found = await _analysis(bob, match_id)
+        archived = await bob.stub.GetArchivedMatch(
+            leaderboard_pb2.ArchivedMatchRequest(match_id=match_id), metadata=bob.auth
+        )
+        kinds = {"move": "turn_ended", "double": "double_offered", "take": "double_taken",
+                 "drop": "double_dropped"}  # fmt: skip
+        for d in found.decisions:
+            assert archived.moves[d.move_index].WhichOneof("body") == kinds[d.kind]
+        assert [p.player_id for p in found.players] == [ann.player_id, bob.player_id]
+        assert sum(p.decisions for p in found.players) == len(found.decisions)
+        for who, request in (
+            (cam, analysis_pb2.GetAnalysisRequest(match_id=match_id)),
+            (cam, analysis_pb2.GetAnalysisRequest(match_id="no-such-match")),
+            (ann, analysis_pb2.GetAnalysisRequest(match_id="")),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await who.stub.GetAnalysis(request, metadata=who.auth)
+            expected = "INVALID_ID" if not request.match_id else "UNKNOWN_MATCH"
+            assert error_of(refused.value).code == expected
+
+        admin = admin_pb2_grpc.AdminServiceStub(ch)
+        login = await admin.OperatorLogin(
+            admin_pb2.OperatorLoginRequest(
+                name=cluster["admin"]["name"], key=cluster["admin"]["key"]
+            )
+        )
+        record = await admin.LookupPlayer(
+            admin_pb2.LookupPlayerRequest(player_id=ann.player_id, reason="fair-play check"),
+            metadata=[("authorization", f"Bearer {login.token}")],
+        )
+        (row,) = record.error_trend.matches
+        assert row.match_id == match_id and row.decisions == found.players[0].decisions
+        assert record.error_trend.band and row.error_rate == pytest.approx(
+            found.players[0].error_rate
         )
 
 

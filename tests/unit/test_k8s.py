@@ -62,7 +62,7 @@ def test_every_resource_validates(docs: list[dict[str, Any]]) -> None:
 def test_deployments_have_probes_limits_and_no_root(docs: list[dict[str, Any]]) -> None:
     deployments = [d for d in docs if d["kind"] == "Deployment"]
     assert {d["metadata"]["name"] for d in deployments} == {
-        "gateway", "matchmaking", "table", "wallet", "leaderboard", "bots",
+        "gateway", "matchmaking", "table", "wallet", "leaderboard", "bots", "analysis",
     }  # fmt: skip
     for d in deployments:
         pod = d["spec"]["template"]["spec"]

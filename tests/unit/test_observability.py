@@ -21,6 +21,7 @@ BUILTIN = {"up"}
 
 def exported_metrics() -> set[str]:
     """Every sample name the services' metric objects export (built as the services build them)."""
+    from services.analysis.metrics import AnalysisMetrics
     from services.common.metrics import ServiceMetrics
     from services.leaderboard.metrics import LeaderboardMetrics
     from services.table.metrics import TableMetrics
@@ -30,6 +31,7 @@ def exported_metrics() -> set[str]:
     TableMetrics(base)
     WalletMetrics(base)
     LeaderboardMetrics(base.registry)
+    AnalysisMetrics(base.registry)
     names: set[str] = set()
     for family in base.registry.collect():
         if family.type == "counter":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from services.analysis.settings import AnalysisSettings
 from services.common.settings import describe
 from services.gateway.settings import GatewaySettings
 from services.leaderboard.settings import LeaderboardSettings
@@ -26,6 +27,7 @@ def test_every_setting_is_documented() -> None:
         TableSettings,
         WalletSettings,
         LeaderboardSettings,
+        AnalysisSettings,
     )
     envs = {env for cls in classes for env, _, _ in describe(cls)}
     missing = sorted(env for env in envs if f"`{env}`" not in README)

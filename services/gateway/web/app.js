@@ -5,7 +5,7 @@
 
 import { ApiError, Connection } from "./api.js";
 import { Board, pointName } from "./board.js";
-import { START, apply, frames, stepNotation } from "./replay.js";
+import { START, after, apply, frames, stepNotation } from "./replay.js";
 import { verifyRolls } from "./verify.js";
 import { SILENT, closedSentence, sentence } from "./words.js";
 
@@ -965,7 +965,10 @@ function resumeButton(t, aria) {
 
 // -- history: finished matches, replayed move by move, exported as .mat or JSON ----------
 
-const replay = { frames: [], at: 0, board: null, names: ["", ""] };
+const replay = {
+  frames: [], at: 0, board: null, names: ["", ""], matchId: "",
+  analysis: null, decisions: new Map(), best: false, analysisNote: "",
+};
 
 async function listHistory() {
   $("lobby-error").textContent = "";
@@ -1017,20 +1020,101 @@ async function openReplay(matchId) {
     replay.names = [nameOf(ids[0]), nameOf(ids[1])];
     replay.frames = frames(archived.moves || [], (seat) => nameOf(ids[seat]), profile);
     replay.at = 0;
+    replay.matchId = matchId;
+    replay.analysis = null;
+    replay.decisions = new Map();
+    replay.best = false;
     $("replay-seed").textContent = archived.seedHex || "";
     $("replay-fingerprint").textContent = archived.fingerprint || "";
     show("replay");
     replay.board = new Board($("replay-board"), () => {});
     showFrame();
+    loadAnalysis(matchId);
   } catch (err) {
     fail("lobby-error", err);
   }
 }
 
+// The match's analysis (GetAnalysis): each judged decision by the move it judges, the players'
+// summary; asked again every few seconds while it waits in the queue and the replay is open.
+async function loadAnalysis(matchId) {
+  let found;
+  try {
+    found = await conn.call("GetAnalysis", { matchId });
+  } catch (err) {
+    replay.analysisNote = "No analysis of this match.";
+    showAnalysis();
+    return;
+  }
+  if (replay.matchId !== matchId || state.screen !== "replay") return;
+  const stateName = found.state || "";
+  if (stateName === "ANALYSIS_STATE_QUEUED") {
+    const ahead = Number(found.ahead || 0);
+    replay.analysisNote = `Analysis in progress${ahead ? ` (${ahead} match${ahead === 1 ? "" : "es"} ahead)` : ""}…`;
+    showAnalysis();
+    setTimeout(() => loadAnalysis(matchId), 3000);
+    return;
+  }
+  if (stateName !== "ANALYSIS_STATE_DONE") {
+    replay.analysisNote = `This match could not be analysed${found.failure ? `: ${found.failure}` : "."}`;
+    showAnalysis();
+    return;
+  }
+  replay.analysis = found;
+  replay.decisions = new Map((found.decisions || []).map((d) => [Number(d.moveIndex || 0), d]));
+  replay.analysisNote = "";
+  showAnalysis();
+  showFrame();
+}
+
+const signed = (x, digits = 2) => `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(digits)}`;
+
+function showAnalysis() {
+  const a = replay.analysis;
+  const summary = $("replay-summary");
+  if (!a) {
+    summary.textContent = replay.analysisNote;
+    $("replay-next-mark").disabled = true;
+    return;
+  }
+  summary.textContent = "Analysis: " + (a.players || []).map((p, seat) => {
+    const marks = [[p.veryBad, "very bad"], [p.bad, "bad"], [p.doubtful, "doubtful"]]
+      .filter(([n]) => n).map(([n, word]) => `${n} ${word}`).join(", ");
+    return `${replay.names[seat]} error rate ${Number(p.errorRate || 0).toFixed(1)} (${p.band || "no decisions"}), `
+      + `${p.decisions || 0} decision${p.decisions === 1 ? "" : "s"}${marks ? `, ${marks}` : ""}, luck ${signed(Number(p.luck || 0))}`;
+  }).join(" · ");
+  $("replay-next-mark").disabled = !(a.decisions || []).some((d) => d.mark);
+}
+
+// What the analysis says of the move a frame shows ("" when it judged none there).
+function markOf(frame) {
+  const d = frame && replay.decisions.get(frame.index);
+  if (!d) return { text: "", mark: "", decision: null };
+  const who = replay.names[d.seat || 0];
+  const lost = Number(d.lost || 0);
+  if (!d.mark && lost === 0) return { text: `${who}: the best ${d.kind === "move" ? "play" : "choice"}.`, mark: "", decision: d };
+  const word = d.mark ? d.mark[0].toUpperCase() + d.mark.slice(1) : "Slightly off";
+  return { text: `${word}: ${who} lost ${lost.toFixed(3)}; best ${d.best}.`, mark: d.mark || "", decision: d };
+}
+
 function showFrame() {
   const frame = replay.frames[replay.at];
   if (!frame) return;
-  replay.board.render(frame.view);
+  const judged = markOf(frame);
+  const d = judged.decision;
+  const canShowBest = !!(d && d.kind === "move" && (d.bestSteps || []).length && d.played !== d.best);
+  if (!canShowBest) replay.best = false;
+  const before = replay.frames[replay.at - 1];
+  if (replay.best && before) {
+    replay.board.render(after(before.view, d.seat || 0, d.bestSteps));
+  } else {
+    replay.board.render(frame.view);
+  }
+  $("replay-mark").textContent = replay.best ? `Best play shown: ${d.best}` : judged.text;
+  $("replay-mark").dataset.mark = judged.mark;
+  $("replay-best").disabled = !canShowBest;
+  $("replay-best").setAttribute("aria-pressed", String(replay.best));
+  $("replay-best").textContent = replay.best ? "Show the play made" : "Show best play";
   const v = frame.view;
   const pips = (side) => (side || []).reduce((sum, n, i) => sum + n * (i + 1), 0);
   const score = v.score || [0, 0];
@@ -1041,7 +1125,15 @@ function showFrame() {
 
 function step(to) {
   replay.at = Math.max(0, Math.min(replay.frames.length - 1, to));
+  replay.best = false;
   showFrame();
+}
+
+function nextMistake() {
+  const later = replay.frames.findIndex((f, i) => i > replay.at && markOf(f).mark);
+  const first = replay.frames.findIndex((f) => markOf(f).mark);
+  const to = later >= 0 ? later : first;
+  if (to >= 0) step(to);
 }
 
 // -- boot --------------------------------------------------------------------------------
@@ -1126,6 +1218,8 @@ function wire() {
   $("replay-next").addEventListener("click", () => step(replay.at + 1));
   $("replay-last").addEventListener("click", () => step(replay.frames.length - 1));
   $("replay-close").addEventListener("click", () => toLobby());
+  $("replay-next-mark").addEventListener("click", () => nextMistake());
+  $("replay-best").addEventListener("click", () => { replay.best = !replay.best; showFrame(); });
   document.addEventListener("keydown", (e) => {
     if (state.screen !== "replay") return;
     if (e.key === "ArrowRight") step(replay.at + 1);
@@ -1186,7 +1280,12 @@ window.bg = {
     spectator: !!(state.view && state.view.spectator), events: state.eventSeqs.length,
     winner: state.view ? (state.view.winner ?? 0) : null,
     board: state.view ? { own: shown(state.view).own, opponent: shown(state.view).opponent } : null,
-    replay: state.screen === "replay" ? { at: replay.at, frames: replay.frames.length } : null,
+    replay: state.screen === "replay" ? {
+      at: replay.at, frames: replay.frames.length, best: replay.best,
+      analysed: !!replay.analysis, mark: $("replay-mark").textContent,
+      board: replay.board && replay.board.view
+        ? { own: replay.board.view.own, opponent: replay.board.view.opponent } : null,
+    } : null,
   }),
   seqs: () => [...state.eventSeqs],
   drop: () => conn.drop(),

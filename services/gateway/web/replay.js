@@ -26,7 +26,16 @@ export function stepNotation(step, hit, name = point) {
   return `${name(step.from || 0)}/${name(step.to || 0)}${hit ? "*" : ""}`;
 }
 
-// frames: [{text, view}] where view is what Board.render draws.
+// frames: [{text, view, index}] where view is what Board.render draws and index the move's place
+// in `moves` (what an analysis decision's moveIndex names).
+// The board after `steps` of `seat` from a frame's view (seat 0's board is `own`): to draw the
+// analysis's best play in place of the one played.
+export function after(view, seat, steps) {
+  const boards = [view.own.slice(), view.opponent.slice()];
+  apply(boards[seat], boards[1 - seat], steps);
+  return { ...view, own: boards[0], opponent: boards[1], dice: [] };
+}
+
 export function frames(moves, nameOf, profile = "") {
   // A cube is drawn only in matches that have one (wagered, or a cube was used).
   const options = profile === "wagered" || moves.some((ev) => ev.doubleOffered) ? { cube: true } : {};
@@ -37,13 +46,15 @@ export function frames(moves, nameOf, profile = "") {
   let cube = 1;
   let owner = -1;
   let score = [0, 0];
+  let index = 0;
   const push = (text) => out.push({
-    text,
+    text, index,
     view: { seq: out.length + 1, seat: 0, turn, decider: turn, own: boards[0].slice(),
       opponent: boards[1].slice(), dice: dice.slice(), cube, cubeOwner: owner, lit: [],
       options, score },
   });
-  for (const ev of moves) {
+  for (const [i, ev] of moves.entries()) {
+    index = i;
     const kind = Object.keys(ev).find((k) => !["eventId", "tableId", "seq", "matchId", "atMs"].includes(k));
     const e = ev[kind] || {};
     const seat = e.seat || 0;

@@ -1,0 +1,1 @@
+"""The analysis service: every finished match judged by the evaluator, off the event stream."""

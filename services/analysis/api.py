@@ -1,0 +1,61 @@
+"""The analysis service's gRPC API: a match's analysis (or where it stands in the queue) and a
+player's error rate over their recent matches. Access is the gateway's to decide (the match's
+players, spectators of a public table); this serves the cluster's own callers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
+from evaluator.analysis import band
+from services.analysis.judge import players_of
+from services.analysis.ports import AnalysisRepository
+from services.analysis.schema import QUEUED
+from services.common.errors import InvalidArgument, NotFound, grpc_errors
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
+    def __init__(self, store: AnalysisRepository) -> None:
+        self.store = store
+
+    @grpc_errors
+    async def GetAnalysis(
+        self, request: analysis_pb2.GetAnalysisRequest, context: Context
+    ) -> analysis_pb2.MatchAnalysis:
+        if not request.match_id or len(request.match_id) > 200:
+            raise InvalidArgument("INVALID_ID", "match_id is 1..200 characters", field="match_id")
+        stored = await self.store.get(request.match_id)
+        if stored is None:
+            raise NotFound("UNKNOWN_MATCH", "no analysis of this match (none was queued)")
+        if stored.state == QUEUED or stored.result is None:
+            return analysis_pb2.MatchAnalysis(
+                match_id=stored.match_id, table_id=stored.table_id,
+                player_ids=players_of(stored.event or b""),
+                state=analysis_pb2.ANALYSIS_STATE_QUEUED, ended_ms=stored.ended_ms,
+                ahead=await self.store.ahead_of(stored.queued_ms, stored.match_id),
+            )  # fmt: skip
+        found = analysis_pb2.MatchAnalysis()
+        found.ParseFromString(stored.result)
+        found.table_id = found.table_id or stored.table_id
+        return found
+
+    @grpc_errors
+    async def PlayerTrend(
+        self, request: analysis_pb2.PlayerTrendRequest, context: Context
+    ) -> analysis_pb2.PlayerTrendResponse:
+        if not request.player_id or len(request.player_id) > 100:
+            raise InvalidArgument("INVALID_ID", "player_id is 1..100 characters", field="player_id")
+        limit = request.limit or 50
+        if not 1 <= limit <= 200:
+            raise InvalidArgument("INVALID_LIMIT", "limit is 1..200", field="limit")
+        rows = await self.store.trend(request.player_id, limit)
+        decisions = sum(r.decisions for r in rows)
+        lost = sum(r.error_rate * r.decisions for r in rows)  # thousandths
+        rate = lost / decisions if decisions else 0.0
+        return analysis_pb2.PlayerTrendResponse(
+            matches=rows, error_rate=rate, decisions=decisions, band=band(rate) if decisions else ""
+        )

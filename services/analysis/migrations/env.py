@@ -1,0 +1,16 @@
+"""Alembic environment: runs on the connection the analysis service hands it (see migrate.py)."""
+
+from alembic import context
+
+from services.analysis.schema import metadata
+
+connection = context.config.attributes["connection"]
+# Its own version table: a database shared with other services (k8s) keeps each one's apart.
+context.configure(
+    connection=connection,
+    target_metadata=metadata,
+    render_as_batch=True,
+    version_table="alembic_version_analysis",
+)
+with context.begin_transaction():
+    context.run_migrations()

@@ -1,0 +1,182 @@
+"""The analysis queue on real SQLite and PostgreSQL (issue 28, req. 3): a match is queued once
+however often its end event arrives, two workers never hold one match, a worker that died lets
+its match go when the lease ends, the result is stored once even when two finish it, a record
+that cannot be analysed is stored as failed (so is one that killed its worker every time), and
+the error-rate trend reads what was stored. The worker counts what it did."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+from prometheus_client import CollectorRegistry
+
+from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
+from bg.events.v1 import events_pb2
+from services.analysis.adapters.sql_analyses import SqlAnalyses
+from services.analysis.api import AnalysisServicer
+from services.analysis.app import MIGRATIONS
+from services.analysis.consumer import Enqueuer
+from services.analysis.metrics import AnalysisMetrics
+from services.analysis.worker import Worker
+from services.common.deps import sql_engine
+from services.common.migrate import migrate
+from services.common.topics import TABLE_EVENTS
+from services.contracts.event_records import commit_record
+from tests.helpers import error_of, sql_url
+
+pytestmark = pytest.mark.integration
+LEASE = 60_000
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqlAnalyses]:
+    engine = sql_engine(await sql_url(request, tmp_path, "analysis"))
+    await migrate(engine, MIGRATIONS)
+    yield SqlAnalyses(engine)
+    await engine.dispose()
+
+
+@pytest.fixture
+async def api(store: SqlAnalyses) -> AsyncIterator[analysis_pb2_grpc.AnalysisServiceAsyncStub]:
+    server = grpc.aio.server()
+    analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(AnalysisServicer(store), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        yield analysis_pb2_grpc.AnalysisServiceStub(channel)
+    await server.stop(None)
+
+
+def _end(match_id: str, at_ms: int = 1000, players: tuple[str, str] = ("ann", "bob")) -> bytes:
+    moves = [
+        events_pb2.TableEvent(game_started=events_pb2.GameStarted(game_no=1, score=[0, 0])),
+        events_pb2.TableEvent(opening_roll=events_pb2.OpeningRoll(dice=[3, 1], starter=0)),
+        events_pb2.TableEvent(turn_ended=events_pb2.TurnEnded(seat=0, steps=[
+            events_pb2.Step(**{"from": 8, "to": 5}), events_pb2.Step(**{"from": 6, "to": 5})])),
+    ]  # fmt: skip
+    info = events_pb2.MatchInfo(profile="casual", player_ids=list(players), match_length=1)
+    end = events_pb2.TableEvent(
+        event_id=f"{match_id}:9", table_id=f"t-{match_id}", match_id=match_id, at_ms=at_ms,
+        match_ended=events_pb2.MatchEnded(info=info, winner_seat=0, moves=moves),
+    )  # fmt: skip
+    return end.SerializeToString()
+
+
+async def _queue(store: SqlAnalyses, match_id: str, now: int) -> bool:
+    raw = _end(match_id)
+    return await store.enqueue(match_id, f"t-{match_id}", "casual", 1000, raw, now)
+
+
+async def test_a_match_is_queued_once_and_claimed_by_one_worker_at_a_time(
+    store: SqlAnalyses,
+) -> None:
+    assert await _queue(store, "m1", 10) and not await _queue(store, "m1", 11)
+    assert await _queue(store, "m2", 20)
+    assert await store.backlog() == (2, 10)
+    first = await store.claim(100, LEASE)
+    second = await store.claim(100, LEASE)
+    assert first is not None and second is not None
+    assert (first.match_id, second.match_id) == ("m1", "m2")  # oldest first
+    assert await store.claim(100, LEASE) is None  # both are held
+    # The first worker dies: its lease ends and another takes the match again.
+    again = await store.claim(100 + LEASE + 1, LEASE)
+    assert again is not None and (again.match_id, again.attempts) == ("m1", 2)
+
+
+async def test_the_result_is_stored_once_and_the_trend_reads_it(store: SqlAnalyses) -> None:
+    await _queue(store, "m1", 10)
+    found = analysis_pb2.MatchAnalysis(
+        match_id="m1", table_id="t-m1", player_ids=["ann", "bob"], ended_ms=1000,
+        state=analysis_pb2.ANALYSIS_STATE_DONE,
+        players=[analysis_pb2.PlayerSummary(player_id="ann", decisions=4, error_rate=20.0),
+                 analysis_pb2.PlayerSummary(player_id="bob", decisions=0)],
+    )  # fmt: skip
+    assert await store.finish(found, "casual", 500)
+    assert not await store.finish(found, "casual", 600)  # a slower worker's copy: dropped
+    assert await store.claim(10**9, LEASE) is None  # done is never taken again
+    assert not await _queue(store, "m1", 700)  # nor queued again by a redelivered end event
+    (row,) = await store.trend("ann", 10)
+    assert (row.match_id, row.decisions, row.profile) == ("m1", 4, "casual")
+    assert row.error_rate == pytest.approx(20.0)
+    assert await store.trend("bob", 10) == []  # no decisions, no row
+    assert await store.backlog() == (0, 0)
+
+
+async def test_the_worker_analyses_a_match_fails_a_bad_record_and_counts(
+    store: SqlAnalyses, api: analysis_pb2_grpc.AnalysisServiceAsyncStub
+) -> None:
+    registry = CollectorRegistry()
+    metrics = AnalysisMetrics(registry)
+    worker = Worker(store, lease_s=60, attempts=2, metrics=metrics)
+    enqueuer = Enqueuer(store, metrics, worker.woken)
+    value, headers = commit_record([_end("good", 2000)], ["match_ended"])
+    assert await enqueuer.handle_record(TABLE_EVENTS, value, headers) == ["queued"]
+    assert await enqueuer.handle_record(TABLE_EVENTS, value, headers) == ["duplicate"]
+    assert worker.woken.is_set()
+    bad = events_pb2.TableEvent.FromString(_end("bad", 3000))
+    bad.match_ended.moves[2].turn_ended.steps[0].to = 2  # no die makes 8/2
+    await enqueuer.handle_event(bad)
+    # Records of other kinds are skipped by their header, undecoded.
+    other, kinds = commit_record([b"\xff not an event"], ["dice_rolled"])
+    assert await enqueuer.handle_record(TABLE_EVENTS, other, kinds) == []
+
+    assert await worker.step() and await worker.step() and not await worker.step()
+    good = await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id="good"))
+    assert good.state == analysis_pb2.ANALYSIS_STATE_DONE and len(good.decisions) == 1
+    assert good.decisions[0].move_index == 2 and good.decisions[0].played == "8/5 6/5"
+    failed = await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id="bad"))
+    assert failed.state == analysis_pb2.ANALYSIS_STATE_FAILED
+    assert "not a legal play" in failed.failure
+    assert registry.get_sample_value("bg_analysis_decisions_total") == 1
+    assert registry.get_sample_value("bg_analysis_matches_total", {"result": "done"}) == 1
+    assert registry.get_sample_value("bg_analysis_matches_total", {"result": "failed"}) == 1
+    await worker.gauge()
+    assert registry.get_sample_value("bg_analysis_backlog") == 0
+    with pytest.raises(grpc.aio.AioRpcError) as unknown:
+        await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id="never"))
+    assert error_of(unknown.value).code == "UNKNOWN_MATCH"
+    with pytest.raises(grpc.aio.AioRpcError) as too_many:
+        await api.PlayerTrend(analysis_pb2.PlayerTrendRequest(player_id="ann", limit=500))
+    assert error_of(too_many.value).code == "INVALID_LIMIT"
+    trend = await api.PlayerTrend(analysis_pb2.PlayerTrendRequest(player_id="ann"))
+    assert trend.decisions == 1 and trend.band and len(trend.matches) == 1
+
+
+async def test_a_queued_match_says_how_many_are_ahead(
+    store: SqlAnalyses, api: analysis_pb2_grpc.AnalysisServiceAsyncStub
+) -> None:
+    for n, match in enumerate(("a", "b", "c")):
+        await _queue(store, match, 10 + n)
+    found = await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id="c"))
+    assert found.state == analysis_pb2.ANALYSIS_STATE_QUEUED and found.ahead == 2
+    assert list(found.player_ids) == ["ann", "bob"]
+
+
+async def test_a_match_that_kills_its_worker_every_time_is_given_up(store: SqlAnalyses) -> None:
+    await _queue(store, "poison", 10)
+    worker = Worker(store, lease_s=0.001, attempts=2)
+    for _ in range(2):  # taken, and the worker "dies" each time (its lease simply runs out)
+        assert await store.claim(_ms(), 1) is not None
+        await asyncio.sleep(0.01)
+    assert await worker.step()
+    stored = await store.get("poison")
+    assert stored is not None and stored.state == "failed"
+
+
+def _ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def test_a_replica_started_again_lets_go_of_the_match_it_held(store: SqlAnalyses) -> None:
+    await _queue(store, "m1", 10)
+    held = await store.claim(100, LEASE, "analysis-1")
+    assert held is not None and await store.claim(100, LEASE, "analysis-2") is None
+    assert await store.release("analysis-2") == 0  # not its lease
+    assert await store.release("analysis-1") == 1  # killed -9 and back: its claim is void
+    again = await store.claim(101, LEASE, "analysis-1")
+    assert again is not None and (again.match_id, again.attempts) == ("m1", 2)
