@@ -8,7 +8,9 @@ archive's events into it. Checker plays are judged at 1-ply (the `expert` level'
 in cubeless money equity; cube actions in match winning chances (evaluator/match_equity.py), as
 the computer seats decide them, the loss then turned into points of equity at the score
 (gnubg's normalisation), so every decision's mark means the same. Forced plays (one distinct
-result) are not decisions.
+result) are not decisions; nor is the cube in a match to 1: by match equity it is worth nothing
+there (the game is the match), while a wagered match to 1 stakes diamonds on it, money play this
+model does not judge. A roll made instead of a double (a missed double) is not judged either.
 """
 
 from __future__ import annotations
@@ -121,6 +123,8 @@ def analyse(
                 for step in action.steps:
                     after = apply_step(after, step)
                 sides[seat], sides[1 - seat] = after.mover, after.opponent
+            elif match_length == 1:
+                found = None  # the cube of a match to 1: not judged (see above)
             else:
                 score = _score(
                     game, match_length, seat if action.action == "double" else 1 - seat, cube

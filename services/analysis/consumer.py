@@ -62,7 +62,6 @@ async def consume(
     lag: Any = None,
     namespace: Namespace = PLAIN,
 ) -> None:
-    async def handle(record: Any) -> None:
-        await enqueuer.handle_record(namespace.logical(record.topic), record.value, record.headers)
-
+    """Consume table-events until `stop` (kafka.consume_records), its lag kept."""
+    handle = kafka.in_logical_names(enqueuer.handle_record, namespace)
     await kafka.consume_records(consumer, handle, stop, lag=lag)

@@ -6,31 +6,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.settings import (
-    KafkaLog,
-    ServiceSettings,
-    consumer_share_setting,
+    EventReaderSettings,
     database_url_setting,
-    kafka_bootstrap_setting,
-    kafka_log_setting,
-    kafka_namespace_setting,
-    kafka_partitions_setting,
-    kafka_rotate_setting,
     load,
     setting,
 )
 
 
 @dataclass(frozen=True)
-class AnalysisSettings(ServiceSettings):
+class AnalysisSettings(EventReaderSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50056, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9106, "Metrics HTTP port.", min=0, max=65535)
     database_url: str = database_url_setting("sqlite+aiosqlite:///.data/analysis.db")
-    kafka_bootstrap: str = kafka_bootstrap_setting()
-    kafka_namespace: str = kafka_namespace_setting()
-    kafka_log: KafkaLog = kafka_log_setting()
-    kafka_rotate_s: float = kafka_rotate_setting()
-    kafka_partitions: int = kafka_partitions_setting()
-    consumer_share: str = consumer_share_setting()
     analysis_lease_s: float = setting(
         "BG_ANALYSIS_LEASE_S",
         300.0,

@@ -1,25 +1,55 @@
 """The analysis worker: takes the oldest queued match, judges it off the event loop (the
-evaluator is CPU work: a thread, so the gRPC API and the consumer keep answering), stores the
-result. Play never waits for it: the table service has long since moved on."""
+evaluator is CPU work: a daemon thread, so the gRPC API and the consumer keep answering and a
+stop never waits for it), stores the result. Play never waits for it: the table service has
+long since moved on."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from bg.analysis.v1 import analysis_pb2
 from services.analysis.judge import judge, profile_of
 from services.analysis.ports import AnalysisRepository
 
 log = logging.getLogger("bg.analysis")
+T = TypeVar("T")
 IDLE_POLL_S = 2.0  # another replica's queued matches are found this often when nothing wakes us
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+async def off_loop(fn: Callable[[bytes], T], arg: bytes) -> T:
+    """`fn(arg)` on a daemon thread of its own: the loop keeps serving meanwhile, and a stopping
+    process does not wait for a match half judged (it stays queued; the next start takes it)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if done.cancelled():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)  # type: ignore[arg-type]
+
+    def work() -> None:
+        try:
+            outcome: tuple[T | None, BaseException | None] = (fn(arg), None)
+        except BaseException as exc:  # handed to the awaiting coroutine
+            outcome = (None, exc)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=work, name="analysis-judge", daemon=True).start()
+    return await done
 
 
 class Worker:
@@ -77,7 +107,7 @@ class Worker:
             return True
         started = time.monotonic()
         try:
-            found = await asyncio.to_thread(self.judge, claimed.event)
+            found = await off_loop(self.judge, claimed.event)
         except ValueError as exc:  # an illegal record: it will not get better
             log.error("match not analysable", extra={"match_id": claimed.match_id, "why": str(exc)})
             await self.store.fail(claimed.match_id, str(exc), _now_ms())

@@ -175,6 +175,18 @@ async def consume_records(
         await consumer.stop()
 
 
+def in_logical_names(
+    handle_record: Callable[[str, bytes, Any], Awaitable[object]], namespace: Namespace
+) -> Callable[[Any], Awaitable[object]]:
+    """A record handler for consume_records that speaks logical topic names: it is given
+    (logical topic, value, headers) of each record."""
+
+    async def handle(record: Any) -> object:
+        return await handle_record(namespace.logical(record.topic), record.value, record.headers)
+
+    return handle
+
+
 HEALTHY_S = 60.0  # a consumer that ran this long before failing counts as healthy
 
 

@@ -287,3 +287,15 @@ def consumer_share_setting() -> Any:
 
 def database_url_setting(default: str) -> Any:
     return setting("BG_DATABASE_URL", default, "SQLAlchemy async database URL.")
+
+
+@dataclass(frozen=True)
+class EventReaderSettings(ServiceSettings):
+    """What a consumer of the event log (wallet, leaderboard, analysis) reads to find it."""
+
+    kafka_bootstrap: str = kafka_bootstrap_setting()
+    kafka_namespace: str = kafka_namespace_setting()
+    kafka_log: KafkaLog = kafka_log_setting()
+    kafka_rotate_s: float = kafka_rotate_setting()
+    kafka_partitions: int = kafka_partitions_setting()
+    consumer_share: str = consumer_share_setting()

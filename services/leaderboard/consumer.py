@@ -77,10 +77,7 @@ async def consume(
     namespace: Namespace = PLAIN,
 ) -> None:
     """Consume the leaderboard's topics until `stop` (kafka.consume_records), its lag kept."""
-
-    async def handle(record: Any) -> None:
-        await handler.handle_record(namespace.logical(record.topic), record.value, record.headers)
-
+    handle = kafka.in_logical_names(handler.handle_record, namespace)
     await kafka.consume_records(consumer, handle, stop, lag=lag)
 
 

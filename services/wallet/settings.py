@@ -6,16 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.settings import (
-    KafkaLog,
-    ServiceSettings,
-    consumer_share_setting,
+    EventReaderSettings,
     database_url_setting,
-    kafka_bootstrap_setting,
     kafka_idempotence_setting,
-    kafka_log_setting,
-    kafka_namespace_setting,
-    kafka_partitions_setting,
-    kafka_rotate_setting,
     load,
     setting,
     table_addrs_setting,
@@ -23,16 +16,10 @@ from services.common.settings import (
 
 
 @dataclass(frozen=True)
-class WalletSettings(ServiceSettings):
+class WalletSettings(EventReaderSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50053, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9103, "Metrics HTTP port.", min=0, max=65535)
     database_url: str = database_url_setting("sqlite+aiosqlite:///.data/wallet.db")
-    kafka_bootstrap: str = kafka_bootstrap_setting()
-    kafka_namespace: str = kafka_namespace_setting()
-    kafka_log: KafkaLog = kafka_log_setting()
-    kafka_rotate_s: float = kafka_rotate_setting()
-    kafka_partitions: int = kafka_partitions_setting()
-    consumer_share: str = consumer_share_setting()
     kafka_idempotence: bool = kafka_idempotence_setting()
     operator_token: str = setting(
         "BG_WALLET_OPERATOR_TOKEN",

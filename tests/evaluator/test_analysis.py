@@ -70,3 +70,11 @@ def test_the_same_record_gives_the_same_analysis_and_an_illegal_one_is_refused(
     with pytest.raises(ValueError):
         analyse([wrong], match_length=1)
     assert [mark(x) for x in (0.0, 0.05, 0.1, 0.2)] == ["", "doubtful", "bad", "very bad"]
+
+
+def test_the_cube_of_a_match_to_1_is_not_judged() -> None:
+    """By match equity the cube is worth nothing in a match to 1, while a wagered one stakes
+    diamonds on it (money play, which this model does not judge): no marks either way."""
+    one_point = analyse([_game()], match_length=1)
+    assert [d.kind for d in one_point.decisions] == ["move", "move", "move"]
+    assert [p.decisions for p in one_point.players] == [2, 1]

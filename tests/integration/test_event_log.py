@@ -33,7 +33,7 @@ from services.common.event_log import (
     TopicKeeper,
     Topics,
 )
-from services.common.topics import TABLE_EVENTS, Namespace
+from services.common.topics import CONSUMERS, TABLE_EVENTS, Namespace
 from services.contracts.event_records import table_events
 from services.table.adapters.redis_store import TableStore
 from services.table.ports import Commit, TableMeta
@@ -141,9 +141,9 @@ async def read_all(boot: str, topic: str) -> list[int]:
 
 
 async def groups_read(boot: str, log: EventLog, topic: str) -> None:
-    """Both groups that read table-events commit the end of the topic's partition 0."""
+    """Every group that reads table-events commits the end of the topic's partition 0."""
     tp = TopicPartition(topic, 0)
-    for service in ("wallet", "leaderboard"):
+    for service in CONSUMERS[TABLE_EVENTS]:
         member = AIOKafkaConsumer(
             bootstrap_servers=boot, group_id=log.namespace.group(service), enable_auto_commit=False
         )
@@ -213,7 +213,7 @@ async def test_what_the_broker_forgot_unread_is_sent_again_and_only_that(
     # The groups read the "read" table's records (committing their offsets after them), then
     # the "unread" one's come: they never get to them before the broker dies.
     tp = TopicPartition(topic, 0)
-    for service in ("wallet", "leaderboard"):
+    for service in CONSUMERS[TABLE_EVENTS]:
         member = AIOKafkaConsumer(
             bootstrap_servers=broker[0].address, group_id=log.namespace.group(service),
             enable_auto_commit=False,
