@@ -51,6 +51,7 @@ class Turn:
     seat: int
     dice: tuple[int, int]
     steps: tuple[Step, ...]  # the whole play, from the mover's side; () when nothing could move
+    judged: bool = True  # False: not the player's choice (the clock played it): applied only
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def analyse(
             seat = action.seat
             pos = Position(sides[seat], sides[1 - seat])
             if isinstance(action, Turn):
-                found = _turn(ev, number, pos, action)
+                found = _turn(ev, number, pos, action) if action.judged else None
                 after = pos
                 for step in action.steps:
                     after = apply_step(after, step)

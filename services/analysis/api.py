@@ -10,7 +10,7 @@ import grpc
 
 from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from evaluator.analysis import band
-from services.analysis.judge import players_of
+from services.analysis.judge import facts_of
 from services.analysis.ports import AnalysisRepository
 from services.analysis.schema import QUEUED
 from services.common.errors import InvalidArgument, NotFound, grpc_errors
@@ -34,7 +34,7 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
         if stored.state == QUEUED or stored.result is None:
             return analysis_pb2.MatchAnalysis(
                 match_id=stored.match_id, table_id=stored.table_id,
-                player_ids=players_of(stored.event or b""),
+                player_ids=facts_of(stored.event or b"").player_ids,
                 state=analysis_pb2.ANALYSIS_STATE_QUEUED, ended_ms=stored.ended_ms,
                 ahead=await self.store.ahead_of(stored.queued_ms, stored.match_id),
             )  # fmt: skip

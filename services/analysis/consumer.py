@@ -22,7 +22,7 @@ ENDS = frozenset({"match_ended", "match_closed"})
 class Enqueuer:
     def __init__(
         self, store: AnalysisRepository, metrics: Any = None, woken: asyncio.Event | None = None
-    ):
+    ) -> None:
         self.store = store
         self.metrics = metrics
         self.woken = woken  # set when a match is queued: the worker need not wait for its poll

@@ -4,6 +4,7 @@ runs it off the event loop."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from bg.analysis.v1 import analysis_pb2
@@ -11,6 +12,7 @@ from bg.events.v1 import events_pb2
 from evaluator.analysis import Analysis, analyse
 from evaluator.evaluate import Evaluator
 from services.analysis.record import Record, match_length, record_of
+from services.contracts.seats import is_computer
 
 
 def end_event(raw: bytes) -> events_pb2.TableEvent:
@@ -19,16 +21,32 @@ def end_event(raw: bytes) -> events_pb2.TableEvent:
     return event
 
 
-def players_of(raw: bytes) -> list[str]:
-    event = end_event(raw)
-    body: Any = getattr(event, event.WhichOneof("body") or "", None)
-    return [] if body is None else list(body.info.player_ids)
+@dataclass(frozen=True)
+class Facts:
+    """What a match end event says of its match, besides the moves."""
+
+    match_id: str
+    table_id: str
+    ended_ms: int
+    player_ids: tuple[str, ...]
+    profile: str
+    test_game: bool
+
+    @property
+    def trended(self) -> tuple[str, ...]:
+        """The players whose error-rate trend this match joins: people only, and never for a
+        scored test game (recorded nowhere, I-19)."""
+        return () if self.test_game else tuple(p for p in self.player_ids if not is_computer(p))
 
 
-def profile_of(raw: bytes) -> str:
+def facts_of(raw: bytes) -> Facts:
     event = end_event(raw)
     body: Any = getattr(event, event.WhichOneof("body") or "", None)
-    return "" if body is None else str(body.info.profile)
+    info = body.info if body is not None else events_pb2.MatchInfo()
+    return Facts(
+        event.match_id, event.table_id, event.at_ms, tuple(info.player_ids), info.profile,
+        info.test_game,
+    )  # fmt: skip
 
 
 def judge(raw: bytes, evaluator: Evaluator | None = None) -> analysis_pb2.MatchAnalysis:

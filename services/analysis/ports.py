@@ -3,6 +3,7 @@ speaks in. The service's is services/analysis/adapters/sql_analyses.py (SQLite o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,11 +39,20 @@ class AnalysisRepository(Protocol):
 
     async def release(self, by: str) -> int: ...
 
-    async def finish(self, found: analysis_pb2.MatchAnalysis, profile: str, now_ms: int) -> bool:
-        """Store a match's analysis once; False when it was stored already."""
+    async def finish(
+        self,
+        found: analysis_pb2.MatchAnalysis,
+        profile: str,
+        trended: Sequence[str],
+        now_ms: int,
+    ) -> bool:
+        """Store a match's analysis once, and the error rates of its `trended` players; False
+        when it was stored already."""
         ...
 
-    async def fail(self, match_id: str, why: str, now_ms: int) -> bool: ...
+    async def fail(self, failed: analysis_pb2.MatchAnalysis, now_ms: int) -> bool:
+        """Store a match as failed (`failed` says why) once it is still queued."""
+        ...
 
     async def get(self, match_id: str) -> Stored | None: ...
 

@@ -4,8 +4,10 @@ each from the acting seat, with the index in the move list of the event each act
 (so a decision points at the move a replay shows).
 
 What is not the player's decision is left out: a double withdrawn because the doubler could not
-cover (I-4), a drop forced by the same; a turn taken back in a scored test game (I-19) is
-removed, as the table removed it.
+cover (I-4), a drop forced on a taker who cannot cover or by the answer's clock (I-2; the double
+stays the doubler's decision), a play the server made when the turn's clock ran out (applied to
+the board, not judged); a turn taken back in a scored test game (I-19) is removed, as the table
+removed it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Any
 from bg.events.v1 import events_pb2
 from evaluator.analysis import CubeAction, Game, Turn
 
+CLOCK_PLAYS = (events_pb2.DEADLINE_KIND_TURN, events_pb2.DEADLINE_KIND_MOVE_TIME)
+FORCED_DROPS = (events_pb2.DROP_REASON_CANNOT_COVER, events_pb2.DROP_REASON_TIMEOUT)
+
 
 @dataclass
 class _Open:
@@ -25,6 +30,7 @@ class _Open:
     actions: list[Turn | CubeAction] = field(default_factory=list)
     moves: list[int] = field(default_factory=list)  # per action, its index in the move list
     dice: list[tuple[int, int] | None] = field(default_factory=lambda: [None, None])
+    clock_plays: list[bool] = field(default_factory=lambda: [False, False])  # by seat
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,11 @@ def record_of(moves: Sequence[events_pb2.TableEvent]) -> Record:
                 if kind == "turn_ended"
                 else ()
             )
-            _add(game, Turn(body.seat, dice, steps), index)
+            judged = not game.clock_plays[body.seat]
+            game.clock_plays[body.seat] = False
+            _add(game, Turn(body.seat, dice, steps, judged), index)
+        elif kind == "timed_out" and body.clock in CLOCK_PLAYS:
+            game.clock_plays[body.seat] = True  # the turn's play that follows is the server's
         elif kind == "turn_taken_back":
             _take_back(game, body.seat)
         elif kind == "double_offered":
@@ -68,11 +78,8 @@ def record_of(moves: Sequence[events_pb2.TableEvent]) -> Record:
             _drop_last_double(game)
         elif kind == "double_taken":
             _add(game, CubeAction(body.seat, "take"), index)
-        elif kind == "double_dropped":
-            if body.reason == events_pb2.DROP_REASON_CANNOT_COVER:
-                _drop_last_double(game)
-            else:
-                _add(game, CubeAction(body.seat, "drop"), index)
+        elif kind == "double_dropped" and body.reason not in FORCED_DROPS:
+            _add(game, CubeAction(body.seat, "drop"), index)  # (a forced one: the double stays)
     return Record(
         tuple(Game(g.score, g.crawford, tuple(g.actions)) for g in games),
         tuple(tuple(g.moves) for g in games),

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from bg.analysis.v1 import analysis_pb2
-from services.analysis.judge import judge, profile_of
+from services.analysis.judge import Facts, facts_of, judge
 from services.analysis.ports import AnalysisRepository
 
 log = logging.getLogger("bg.analysis")
@@ -99,26 +99,32 @@ class Worker:
         claimed = await self.store.claim(_now_ms(), self.lease_ms, self.replica)
         if claimed is None:
             return False
+        facts = facts_of(claimed.event)
         if claimed.attempts > self.attempts:
-            await self.store.fail(
-                claimed.match_id, f"gave up after {self.attempts} attempts", _now_ms()
-            )
-            self._count("failed")
+            await self._fail(facts, f"gave up after {self.attempts} attempts")
             return True
         started = time.monotonic()
         try:
             found = await off_loop(self.judge, claimed.event)
         except ValueError as exc:  # an illegal record: it will not get better
             log.error("match not analysable", extra={"match_id": claimed.match_id, "why": str(exc)})
-            await self.store.fail(claimed.match_id, str(exc), _now_ms())
-            self._count("failed")
+            await self._fail(facts, str(exc))
             return True
-        stored = await self.store.finish(found, profile_of(claimed.event), _now_ms())
+        stored = await self.store.finish(found, facts.profile, facts.trended, _now_ms())
         self._count("done" if stored else "duplicate")
         if self.metrics is not None and stored:
             self.metrics.decisions.inc(len(found.decisions))
             self.metrics.seconds.observe(time.monotonic() - started)
         return True
+
+    async def _fail(self, facts: Facts, why: str) -> None:
+        """Stored as failed, with who played it (its players may still read why)."""
+        failed = analysis_pb2.MatchAnalysis(
+            match_id=facts.match_id, table_id=facts.table_id, player_ids=facts.player_ids,
+            state=analysis_pb2.ANALYSIS_STATE_FAILED, ended_ms=facts.ended_ms, failure=why[:500],
+        )  # fmt: skip
+        await self.store.fail(failed, _now_ms())
+        self._count("failed")
 
     async def gauge(self) -> None:
         """The queue's backlog and age, for the dashboard and the alerts."""

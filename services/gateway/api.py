@@ -276,13 +276,18 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     ) -> analysis_pb2.MatchAnalysis:
         player = self.callers.player(context, request)
         wanted = analysis_pb2.GetAnalysisRequest(match_id=request.match_id)
-        found = await call(self.analyses.GetAnalysis(wanted, timeout=10))
+        # One answer for a match unknown (or not queued yet) and for someone else's private
+        # one, as GetArchivedMatch: a match id cannot be probed.
+        unknown = NotFound("UNKNOWN_MATCH", "no analysis of a match you may see (yet)")
+        try:
+            found = await call(self.analyses.GetAnalysis(wanted, timeout=10))
+        except NotFound:
+            raise unknown from None
         if player not in found.player_ids:
             try:  # a spectator: only of a table still open to them (I-35)
                 await self.streams.may_watch(found.table_id, player)
-            except (NotFound, PermissionDenied):
-                # The same answer as for an unknown match (as GetArchivedMatch): no probing.
-                raise NotFound("UNKNOWN_MATCH", "no analysis of a match you may see") from None
+            except (NotFound, PermissionDenied, InvalidArgument):
+                raise unknown from None
         return found
 
     @grpc_errors

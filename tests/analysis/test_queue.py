@@ -94,16 +94,19 @@ async def test_the_result_is_stored_once_and_the_trend_reads_it(store: SqlAnalys
         match_id="m1", table_id="t-m1", player_ids=["ann", "bob"], ended_ms=1000,
         state=analysis_pb2.ANALYSIS_STATE_DONE,
         players=[analysis_pb2.PlayerSummary(player_id="ann", decisions=4, error_rate=20.0),
-                 analysis_pb2.PlayerSummary(player_id="bob", decisions=0)],
+                 analysis_pb2.PlayerSummary(player_id="bob", decisions=0),
+                 analysis_pb2.PlayerSummary(player_id="cy", decisions=3, error_rate=9.0)],
     )  # fmt: skip
-    assert await store.finish(found, "casual", 500)
-    assert not await store.finish(found, "casual", 600)  # a slower worker's copy: dropped
+    trended = ("ann", "bob")  # cy: not trended (a computer seat, say)
+    assert await store.finish(found, "casual", trended, 500)
+    assert not await store.finish(found, "casual", trended, 600)  # a slower worker's: dropped
     assert await store.claim(10**9, LEASE) is None  # done is never taken again
     assert not await _queue(store, "m1", 700)  # nor queued again by a redelivered end event
     (row,) = await store.trend("ann", 10)
     assert (row.match_id, row.decisions, row.profile) == ("m1", 4, "casual")
     assert row.error_rate == pytest.approx(20.0)
     assert await store.trend("bob", 10) == []  # no decisions, no row
+    assert await store.trend("cy", 10) == []
     assert await store.backlog() == (0, 0)
 
 
@@ -131,6 +134,7 @@ async def test_the_worker_analyses_a_match_fails_a_bad_record_and_counts(
     assert good.decisions[0].move_index == 2 and good.decisions[0].played == "8/5 6/5"
     failed = await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id="bad"))
     assert failed.state == analysis_pb2.ANALYSIS_STATE_FAILED
+    assert list(failed.player_ids) == ["ann", "bob"]  # its players may read why (the gateway)
     assert "not a legal play" in failed.failure
     assert registry.get_sample_value("bg_analysis_decisions_total") == 1
     assert registry.get_sample_value("bg_analysis_matches_total", {"result": "done"}) == 1
@@ -180,3 +184,20 @@ async def test_a_replica_started_again_lets_go_of_the_match_it_held(store: SqlAn
     assert await store.release("analysis-1") == 1  # killed -9 and back: its claim is void
     again = await store.claim(101, LEASE, "analysis-1")
     assert again is not None and (again.match_id, again.attempts) == ("m1", 2)
+
+
+async def test_a_test_game_and_a_computer_seat_join_no_error_rate_trend(store: SqlAnalyses) -> None:
+    """I-19: a scored test game is recorded nowhere: analysed for its players to read, but no
+    error-rate row; a computer seat has none either (the trend is a fair-play signal of people)."""
+    worker = Worker(store, lease_s=60, attempts=2)
+    enqueuer = Enqueuer(store)
+    practice = events_pb2.TableEvent.FromString(_end("practice", 1000))
+    practice.match_ended.info.test_game = True
+    vs_cpu = events_pb2.TableEvent.FromString(_end("vs-cpu", 2000, ("ann", "cpu-easy-t1")))
+    for end in (practice, vs_cpu):
+        assert await enqueuer.handle_event(end) == "queued"
+    assert await worker.step() and await worker.step()
+    assert (await store.get("practice")).state == "done"  # type: ignore[union-attr]
+    (row,) = await store.trend("ann", 10)
+    assert row.match_id == "vs-cpu"
+    assert await store.trend("cpu-easy-t1", 10) == []

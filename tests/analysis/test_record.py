@@ -16,7 +16,7 @@ from bg.events.v1 import events_pb2
 from engine import profiles
 from engine.position import Position
 from engine.profiles import RulesOptions
-from evaluator.analysis import CubeAction, Turn
+from evaluator.analysis import CubeAction, Turn, analyse
 from services.analysis.judge import judge
 from services.analysis.record import record_of
 from services.table.convert import table_event
@@ -134,6 +134,34 @@ def test_a_taken_back_turn_and_a_withdrawn_double_are_no_decisions() -> None:
     )
     assert record.move_index == ((4, 8),)
     assert not any(isinstance(a, CubeAction) for a in game.actions)
+
+
+def test_a_play_the_clock_made_and_a_drop_it_forced_are_no_decisions() -> None:
+    """I-7 / I-18: the server plays a turn whose clock ran out, and I-2 drops a double left
+    unanswered: the board follows them, the player's error rate does not count them."""
+    step = events_pb2.Step
+    moves = [
+        _ev(game_started=events_pb2.GameStarted(game_no=1, score=[0, 0])),
+        _ev(opening_roll=events_pb2.OpeningRoll(dice=[3, 1], starter=0)),
+        _ev(timed_out=events_pb2.TimedOut(seat=0, clock=events_pb2.DEADLINE_KIND_TURN)),
+        _ev(turn_ended=events_pb2.TurnEnded(seat=0, steps=[step(**{"from": 24, "to": 21}),
+                                                          step(**{"from": 21, "to": 20})])),
+        _ev(dice_rolled=events_pb2.DiceRolled(seat=1, dice=[3, 1])),
+        _ev(turn_ended=events_pb2.TurnEnded(seat=1, steps=[step(**{"from": 8, "to": 5}),
+                                                          step(**{"from": 6, "to": 5})])),
+        _ev(double_offered=events_pb2.DoubleOffered(seat=0, cube=2)),
+        _ev(double_dropped=events_pb2.DoubleDropped(seat=1,
+                                                    reason=events_pb2.DROP_REASON_TIMEOUT)),
+    ]  # fmt: skip
+    (game,) = record_of(moves).games
+    assert [(type(a).__name__, a.seat) for a in game.actions] == [
+        ("Turn", 0), ("Turn", 1), ("CubeAction", 0),
+    ]  # fmt: skip
+    first, second = game.actions[0], game.actions[1]
+    assert isinstance(first, Turn) and isinstance(second, Turn)
+    assert (first.judged, second.judged) == (False, True)
+    found = analyse(record_of(moves).games, match_length=3)
+    assert [(d.seat, d.kind) for d in found.decisions] == [(1, "move"), (0, "double")]
 
 
 def test_an_illegal_record_is_refused_with_a_value_error() -> None:

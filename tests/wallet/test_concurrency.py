@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.common.deps import sql_engine
 from services.common.errors import ServiceError
-from services.common.migrate import migrate
+from services.common.migrate import migrate, version_table
 from services.wallet.app import MIGRATIONS
 from services.wallet.ledger import Ledger, check_invariants
 
@@ -94,7 +94,8 @@ async def test_settle_and_refund_racing_close_the_escrow_once(pg_engine: AsyncEn
 async def test_replicas_starting_together_migrate_a_fresh_database_once(postgres_url: str) -> None:
     """Several wallet replicas on one PostgreSQL database (`bgcluster up --replicas wallet=3`)
     run their migrations at the same moment: the advisory lock lets one migrate and the others
-    find the schema at head, where without it they raced to CREATE TABLE alembic_version."""
+    find the schema at head, where without it they raced to CREATE TABLE alembic_version
+    (now alembic_version_wallet)."""
     from alembic.migration import MigrationContext
 
     name = f"wallet_{uuid.uuid4().hex[:12]}"
@@ -106,7 +107,11 @@ async def test_replicas_starting_together_migrate_a_fresh_database_once(postgres
     try:
         await asyncio.gather(*(migrate(e, MIGRATIONS) for e in engines))
         async with engines[0].connect() as c:
-            heads = await c.run_sync(lambda s: MigrationContext.configure(s).get_current_heads())
+            heads = await c.run_sync(
+                lambda s: MigrationContext.configure(
+                    s, opts={"version_table": version_table(MIGRATIONS)}
+                ).get_current_heads()
+            )
         assert len(heads) == 1
         assert await check_invariants(engines[0]) == []
     finally:

@@ -10,6 +10,8 @@ is taken again, neither lost nor stored twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -98,9 +100,15 @@ class SqlAnalyses:
             )
         return int(result.rowcount or 0)
 
-    async def finish(self, found: analysis_pb2.MatchAnalysis, profile: str, now_ms: int) -> bool:
-        """Store a match's analysis and its players' error rates; False when it was stored
-        already (by a worker whose lease this one outlived)."""
+    async def finish(
+        self,
+        found: analysis_pb2.MatchAnalysis,
+        profile: str,
+        trended: Sequence[str],
+        now_ms: int,
+    ) -> bool:
+        """Store a match's analysis and the error rates of its `trended` players; False when
+        it was stored already (by a worker whose lease this one outlived)."""
         async with self.engine.begin() as conn:
             done = await conn.execute(
                 update(analyses)
@@ -116,7 +124,7 @@ class SqlAnalyses:
             if done.rowcount != 1:
                 return False
             for p in found.players:
-                if not p.player_id or not p.decisions:
+                if p.player_id not in trended or not p.decisions:
                     continue
                 await conn.execute(
                     self._insert(player_errors)
@@ -132,15 +140,12 @@ class SqlAnalyses:
                 )
         return True
 
-    async def fail(self, match_id: str, why: str, now_ms: int) -> bool:
+    async def fail(self, failed: analysis_pb2.MatchAnalysis, now_ms: int) -> bool:
         """A record that cannot be analysed: kept as failed (with why), never retried."""
-        failed = analysis_pb2.MatchAnalysis(
-            match_id=match_id, state=analysis_pb2.ANALYSIS_STATE_FAILED, failure=why[:500]
-        )
         async with self.engine.begin() as conn:
             result = await conn.execute(
                 update(analyses)
-                .where(analyses.c.match_id == match_id, analyses.c.state == QUEUED)
+                .where(analyses.c.match_id == failed.match_id, analyses.c.state == QUEUED)
                 .values(
                     state=FAILED,
                     result=failed.SerializeToString(),

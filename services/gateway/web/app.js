@@ -1042,11 +1042,14 @@ async function loadAnalysis(matchId) {
   try {
     found = await conn.call("GetAnalysis", { matchId });
   } catch (err) {
+    found = null;
+  }
+  if (replay.matchId !== matchId || state.screen !== "replay") return;  // moved on meanwhile
+  if (!found) {
     replay.analysisNote = "No analysis of this match.";
     showAnalysis();
     return;
   }
-  if (replay.matchId !== matchId || state.screen !== "replay") return;
   const stateName = found.state || "";
   if (stateName === "ANALYSIS_STATE_QUEUED") {
     const ahead = Number(found.ahead || 0);
