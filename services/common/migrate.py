@@ -23,10 +23,26 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, inspect, text
+from sqlalchemy import Connection, MetaData, inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger("bg.migrate")
+
+
+def run_environment(metadata: MetaData) -> None:
+    """The body of every service's `migrations/env.py`: Alembic on the connection `migrate`
+    hands it, with the service's own version table (a database shared with other services, as
+    in k8s, keeps each one's apart)."""
+    from alembic import context
+
+    context.configure(
+        connection=context.config.attributes["connection"],
+        target_metadata=metadata,
+        render_as_batch=True,
+        version_table=context.config.attributes["version_table"],
+    )
+    with context.begin_transaction():
+        context.run_migrations()
 
 
 LEGACY = "alembic_version"  # where every service but the gateway kept its revision before

@@ -11,6 +11,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 
+import grpc
+
 from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
@@ -21,6 +23,7 @@ from services.common.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    ServiceError,
     grpc_errors,
     remote_call,
 )
@@ -34,6 +37,14 @@ from services.gateway.privacy import Privacy
 from services.gateway.sign_in import SignIn
 
 call = remote_call
+
+
+# What a spectator's check answers for a table they may not see (or one the lobby forgot).
+REFUSED = (
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.INVALID_ARGUMENT,
+)
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
@@ -281,13 +292,17 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         unknown = NotFound("UNKNOWN_MATCH", "no analysis of a match you may see (yet)")
         try:
             found = await call(self.analyses.GetAnalysis(wanted, timeout=10))
-        except NotFound:
-            raise unknown from None
+        except ServiceError as err:  # a remote error comes back as a ServiceError by status
+            if err.status == grpc.StatusCode.NOT_FOUND:
+                raise unknown from None
+            raise
         if player not in found.player_ids:
             try:  # a spectator: only of a table still open to them (I-35)
                 await self.streams.may_watch(found.table_id, player)
-            except (NotFound, PermissionDenied, InvalidArgument):
-                raise unknown from None
+            except ServiceError as err:
+                if err.status in REFUSED:
+                    raise unknown from None
+                raise
         return found
 
     @grpc_errors

@@ -1,17 +1,6 @@
-"""Alembic environment: runs on the connection the gateway hands it (see accounts.py)."""
+"""Alembic environment of the gateway's accounts: services/common/migrate.py runs it at start."""
 
-from alembic import context
-
+from services.common.migrate import run_environment
 from services.gateway.account_schema import metadata
 
-connection = context.config.attributes["connection"]
-# Its own version table (services/common/migrate.py names it): a database shared with other
-# services (k8s) keeps each one's apart.
-context.configure(
-    connection=connection,
-    target_metadata=metadata,
-    render_as_batch=True,
-    version_table=context.config.attributes["version_table"],
-)
-with context.begin_transaction():
-    context.run_migrations()
+run_environment(metadata)
