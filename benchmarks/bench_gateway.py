@@ -10,7 +10,8 @@ Reported: echo calls/s and applied commands/s (and their ratio), latency p50/p99
 call / per applied command summed over every cluster process (from /proc), Redis round trips per
 applied command counted by the services' clients; then the same with each command's answer
 apart from its update (a Join without `results_in_updates`: three messages a commit instead of
-two) and at half the peak rate.
+two) and at half the peak rate. Last, the floor (benchmarks/floor_servers.py): the same hops with
+no rules and raw bytes of the real messages' sizes, the least this design can cost per command.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from pathlib import Path
 
 import grpc
 
+from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from client.play_wire import next_command
 from client.player import Player
 from engine import bots
-from infra.cluster.embedded import free_port
+from infra.cluster.embedded import free_port, start_valkey
 from infra.cluster.local_cluster import RunningCluster, cpu_of, cpu_seconds, local_cluster
 from services.contracts.vocabulary import FINISHED
 
@@ -123,6 +125,22 @@ def _at_least(seq: int) -> Callable[[table_pb2.TableView], bool]:
     return lambda v: v.seq >= seq
 
 
+class Sizes:
+    """The mean bytes of what a seat is sent per commit, and of its events."""
+
+    def __init__(self) -> None:
+        self.updates = self.update_bytes = self.event_bytes = 0
+
+    def seen(self, update: gateway_pb2.SeatUpdate) -> None:
+        self.updates += 1
+        self.update_bytes += update.ByteSize()
+        self.event_bytes += sum(ev.ByteSize() for ev in update.events)
+
+    def mean(self) -> tuple[int, int]:
+        n = max(1, self.updates)
+        return self.update_bytes // n, self.event_bytes // n
+
+
 async def _drive(
     pair: list[Player],
     until: float,
@@ -130,12 +148,15 @@ async def _drive(
     pace: Pace,
     rng: random.Random,
     combine: bool = True,
+    sizes: Sizes | None = None,
 ) -> int:
     applied = 0
     while time.monotonic() < until:
         table_id = await _new_table(pair)
         sessions = [p.session_for(table_id, results_in_updates=combine) for p in pair]
         for s in sessions:
+            if sizes is not None:
+                s.on_update = sizes.seen
             await s.open()
         try:
             while time.monotonic() < until:
@@ -170,6 +191,7 @@ async def _gateway(
     pairs: list[list[Player]],
     rate: float | None = None,
     combine: bool = True,
+    sizes: Sizes | None = None,
 ) -> dict[str, float]:
     lat: list[float] = []
     pids = cluster.pids
@@ -179,7 +201,10 @@ async def _gateway(
     until = started + SECONDS
     pace = Pace(rate)
     counts = await asyncio.gather(
-        *(_drive(pair, until, lat, pace, random.Random(i), combine) for i, pair in enumerate(pairs))
+        *(
+            _drive(pair, until, lat, pace, random.Random(i), combine, sizes)
+            for i, pair in enumerate(pairs)
+        )
     )
     elapsed = time.monotonic() - started
     applied = sum(counts)
@@ -217,7 +242,8 @@ async def _main(cluster: RunningCluster, echo_address: str, echo_pid: int) -> No
     try:
         await _gateway(cluster, pairs[:2], None)  # warm up (connections, caches, code paths)
         echo = await _echo(echo_address, echo_pid)
-        gw = await _gateway(cluster, pairs)
+        sizes = Sizes()
+        gw = await _gateway(cluster, pairs, sizes=sizes)
         print(_line("echo (c=20)", echo, "call"))
         print(_line("gateway Play (20 tables)", gw, "cmd"))
         print(
@@ -242,6 +268,21 @@ async def _main(cluster: RunningCluster, echo_address: str, echo_pid: int) -> No
         half_echo = await _echo(echo_address, echo_pid, echo["per_s"] / 2)
         print(_line("echo at half its peak", half_echo, "call"))
         print(_line("gateway at half its peak", half, "cmd") + "   (goal p99 < 50 ms)")
+        floor = await _floor(*sizes.mean())
+        together = await _floor(*sizes.mean(), local=True)
+        print(_line("floor (no rules)", floor, "cmd"))
+        print(_line("floor, table part in gateway", together, "cmd"))
+        print(
+            f"   the floor: gateway's part {floor['cpu_ms:front']:.2f} ms, table's part "
+            f"{floor['cpu_ms:back']:.2f}, Valkey {floor['cpu_ms:valkey']:.2f} "
+            f"(seat update {floor['seat_bytes']:.0f} B), {floor['cpu_ms'] / echo['cpu_ms']:.1f} "
+            f"echo calls; the cluster's command {gw['cpu_ms'] / floor['cpu_ms']:.1f}x the floor "
+            f"(gateway {gw['cpu_ms:gateway'] / floor['cpu_ms:front']:.1f}x, table "
+            f"{(gw['cpu_ms:table-1'] + gw['cpu_ms:table-2']) / floor['cpu_ms:back']:.1f}x)\n"
+            f"   with the table's part in the gateway's process: {together['cpu_ms']:.2f} ms, "
+            f"{together['cpu_ms'] / echo['cpu_ms']:.1f} echo calls, "
+            f"{together['cpu_ms'] / floor['cpu_ms']:.2f}x the floor with the hop"
+        )
     finally:
         for ch in channels:
             await ch.close(None)
@@ -262,3 +303,98 @@ def run() -> None:
     finally:
         echo.terminate()
         echo.wait(10)
+
+
+# -- the floor --------------------------------------------------------------------------------
+
+
+def _server(*argv: str) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.floor_servers", *argv], stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()  # "serving"
+    return proc
+
+
+async def _floor_seats(address: str, table: str, until: float, lat: list[float]) -> int:
+    """One table's two seats on their own connections; the seats command in turn, each
+    command answered when its seat's stream shows the update (the other seat's copy read too)."""
+    channels = [grpc.aio.insecure_channel(address, options=OPTIONS) for _ in range(2)]
+    queues: list[asyncio.Queue[bytes | None]] = [asyncio.Queue(), asyncio.Queue()]
+    command = table.encode() + os.urandom(44)  # a PlayRequest's size
+    calls = []
+    for ch, q in zip(channels, queues, strict=True):
+
+        async def outgoing(q: asyncio.Queue[bytes | None] = q) -> AsyncIterator[bytes]:
+            while (item := await q.get()) is not None:
+                yield item
+
+        call = ch.stream_stream("/floor.Front/Play", None, None)(outgoing())
+        await q.put(table.encode())  # join
+        calls.append(call)
+    await asyncio.sleep(0.2)  # both joined before the first command
+    done, seat = 0, 0
+    try:
+        while time.monotonic() < until:
+            started = time.perf_counter()
+            await queues[seat].put(command)
+            await calls[seat].read()
+            lat.append(time.perf_counter() - started)
+            await calls[1 - seat].read()
+            done += 1
+            seat = 1 - seat
+    finally:
+        for q, call in zip(queues, calls, strict=True):
+            await q.put(None)
+            call.cancel()
+        for ch in channels:
+            await ch.close(None)
+    return done
+
+
+async def _floor(seat_bytes: int, event_bytes: int, local: bool = False) -> dict[str, float]:
+    """The floor's figures; `local`: the commit made in the front's process (no back)."""
+    workdir = Path(tempfile.mkdtemp(prefix="bench-floor-"))
+    valkey = start_valkey(workdir)
+    redis_port = valkey.address.rsplit(":", 1)[1].split("/")[0]
+    back_port, front_port = free_port(), free_port()
+    # The table's update carries both seats' views and the events; the state is a few hundred B.
+    update_bytes = 2 * seat_bytes - event_bytes
+    servers, pids = [], {"valkey": valkey.process.pid}
+    if not local:
+        back = _server(
+            "back", str(back_port), redis_port, "400", str(event_bytes), str(update_bytes)
+        )
+        servers.append(back)
+        pids["back"] = back.pid
+    target = "local" if local else f"127.0.0.1:{back_port}"
+    front = _server("front", str(front_port), target, redis_port, str(seat_bytes))
+    servers.append(front)
+    pids["front"] = front.pid
+    try:
+        lat: list[float] = []
+        address = f"127.0.0.1:{front_port}"
+        warm = time.monotonic() + 2
+        await asyncio.gather(*(_floor_seats(address, f"{i:016d}", warm, []) for i in range(2)))
+        cpu = cpu_of(pids)
+        started = time.monotonic()
+        counts = await asyncio.gather(
+            *(_floor_seats(address, f"{i:016d}", started + SECONDS, lat) for i in range(TABLES))
+        )
+        elapsed = time.monotonic() - started
+        used = {k: v - cpu[k] for k, v in cpu_of(pids).items()}
+    finally:
+        for proc in servers:
+            proc.terminate()
+            proc.wait(10)
+        valkey.stop()
+    n = max(1, sum(counts))
+    return {
+        "per_s": sum(counts) / elapsed,
+        "p50_ms": _pct(lat, 0.5) * 1000,
+        "p99_ms": _pct(lat, 0.99) * 1000,
+        "cpu_ms": sum(used.values()) * 1000 / n,
+        "seat_bytes": seat_bytes,
+        **{f"cpu_ms:{k}": v * 1000 / n for k, v in used.items()},
+    }

@@ -26,7 +26,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafka import TopicPartition
@@ -36,6 +36,7 @@ from services.common.clock import now_ms
 from services.common.event_log import Forgetful, confirmed
 from services.common.topics import TABLE_EVENTS
 from services.contracts.event_records import commit_record
+from services.contracts.shards import shard_of
 from services.table.adapters.redis_store import Entry, RelayState, TableStore
 from services.table.metrics import TableMetrics
 from services.table.shard_leases import AllShards, ShardLeases
@@ -48,6 +49,10 @@ BACKLOG = 1000  # events in one pass that mean "behind": go again without waitin
 SWEEP_S = 5.0
 PER_SHARD = 50  # pending tables read per shard in one sweep
 CONFIRM_S = 0.5  # how often unconfirmed tables are checked (embedded mode)
+# How often every owned shard is checked for unconfirmed tables; in between only the shards this
+# relay marked are (a scan of all 512 shards a replica owns, twice a second, was half an idle
+# replica's CPU). The full check finds what another replica marked before a shard changed hands.
+CONFIRM_ALL_S = 10.0
 HOLD = -2  # a table whose records must wait: its last ones, two generations back, are unread
 MAX_HOLD = 5  # generations a table waits at most for a lagging group
 
@@ -94,6 +99,9 @@ class EventRelay:
         self._swept = 0.0
         self._confirmed = 0.0
         self._owned: list[int] = []
+        self._marked: set[int] = set()  # shards that may hold unconfirmed tables (see confirm)
+        self._checked_all = 0.0
+        self._checked_owned: list[int] = []
         self._incarnation = ""  # the broker's, as of this pass (embedded mode)
 
     def committed(self, table_id: str) -> None:
@@ -157,6 +165,7 @@ class EventRelay:
             await self.store.relay_ack_many(
                 acked, where if self.forgetful is not None else None, at_ms
             )
+            self._marked.update(shard_of(t) for t in where)
             moved = sum(len(entries) for entries in streams.values())
             if self.metrics:
                 self.metrics.relayed.inc(moved)
@@ -206,7 +215,15 @@ class EventRelay:
         if self.forgetful is None:
             return 0
         f = self.forgetful
-        waiting, oldest = await self.store.unconfirmed(self.leases.owned())
+        owned = self.leases.owned()
+        shards: Iterable[int] = owned
+        if owned == self._checked_owned and time.monotonic() - self._checked_all < CONFIRM_ALL_S:
+            shards = self._marked.intersection(owned)
+        else:
+            self._checked_all, self._checked_owned = time.monotonic(), owned
+        waiting, oldest = await self.store.unconfirmed(shards)
+        # A shard stays marked until a check finds it empty.
+        self._marked = {shard_of(t) for t in waiting} | (self._marked - set(shards))
         if self.metrics:
             age = 0.0 if oldest is None else max(0.0, (self.now() - oldest) / 1000)
             self.metrics.unconfirmed_age.set(age)

@@ -46,7 +46,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     ledger = Ledger(
         engine,
         settings.fee_bps,
-        on_operation=lambda outcome: _observe(metrics, outcome),
+        on_operation=lambda outcome: _operated(outcome),
         on_batch=metrics.batch_size.observe,
     )
     # On a broker that may forget: where the outbox's rows went, confirmed by the groups'
@@ -74,6 +74,11 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         app.closes(forgetful.close)
         app.closes(keeper.close)
     app.closes(relay.close)
+
+    def _operated(outcome: Outcome) -> None:
+        _observe(metrics, outcome)
+        relay.wake()  # its rows leave at once; the relay's poll is for idle and other replicas
+
     # Settlements and refunds from the tables' events.
     handler = TableEventsHandler(ledger, metrics)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from asyncio import FIRST_COMPLETED
 from collections.abc import Callable
 from typing import Any
 
@@ -57,6 +58,22 @@ class OutboxRelay:
         self.keep_published_s = keep_published_s
         self._pruned_at = 0.0
         self._confirmed_at = 0.0
+        self._woken = asyncio.Event()
+
+    def wake(self) -> None:
+        """An operation here just committed rows: the next pass at once, not after the idle
+        poll (which stays for rows of replicas that died before relaying theirs)."""
+        self._woken.set()
+
+    async def _idle(self, stop: asyncio.Event, seconds: float) -> None:
+        woken = asyncio.ensure_future(self._woken.wait())
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait((woken, stopped), timeout=seconds, return_when=FIRST_COMPLETED)
+        finally:
+            woken.cancel()
+            stopped.cancel()
+        self._woken.clear()
 
     async def prune(self, now_ms: int | None = None) -> int:
         """Delete rows published more than `keep_published_s` ago (the ledger's operations
@@ -205,8 +222,9 @@ class OutboxRelay:
                     continue
             except Exception as exc:  # Kafka or the database is down: keep the rows, retry later
                 log.warning("outbox relay failed; will retry", extra={"error": repr(exc)})
-                wait = backoff.failed()
-            await pause(stop, wait)
+                await pause(stop, backoff.failed())  # a wake-up does not cut a backoff short
+                continue
+            await self._idle(stop, wait)
 
     async def close(self) -> None:
         if self.publisher is not None:

@@ -47,7 +47,10 @@ class WalletSettings(EventReaderSettings):
         max=5000,
     )
     relay_interval_s: float = setting(
-        "BG_WALLET_RELAY_INTERVAL_S", 0.2, "Seconds between outbox relay polls.", min=0.01
+        "BG_WALLET_RELAY_INTERVAL_S",
+        1.0,
+        "Seconds between outbox relay polls when idle (an operation wakes the relay at once).",
+        min=0.01,
     )
     consume_table_events: bool = setting(
         "BG_WALLET_CONSUME", True, "Consume table-events to settle/refund ended matches."

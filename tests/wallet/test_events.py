@@ -184,6 +184,50 @@ async def test_crash_between_commit_and_publish_then_restart_publishes(
     assert "escrow:mx" in seen
 
 
+class _AckingPublisher:
+    """A broker that acknowledges every record at once."""
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[object]:
+        done: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+
+async def _until_published(engine: AsyncEngine) -> None:
+    for _ in range(100):  # bounded: 10 s
+        if await _unpublished(engine) == 0:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the outbox rows were not published")
+
+
+async def test_an_operation_wakes_the_idle_relay_and_nothing_else_does(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    """The wallet wakes its relay after each operation (services/wallet/app.py), so the idle
+    poll can be slow: here an hour, which no step below waits for."""
+    await fund(ledger, alice=1000, bob=1000)
+    relay = OutboxRelay(engine, _AckingPublisher, None, 3600.0)
+    stop = asyncio.Event()
+    running = asyncio.create_task(relay.run(stop))
+    try:
+        await _until_published(engine)  # the first pass runs at once
+        await ledger.escrow("e", "mw", ["alice", "bob"], 100)
+        await asyncio.sleep(0.5)
+        assert await _unpublished(engine) == 1  # the escrow's row waits: asleep for its hour
+        relay.wake()
+        await _until_published(engine)
+    finally:
+        stop.set()
+        await asyncio.wait_for(running, 10)  # a stop ends the idle wait too
+
+
 async def test_published_outbox_rows_are_pruned_after_a_day_unpublished_never(
     ledger: Ledger, engine: AsyncEngine
 ) -> None:

@@ -1,0 +1,122 @@
+"""The relay's confirmation checks only the shards that may hold unconfirmed tables, with a
+full check of every owned shard every CONFIRM_ALL_S and whenever the owned shards change (the
+store and the broker are fakes; the real ones: tests/integration/test_event_log.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from services.contracts.shards import shard_of
+from services.table import relay as relay_module
+from services.table.adapters.redis_store import RelayState
+from services.table.relay import EventRelay
+
+INCARNATION = "inc-1"
+
+
+class Store:
+    """Unconfirmed tables by id; records which shards each check asked for."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, RelayState] = {}
+        self.asked: list[set[int]] = []
+        self.confirmed: dict[str, int] = {}
+
+    async def unconfirmed(self, shards: Iterable[int]) -> tuple[dict[str, RelayState], int | None]:
+        asked = set(shards)
+        self.asked.append(asked)
+        found = {t: s for t, s in self.waiting.items() if shard_of(t) in asked}
+        return found, (0 if found else None)
+
+    async def confirm_many(self, upto: dict[str, int]) -> None:
+        self.confirmed.update(upto)
+        for t in upto:
+            self.waiting.pop(t)
+
+
+class Leases:
+    def __init__(self, shards: list[int]) -> None:
+        self.shards = shards
+
+    def owned(self) -> list[int]:
+        return self.shards
+
+
+def _broker(read_up_to: dict[str, int | None]) -> Any:
+    async def current() -> str:
+        return INCARNATION
+
+    async def of(_topic: str, tps: set[Any]) -> dict[Any, dict[str, int | None]]:
+        return {tp: read_up_to for tp in tps}
+
+    return SimpleNamespace(
+        incarnation=SimpleNamespace(current=current),
+        log=SimpleNamespace(topic=lambda *a: "table-events.g"),
+        committed=SimpleNamespace(of=of),
+    )
+
+
+def _table_in(shard: int) -> str:
+    return next(t for i in range(100_000) if shard_of(t := f"t{i}") == shard)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    now = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    return now
+
+
+async def test_between_full_checks_only_the_shards_with_unconfirmed_tables_are_read(
+    clock: list[float],
+) -> None:
+    store = Store()
+    owned = list(range(0, 512))
+    groups: dict[str, int | None] = {"leaderboard": 10, "wallet": 10}
+    relay = EventRelay(store, lambda: None, leases=Leases(owned), forgetful=_broker(groups))  # type: ignore[arg-type]
+    late = _table_in(7)
+    store.waiting[late] = RelayState(relayed=5, gen=0, offset=20, incarnation=INCARNATION)
+
+    assert await relay.confirm_once() == 0  # the first check reads every owned shard
+    assert store.asked[-1] == set(owned)
+    clock[0] += 1
+    assert await relay.confirm_once() == 0  # still unread: its shard alone is read again
+    assert store.asked[-1] == {7}
+
+    groups["wallet"] = groups["leaderboard"] = 21  # every group is past its record now
+    clock[0] += 1
+    assert await relay.confirm_once() == 1
+    assert store.confirmed == {late: 5}
+    clock[0] += 1
+    await relay.confirm_once()  # the shard is read once more, found empty and let go
+    assert store.asked[-1] == {7}
+    clock[0] += 1
+    await relay.confirm_once()
+    assert store.asked[-1] == set()
+
+    # A table another replica left unconfirmed is found by the next full check.
+    other = _table_in(300)
+    store.waiting[other] = RelayState(relayed=9, gen=0, offset=3, incarnation=INCARNATION)
+    clock[0] += relay_module.CONFIRM_ALL_S
+    assert await relay.confirm_once() == 1
+    assert store.asked[-1] == set(owned)
+    assert store.confirmed[other] == 9
+
+
+async def test_a_change_of_owned_shards_reads_them_all(clock: list[float]) -> None:
+    store = Store()
+    leases = Leases([1, 2, 3])
+    relay = EventRelay(store, lambda: None, leases=leases, forgetful=_broker({}))  # type: ignore[arg-type]
+    await relay.confirm_once()
+    clock[0] += 1
+    await relay.confirm_once()
+    assert store.asked == [{1, 2, 3}, set()]
+    leases.shards = [1, 2, 3, 4]  # a shard came from a replica that may have left it marked
+    clock[0] += 1
+    await relay.confirm_once()
+    assert store.asked[-1] == {1, 2, 3, 4}
