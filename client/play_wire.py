@@ -109,6 +109,7 @@ class PlaySession:
         self.on_update = on_update
         self.view: table_pb2.TableView | None = None
         self.events: list[events_pb2.TableEvent] = []
+        self.chat: list[gateway_pb2.ChatMessage] = []  # the table chat pushed to this seat
         self.commands = 0
         self.errors: list[str] = []
         self._requests: asyncio.Queue[gateway_pb2.PlayRequest | None] = asyncio.Queue()
@@ -160,6 +161,9 @@ class PlaySession:
                         self._answer(gateway_pb2.PlayUpdate(result=update.result))
                 elif kind in ("result", "error"):
                     self._answer(message)
+                elif kind == "chat":
+                    self.chat.append(message.chat)
+                    self._changed.set()
         except grpc.aio.AioRpcError as exc:
             self.closed = exc
         finally:

@@ -43,6 +43,19 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         p.add_argument("--key", default="", help="idempotency key (default: a new one)")
     p = acts.add_parser("escrows", help="escrows open longer than --older-than seconds")
     p.add_argument("--older-than", type=int, default=600)
+    p = acts.add_parser("chat-reports", help="players' chat reports waiting, oldest first")
+    p.add_argument("--limit", type=int, default=50)
+    p = acts.add_parser("chat-resolve", help="take a chat report off the queue")
+    p.add_argument("report")
+    p.add_argument("--reason", required=True, help="why")
+    p = acts.add_parser("chat-remove", help="remove a chat message (gone from every reader)")
+    p.add_argument("table")
+    p.add_argument("message")
+    p.add_argument("--reason", required=True, help="why")
+    p = acts.add_parser("chat-silence", help="keep a player from chatting (0 s lifts it)")
+    p.add_argument("player")
+    p.add_argument("seconds", type=int)
+    p.add_argument("--reason", required=True, help="why")
     p = acts.add_parser("audit", help="the audit log, newest first")
     p.add_argument("--target", default="", help="only entries about this player or table")
     p.add_argument("--limit", type=int, default=50)
@@ -109,5 +122,26 @@ def _call(stub: admin_pb2_grpc.AdminServiceStub, args: argparse.Namespace, auth:
     if action == "replay":
         replay = admin_pb2.ReplayPlayerRequest(player_id=args.player, reason=args.reason)
         return stub.ReplayPlayer(replay, metadata=auth, timeout=300)
+    if action.startswith("chat-"):
+        return _chat_call(stub, args, auth)
     audit = admin_pb2.ListAuditRequest(limit=args.limit, target=args.target)
     return stub.ListAudit(audit, metadata=auth, timeout=30)
+
+
+def _chat_call(stub: admin_pb2_grpc.AdminServiceStub, args: argparse.Namespace, auth: Any) -> Any:
+    action = args.action
+    if action == "chat-reports":
+        listed = admin_pb2.ListChatReportsRequest(limit=args.limit)
+        return stub.ListChatReports(listed, metadata=auth, timeout=30)
+    if action == "chat-resolve":
+        done = admin_pb2.ResolveChatReportRequest(report_id=args.report, reason=args.reason)
+        return stub.ResolveChatReport(done, metadata=auth, timeout=30)
+    if action == "chat-remove":
+        gone = admin_pb2.RemoveChatMessageRequest(
+            table_id=args.table, message_id=args.message, reason=args.reason
+        )
+        return stub.RemoveChatMessage(gone, metadata=auth, timeout=30)
+    quiet = admin_pb2.SilenceChatPlayerRequest(
+        player_id=args.player, seconds=args.seconds, reason=args.reason
+    )
+    return stub.SilenceChatPlayer(quiet, metadata=auth, timeout=30)

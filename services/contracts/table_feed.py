@@ -38,8 +38,17 @@ def seat_channel(table_id: str) -> str:
     return table_key(table_id) + ":seat"
 
 
+def chat_channel(table_id: str) -> str:
+    return table_key(table_id) + ":chat"
+
+
+def chat_key(table_id: str) -> str:
+    """The table's chat messages (a stream; services/gateway/chat.py)."""
+    return table_key(table_id) + ":chatlog"
+
+
 def table_of_channel(channel: str) -> str:
-    """The table id of an update or seat channel name (table ids hold no `}` or `:`)."""
+    """The table id of an update, seat or chat channel name (table ids hold no `}` or `:`)."""
     return channel[channel.index("}:") + 2 : channel.rindex(":")]
 
 

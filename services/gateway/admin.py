@@ -36,6 +36,7 @@ from services.gateway.accounts import Accounts
 from services.gateway.audit import AuditLog, Detail
 from services.gateway.auth import OPERATORS, Identity, TokenSigner
 from services.gateway.bans import Bans
+from services.gateway.chat import ChatRoom
 from services.gateway.rate_limits import RateLimits, peer_address
 
 log = logging.getLogger("bg.gateway.admin")
@@ -94,6 +95,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         leaderboard: grpc.aio.Channel,
         wallet_token: str,
         analyses: analysis_pb2_grpc.AnalysisServiceAsyncStub,
+        chat: ChatRoom,
         ttl_s: int = 900,
     ) -> None:
         self.signer = signer
@@ -107,6 +109,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self.tables = table_pb2_grpc.TableServiceStub(tables)
         self.boards = leaderboard_pb2_grpc.LeaderboardServiceStub(leaderboard)
         self.analyses = analyses
+        self.chat = chat
         self.wallet_auth = [("x-operator-token", wallet_token)]
         self.ttl_s = ttl_s
         self._dummy = secrets.token_urlsafe(MIN_KEY)
@@ -383,3 +386,56 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
 
         # Reading the log is audited too, under no target: a read never lists itself.
         return await self._audited(context, request, "audit", "", act)
+
+    # -- chat moderation (services/gateway/chat.py) -------------------------------------------
+
+    @grpc_errors
+    async def ListChatReports(
+        self, request: admin_pb2.ListChatReportsRequest, context: Context
+    ) -> admin_pb2.ListChatReportsResponse:
+        limit = request.limit or 50
+        if not 1 <= limit <= 200:
+            raise InvalidArgument("INVALID_LIMIT", "limit must be 1..200", field="limit")
+
+        async def act(_: str) -> tuple[admin_pb2.ListChatReportsResponse, Detail]:
+            reports = await self.chat.reports(limit)
+            return admin_pb2.ListChatReportsResponse(reports=reports), {"count": len(reports)}
+
+        return await self._audited(context, request, "chat_reports", "", act)
+
+    @grpc_errors
+    async def ResolveChatReport(
+        self, request: admin_pb2.ResolveChatReportRequest, context: Context
+    ) -> admin_pb2.ResolveChatReportResponse:
+        async def act(_: str) -> tuple[admin_pb2.ResolveChatReportResponse, Detail]:
+            _reason(request.reason)
+            was = await self.chat.resolve(request.report_id)
+            return admin_pb2.ResolveChatReportResponse(was_waiting=was), {"was_waiting": was}
+
+        return await self._audited(context, request, "chat_resolve", "report_id", act)
+
+    @grpc_errors
+    async def RemoveChatMessage(
+        self, request: admin_pb2.RemoveChatMessageRequest, context: Context
+    ) -> admin_pb2.RemoveChatMessageResponse:
+        async def act(_: str) -> tuple[admin_pb2.RemoveChatMessageResponse, Detail]:
+            _reason(request.reason)
+            table_id = _target(request.table_id, "table_id")
+            removed = await self.chat.remove(table_id, request.message_id)
+            return admin_pb2.RemoveChatMessageResponse(removed=removed), {
+                "table_id": table_id,
+                "removed": removed,
+            }
+
+        return await self._audited(context, request, "chat_remove", "message_id", act)
+
+    @grpc_errors
+    async def SilenceChatPlayer(
+        self, request: admin_pb2.SilenceChatPlayerRequest, context: Context
+    ) -> admin_pb2.SilenceChatPlayerResponse:
+        async def act(_: str) -> tuple[admin_pb2.SilenceChatPlayerResponse, Detail]:
+            _reason(request.reason)
+            until = await self.chat.silence(request.player_id, request.seconds)
+            return admin_pb2.SilenceChatPlayerResponse(until_ms=until), {"seconds": request.seconds}
+
+        return await self._audited(context, request, "chat_silence", "player_id", act)

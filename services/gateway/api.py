@@ -29,6 +29,7 @@ from services.common.errors import (
 )
 from services.gateway import match_export
 from services.gateway.callers import Callers, Context
+from services.gateway.chat import Seating, SeatingOf
 from services.gateway.hints import Hints
 from services.gateway.lobby_views import LobbyViews
 from services.gateway.names import DisplayNames
@@ -304,6 +305,43 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                     raise unknown from None
                 raise
         return found
+
+    @grpc_errors
+    async def SendChat(
+        self, request: gateway_pb2.SendChatRequest, context: Context
+    ) -> gateway_pb2.ChatMessage:
+        player = self.callers.player(context, request)
+        return await self.streams.chat.send(player, request, self._seating_for(player))
+
+    @grpc_errors
+    async def GetChat(
+        self, request: gateway_pb2.GetChatRequest, context: Context
+    ) -> gateway_pb2.ChatHistory:
+        player = self.callers.player(context, request)
+        found = await self.streams.chat.history(player, request.table_id, self._seating_for(player))
+        return gateway_pb2.ChatHistory(messages=found)
+
+    @grpc_errors
+    async def MuteChat(
+        self, request: gateway_pb2.MuteChatRequest, context: Context
+    ) -> gateway_pb2.MuteChatResponse:
+        player = self.callers.player(context, request)
+        muted = await self.streams.chat.mute(player, request.player_id, request.muted)
+        return gateway_pb2.MuteChatResponse(muted=muted)
+
+    @grpc_errors
+    async def ReportChat(
+        self, request: gateway_pb2.ReportChatRequest, context: Context
+    ) -> gateway_pb2.ReportChatResponse:
+        player = self.callers.player(context, request)
+        found = await self.streams.chat.report(player, request, self._seating_for(player))
+        return gateway_pb2.ReportChatResponse(report_id=found)
+
+    def _seating_for(self, player: str) -> SeatingOf:
+        async def seating(table_id: str, phase: bool) -> Seating:
+            return await self.streams.seating(table_id, player, phase)
+
+        return seating
 
     @grpc_errors
     async def SetPrivacy(

@@ -36,6 +36,7 @@ from services.gateway.audit import AuditLog
 from services.gateway.auth import GuestIdentities, TokenSigner, parse_keys
 from services.gateway.bans import Bans
 from services.gateway.callers import Callers
+from services.gateway.chat import ChatRoom
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import TableFeed
 from services.gateway.live_streams import LiveStreams
@@ -43,7 +44,7 @@ from services.gateway.names import DisplayNames, Names
 from services.gateway.play_streams import PlayStreams
 from services.gateway.presence import Presence
 from services.gateway.privacy import Privacy
-from services.gateway.rate_limits import RateLimits
+from services.gateway.rate_limits import RateLimits, SharedLimiter
 from services.gateway.settings import load_settings
 from services.gateway.sign_in import SignIn
 from services.gateway.static_files import StaticFiles
@@ -91,7 +92,16 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.rate_burst,
     )
     app.closes(redis.aclose)
-    feed = TableFeed(redis, on_seat=live.taken)
+    chat = ChatRoom(
+        redis,
+        SharedLimiter(
+            redis, "chat", settings.chat_per_s, settings.rate_sync_s, burst=settings.chat_burst
+        ),
+        settings.chat_max_chars,
+        settings.chat_guests,
+    )
+    app.closes(chat.close)
+    feed = TableFeed(redis, on_seat=live.taken, on_chat=chat.received)
     app.closes(feed.close)
     owners = TableOwners(redis)
     callers = Callers(signer, limits, bans)
@@ -127,7 +137,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             callers, GuestIdentities(), names, wallet_stub, lobby, accounts,
             settings.access_ttl_s, settings.bots_secret,
         )  # fmt: skip
-        streams = PlayStreams(callers, table_stub, lines, lobby, feed, presence, privacy, live)
+        streams = PlayStreams(
+            callers, table_stub, lines, lobby, feed, presence, privacy, live, chat
+        )
         servicer = GatewayServicer(
             callers, sign_in, streams, lobby, wallet_stub, table_stub,
             leaderboard_pb2_grpc.LeaderboardServiceStub(boards),
@@ -136,7 +148,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         admin = AdminServicer(
             signer, operator_keys, accounts, AuditLog(engine), bans, limits,
-            mm, wallet, tables, boards, settings.wallet_operator_token, analyses,
+            mm, wallet, tables, boards, settings.wallet_operator_token, analyses, chat,
         )  # fmt: skip
         admin_pb2_grpc.add_AdminServiceServicer_to_server(admin, server)
         return [SERVICE_NAME, ADMIN_NAME]
@@ -165,6 +177,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         background.spawn("bans", bans.run(background.stop))
         background.spawn("presence", presence.run(servicer.streams.report, background.stop))
         background.spawn("rate-limits", limits.run(background.stop))
+        background.spawn("chat-limits", chat.limiter.run(background.stop))
         background.spawn("table-owners", owners.run(background.stop))
 
     app.register = register

@@ -11,7 +11,8 @@ handed to the table's local subscribers at once (`deliver_local`), the commandin
 with the command's answer (`Answer`), and the pub/sub copy that follows is skipped by seq.
 
 Beside each table's update channel the feed listens on its seat channel: a Play stream opening
-anywhere (`take_seat`) is handed to `on_seat`, which ends that player's older streams here.
+anywhere (`take_seat`) is handed to `on_seat`, which ends that player's older streams here; and
+on its chat channel, whose messages go to `on_chat` (services/gateway/chat.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
 from services.common.deps import reply_text
 from services.contracts.table_feed import (
+    chat_channel,
     read_events,
     seat_channel,
     table_of_channel,
@@ -86,17 +88,25 @@ def _drain(queue: asyncio.Queue[Item]) -> list[Item]:
 SeatTaken = Callable[[str, str, str], None]  # (table, player, the stream that took the seat)
 
 
-def _channels(table_id: str) -> tuple[str, str]:
-    return update_channel(table_id), seat_channel(table_id)
+ChatSaid = Callable[[str, bytes], None]  # (table, a serialized ChatMessage)
+
+
+def _channels(table_id: str) -> tuple[str, str, str]:
+    return update_channel(table_id), seat_channel(table_id), chat_channel(table_id)
 
 
 class TableFeed:
     def __init__(
-        self, redis: Any, retry_s: float = 0.5, on_seat: SeatTaken = lambda *taken: None
+        self,
+        redis: Any,
+        retry_s: float = 0.5,
+        on_seat: SeatTaken = lambda *taken: None,
+        on_chat: ChatSaid = lambda *said: None,
     ) -> None:
         self.redis = redis
         self.retry_s = retry_s
         self.on_seat = on_seat
+        self.on_chat = on_chat
         self.subscribers: dict[str, set[Subscription]] = {}
         self._pubsub: Any = None
         self._reader: asyncio.Task[None] | None = None
@@ -188,6 +198,10 @@ class TableFeed:
                 if table_id in self.subscribers:
                     player, _, stream = reply_text(message["data"]).partition(" ")
                     self.on_seat(table_id, player, stream)
+                continue
+            if channel.endswith(":chat"):  # a chat message (services/gateway/chat.py)
+                if table_id in self.subscribers:
+                    self.on_chat(table_id, message["data"])
                 continue
             self.received += 1
             subs = self.subscribers.get(table_id)

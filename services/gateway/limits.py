@@ -19,6 +19,7 @@ DEFAULT_MAX = 64
 MAX_BY_FIELD = {
     "guest_name": 32, "code": 256, "device_id": 128, "email": 254, "password": 256,
     "display_name": 40, "refresh_token": 128,
+    "text": 2000,  # a chat message: its own bound is BG_CHAT_MAX_CHARS (at most this)
 }  # fmt: skip
 
 

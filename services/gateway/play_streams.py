@@ -14,6 +14,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import cast
 
 import grpc
@@ -30,8 +31,10 @@ from services.common.errors import (
     infrastructure_failure,
     remote_call,
 )
+from services.contracts.vocabulary import FINISHED
 from services.gateway import limits
 from services.gateway.callers import Callers, Context
+from services.gateway.chat import ChatRoom, Listener, Seating
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import Answer, Subscription, TableFeed
 from services.gateway.live_streams import LiveStreams, Queue, stream_id
@@ -54,6 +57,7 @@ class PlayStreams:
         presence: Presence,
         privacy: Privacy,
         live: LiveStreams,
+        chat: ChatRoom,
     ) -> None:
         self.callers = callers
         self.tables = tables  # one balanced channel to every table replica
@@ -63,6 +67,7 @@ class PlayStreams:
         self.presence = presence
         self.privacy = privacy
         self.live = live  # each player's streams here: a ban ends them (Bans(on_ban=...))
+        self.chat = chat  # the tables' chat, delivered on the streams (services/gateway/chat.py)
         self.spectators = SpectatorViews(self._spectator_view)
         self._background: set[asyncio.Task[None]] = set()
 
@@ -99,6 +104,8 @@ class PlayStreams:
         )
         stream = stream_id()
         self.live.opened(player, queue, table_id, stream)
+        listener = Listener(table_id, player, True, partial(_offer, queue))
+        self.chat.listen(listener)
         if await self.presence.opened(table_id, player, stream):
             await self.report(table_id, player, True)
         with contextlib.suppress(RedisError):  # at most once, as the notice itself
@@ -111,6 +118,7 @@ class PlayStreams:
             while (update := await queue.get()) is not None:
                 await context.write(update)
         finally:
+            self.chat.unlisten(listener)
             self.live.closed(player, queue)
             for task in (commands, pushes):
                 task.cancel()
@@ -253,7 +261,7 @@ class PlayStreams:
         try:
             player = self.callers.player(context, request)
             table_id = limits.table_id(request.table_id)
-            await self.may_watch(table_id, player)
+            seated = await self.may_watch(table_id, player)
         except ServiceError as err:
             await abort(context, err)
             return
@@ -281,32 +289,53 @@ class PlayStreams:
             play_update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
         )
         relay = asyncio.create_task(relay_updates(self.feed, sub, view.seq, queue, fresh, pushed))
+        # A player watching their own table reads what players read: no kibitz before the end.
+        listener = Listener(table_id, player, seated, partial(_offer, queue))
+        self.chat.listen(listener)
         try:
             while (update := await queue.get()) is not None:
                 await context.write(update)
         finally:
+            self.chat.unlisten(listener)
             relay.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await relay
             self.spectators.unwatch(table_id)
             await self.feed.unsubscribe(sub)
 
-    async def may_watch(self, table_id: str, player: str) -> None:
+    async def may_watch(self, table_id: str, player: str) -> bool:
         """PERMISSION_DENIED NOT_WATCHABLE unless `player` sits at the table or anyone may
-        watch it (I-35, with the players' opt-out)."""
+        watch it (I-35, with the players' opt-out); whether `player` sits there."""
+        seats = await self.seating(table_id, player)
+        seated = player in seats.player_ids
+        if not seated and not seats.watchable:
+            raise PermissionDenied("NOT_WATCHABLE", "this table is not open to spectators")
+        return seated
+
+    async def seating(self, table_id: str, player: str, phase: bool = False) -> Seating:
+        """Who sits at the table and whether anyone may watch it (I-35, with the players'
+        opt-out); with `phase`, whether its match is over (one view read)."""
         lobby = await remote_call(
             self.lobby.GetTable(
                 matchmaking_pb2.TableRequest(player_id=player, table_id=table_id), timeout=10
             )
         )
-        seated = player in lobby.player_ids
         hidden = await self.privacy.any_hidden(list(lobby.player_ids))
-        if not seated and (not lobby.watchable or hidden):
-            raise PermissionDenied("NOT_WATCHABLE", "this table is not open to spectators")
+        match_id, over = lobby.match_id, False
+        if phase and lobby.match_id:
+            view = await self._spectator_view(table_id)
+            match_id, over = view.match_id, view.phase in FINISHED
+        return Seating(tuple(lobby.player_ids), lobby.watchable and not hidden, match_id, over)
 
     async def _spectator_view(self, table_id: str) -> table_pb2.TableView:
         request = table_pb2.GetViewRequest(table_id=table_id, spectator=True)
         return await remote_call(self.tables.GetView(request, timeout=10))
+
+
+def _offer(queue: Queue, update: gateway_pb2.PlayUpdate) -> None:
+    """A chat message to a stream: dropped for a stream 1,000 messages behind (GetChat has it)."""
+    with contextlib.suppress(asyncio.QueueFull):
+        queue.put_nowait(update)
 
 
 def _view_of(update: table_pb2.TableUpdate, player: str, seat: int) -> table_pb2.TableView | None:

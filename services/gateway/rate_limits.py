@@ -201,10 +201,13 @@ class RateLimits:
 def _check(limiter: SharedLimiter, key: str, what: str) -> None:
     wait_ms = limiter.take(key)
     if wait_ms:
-        raise ServiceError(
-            "RATE_LIMITED",
-            f"at most {limiter.per_s:g} {what} (bursts of {limiter.burst:g}); "
-            f"retry in {wait_ms} ms",
-            status=grpc.StatusCode.RESOURCE_EXHAUSTED,
-            retry_after_ms=str(wait_ms),
-        )
+        raise rate_limited(limiter, wait_ms, what)
+
+
+def rate_limited(limiter: SharedLimiter, wait_ms: int, what: str) -> ServiceError:
+    return ServiceError(
+        "RATE_LIMITED",
+        f"at most {limiter.per_s:g} {what} (bursts of {limiter.burst:g}); retry in {wait_ms} ms",
+        status=grpc.StatusCode.RESOURCE_EXHAUSTED,
+        retry_after_ms=str(wait_ms),
+    )

@@ -139,6 +139,24 @@ class GatewaySettings(ServiceSettings):
         "after failed passwords: guessing from many addresses).",
         min=0.1,
     )
+    chat_max_chars: int = setting(
+        "BG_CHAT_MAX_CHARS", 300, "Characters a chat message may hold.", min=1, max=2000
+    )
+    chat_per_s: float = setting(
+        "BG_CHAT_PER_S",
+        0.5,
+        "Chat messages per second per player over every gateway (a token bucket of "
+        "BG_CHAT_BURST), then RATE_LIMITED with retry_after_ms.",
+        min=0.01,
+    )
+    chat_burst: float = setting(
+        "BG_CHAT_BURST", 5.0, "Chat messages a player may send at once after a pause.", min=1
+    )
+    chat_guests: bool = setting(
+        "BG_CHAT_GUESTS",
+        True,
+        "Whether guests (players without an account) may chat; they always read it.",
+    )
     rate_sync_s: float = setting(
         "BG_RATE_SYNC_S",
         0.1,

@@ -13,6 +13,7 @@ Gateway -> client: every request gets exactly one answer carrying its id,
 (a join's or a Watch's response is a `Joined`: the stream is open, at which seq; a command's is
 its CommandResult, its refusal an error with `commandId` and `requestNo`), and the streams push
   {"push": "update", "update": {"tableId": "...", "update": {SeatUpdate}}}
+  {"push": "chat", "tableId": "...", "chat": {ChatMessage}}   (what the stream's reader may read)
   {"push": "ended", "tableId": "...", "error": {...}}   (the server ended the stream; error if why)
 `id` is null only on the answer to a message whose id could not be read (not JSON, say).
 Unary calls and the Play stream run through the very servicer the gRPC API uses, so
@@ -68,6 +69,10 @@ UNARY: dict[str, Any] = {
     "GetNames": gateway_pb2.NamesRequest,
     "GetHint": gateway_pb2.HintRequest,
     "GetAnalysis": analysis_pb2.GetAnalysisRequest,
+    "SendChat": gateway_pb2.SendChatRequest,
+    "GetChat": gateway_pb2.GetChatRequest,
+    "MuteChat": gateway_pb2.MuteChatRequest,
+    "ReportChat": gateway_pb2.ReportChatRequest,
     "ExportMatch": gateway_pb2.ExportMatchRequest,
     "SetPreferences": gateway_pb2.PreferencesRequest,
     "SetPrivacy": gateway_pb2.PrivacyRequest,
@@ -179,6 +184,10 @@ class StreamAnswers:
                 await self._answered(update.update.result)
         elif kind == "result":
             await self._answered(update.result)
+        elif kind == "chat":
+            await self.send(
+                {"push": "chat", "tableId": self.table_id, "chat": to_json(update.chat)}
+            )
         elif kind == "error":
             failed = update.error
             if failed.request_no == 0:  # not an answer: the stream ends (a ban)

@@ -20,6 +20,7 @@ import pytest
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.play_wire import phase_of, reason_of
@@ -294,3 +295,87 @@ def test_bgcluster_admin_looks_up_and_credits_from_the_command_line(
     audit = json.loads(admin("audit", "--target", player).stdout)
     assert [e["action"] for e in audit["entries"]] == ["adjust", "lookup", "adjust"]
     assert audit["entries"][0]["outcome"] == "INSUFFICIENT_FUNDS"
+    silenced = admin("chat-silence", player, "60", "--reason", "flooding")
+    assert silenced.returncode == 0 and int(json.loads(silenced.stdout)["until_ms"]) > 0
+    lifted = admin("chat-silence", player, "0", "--reason", "appeal")
+    assert lifted.returncode == 0 and json.loads(lifted.stdout).get("until_ms", "0") == "0"
+    assert admin("chat-reports").returncode == 0
+    unreasoned = admin("chat-remove", "t1", "m1", "--reason", " ")
+    assert unreasoned.returncode == 1 and "REASON_REQUIRED" in unreasoned.stderr
+
+
+async def test_a_chat_report_reaches_the_operators_who_remove_and_silence_audited(
+    cluster: dict[str, Any],
+) -> None:
+    """Issue 29 req. 2: a player reports a message (with what came before it); an operator
+    reads the queue, removes the message (gone from GetChat), silences the sender for a time and
+    resolves the report; each step is in the audit log, and a player's token gets none of it."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ivy, jon = Player(ch, "ivy", seed=5), Player(ch, "jon", seed=6)
+        for p in (ivy, jon):
+            await p.login()
+        table = await ivy.create_table(table_pb2.TableOptions(profile="casual", match_length=1))
+        await jon.join(table.code)
+        await ivy.stub.StartTable(
+            matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=ivy.auth
+        )
+
+        async def say(text: str) -> Any:
+            request = gateway_pb2.SendChatRequest(
+                table_id=table.table_id, channel=gateway_pb2.CHAT_CHANNEL_TABLE, text=text
+            )
+            return await ivy.stub.SendChat(request, metadata=ivy.auth)
+
+        await say("hello")
+        bad = await say("something rude")
+        report = gateway_pb2.ReportChatRequest(
+            table_id=table.table_id, message_id=bad.message_id, reason="rude"
+        )
+        reported = await jon.stub.ReportChat(report, metadata=jon.auth)
+        admin, auth = await _operator(cluster, ch)
+        with pytest.raises(grpc.aio.AioRpcError) as player:
+            await admin.ListChatReports(admin_pb2.ListChatReportsRequest(), metadata=jon.auth)
+        assert error_of(player.value).code == "NOT_OPERATOR"
+        queue = await admin.ListChatReports(admin_pb2.ListChatReportsRequest(), metadata=auth)
+        found = next(r for r in queue.reports if r.report_id == reported.report_id)
+        assert found.reporter_id == jon.player_id and found.message.text == "something rude"
+        assert [m.text for m in found.context] == ["hello"]
+
+        removed = await admin.RemoveChatMessage(
+            admin_pb2.RemoveChatMessageRequest(
+                table_id=table.table_id, message_id=bad.message_id, reason="insult"
+            ),
+            metadata=auth,
+        )
+        assert removed.removed
+        history = await jon.stub.GetChat(
+            gateway_pb2.GetChatRequest(table_id=table.table_id), metadata=jon.auth
+        )
+        assert [m.text for m in history.messages] == ["hello"]
+        silence = admin_pb2.SilenceChatPlayerRequest(
+            player_id=ivy.player_id, seconds=3600, reason="insult"
+        )
+        assert (await admin.SilenceChatPlayer(silence, metadata=auth)).until_ms > 0
+        with pytest.raises(grpc.aio.AioRpcError) as silenced:
+            await say("why?")
+        assert error_of(silenced.value).code == "CHAT_SILENCED"
+        assert silenced.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        resolve = admin_pb2.ResolveChatReportRequest(report_id=reported.report_id, reason="done")
+        assert (await admin.ResolveChatReport(resolve, metadata=auth)).was_waiting
+        with pytest.raises(grpc.aio.AioRpcError) as no_reason:
+            await admin.ResolveChatReport(
+                admin_pb2.ResolveChatReportRequest(report_id=reported.report_id), metadata=auth
+            )
+        assert error_of(no_reason.value).code == "REASON_REQUIRED"
+
+        log = await admin.ListAudit(admin_pb2.ListAuditRequest(limit=200), metadata=auth)
+        rows = {(e.operator, e.action, e.target, e.reason, e.outcome) for e in log.entries}
+        for row in [
+            ("admin", "chat_reports", "", "", "ok"),
+            ("admin", "chat_remove", bad.message_id, "insult", "ok"),
+            ("admin", "chat_silence", ivy.player_id, "insult", "ok"),
+            ("admin", "chat_resolve", reported.report_id, "done", "ok"),
+            ("admin", "chat_resolve", reported.report_id, "", "REASON_REQUIRED"),
+            ("-", "chat_reports", "", "", "NOT_OPERATOR"),
+        ]:
+            assert row in rows, row

@@ -1066,3 +1066,93 @@ async def test_a_hint_against_the_computer_and_none_where_help_is_not_allowed(
             await hint(people.table_id)
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
         assert error_of(refused.value).code == "HINT_NOT_ALLOWED"
+
+
+async def _said(texts: Callable[[], list[str]], expected: list[str]) -> None:
+    """Until a reader's chat reads `expected` (bounded), then a moment to show nothing else
+    comes."""
+    for _ in range(100):
+        if texts() == expected:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    assert texts() == expected
+
+
+async def test_table_chat_and_kibitz_over_grpc_and_the_websocket(cluster: dict[str, Any]) -> None:
+    """Issue 29 req. 2: table chat reaches the two players' Play streams, kibitz the spectators'
+    Watch streams (gRPC and WebSocket) and reaches the players only through GetChat once the
+    match is over; a stranger's table and a bad message are refused, typed."""
+    from websockets.asyncio.client import connect
+
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob, cam, eve = await _players(cluster, ch, "ann", "bob", "cam", "eve", grant=0)
+        opts = table_pb2.TableOptions(profile="casual", match_length=1)
+        private = await eve.create_table(opts)
+        table = await ann.create_table(opts, public=True)
+        await bob.join(table.code)
+        await ann.stub.StartTable(
+            matchmaking_pb2.TableRequest(table_id=table.table_id), metadata=ann.auth
+        )
+
+        def say(who: Player, text: str, channel: Any, table_id: str = table.table_id) -> Any:
+            request = gateway_pb2.SendChatRequest(table_id=table_id, channel=channel, text=text)
+            return who.stub.SendChat(request, metadata=who.auth)
+
+        with pytest.raises(grpc.aio.AioRpcError) as stranger:
+            await say(cam, "hello", gateway_pb2.CHAT_CHANNEL_KIBITZ, private.table_id)
+        assert error_of(stranger.value).code == "NOT_WATCHABLE"
+        with pytest.raises(grpc.aio.AioRpcError) as long:
+            await say(ann, "x" * 301, gateway_pb2.CHAT_CHANNEL_TABLE)
+        assert error_of(long.value).code == "CHAT_TOO_LONG"
+        assert long.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+        state = json.loads((Path(cluster["data"]) / "cluster.json").read_text())
+        ws_url = next(s["ws"] for s in state["services"] if s["name"] == "gateway")
+        async with (
+            ann.session_for(table.table_id) as ann_s,
+            bob.session_for(table.table_id) as bob_s,
+            connect(ws_url) as ws,
+        ):
+            watched: list[str] = []
+
+            async def watch() -> None:
+                request = gateway_pb2.WatchRequest(table_id=table.table_id)
+                async for message in cam.stub.Watch(request, metadata=cam.auth):
+                    if message.WhichOneof("kind") == "chat":
+                        watched.append(message.chat.text)
+
+            watching = asyncio.create_task(watch())
+            dee = WsPlayer(ws, "dee", 3)
+            login = await dee.call("Login", {"guestName": "dee"})
+            dee.token = login["token"]
+            await dee.call("Watch", {"tableId": table.table_id})
+            pushed: list[str] = []
+
+            async def ws_chat() -> None:
+                async for raw in ws:
+                    message = json.loads(raw)
+                    if message.get("push") == "chat":
+                        pushed.append(message["chat"]["text"])
+
+            dee.reader.cancel()  # this test reads the socket's pushes itself from here
+            reading = asyncio.create_task(ws_chat())
+            await asyncio.sleep(0.5)  # both spectators' streams are open
+            sent = await say(ann, "good luck", gateway_pb2.CHAT_CHANNEL_TABLE)
+            assert sent.sender_id == ann.player_id and sent.message_id
+            await say(cam, "ann is favourite", gateway_pb2.CHAT_CHANNEL_KIBITZ)
+            await _said(lambda: [m.text for m in bob_s.chat], ["good luck"])
+            await _said(lambda: [m.text for m in ann_s.chat], ["good luck"])  # no kibitz
+            await _said(lambda: watched, ["ann is favourite"])  # no table chat
+            await _said(lambda: pushed, ["ann is favourite"])
+            watching.cancel()
+            reading.cancel()
+
+        async def history(who: Player) -> list[str]:
+            request = gateway_pb2.GetChatRequest(table_id=table.table_id)
+            return [m.text for m in (await who.stub.GetChat(request, metadata=who.auth)).messages]
+
+        assert await history(bob) == ["good luck"]
+        assert await history(cam) == ["ann is favourite"]
+        await asyncio.gather(ann.play(table.table_id, 240), bob.play(table.table_id, 240))
+        assert await history(bob) == ["good luck", "ann is favourite"]  # the match is over

@@ -1,0 +1,376 @@
+"""Table chat and kibitz (issue 29), held in Redis beside the table's keys and fanned out on the
+table's chat channel, so every gateway delivers it to the streams it holds.
+
+- Table chat is between the table's two players; kibitz among its spectators. The players read
+  kibitz (GetChat) once the match it was said during is over, never live.
+- A message is kept in the table's chat stream (its last MAX_KEPT, for KEEP_S after the last
+  one) and published once; each gateway's delivery leaves out, per reader, the players that
+  reader muted (`chat:mutes:<player>`, read at delivery, so a mute made on another gateway
+  holds at once).
+- A message's length is bounded (BG_CHAT_MAX_CHARS) and control characters are refused; a
+  player's messages are limited over every gateway (BG_CHAT_PER_S, bursts of BG_CHAT_BURST);
+  guests may be kept out (BG_CHAT_GUESTS).
+- Refused messages are stored nowhere and published to nobody.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import unicodedata
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bg.admin.v1 import admin_pb2
+from bg.gateway.v1 import gateway_pb2
+from services.common.clock import now_ms
+from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
+from services.contracts.table_feed import chat_channel, chat_key
+from services.gateway import limits
+from services.gateway.accounts import ACCOUNT_PREFIX
+from services.gateway.rate_limits import SharedLimiter, rate_limited
+
+log = logging.getLogger("bg.gateway.chat")
+TABLE = gateway_pb2.CHAT_CHANNEL_TABLE
+KIBITZ = gateway_pb2.CHAT_CHANNEL_KIBITZ
+MAX_KEPT = 500  # messages kept per table
+KEEP_S = 86_400  # a table's chat lives a day after its last message
+MAX_MUTED = 500  # players one player may mute
+CONTEXT = 10  # messages before a reported one that the report keeps
+REPORTS = "chat:reports"  # the operators' queue (a stream: oldest first)
+MAX_REPORTS = 100_000
+MAX_SILENCE_S = 30 * 86_400
+
+
+@dataclass(frozen=True)
+class Seating:
+    """What the chat needs to know of a table: who sits there, whether the caller may watch
+    it, and the match now on it (over or not)."""
+
+    player_ids: tuple[str, ...]
+    watchable: bool
+    match_id: str
+    match_over: bool = False
+
+
+@dataclass(eq=False)
+class Listener:
+    """A local Play or Watch stream's reader of a table's chat."""
+
+    table_id: str
+    viewer: str
+    seated: bool
+    deliver: Callable[[gateway_pb2.PlayUpdate], None]
+    sent: int = field(default=0)
+
+
+# (table, whether the match's phase is needed) -> the table's Seating for the caller.
+SeatingOf = Callable[[str, bool], Awaitable[Seating]]
+
+
+def is_guest(player_id: str) -> bool:
+    return not player_id.startswith(ACCOUNT_PREFIX)
+
+
+def clean_text(text: str, max_chars: int) -> str:
+    """The words as stored: trimmed, 1..max_chars characters, no control characters."""
+    words = text.strip()
+    if not words:
+        raise InvalidArgument("CHAT_EMPTY", "say something", field="text")
+    if len(words) > max_chars:
+        raise InvalidArgument(
+            "CHAT_TOO_LONG", f"a message is at most {max_chars} characters", field="text"
+        )
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") for ch in words):
+        raise InvalidArgument("CHAT_BAD_TEXT", "no control characters in a message", field="text")
+    return words
+
+
+def _readable(message: gateway_pb2.ChatMessage, seated: bool, seats: Seating) -> bool:
+    """Table chat: by the players; kibitz: by spectators, and by the players once the match
+    it was said during is over."""
+    if message.channel == TABLE:
+        return seated
+    return not seated or message.match_id != seats.match_id or seats.match_over
+
+
+def _mutes_key(player_id: str) -> str:
+    return f"chat:mutes:{player_id}"
+
+
+def _silenced_key(player_id: str) -> str:
+    return f"chat:silenced:{player_id}"
+
+
+def _removed_key(table_id: str) -> str:
+    return chat_key(table_id) + ":removed"  # the table's hash tag
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode() if isinstance(raw, bytes) else raw
+
+
+def _texts(raw: Any) -> set[str]:
+    return {_text(r) for r in raw}
+
+
+def _reason(text: str) -> str:
+    words = text.strip()
+    if not 1 <= len(words) <= 200:
+        raise InvalidArgument("REASON_REQUIRED", "say why, in 1..200 characters", field="reason")
+    return words
+
+
+class ChatRoom:
+    def __init__(
+        self,
+        redis: Any,
+        limiter: SharedLimiter,
+        max_chars: int,
+        guests_may_chat: bool,
+        now: Callable[[], int] = now_ms,
+    ) -> None:
+        self.redis = redis
+        self.limiter = limiter
+        self.max_chars = max_chars
+        self.guests_may_chat = guests_may_chat
+        self.now = now
+        self.listeners: dict[str, set[Listener]] = {}
+        self._inbox: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
+
+    # -- saying ------------------------------------------------------------------------------
+
+    async def send(
+        self,
+        player: str,
+        request: gateway_pb2.SendChatRequest,
+        seating: SeatingOf,
+    ) -> gateway_pb2.ChatMessage:
+        """Store and publish one message, or refuse it (typed, nothing stored)."""
+        table_id = limits.table_id(request.table_id)
+        if request.channel not in (TABLE, KIBITZ):
+            raise InvalidArgument("CHAT_CHANNEL", "channel is TABLE or KIBITZ", field="channel")
+        text = clean_text(request.text, self.max_chars)
+        if is_guest(player) and not self.guests_may_chat:
+            raise PermissionDenied("CHAT_GUESTS", "sign in with an account to chat")
+        silenced_ms = int(await self.redis.pttl(_silenced_key(player)))
+        if silenced_ms > 0:
+            raise PermissionDenied(
+                "CHAT_SILENCED",
+                "an operator has kept you from chatting for a while",
+                retry_after_ms=str(silenced_ms),
+            )
+        seats = await seating(table_id, False)  # raises for a table unknown to the lobby
+        seated = player in seats.player_ids
+        if request.channel == TABLE and not seated:
+            raise PermissionDenied("CHAT_NOT_SEATED", "table chat is for the table's players")
+        if request.channel == KIBITZ and seated:
+            raise PermissionDenied(
+                "CHAT_KIBITZ_PLAYERS", "kibitz is for spectators; players read it after the match"
+            )
+        if request.channel == KIBITZ and not seats.watchable:
+            raise PermissionDenied("NOT_WATCHABLE", "this table is not open to spectators")
+        wait_ms = self.limiter.take(player)
+        if wait_ms:
+            raise rate_limited(self.limiter, wait_ms, "chat messages per second per player")
+        sent = self.now()
+        message = gateway_pb2.ChatMessage(
+            message_id=f"{sent:013d}-{secrets.token_hex(4)}",
+            table_id=table_id,
+            match_id=seats.match_id,
+            channel=request.channel,
+            sender_id=player,
+            text=text,
+            sent_ms=sent,
+        )
+        data = message.SerializeToString()
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.xadd(chat_key(table_id), {"m": data}, maxlen=MAX_KEPT, approximate=True)
+        pipe.expire(chat_key(table_id), KEEP_S)
+        pipe.publish(chat_channel(table_id), data)
+        await pipe.execute()
+        return message
+
+    # -- reading -----------------------------------------------------------------------------
+
+    async def history(
+        self, player: str, table_id: str, seating: SeatingOf
+    ) -> list[gateway_pb2.ChatMessage]:
+        table_id = limits.table_id(table_id)
+        seats = await seating(table_id, True)
+        seated = player in seats.player_ids
+        if not seated and not seats.watchable:
+            raise PermissionDenied("NOT_WATCHABLE", "this table is not open to spectators")
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.smembers(_mutes_key(player))
+        pipe.smembers(_removed_key(table_id))
+        muted_raw, removed_raw = await pipe.execute()
+        muted, removed = _texts(muted_raw), _texts(removed_raw)
+        return [
+            m
+            for m in await self._messages(table_id)
+            if m.sender_id not in muted
+            and m.message_id not in removed
+            and _readable(m, seated, seats)
+        ]
+
+    async def _messages(self, table_id: str) -> list[gateway_pb2.ChatMessage]:
+        """The table's kept messages, oldest first."""
+        out = []
+        for _id, fields in await self.redis.xrange(chat_key(table_id)):
+            message = gateway_pb2.ChatMessage()
+            message.ParseFromString(fields[b"m"])
+            out.append(message)
+        return out
+
+    # -- reports and moderation --------------------------------------------------------------
+
+    async def report(
+        self, player: str, request: gateway_pb2.ReportChatRequest, seating: SeatingOf
+    ) -> str:
+        """Queue a report of a message the reporter may read, with the messages of its channel
+        before it; one report per reporter and message."""
+        table_id = limits.table_id(request.table_id)
+        reason = _reason(request.reason)
+        seats = await seating(table_id, True)
+        seated = player in seats.player_ids
+        messages = await self._messages(table_id)
+        at = next((i for i, m in enumerate(messages) if m.message_id == request.message_id), -1)
+        if at < 0 or not _readable(messages[at], seated, seats):
+            raise NotFound("UNKNOWN_MESSAGE", "no such message that you may read (kept a day)")
+        reported = messages[at]
+        before = [m for m in messages[:at] if m.channel == reported.channel][-CONTEXT:]
+        once = f"chat:reported:{reported.message_id}:{player}"
+        report = admin_pb2.ChatReport(
+            reporter_id=player,
+            reason=reason,
+            message=reported,
+            context=before,
+            reported_ms=self.now(),
+        )
+        if not await self.redis.set(once, "", nx=True, ex=KEEP_S):
+            return _text(await self.redis.get(once + ":id") or b"")
+        report_id = _text(
+            await self.redis.xadd(
+                REPORTS, {"r": report.SerializeToString()}, maxlen=MAX_REPORTS, approximate=True
+            )
+        )
+        await self.redis.set(once + ":id", report_id, ex=KEEP_S)
+        return report_id
+
+    async def reports(self, limit: int) -> list[admin_pb2.ChatReport]:
+        out = []
+        for entry_id, fields in await self.redis.xrange(REPORTS, count=limit):
+            report = admin_pb2.ChatReport()
+            report.ParseFromString(fields[b"r"])
+            report.report_id = _text(entry_id)
+            out.append(report)
+        return out
+
+    async def resolve(self, report_id: str) -> bool:
+        return bool(await self.redis.xdel(REPORTS, report_id))
+
+    async def remove(self, table_id: str, message_id: str) -> bool:
+        """Leave a message out of GetChat from now on and tell the streams that got it."""
+        found = next(
+            (m for m in await self._messages(table_id) if m.message_id == message_id), None
+        )
+        if found is None or await self.redis.sismember(_removed_key(table_id), message_id):
+            return False  # gone with its day, or removed already (the streams were told)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.sadd(_removed_key(table_id), message_id)
+        pipe.expire(_removed_key(table_id), KEEP_S)
+        gone = gateway_pb2.ChatMessage()
+        gone.CopyFrom(found)
+        gone.text, gone.removed = "", True
+        pipe.publish(chat_channel(table_id), gone.SerializeToString())
+        added, _, _ = await pipe.execute()
+        return bool(added)
+
+    async def silence(self, player: str, seconds: int) -> int:
+        """Keep `player` from chatting for `seconds` (0 lifts it); until when, in ms."""
+        if not 0 <= seconds <= MAX_SILENCE_S:
+            raise InvalidArgument(
+                "INVALID_AMOUNT", f"seconds is 0..{MAX_SILENCE_S}", field="seconds"
+            )
+        if seconds == 0:
+            await self.redis.delete(_silenced_key(player))
+            return 0
+        await self.redis.set(_silenced_key(player), "1", ex=seconds)
+        return self.now() + seconds * 1000
+
+    async def mute(self, player: str, other: str, muted: bool) -> list[str]:
+        other = limits.bounded(other, "player_id", 64)
+        if not other:
+            raise InvalidArgument("MALFORMED", "name the player to mute", field="player_id")
+        if other == player:
+            raise InvalidArgument("CHAT_MUTE_SELF", "you cannot mute yourself", field="player_id")
+        key = _mutes_key(player)
+        if muted:
+            if await self.redis.scard(key) >= MAX_MUTED and not await self.redis.sismember(
+                key, other
+            ):
+                raise ServiceError("CHAT_MUTES_FULL", f"at most {MAX_MUTED} muted players")
+            await self.redis.sadd(key, other)
+        else:
+            await self.redis.srem(key, other)
+        return sorted(_texts(await self.redis.smembers(key)))
+
+    # -- delivering to this gateway's streams ------------------------------------------------
+
+    def listen(self, listener: Listener) -> None:
+        self.listeners.setdefault(listener.table_id, set()).add(listener)
+
+    def unlisten(self, listener: Listener) -> None:
+        here = self.listeners.get(listener.table_id)
+        if here is not None:
+            here.discard(listener)
+            if not here:
+                del self.listeners[listener.table_id]
+
+    def received(self, table_id: str, data: bytes) -> None:
+        """A message published on a table's chat channel (the feed's reader calls this)."""
+        if table_id not in self.listeners:
+            return
+        self._inbox.put_nowait((table_id, data))
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._deliver(), name="chat-delivery")
+
+    async def _deliver(self) -> None:
+        """One message at a time, so each stream gets a table's messages in the order sent."""
+        while not self._inbox.empty():
+            table_id, data = self._inbox.get_nowait()
+            try:
+                await self._deliver_one(table_id, data)
+            except Exception:  # Redis away: this message is lost to live readers (GetChat has it)
+                log.warning("chat delivery failed", extra={"table_id": table_id}, exc_info=True)
+
+    async def _deliver_one(self, table_id: str, data: bytes) -> None:
+        message = gateway_pb2.ChatMessage()
+        message.ParseFromString(data)
+        readers = [
+            listener
+            for listener in self.listeners.get(table_id, ())
+            if listener.seated == (message.channel == TABLE)
+        ]
+        if not readers:
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        for listener in readers:
+            pipe.sismember(_mutes_key(listener.viewer), message.sender_id)
+        muted = await pipe.execute()
+        update = gateway_pb2.PlayUpdate(chat=message, table_id=table_id)
+        for listener, is_muted in zip(readers, muted, strict=True):
+            if not is_muted:
+                listener.sent += 1
+                listener.deliver(update)
+
+    async def close(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._worker

@@ -1,0 +1,302 @@
+"""Table chat and kibitz across two gateways on real Valkey (issue 29 req. 2): each gateway is
+its feed and chat room, as services/gateway/app.py wires them; the lobby is a fixed seating.
+Delivered once to the right readers, kibitz hidden from the players until the match is over,
+mutes honoured on the other gateway, and bad input refused with nothing stored."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import redis.asyncio as redis_asyncio
+
+from bg.gateway.v1 import gateway_pb2
+from services.common.errors import ServiceError
+from services.contracts.table_feed import chat_key
+from services.gateway.chat import KIBITZ, TABLE, ChatRoom, Listener, Seating
+from services.gateway.feed import TableFeed
+from services.gateway.rate_limits import SharedLimiter
+
+pytestmark = pytest.mark.integration
+ALICE, BOB, CAROL, DAVE = "palice", "pbob", "pcarol", "gdave"  # "g": a guest
+
+
+@dataclass
+class Gateway:
+    feed: TableFeed
+    chat: ChatRoom
+    subs: list[Any] = field(default_factory=list)
+
+    async def reader(self, table_id: str, viewer: str, seated: bool) -> asyncio.Queue[Any]:
+        """A stream of `viewer` here: subscribed to the table's feed, listening to its chat."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.subs.append(await self.feed.subscribe(table_id))
+        self.chat.listen(Listener(table_id, viewer, seated, queue.put_nowait))
+        return queue
+
+
+class Lobby:
+    """The tables' seating, as the matchmaking service would answer it."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, Seating] = {}
+
+    def of(self, table_id: str, phase: bool) -> Any:
+        async def answer() -> Seating:
+            if table_id not in self.tables:
+                raise ServiceError("TABLE_NOT_FOUND", "no such table")
+            return self.tables[table_id]
+
+        return answer()
+
+
+@pytest.fixture
+async def redis(valkey_url: str) -> AsyncIterator[redis_asyncio.Redis]:
+    client = redis_asyncio.Redis.from_url(valkey_url)
+    yield client
+    await client.aclose()
+
+
+def _gateway(
+    redis: Any, per_s: float = 100.0, burst: float = 100.0, guests: bool = True
+) -> Gateway:
+    room = ChatRoom(redis, SharedLimiter(redis, "chat", per_s, 0.05, burst=burst), 50, guests)
+    return Gateway(TableFeed(redis, on_chat=room.received), room)
+
+
+@pytest.fixture
+async def two(redis: Any) -> AsyncIterator[list[Gateway]]:
+    gateways = [_gateway(redis), _gateway(redis)]
+    yield gateways
+    for g in gateways:
+        await g.chat.close()
+        await g.feed.close()
+
+
+@pytest.fixture
+def lobby() -> Lobby:
+    return Lobby()
+
+
+def _table(lobby: Lobby, watchable: bool = True) -> str:
+    table_id = f"c{uuid.uuid4().hex[:10]}"
+    lobby.tables[table_id] = Seating((ALICE, BOB), watchable, "m1")
+    return table_id
+
+
+def _say(table_id: str, text: str, channel: Any = TABLE) -> gateway_pb2.SendChatRequest:
+    return gateway_pb2.SendChatRequest(table_id=table_id, channel=channel, text=text)
+
+
+async def _words(queue: asyncio.Queue[Any], n: int) -> list[str]:
+    """The next `n` chat texts on a stream, then proof that nothing else is coming."""
+    out = [(await asyncio.wait_for(queue.get(), 5)).chat.text for _ in range(n)]
+    await asyncio.sleep(0.3)
+    assert queue.empty(), f"more than {n} messages: {queue.get_nowait()}"
+    return out
+
+
+async def _stored(redis: Any, table_id: str) -> int:
+    return int(await redis.xlen(chat_key(table_id)))
+
+
+async def test_table_chat_reaches_both_players_once_and_kibitz_only_the_spectators(
+    redis: Any, two: list[Gateway], lobby: Lobby
+) -> None:
+    table_id = _table(lobby)
+    a, b = two
+    alice = await a.reader(table_id, ALICE, True)
+    bob = await b.reader(table_id, BOB, True)
+    carol = await b.reader(table_id, CAROL, False)  # a spectator, on bob's gateway
+    dave = await a.reader(table_id, DAVE, False)
+    await a.chat.send(ALICE, _say(table_id, "  good luck  "), lambda t, p: lobby.of(t, p))
+    await b.chat.send(CAROL, _say(table_id, "nice opening", KIBITZ), lambda t, p: lobby.of(t, p))
+    assert await _words(alice, 1) == ["good luck"]  # trimmed, and to its sender's stream too
+    assert await _words(bob, 1) == ["good luck"]
+    assert await _words(carol, 1) == ["nice opening"]  # table chat is the players' own
+    assert await _words(dave, 1) == ["nice opening"]
+
+    # History: the same split, kibitz shown to the players once the match is over.
+    seating = lobby.tables[table_id]
+    history = await a.chat.history(ALICE, table_id, lambda t, p: lobby.of(t, p))
+    assert [m.text for m in history] == ["good luck"]
+    spectators = await b.chat.history(CAROL, table_id, lambda t, p: lobby.of(t, p))
+    assert [m.text for m in spectators] == ["nice opening"]
+    lobby.tables[table_id] = Seating(seating.player_ids, True, "m1", match_over=True)
+    after = await a.chat.history(ALICE, table_id, lambda t, p: lobby.of(t, p))
+    assert [(m.text, m.channel) for m in after] == [("good luck", TABLE), ("nice opening", KIBITZ)]
+    # A rematch: the first match's kibitz stays readable, the new one's waits for its end.
+    lobby.tables[table_id] = Seating(seating.player_ids, True, "m2")
+    await a.chat.send(DAVE, _say(table_id, "again!", KIBITZ), lambda t, p: lobby.of(t, p))
+    later = await b.chat.history(BOB, table_id, lambda t, p: lobby.of(t, p))
+    assert [m.text for m in later] == ["good luck", "nice opening"]
+    assert [
+        m.match_id for m in await b.chat.history(CAROL, table_id, lambda t, p: lobby.of(t, p))
+    ] == ["m1", "m2"]
+
+
+async def test_a_mute_made_on_one_gateway_holds_on_the_other(
+    redis: Any, two: list[Gateway], lobby: Lobby
+) -> None:
+    table_id = _table(lobby)
+    a, b = two
+    bob = await b.reader(table_id, BOB, True)
+    assert await a.chat.mute(BOB, ALICE, True) == [ALICE]  # bob mutes alice, on gateway a
+    await a.chat.send(ALICE, _say(table_id, "hello?"), lambda t, p: lobby.of(t, p))
+    await b.chat.send(BOB, _say(table_id, "anyone?"), lambda t, p: lobby.of(t, p))
+    assert await _words(bob, 1) == ["anyone?"]  # alice's words never reach bob
+    assert [m.text for m in await b.chat.history(BOB, table_id, lambda t, p: lobby.of(t, p))] == [
+        "anyone?"
+    ]
+    assert await b.chat.mute(BOB, ALICE, False) == []
+    await a.chat.send(ALICE, _say(table_id, "now?"), lambda t, p: lobby.of(t, p))
+    assert await _words(bob, 1) == ["now?"]
+    texts = [m.text for m in await b.chat.history(BOB, table_id, lambda t, p: lobby.of(t, p))]
+    assert texts == ["hello?", "anyone?", "now?"]  # unmuted: the history is whole again
+
+
+@pytest.mark.parametrize(
+    ("who", "request_", "code"),
+    [
+        (ALICE, gateway_pb2.SendChatRequest(channel=TABLE, text=""), "CHAT_EMPTY"),
+        (ALICE, gateway_pb2.SendChatRequest(channel=TABLE, text="   "), "CHAT_EMPTY"),
+        (ALICE, gateway_pb2.SendChatRequest(channel=TABLE, text="x" * 51), "CHAT_TOO_LONG"),
+        (ALICE, gateway_pb2.SendChatRequest(channel=TABLE, text="bell\a"), "CHAT_BAD_TEXT"),
+        (ALICE, gateway_pb2.SendChatRequest(channel=TABLE, text="rtl\u202e"), "CHAT_BAD_TEXT"),
+        (
+            ALICE,
+            gateway_pb2.SendChatRequest(channel=gateway_pb2.CHAT_CHANNEL_UNSPECIFIED, text="hi"),
+            "CHAT_CHANNEL",
+        ),
+        (CAROL, gateway_pb2.SendChatRequest(channel=TABLE, text="hi"), "CHAT_NOT_SEATED"),
+        (ALICE, gateway_pb2.SendChatRequest(channel=KIBITZ, text="hi"), "CHAT_KIBITZ_PLAYERS"),
+    ],
+)
+async def test_bad_messages_are_refused_typed_and_nothing_is_stored_or_sent(
+    redis: Any, two: list[Gateway], lobby: Lobby, who: str, request_: Any, code: str
+) -> None:
+    table_id = _table(lobby)
+    request_.table_id = table_id
+    a, b = two
+    readers = [await b.reader(table_id, p, p in (ALICE, BOB)) for p in (ALICE, CAROL)]
+    with pytest.raises(ServiceError) as refused:
+        await a.chat.send(who, request_, lambda t, p: lobby.of(t, p))
+    assert refused.value.code == code
+    assert await _stored(redis, table_id) == 0
+    for queue in readers:
+        assert await _words(queue, 0) == []
+
+
+async def test_strangers_tables_guests_and_floods_are_refused(redis: Any, lobby: Lobby) -> None:
+    private = _table(lobby, watchable=False)
+    room = _gateway(redis, per_s=0.01, burst=2, guests=False)
+    other = _gateway(redis, per_s=0.01, burst=2, guests=False)
+    seating = lambda t, p: lobby.of(t, p)  # noqa: E731
+    try:
+        with pytest.raises(ServiceError) as stranger:
+            await room.chat.send(CAROL, _say(private, "let me in", KIBITZ), seating)
+        assert stranger.value.code == "NOT_WATCHABLE"
+        with pytest.raises(ServiceError) as peek:
+            await room.chat.history(CAROL, private, seating)
+        assert peek.value.code == "NOT_WATCHABLE"
+        with pytest.raises(ServiceError) as unknown:
+            await room.chat.send(ALICE, _say("nosuchtable", "hi"), seating)
+        assert unknown.value.code == "TABLE_NOT_FOUND"
+        lobby.tables[private] = Seating((ALICE, DAVE), False, "m1")
+        with pytest.raises(ServiceError) as guest:
+            await room.chat.send(DAVE, _say(private, "hi"), seating)
+        assert guest.value.code == "CHAT_GUESTS"
+        assert await _stored(redis, private) == 0
+
+        # Two messages of burst, then refused: on either gateway (the counts meet in Redis).
+        await room.chat.send(ALICE, _say(private, "one"), seating)
+        await room.chat.limiter.sync()  # its count reaches Redis (the limiter's task, here)
+        await other.chat.send(ALICE, _say(private, "two"), seating)
+        await other.chat.limiter.sync()
+        await room.chat.limiter.sync()
+        for gateway in (room, other):
+            with pytest.raises(ServiceError) as flood:
+                await gateway.chat.send(ALICE, _say(private, "three"), seating)
+            assert flood.value.code == "RATE_LIMITED"
+            assert int(flood.value.metadata["retry_after_ms"]) > 0
+        assert await _stored(redis, private) == 2
+
+        with pytest.raises(ServiceError) as mute_self:
+            await room.chat.mute(ALICE, ALICE, True)
+        assert mute_self.value.code == "CHAT_MUTE_SELF"
+    finally:
+        for g in (room, other):
+            await g.chat.close()
+            await g.feed.close()
+
+
+async def test_a_tables_chat_is_kept_a_day_and_bounded(
+    redis: Any, two: list[Gateway], lobby: Lobby
+) -> None:
+    table_id = _table(lobby)
+    await two[0].chat.send(ALICE, _say(table_id, "hi"), lambda t, p: lobby.of(t, p))
+    ttl = await redis.ttl(chat_key(table_id))
+    assert 86_000 < ttl <= 86_400
+
+
+async def test_a_report_carries_its_context_once_and_an_operator_removes_and_silences(
+    redis: Any, two: list[Gateway], lobby: Lobby
+) -> None:
+    table_id = _table(lobby)
+    a, b = two
+    seating = lambda t, p: lobby.of(t, p)  # noqa: E731
+    bob = await b.reader(table_id, BOB, True)
+    for text in ("hi", "gg", "you are bad"):
+        await a.chat.send(ALICE, _say(table_id, text), seating)
+    await b.chat.send(CAROL, _say(table_id, "kibitz", KIBITZ), seating)
+    assert await _words(bob, 3) == ["hi", "gg", "you are bad"]
+    messages = await b.chat.history(BOB, table_id, seating)
+    bad = messages[-1]
+
+    def report(who: str, message_id: str, reason: str = "insult") -> Any:
+        request = gateway_pb2.ReportChatRequest(
+            table_id=table_id, message_id=message_id, reason=reason
+        )
+        return b.chat.report(who, request, seating)
+
+    first = await report(BOB, bad.message_id)
+    assert await report(BOB, bad.message_id) == first  # the same report, not a second one
+    kibitz = (await b.chat.history(CAROL, table_id, seating))[0]
+    for who, message_id, reason, code in (
+        (BOB, kibitz.message_id, "rude", "UNKNOWN_MESSAGE"),  # not his to read (yet)
+        (BOB, "nosuchmessage", "rude", "UNKNOWN_MESSAGE"),
+        (BOB, bad.message_id, "", "REASON_REQUIRED"),
+    ):
+        with pytest.raises(ServiceError) as refused:
+            await report(who, message_id, reason)
+        assert refused.value.code == code
+    queued = [r for r in await a.chat.reports(200) if r.report_id == first]
+    assert len(queued) == 1 and queued[0].reporter_id == BOB and queued[0].reason == "insult"
+    assert queued[0].message.text == "you are bad"
+    assert [m.text for m in queued[0].context] == ["hi", "gg"]  # its channel's, before it
+
+    # Removed: gone from the history, and the stream that showed it is told once.
+    assert await a.chat.remove(table_id, bad.message_id)
+    assert not await a.chat.remove(table_id, bad.message_id)  # removed already
+    notice = (await asyncio.wait_for(bob.get(), 5)).chat
+    assert notice.removed and notice.message_id == bad.message_id and notice.text == ""
+    assert [m.text for m in await b.chat.history(BOB, table_id, seating)] == ["hi", "gg"]
+    assert await a.chat.resolve(first) and not await a.chat.resolve(first)
+
+    # Silenced for a time, on every gateway; lifted early.
+    until = await a.chat.silence(ALICE, 600)
+    assert until > 0
+    with pytest.raises(ServiceError) as silenced:
+        await b.chat.send(ALICE, _say(table_id, "unfair"), seating)
+    assert silenced.value.code == "CHAT_SILENCED"
+    assert 590_000 < int(silenced.value.metadata["retry_after_ms"]) <= 600_000
+    assert await b.chat.silence(ALICE, 0) == 0
+    await b.chat.send(ALICE, _say(table_id, "sorry"), seating)
+    assert await _words(bob, 1) == ["sorry"]
+    with pytest.raises(ServiceError) as too_long:
+        await a.chat.silence(ALICE, 31 * 86_400)
+    assert too_long.value.code == "INVALID_AMOUNT"
