@@ -429,12 +429,19 @@ async def test_the_cube_sits_on_the_bar_clear_of_the_tray(
     await cube.wait_for()
     assert await page.locator(".cube text").text_content() == "64"
     assert await cube.get_attribute("data-cube") == "middle"
-    box = await cube.bounding_box()
-    assert box is not None
-    for part in (".tray rect", ".tray text"):
-        for i in range(await page.locator(part).count()):
-            other = await page.locator(part).nth(i).bounding_box()
-            assert other is not None and not _overlap(box, other), (part, box, other)
+    # Every box read in one go: the board is drawn again on each update (the computer plays on),
+    # and an element read between two draws has no box.
+    boxes = await page.evaluate(
+        """() => {
+          const box = (el) => { const r = el.getBoundingClientRect();
+            return { x: r.x, y: r.y, width: r.width, height: r.height }; };
+          return { cube: box(document.querySelector(".cube")),
+                   tray: [...document.querySelectorAll(".tray rect, .tray text")].map(box) };
+        }"""
+    )
+    assert boxes["tray"]
+    for other in boxes["tray"]:
+        assert not _overlap(boxes["cube"], other), (boxes["cube"], other)
     assert await cube.evaluate("n => getComputedStyle(n).pointerEvents") == "none"
     await page.get_by_role("button", name="Leave").click()
     await page.get_by_role("button", name="Yes, leave").click()
@@ -947,3 +954,59 @@ async def test_the_table_fits_one_screen_with_every_button_in_reach(
     await _fits(doubled, "replay", size)
     for page in pages:
         assert page.errors == []
+
+
+async def test_players_chat_beside_the_board_and_a_mute_silences_the_sender(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 29 req. 2 in the browser: the two players' table chat shows on both pages, an
+    empty message says why beside the box, and a muted player's words leave the page and stop
+    coming."""
+    host = await _page(browser, cluster["url"], "chatty")
+    link = await _create_and_invite(host)
+    friend = await _tab(await browser.new_context(viewport={"width": 390, "height": 844}), link)
+    await friend.get_by_label("Your name").fill("quiet")
+    await friend.get_by_role("button", name="Play", exact=True).click()
+    await friend.wait_for_function("() => bg.state().screen === 'waiting'")
+    await host.get_by_role("button", name="Start the match with quiet").click()
+    await asyncio.gather(_in_table(host), _in_table(friend))
+    assert await host.locator("#chat-title").text_content() == "Table chat"
+    assert await host.locator("#chat").get_attribute("open") is not None  # wide: open
+    assert await friend.locator("#chat").get_attribute("open") is None  # a phone: folded
+
+    async def say(page: Any, text: str) -> None:
+        await page.get_by_label("Message").fill(text)
+        await page.locator("#chat-send").click()
+
+    async def lines(page: Any) -> list[str]:
+        return [
+            t.replace("\u00a0", " ").strip()
+            for t in await page.locator("#chat-log li span").all_text_contents()
+        ]
+
+    await say(host, "good luck!")
+    await friend.wait_for_function(
+        "() => document.getElementById('chat-title').textContent === 'Table chat (1 new)'"
+    )
+    await friend.locator("#chat-title").click()
+    await friend.wait_for_function(
+        "() => [...document.querySelectorAll('#chat-log li span')]"
+        ".some((s) => s.textContent === 'chatty: good luck!')"
+    )
+    assert await friend.locator("#chat-title").text_content() == "Table chat"
+    await host.wait_for_function(
+        "() => document.querySelector('#chat-log li span')?.textContent === 'You: good luck!'"
+    )
+    await say(friend, "   ")
+    await friend.wait_for_function(
+        "() => document.getElementById('chat-error').textContent === 'Say something first.'"
+    )
+    await friend.get_by_role("button", name="Mute chatty").click()
+    await friend.wait_for_function("() => !document.querySelector('#chat-log li')")
+    await say(host, "are you there?")
+    await say(friend, "yes")
+    await host.wait_for_function(
+        "() => [...document.querySelectorAll('#chat-log li span')]"
+        ".some((s) => s.textContent === 'quiet: yes')"
+    )
+    assert await lines(friend) == ["You: yes"]  # the muted host's words never came

@@ -13,9 +13,10 @@ export class ApiError extends Error {
 }
 
 export class Connection {
-  constructor(url, { onUpdate, onStatus }) {
+  constructor(url, { onUpdate, onStatus, onChat = () => {} }) {
     this.url = url;
     this.onUpdate = onUpdate;
+    this.onChat = onChat;
     this.onStatus = onStatus;
     this.token = "";
     this.nextId = 1;
@@ -117,6 +118,10 @@ export class Connection {
       const seq = Number(update.update.seq || 0);
       if (seq > (this.tables.get(update.tableId) ?? -1)) this.tables.set(update.tableId, seq);
       this.onUpdate(update.tableId, update.update);
+      return;
+    }
+    if (message.push === "chat") {
+      this.onChat(message.tableId, message.chat);
       return;
     }
     if (message.push === "ended") {

@@ -47,11 +47,13 @@ const state = {
   // ends, so they are drawn on top of it as they happen.
   moving: { seat: -1, steps: [] },
   names: {}, // player id -> display name
+  chatTitle: "Chat", // the chat's heading at this table (players' or spectators')
+  chatUnread: 0, // messages come while the chat is folded
 };
 
 const conn = new Connection(
   `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`,
-  { onUpdate, onStatus },
+  { onUpdate, onStatus, onChat },
 );
 let board = null;
 
@@ -379,6 +381,7 @@ async function openTable(tableId, watching = false) {
   $("log").replaceChildren();
   $("end").hidden = true;
   show("table");
+  openChat();
   board = new Board($("board-wrap"), (from, to) => send({ move: { from, to } }));
   if (watching) await conn.watch(tableId, 0);
   else await conn.join(tableId, 0);
@@ -553,7 +556,96 @@ function onUpdate(tableId, update) {
   learnNames(view.playerIds || []);
   state.autoRoll = !!view.autoRoll;
   renderTable();
-  if (OVER.has(phaseOf(view)) && !(before && OVER.has(phaseOf(before)))) settling();
+  if (OVER.has(phaseOf(view)) && !(before && OVER.has(phaseOf(before)))) {
+    settling();
+    if (!state.watching) loadChat(); // the spectators' chat opens to the players now
+  }
+}
+
+// -- chat --------------------------------------------------------------------------------
+// Players talk on the table's channel, spectators on theirs (kibitz), which the players read
+// once the match is over (docs/protocol.md, "Chat").
+
+// Open beside the board on a wide screen; on a phone a line under the log that opens it.
+function openChat() {
+  state.chatTitle = state.watching ? "Spectators' chat" : "Table chat";
+  state.chatUnread = 0;
+  $("chat-title").textContent = state.chatTitle;
+  $("chat").open = matchMedia("(min-width: 900px)").matches;
+  $("chat-log").replaceChildren();
+  $("chat-error").textContent = "";
+  loadChat();
+}
+
+async function loadChat() {
+  const tableId = state.tableId;
+  try {
+    const reply = await conn.call("GetChat", { tableId });
+    if (tableId !== state.tableId) return;
+    $("chat-log").replaceChildren();
+    for (const message of reply.messages || []) showChat(message);
+  } catch (err) {
+    fail("chat-error", err);
+  }
+}
+
+function onChat(tableId, message) {
+  if (tableId !== state.tableId) return;
+  showChat(message);
+  if (!$("chat").open && !message.removed) {
+    state.chatUnread += 1;
+    $("chat-title").textContent = `${state.chatTitle} (${state.chatUnread} new)`;
+  }
+}
+
+function showChat(message) {
+  const log = $("chat-log");
+  const old = [...log.children].find((li) => li.dataset.id === message.messageId);
+  if (message.removed) { // an operator removed it
+    if (old) old.replaceChildren("(removed)");
+    return;
+  }
+  if (old) return; // pushed and then read back with the history: once
+  const li = document.createElement("li");
+  li.dataset.id = message.messageId;
+  li.dataset.sender = message.senderId;
+  const kibitz = message.channel === "CHAT_CHANNEL_KIBITZ" && !state.watching;
+  const name = message.senderId === state.playerId ? "You" : nameOf(message.senderId);
+  const said = document.createElement("span");
+  said.textContent = `${kibitz ? "(spectator) " : ""}${name}: ${message.text}`;
+  li.append(said);
+  if (message.senderId !== state.playerId) {
+    const mute = document.createElement("button");
+    mute.className = "link";
+    mute.textContent = "Mute";
+    mute.setAttribute("aria-label", `Mute ${name}`);
+    mute.addEventListener("click", () => muteChat(message.senderId));
+    li.append(" ", mute);
+  }
+  log.append(li);
+  log.scrollTop = log.scrollHeight;
+  learnNames([message.senderId]);
+}
+
+async function sendChat() {
+  const text = $("chat-text").value;
+  const channel = state.watching ? "CHAT_CHANNEL_KIBITZ" : "CHAT_CHANNEL_TABLE";
+  $("chat-error").textContent = "";
+  try {
+    await conn.call("SendChat", { tableId: state.tableId, channel, text });
+    $("chat-text").value = "";
+  } catch (err) {
+    fail("chat-error", err);
+  }
+}
+
+async function muteChat(playerId) {
+  try {
+    await conn.call("MuteChat", { playerId, muted: true });
+    for (const li of [...$("chat-log").children]) if (li.dataset.sender === playerId) li.remove();
+  } catch (err) {
+    fail("chat-error", err);
+  }
 }
 
 // A wagered match settles through the event stream a moment after it ends: show the balance
@@ -1142,6 +1234,12 @@ function nextMistake() {
 // -- boot --------------------------------------------------------------------------------
 
 function wire() {
+  $("chat-form").addEventListener("submit", (e) => { e.preventDefault(); sendChat(); });
+  $("chat").addEventListener("toggle", () => {
+    if (!$("chat").open) return;
+    state.chatUnread = 0;
+    $("chat-title").textContent = state.chatTitle;
+  });
   $("login-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
