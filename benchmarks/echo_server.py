@@ -7,12 +7,11 @@ out, no protobuf) until SIGTERM.
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-import grpc
+from benchmarks.floor_servers import serve_methods
 
 METHOD = "/bench.Echo/Chat"
 
@@ -23,20 +22,7 @@ async def _chat(requests: AsyncIterator[bytes], context: Any) -> AsyncIterator[b
 
 
 async def serve(port: int) -> None:
-    server = grpc.aio.server()
-    handler = grpc.method_handlers_generic_handler(
-        "bench.Echo", {"Chat": grpc.stream_stream_rpc_method_handler(_chat)}
-    )
-    server.add_generic_rpc_handlers((handler,))
-    server.add_insecure_port(f"127.0.0.1:{port}")
-    await server.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    print("serving", flush=True)
-    await stop.wait()
-    await server.stop(1)
+    await serve_methods(port, "bench.Echo", {"Chat": _chat})
 
 
 if __name__ == "__main__":

@@ -129,7 +129,7 @@ async def serve_back(port: int, redis_port: int, state: int, event: int, update:
         finally:
             reader.cancel()
 
-    await _serve(port, "floor.Back", {"Batches": batches})
+    await serve_methods(port, "floor.Back", {"Batches": batches})
 
 
 # -- front: the gateway's part ----------------------------------------------------------------
@@ -192,13 +192,14 @@ async def serve_front(port: int, back: str, redis_port: int, seat_bytes: int) ->
             seats[table].remove(queue)
 
     try:
-        await _serve(port, "floor.Front", {"Play": play})
+        await serve_methods(port, "floor.Front", {"Play": play})
     finally:
         for t in tasks:
             t.cancel()
 
 
-async def _serve(port: int, service: str, methods: dict[str, Any]) -> None:
+async def serve_methods(port: int, service: str, methods: dict[str, Any]) -> None:
+    """Serve `methods` (raw bytes, stream-stream) on loopback until SIGTERM."""
     server = grpc.aio.server()
     handlers = {n: grpc.stream_stream_rpc_method_handler(m) for n, m in methods.items()}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))

@@ -74,6 +74,14 @@ def _reason(text: str) -> str:
     return text
 
 
+def _limit(asked: int) -> int:
+    """A listing's size: 1..200, 50 when not given."""
+    limit = asked or 50
+    if not 1 <= limit <= 200:
+        raise InvalidArgument("INVALID_LIMIT", "limit must be 1..200", field="limit")
+    return limit
+
+
 def _target(text: str, field: str) -> str:
     if not text or len(text) > 64:
         raise InvalidArgument("INVALID_TARGET", f"{field} is 1..64 characters", field=field)
@@ -366,9 +374,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     async def ListAudit(
         self, request: admin_pb2.ListAuditRequest, context: Context
     ) -> admin_pb2.ListAuditResponse:
-        limit = request.limit or 50
-        if not 1 <= limit <= 200:
-            raise InvalidArgument("INVALID_LIMIT", "limit must be 1..200", field="limit")
+        limit = _limit(request.limit)
 
         async def act(_: str) -> tuple[admin_pb2.ListAuditResponse, Detail]:
             rows = await self.audit.entries(limit, request.target)
@@ -393,9 +399,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     async def ListChatReports(
         self, request: admin_pb2.ListChatReportsRequest, context: Context
     ) -> admin_pb2.ListChatReportsResponse:
-        limit = request.limit or 50
-        if not 1 <= limit <= 200:
-            raise InvalidArgument("INVALID_LIMIT", "limit must be 1..200", field="limit")
+        limit = _limit(request.limit)
 
         async def act(_: str) -> tuple[admin_pb2.ListChatReportsResponse, Detail]:
             reports = await self.chat.reports(limit)
