@@ -176,9 +176,9 @@ class Incarnation:
         return found
 
     async def _read(self) -> str:
-        # One reader kept between checks (starting one per check was a tenth of an idle table
-        # replica's CPU). It holds no assignment between reads, so nothing it prefetched of a
-        # forgotten marker can answer a later read; it is dropped on any failure.
+        # One reader kept between checks (starting one per check showed as a tenth of a loaded
+        # table replica's samples). It holds no assignment between reads, so nothing it
+        # prefetched of a forgotten marker can answer a later read; it is dropped on any failure.
         if self._reader is None:
             reader = _consumer(self.bootstrap, enable_auto_commit=False)
             await reader.start()

@@ -21,7 +21,7 @@ import logging
 import secrets
 import unicodedata
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from bg.admin.v1 import admin_pb2
@@ -64,7 +64,6 @@ class Listener:
     viewer: str
     seated: bool
     deliver: Callable[[gateway_pb2.PlayUpdate], None]
-    sent: int = field(default=0)
 
 
 # (table, whether the match's phase is needed) -> the table's Seating for the caller.
@@ -366,7 +365,6 @@ class ChatRoom:
         update = gateway_pb2.PlayUpdate(chat=message, table_id=table_id)
         for listener, is_muted in zip(readers, muted, strict=True):
             if not is_muted:
-                listener.sent += 1
                 listener.deliver(update)
 
     async def close(self) -> None:

@@ -104,8 +104,6 @@ class PlayStreams:
         )
         stream = stream_id()
         self.live.opened(player, queue, table_id, stream)
-        listener = Listener(table_id, player, True, partial(_offer, queue))
-        self.chat.listen(listener)
         if await self.presence.opened(table_id, player, stream):
             await self.report(table_id, player, True)
         with contextlib.suppress(RedisError):  # at most once, as the notice itself
@@ -114,6 +112,8 @@ class PlayStreams:
         pushes = asyncio.create_task(
             self._pushes(sub, player, seat, view.seq, queue, first.join.results_in_updates)
         )
+        listener = Listener(table_id, player, True, partial(_offer, queue))
+        self.chat.listen(listener)  # registered here: the finally below lets go of it
         try:
             while (update := await queue.get()) is not None:
                 await context.write(update)
