@@ -67,13 +67,6 @@ def parse_operator_keys(spec: str) -> dict[str, str]:
     return keys
 
 
-def _reason(text: str) -> str:
-    text = text.strip()
-    if not 1 <= len(text) <= 200:
-        raise InvalidArgument("REASON_REQUIRED", "say why, in 1..200 characters", field="reason")
-    return text
-
-
 def _limit(asked: int) -> int:
     """A listing's size: 1..200, 50 when not given."""
     limit = asked or 50
@@ -256,7 +249,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(operator: str) -> tuple[wallet_pb2.OperationResponse, Detail]:
-            reason = _reason(request.reason)
+            reason = limits.reason(request.reason)
             if not request.idempotency_key:
                 raise InvalidArgument(
                     "INVALID_IDEMPOTENCY_KEY", "an adjustment needs an idempotency key",
@@ -280,7 +273,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(operator: str) -> tuple[admin_pb2.BanResponse, Detail]:
-            reason = _reason(request.reason)
+            reason = limits.reason(request.reason)
             # First cut the player off (no call of theirs passes from here), then leave their
             # tables for them: the table applies the profile's leaving rule to each match.
             await self.accounts.ban(player, operator, reason)
@@ -316,7 +309,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(_: str) -> tuple[admin_pb2.BanResponse, Detail]:
-            _reason(request.reason)
+            limits.reason(request.reason)
             was = await self.accounts.unban(player)
             await self.bans.unban(player)
             return admin_pb2.BanResponse(player_id=player, banned=False), {"was_banned": was}
@@ -330,7 +323,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         table_id = request.table_id
 
         async def act(_: str) -> tuple[admin_pb2.CloseTableResponse, Detail]:
-            _reason(request.reason)
+            limits.reason(request.reason)
             reply = await remote_call(
                 self.tables.CloseMatch(table_pb2.CloseMatchRequest(table_id=table_id), timeout=10)
             )
@@ -362,7 +355,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(_: str) -> tuple[leaderboard_pb2.ReplayPlayerResponse, Detail]:
-            _reason(request.reason)
+            limits.reason(request.reason)
             ask = leaderboard_pb2.ReplayPlayerRequest(player_id=player)
             reply = await remote_call(self.boards.ReplayPlayer(ask, timeout=120))
             detail: Detail = {"events": reply.events, "applied": reply.applied}
@@ -412,7 +405,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.ResolveChatReportRequest, context: Context
     ) -> admin_pb2.ResolveChatReportResponse:
         async def act(_: str) -> tuple[admin_pb2.ResolveChatReportResponse, Detail]:
-            _reason(request.reason)
+            limits.reason(request.reason)
             was = await self.chat.resolve(request.report_id)
             return admin_pb2.ResolveChatReportResponse(was_waiting=was), {"was_waiting": was}
 
@@ -423,7 +416,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.RemoveChatMessageRequest, context: Context
     ) -> admin_pb2.RemoveChatMessageResponse:
         async def act(_: str) -> tuple[admin_pb2.RemoveChatMessageResponse, Detail]:
-            _reason(request.reason)
+            limits.reason(request.reason)
             table_id = _target(request.table_id, "table_id")
             removed = await self.chat.remove(table_id, request.message_id)
             return admin_pb2.RemoveChatMessageResponse(removed=removed), {
@@ -438,7 +431,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.SilenceChatPlayerRequest, context: Context
     ) -> admin_pb2.SilenceChatPlayerResponse:
         async def act(_: str) -> tuple[admin_pb2.SilenceChatPlayerResponse, Detail]:
-            _reason(request.reason)
+            limits.reason(request.reason)
             until = await self.chat.silence(request.player_id, request.seconds)
             return admin_pb2.SilenceChatPlayerResponse(until_ms=until), {"seconds": request.seconds}
 

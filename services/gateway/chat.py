@@ -27,6 +27,7 @@ from typing import Any
 from bg.admin.v1 import admin_pb2
 from bg.gateway.v1 import gateway_pb2
 from services.common.clock import now_ms
+from services.common.deps import reply_text
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
 from services.contracts.table_feed import chat_channel, chat_key
 from services.gateway import limits
@@ -108,19 +109,8 @@ def _removed_key(table_id: str) -> str:
     return chat_key(table_id) + ":removed"  # the table's hash tag
 
 
-def _text(raw: bytes | str) -> str:
-    return raw.decode() if isinstance(raw, bytes) else raw
-
-
 def _texts(raw: Any) -> set[str]:
-    return {_text(r) for r in raw}
-
-
-def _reason(text: str) -> str:
-    words = text.strip()
-    if not 1 <= len(words) <= 200:
-        raise InvalidArgument("REASON_REQUIRED", "say why, in 1..200 characters", field="reason")
-    return words
+    return {reply_text(r) for r in raw}
 
 
 class ChatRoom:
@@ -234,7 +224,7 @@ class ChatRoom:
         """Queue a report of a message the reporter may read, with the messages of its channel
         before it; one report per reporter and message."""
         table_id = limits.table_id(request.table_id)
-        reason = _reason(request.reason)
+        reason = limits.reason(request.reason)
         seats = await seating(table_id, True)
         seated = player in seats.player_ids
         messages = await self._messages(table_id)
@@ -252,8 +242,8 @@ class ChatRoom:
             reported_ms=self.now(),
         )
         if not await self.redis.set(once, "", nx=True, ex=KEEP_S):
-            return _text(await self.redis.get(once + ":id") or b"")
-        report_id = _text(
+            return reply_text(await self.redis.get(once + ":id") or b"")
+        report_id = reply_text(
             await self.redis.xadd(
                 REPORTS, {"r": report.SerializeToString()}, maxlen=MAX_REPORTS, approximate=True
             )
@@ -266,7 +256,7 @@ class ChatRoom:
         for entry_id, fields in await self.redis.xrange(REPORTS, count=limit):
             report = admin_pb2.ChatReport()
             report.ParseFromString(fields[b"r"])
-            report.report_id = _text(entry_id)
+            report.report_id = reply_text(entry_id)
             out.append(report)
         return out
 

@@ -55,3 +55,11 @@ def check(request: Message, bounds: Mapping[str, int] = MAX_BY_FIELD, prefix: st
 
 def _repeated(fd: FieldDescriptor) -> bool:
     return bool(fd.is_repeated)
+
+
+def reason(text: str) -> str:
+    """Why an operator acts or a player reports: 1..200 characters, trimmed."""
+    words = text.strip()
+    if not 1 <= len(words) <= 200:
+        raise InvalidArgument("REASON_REQUIRED", "say why, in 1..200 characters", field="reason")
+    return words
