@@ -30,6 +30,7 @@ from services.common.errors import (
 from services.gateway import match_export
 from services.gateway.callers import Callers, Context
 from services.gateway.chat import Seating, SeatingOf
+from services.gateway.friends import Friends
 from services.gateway.hints import Hints
 from services.gateway.lobby_views import LobbyViews
 from services.gateway.names import DisplayNames
@@ -61,6 +62,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         names: DisplayNames,
         privacy: Privacy,
         analyses: analysis_pb2_grpc.AnalysisServiceAsyncStub,
+        friends: Friends,
+        friends_refresh_s: float = 3.0,
     ) -> None:
         self.callers = callers
         self.sign_in = sign_in
@@ -72,6 +75,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self.names = names
         self.privacy = privacy
         self.analyses = analyses
+        self.friends = friends
+        self.friends_refresh_s = friends_refresh_s
         self.shown = LobbyViews(privacy, tables)
         self.hints = Hints()
 
@@ -337,6 +342,42 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         found = await self.streams.chat.report(player, request, self._seating_for(player))
         return gateway_pb2.ReportChatResponse(report_id=found)
 
+    # -- friends -----------------------------------------------------------------------------
+
+    @grpc_errors
+    async def Follow(
+        self, request: gateway_pb2.FollowRequest, context: Context
+    ) -> gateway_pb2.FriendsView:
+        player = self.callers.player(context, request)
+        return await self.friends.follow(player, request.player_id, request.following)
+
+    @grpc_errors
+    async def Block(
+        self, request: gateway_pb2.BlockRequest, context: Context
+    ) -> gateway_pb2.FriendsView:
+        player = self.callers.player(context, request)
+        return await self.friends.block(player, request.player_id, request.blocked)
+
+    @grpc_errors
+    async def GetFriends(
+        self, request: gateway_pb2.GetFriendsRequest, context: Context
+    ) -> gateway_pb2.FriendsView:
+        return await self.friends.view(self.callers.player(context, request))
+
+    @grpc_errors
+    async def Challenge(
+        self, request: gateway_pb2.ChallengeRequest, context: Context
+    ) -> gateway_pb2.ChallengeAnswer:
+        player = self.callers.player(context, request)
+        return await self.friends.challenge(player, request)
+
+    @grpc_errors
+    async def AnswerChallenge(
+        self, request: gateway_pb2.AnswerChallengeRequest, context: Context
+    ) -> gateway_pb2.ChallengeAnswer:
+        player = self.callers.player(context, request)
+        return await self.friends.answer(player, request)
+
     def _seating_for(self, player: str) -> SeatingOf:
         async def seating(table_id: str, phase: bool) -> Seating:
             return await self.streams.seating(table_id, player, phase)
@@ -371,6 +412,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         self, request: gateway_pb2.WatchRequest, context: Context
     ) -> None:
         await self.streams.watch(request, context)
+
+    @grpc_errors
+    async def Friends(  # type: ignore[override]  # grpc.aio: written to the context, not yielded
+        self, request: gateway_pb2.GetFriendsRequest, context: Context
+    ) -> None:
+        player = self.callers.player(context, request)
+        await self.friends.stream(
+            player, self.streams.presence, context.write, self.friends_refresh_s,
+            lambda: self.callers.refuse_banned(player),
+        )  # fmt: skip
 
 
 def _retry_safe(

@@ -29,6 +29,7 @@ from services.common.deps import redis_check, redis_client, sql_check, sql_engin
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.gateway.accounts import Accounts, successor_keys
+from services.gateway.adapters.friends_lobby import MatchmakingFriendsLobby
 from services.gateway.adapters.redis_presence import RedisPresenceStore
 from services.gateway.admin import AdminServicer, parse_operator_keys
 from services.gateway.api import GatewayServicer
@@ -39,7 +40,9 @@ from services.gateway.callers import Callers
 from services.gateway.chat import ChatRoom
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import TableFeed
+from services.gateway.friends import Friends
 from services.gateway.live_streams import LiveStreams
+from services.gateway.lobby_views import LobbyViews
 from services.gateway.names import DisplayNames, Names
 from services.gateway.play_streams import PlayStreams
 from services.gateway.presence import Presence
@@ -140,10 +143,16 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         streams = PlayStreams(
             callers, table_stub, lines, lobby, feed, presence, privacy, live, chat
         )
+        display_names = DisplayNames(names, accounts)
+        friends = Friends(
+            redis, presence.store,
+            MatchmakingFriendsLobby(lobby, LobbyViews(privacy, table_stub)),
+            display_names.lookup, settings.friends_max, settings.challenge_ttl_s,
+        )  # fmt: skip
         servicer = GatewayServicer(
             callers, sign_in, streams, lobby, wallet_stub, table_stub,
             leaderboard_pb2_grpc.LeaderboardServiceStub(boards),
-            DisplayNames(names, accounts), privacy, analyses,
+            display_names, privacy, analyses, friends, settings.friends_refresh_s,
         )  # fmt: skip
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         admin = AdminServicer(

@@ -6,7 +6,7 @@ table's chat channel, so every gateway delivers it to the streams it holds.
 - A message is kept in the table's chat stream (its last MAX_KEPT, for KEEP_S after the last
   one) and published once; each gateway's delivery leaves out, per reader, the players that
   reader muted (`chat:mutes:<player>`, read at delivery, so a mute made on another gateway
-  holds at once).
+  holds at once), and the players that reader blocked (services/gateway/friends.py).
 - A message's length is bounded (BG_CHAT_MAX_CHARS) and control characters are refused; a
   player's messages are limited over every gateway (BG_CHAT_PER_S, bursts of BG_CHAT_BURST);
   guests may be kept out (BG_CHAT_GUESTS).
@@ -32,6 +32,7 @@ from services.common.errors import InvalidArgument, NotFound, PermissionDenied, 
 from services.contracts.table_feed import chat_channel, chat_key
 from services.gateway import limits
 from services.gateway.accounts import ACCOUNT_PREFIX
+from services.gateway.friends import blocks_key
 from services.gateway.rate_limits import SharedLimiter, rate_limited
 
 log = logging.getLogger("bg.gateway.chat")
@@ -196,9 +197,10 @@ class ChatRoom:
             raise PermissionDenied("NOT_WATCHABLE", "this table is not open to spectators")
         pipe = self.redis.pipeline(transaction=False)
         pipe.smembers(_mutes_key(player))
+        pipe.smembers(blocks_key(player))
         pipe.smembers(_removed_key(table_id))
-        muted_raw, removed_raw = await pipe.execute()
-        muted, removed = _texts(muted_raw), _texts(removed_raw)
+        muted_raw, blocked_raw, removed_raw = await pipe.execute()
+        muted, removed = _texts(muted_raw) | _texts(blocked_raw), _texts(removed_raw)
         return [
             m
             for m in await self._messages(table_id)
@@ -351,10 +353,11 @@ class ChatRoom:
         pipe = self.redis.pipeline(transaction=False)
         for listener in readers:
             pipe.sismember(_mutes_key(listener.viewer), message.sender_id)
-        muted = await pipe.execute()
+            pipe.sismember(blocks_key(listener.viewer), message.sender_id)
+        hidden = await pipe.execute()
         update = gateway_pb2.PlayUpdate(chat=message, table_id=table_id)
-        for listener, is_muted in zip(readers, muted, strict=True):
-            if not is_muted:
+        for i, listener in enumerate(readers):
+            if not (hidden[2 * i] or hidden[2 * i + 1]):
                 listener.deliver(update)
 
     async def close(self) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from bg.events.v1 import events_pb2
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2
 from services.gateway.auth import Identity
 
 
@@ -53,8 +55,34 @@ class PresenceRepository(Protocol):
         """Up to `limit` of the streams recorded under `gateway`."""
         ...
 
+    async def tables_of(self, player_ids: list[str], now_ms: int) -> dict[str, set[str]]:
+        """The tables each player has a stream to under a lease live at `now_ms` (LOBBY for a
+        Friends stream); a player with none is left out."""
+        ...
+
 
 class EventSource(Protocol):
     async def events_between(
         self, table_id: str, after_seq: int, upto_seq: int
     ) -> list[events_pb2.TableEvent]: ...
+
+
+class FriendsLobby(Protocol):
+    """What friends ask of the lobby (services/gateway/adapters/friends_lobby.py)."""
+
+    async def create(
+        self, player_id: str, options: table_pb2.TableOptions, request_id: str
+    ) -> matchmaking_pb2.LobbyTable:
+        """A private table hosted by `player_id` (retry-safe under `request_id`)."""
+        ...
+
+    async def join(self, player_id: str, code: str, request_id: str) -> matchmaking_pb2.LobbyTable:
+        """Seat `player_id` by the table's code (retry-safe under `request_id`)."""
+        ...
+
+    async def leave(self, player_id: str, table_id: str) -> None: ...
+
+    async def table(self, table_id: str) -> matchmaking_pb2.LobbyTable | None:
+        """The table as spectators may know it (watchable with the players' privacy), or None
+        when the lobby does not know it."""
+        ...

@@ -12,6 +12,9 @@ nobody closed the stream) and then forgets it. A gateway that stalled past its l
 when it next renews: it takes a new id and opens its live streams again under it (reporting the
 connects the sweeper undid), so nothing the sweeper does to the old id touches them.
 
+A Friends stream is recorded the same way under the table LOBBY, so a player's followers see
+them online (services/gateway/friends.py); no table is told of it.
+
 (Per-stream leases, renewed one call per stream, cost a gateway 2,000 calls a second at 10,000
 streams; this costs one.)
 """
@@ -29,6 +32,7 @@ from services.gateway.ports import PresenceRepository
 
 log = logging.getLogger("bg.gateway.presence")
 
+LOBBY = ""  # the "table" of a Friends stream: online, at no table (no table hears of it)
 SWEEP_BATCH = 500  # streams of dead gateways closed per sweep
 SWEEP_GATEWAYS = 10  # dead gateways looked at per sweep
 
@@ -121,9 +125,11 @@ class Presence:
         while not stop.is_set():
             try:
                 for table_id, player_id, stream in await self.renew_all():
-                    if await self.reopen(table_id, player_id, stream):
+                    if await self.reopen(table_id, player_id, stream) and table_id != LOBBY:
                         await report(table_id, player_id, True)
                 for table_id, player_id in await self.expired():
+                    if table_id == LOBBY:
+                        continue
                     log.info(
                         "a stream's gateway went away: player disconnected",
                         extra={"table_id": table_id, "player_id": player_id},

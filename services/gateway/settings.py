@@ -157,6 +157,24 @@ class GatewaySettings(ServiceSettings):
         True,
         "Whether guests (players without an account) may chat; they always read it.",
     )
+    friends_max: int = setting(
+        "BG_FRIENDS_MAX", 200, "Players one player may follow.", min=1, max=5000
+    )
+    challenge_ttl_s: int = setting(
+        "BG_CHALLENGE_TTL_S",
+        300,
+        "Seconds a challenge waits for its answer before it lapses.",
+        min=10,
+        max=86_400,
+    )
+    friends_refresh_s: float = setting(
+        "BG_FRIENDS_REFRESH_S",
+        3.0,
+        "How often a Friends stream looks again at what other gateways changed (what its own "
+        "gateway changes is sent at once).",
+        min=0.1,
+        max=60,
+    )
     rate_sync_s: float = setting(
         "BG_RATE_SYNC_S",
         0.1,

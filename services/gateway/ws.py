@@ -8,6 +8,7 @@ characters):
   {"id": 3, "method": "Play", "request": {"join": {"tableId": "...", "fromSeq": "0"}}}
   {"id": 4, "method": "Play", "tableId": "...", "request": {"command": {"commandId": "c1", ...}}}
   {"id": 5, "method": "Watch", "request": {"tableId": "...", "fromSeq": "0"}}   (read-only, I-35)
+  {"id": 6, "method": "Friends", "request": {}}   (one per connection: answered with a FriendsView)
 Gateway -> client: every request gets exactly one answer carrying its id,
   {"id": 1, "response": {...}}   or   {"id": 1, "error": {"status": "...", "code": "...", ...}}
 (a join's or a Watch's response is a `Joined`: the stream is open, at which seq; a command's is
@@ -15,6 +16,8 @@ its CommandResult, its refusal an error with `commandId` and `requestNo`), and t
   {"push": "update", "update": {"tableId": "...", "update": {SeatUpdate}}}
   {"push": "chat", "tableId": "...", "chat": {ChatMessage}}   (what the stream's reader may read)
   {"push": "ended", "tableId": "...", "error": {...}}   (the server ended the stream; error if why)
+  {"push": "friends", "friends": {FriendsView}}   (the Friends stream: the view changed)
+  {"push": "ended", "stream": "Friends", "error": {...}}
 `id` is null only on the answer to a message whose id could not be read (not JSON, say).
 Unary calls and the Play stream run through the very servicer the gRPC API uses, so
 authentication, seat checks and rate limits are the same.
@@ -73,6 +76,11 @@ UNARY: dict[str, Any] = {
     "GetChat": gateway_pb2.GetChatRequest,
     "MuteChat": gateway_pb2.MuteChatRequest,
     "ReportChat": gateway_pb2.ReportChatRequest,
+    "Follow": gateway_pb2.FollowRequest,
+    "Block": gateway_pb2.BlockRequest,
+    "GetFriends": gateway_pb2.GetFriendsRequest,
+    "Challenge": gateway_pb2.ChallengeRequest,
+    "AnswerChallenge": gateway_pb2.AnswerChallengeRequest,
     "ExportMatch": gateway_pb2.ExportMatchRequest,
     "SetPreferences": gateway_pb2.PreferencesRequest,
     "SetPrivacy": gateway_pb2.PrivacyRequest,
@@ -109,7 +117,9 @@ class Aborted(Exception):
 class WsContext:
     """The part of grpc.aio.ServicerContext the servicer uses; a stream's writes go to `stream`."""
 
-    def __init__(self, token: str, connection_id: str, stream: StreamAnswers | None = None) -> None:
+    def __init__(
+        self, token: str, connection_id: str, stream: StreamAnswers | FriendsPushes | None = None
+    ) -> None:
         self.token = token
         self.connection_id = connection_id
         self.stream = stream
@@ -135,7 +145,7 @@ class WsContext:
         detail = self.error or errors_pb2.Error(code=exc.status.name, message=str(exc)[:200])
         return error_json(exc.status.name, detail)
 
-    async def write(self, update: gateway_pb2.PlayUpdate) -> None:
+    async def write(self, update: Any) -> None:  # a PlayUpdate, or a Friends stream's view
         assert self.stream is not None
         try:
             await self.stream.write(update)
@@ -232,6 +242,34 @@ class StreamAnswers:
         await self.send(push)
 
 
+class FriendsPushes:
+    """A connection's Friends stream: its first view answers the request, the next ones are
+    pushes; its end (a ban, Redis away) is the `ended` push."""
+
+    def __init__(self, send: Send, open_id: RequestId) -> None:
+        self.send = send
+        self.open_id = open_id
+        self.answered = False
+
+    async def write(self, view: gateway_pb2.FriendsView) -> None:
+        if not self.answered:
+            self.answered = True
+            await self.send({"id": self.open_id, "response": to_json(view)})
+        else:
+            await self.send({"push": "friends", "friends": to_json(view)})
+
+    async def end(self, error: dict[str, Any] | None = None) -> None:
+        if not self.answered:
+            self.answered = True
+            gone = error or _error(grpc.StatusCode.UNAVAILABLE, "STREAM_ENDED", "ended")
+            await self.send({"id": self.open_id, "error": gone})
+            return
+        push: dict[str, Any] = {"push": "ended", "stream": "Friends"}
+        if error is not None:
+            push["error"] = error
+        await self.send(push)
+
+
 def _request_id(message: dict[str, Any]) -> RequestId:
     """The client's request id as it will be echoed: a number or a short string, else none."""
     value = message.get("id")
@@ -261,6 +299,7 @@ class WsGateway:
 
         streams: _Streams = {}
         watching: dict[str, tuple[StreamAnswers, asyncio.Task[None]]] = {}
+        friends: list[asyncio.Task[None]] = []  # at most one live Friends stream
         try:
             async for raw in connection:
                 try:
@@ -281,6 +320,8 @@ class WsGateway:
                     await self._play_message(send, message, token, conn_id, streams, watching)
                 elif method == "Watch":
                     await self._watch_message(send, message, token, conn_id, watching)
+                elif method == "Friends":
+                    await self._friends_message(send, message, token, conn_id, friends)
                 else:
                     await send(await self._unary(method, message, WsContext(token, conn_id)))
         except ConnectionClosed as gone:
@@ -292,7 +333,7 @@ class WsGateway:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-            for _, task in watching.values():
+            for task in [t for _, t in watching.values()] + friends:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -401,6 +442,29 @@ class WsGateway:
             return
         await send({"id": request_id, "error": error})
 
+    async def _friends_message(
+        self,
+        send: Send,
+        message: dict[str, Any],
+        token: str,
+        conn_id: str,
+        friends: list[asyncio.Task[None]],
+    ) -> None:
+        """The Friends stream: the caller's FriendsView, then a push whenever it changes."""
+        request_id = _request_id(message)
+        friends[:] = [task for task in friends if not task.done()]
+        if friends:
+            error = _error(
+                grpc.StatusCode.ALREADY_EXISTS, "ALREADY_OPEN",
+                "this connection has its Friends stream open",
+            )  # fmt: skip
+            await send({"id": request_id, "error": error})
+            return
+        pushes = FriendsPushes(send, request_id)
+        ctx = WsContext(token, conn_id, pushes)
+        run = self.servicer.Friends(gateway_pb2.GetFriendsRequest(), ctx)
+        friends.append(asyncio.create_task(self._stream(run, ctx, pushes)))
+
     async def _watch(
         self, request: gateway_pb2.WatchRequest, ctx: WsContext, answers: StreamAnswers
     ) -> None:
@@ -419,7 +483,9 @@ class WsGateway:
         await self._stream(self.servicer.Play(requests(), ctx), ctx, answers)  # type: ignore[arg-type]
 
     @staticmethod
-    async def _stream(run: Awaitable[None], ctx: WsContext, answers: StreamAnswers) -> None:
+    async def _stream(
+        run: Awaitable[None], ctx: WsContext, answers: StreamAnswers | FriendsPushes
+    ) -> None:
         """Run a stream's handler; its end, however it ends, is answered."""
         try:
             await run

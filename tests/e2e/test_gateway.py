@@ -31,6 +31,7 @@ from client.player import Player
 from engine import bots
 from engine.position import Position
 from services.common.errors import error_from
+from services.contracts.vocabulary import FINISHED
 from services.gateway.auth import Identity, TokenSigner
 from tests.e2e.conftest import BOTS_SECRET, SECRET
 from tests.helpers import error_of
@@ -361,6 +362,7 @@ class WsPlayer(Player):
         self.next_id = 0
         self.updates: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.replies: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.friends: asyncio.Queue[dict[str, Any]] = asyncio.Queue()  # the Friends stream's
         self.reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
@@ -368,6 +370,8 @@ class WsPlayer(Player):
             message = json.loads(raw)
             if message.get("push") == "update":
                 await self.updates.put(message["update"])
+            elif message.get("push") == "friends":
+                await self.friends.put(message["friends"])
             elif message.get("id") in self.replies:
                 self.replies.pop(message["id"]).set_result(message)
 
@@ -1156,3 +1160,135 @@ async def test_table_chat_and_kibitz_over_grpc_and_the_websocket(cluster: dict[s
         assert await history(cam) == ["ann is favourite"]
         await asyncio.gather(ann.play(table.table_id, 240), bob.play(table.table_id, 240))
         assert await history(bob) == ["good luck", "ann is favourite"]  # the match is over
+
+
+async def test_friends_follow_challenge_and_block_over_grpc_and_the_websocket(
+    cluster: dict[str, Any],
+) -> None:
+    """Issue 29 req. 3 on the real cluster: presence from the gateway's live streams (a Friends
+    stream on gRPC and on the WebSocket, a Play stream), a challenge accepted and played to the
+    end, a wagered one declined with the host's hold given back, and a block that ends the
+    follow and refuses follow and challenge, typed."""
+    from websockets.asyncio.client import connect
+
+    def friends_of(view: gateway_pb2.FriendsView) -> dict[str, int]:
+        return {f.player_id: f.status for f in view.friends}
+
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann, bob, cam = await _players(cluster, ch, "ann", "bob", "cam")
+        state = json.loads((Path(cluster["data"]) / "cluster.json").read_text())
+        ws_url = next(s["ws"] for s in state["services"] if s["name"] == "gateway")
+        async with connect(ws_url) as ws:
+            dee = WsPlayer(ws, "dee", 3)
+            dee.token = (await dee.call("Login", {"guestName": "dee"}))["token"]
+            dee_id = _token_player(dee.token)
+            opened = await dee.call("Friends", {})  # dee's Friends stream: dee is online
+            assert opened["friends"] == []  # dee follows nobody yet
+
+            async def follow(who: Player, other: str) -> gateway_pb2.FriendsView:
+                request = gateway_pb2.FollowRequest(player_id=other, following=True)
+                return await who.stub.Follow(request, metadata=who.auth)
+
+            async def view(who: Player) -> gateway_pb2.FriendsView:
+                return await who.stub.GetFriends(gateway_pb2.GetFriendsRequest(), metadata=who.auth)
+
+            assert friends_of(await follow(ann, bob.player_id)) == {
+                bob.player_id: gateway_pb2.FRIEND_STATUS_OFFLINE
+            }
+            await follow(ann, dee_id)
+            await _until(lambda: _is(view(ann), dee_id, gateway_pb2.FRIEND_STATUS_ONLINE), 10)
+
+            # bob's Friends stream on gRPC gets ann's challenge pushed.
+            bob_views: asyncio.Queue[gateway_pb2.FriendsView] = asyncio.Queue()
+
+            async def bob_stream() -> None:
+                request = gateway_pb2.GetFriendsRequest()
+                async for pushed in bob.stub.Friends(request, metadata=bob.auth):
+                    await bob_views.put(pushed)
+
+            streaming = asyncio.create_task(bob_stream())
+            await asyncio.wait_for(bob_views.get(), 10)
+            await _until(lambda: _is(view(ann), bob.player_id, gateway_pb2.FRIEND_STATUS_ONLINE))
+            casual = table_pb2.TableOptions(profile="casual", match_length=1)
+            sent = await ann.stub.Challenge(
+                gateway_pb2.ChallengeRequest(player_id=bob.player_id, options=casual),
+                metadata=ann.auth,
+            )
+            assert sent.table.host_id == ann.player_id and sent.challenge.status == "pending"
+            while True:
+                pushed = await asyncio.wait_for(bob_views.get(), 10)
+                if pushed.received:
+                    break
+            assert pushed.received[0].challenge_id == sent.challenge.challenge_id
+            assert pushed.received[0].from_name == "ann"
+            accepted = await bob.stub.AnswerChallenge(
+                gateway_pb2.AnswerChallengeRequest(
+                    challenge_id=sent.challenge.challenge_id, accept=True
+                ),
+                metadata=bob.auth,
+            )
+            assert accepted.table.table_id == sent.table.table_id
+            assert list(accepted.table.player_ids) == [ann.player_id, bob.player_id]
+            await ann.stub.StartTable(
+                matchmaking_pb2.TableRequest(table_id=sent.table.table_id), metadata=ann.auth
+            )
+            await follow(cam, ann.player_id)
+            playing = asyncio.gather(
+                ann.play(sent.table.table_id, 240), bob.play(sent.table.table_id, 240)
+            )
+            await _until(lambda: _is(view(cam), ann.player_id, gateway_pb2.FRIEND_STATUS_PLAYING))
+            finished = await playing
+            assert all(v.phase in FINISHED for v in finished)
+            streaming.cancel()
+            await _until(lambda: _is(view(ann), bob.player_id, gateway_pb2.FRIEND_STATUS_OFFLINE))
+
+            # A wagered challenge to dee, declined over the WebSocket: the table closes and
+            # ann's hold goes back.
+            before = await ann.balance()
+            wagered = table_pb2.TableOptions(profile="wagered", match_length=1, bet=100)
+            offered = await ann.stub.Challenge(
+                gateway_pb2.ChallengeRequest(player_id=dee_id, options=wagered),
+                metadata=ann.auth,
+            )
+            while True:
+                pushed_json = await asyncio.wait_for(dee.friends.get(), 10)
+                if pushed_json.get("received"):
+                    break
+            challenge_id = pushed_json["received"][0]["challengeId"]
+            assert challenge_id == offered.challenge.challenge_id
+            refused = await dee.answer("AnswerChallenge", {"challengeId": "nope", "accept": True})
+            assert refused["error"]["code"] == "UNKNOWN_CHALLENGE"
+            declined = await dee.call("AnswerChallenge", {"challengeId": challenge_id})
+            assert declined["challenge"]["status"] == "declined"
+            table = await ann.stub.GetTable(
+                matchmaking_pb2.TableRequest(table_id=offered.table.table_id), metadata=ann.auth
+            )
+            assert table.status == "closed"
+            assert await _balances_settle([ann], {ann.player_id: before}) == {ann.player_id: before}
+
+            # dee blocks ann: her follow ends; she can neither follow nor challenge dee.
+            blocked = await dee.call("Block", {"playerId": ann.player_id, "blocked": True})
+            assert blocked["blocked"] == [ann.player_id]
+            assert dee_id not in friends_of(await view(ann))
+            with pytest.raises(grpc.aio.AioRpcError) as no_follow:
+                await follow(ann, dee_id)
+            assert error_of(no_follow.value).code == "FRIEND_BLOCKED"
+            assert no_follow.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            with pytest.raises(grpc.aio.AioRpcError) as no_challenge:
+                await ann.stub.Challenge(
+                    gateway_pb2.ChallengeRequest(player_id=dee_id), metadata=ann.auth
+                )
+            assert error_of(no_challenge.value).code == "CHALLENGE_NOT_FOLLOWED"
+            with pytest.raises(grpc.aio.AioRpcError) as self_follow:
+                await follow(ann, ann.player_id)
+            assert error_of(self_follow.value).code == "FRIEND_SELF"
+            twice = await dee.answer("Friends", {})
+            assert twice["error"]["code"] == "ALREADY_OPEN"
+
+
+async def _is(view: Awaitable[gateway_pb2.FriendsView], player: str, status: int) -> bool:
+    return any(f.player_id == player and f.status == status for f in (await view).friends)
+
+
+def _token_player(token: str) -> str:
+    return TokenSigner(SECRET, 60).verify(token).player_id

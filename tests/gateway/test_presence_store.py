@@ -64,3 +64,25 @@ async def test_streams_report_first_in_and_last_out_per_table_and_player(
     assert await store.streams_of("g1", 10) == []
     assert sorted(await store.streams_of("g2", 10)) == [("t1", "bob", "s3"), ("t2", "ann", "s4")]
     assert await store.open_stream("g1", "t1", "ann", "s5")  # back: a connect again
+
+
+async def test_where_a_player_is_counts_only_live_gateways_streams(
+    store: PresenceRepository,
+) -> None:
+    """Issue 29, friends: the tables each player has a stream to ("" is a Friends stream)."""
+    await store.take_lease("g1", 1000)
+    await store.take_lease("g2", 2000)
+    await store.open_stream("g1", "t1", "ann", "s1")
+    await store.open_stream("g2", "", "ann", "s2")
+    await store.open_stream("g2", "t2", "bob", "s3")
+    await store.open_stream("g2", "t2", "bob", "s4")
+    assert await store.tables_of(["ann", "bob", "cid"], 500) == {
+        "ann": {"t1", ""}, "bob": {"t2"},
+    }  # fmt: skip
+    # g1's lease lapsed: its streams are gone to followers before any sweeper closes them.
+    assert await store.tables_of(["ann"], 1500) == {"ann": {""}}
+    await store.close_stream("g2", "t2", "bob", "s3")
+    assert await store.tables_of(["bob"], 1500) == {"bob": {"t2"}}  # s4 still open
+    await store.close_stream("g2", "t2", "bob", "s4")
+    await store.close_stream("g2", "", "ann", "s2")
+    assert await store.tables_of(["ann", "bob"], 1500) == {}
