@@ -1010,3 +1010,47 @@ async def test_players_chat_beside_the_board_and_a_mute_silences_the_sender(
         ".some((s) => s.textContent === 'quiet: yes')"
     )
     assert await lines(friend) == ["You: yes"]  # the muted host's words never came
+
+
+async def test_a_player_met_at_a_table_is_followed_seen_online_and_challenged(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 29 req. 3 in the browser: the host follows the friend who sat down, sees them
+    online in the lobby's Friends, challenges them; the friend accepts from their lobby and both
+    sit at the challenge's table, where the host's Friends shows the friend in a match. (Decline
+    and block: tests/e2e/test_gateway.py, on the WebSocket the page speaks.)"""
+    host = await _page(browser, cluster["url"], "frodo")
+    link = await _create_and_invite(host)
+    friend = await _tab(await browser.new_context(viewport={"width": 390, "height": 844}), link)
+    await friend.get_by_label("Your name").fill("sam")
+    await friend.get_by_role("button", name="Play", exact=True).click()
+    await friend.wait_for_function("() => bg.state().screen === 'waiting'")
+    await host.get_by_role("button", name="Follow sam").click()
+    await host.get_by_role("button", name="Following sam").wait_for()
+    await host.get_by_role("button", name="Leave").click()  # the table closes: both in the lobby
+    await host.wait_for_function("() => bg.state().screen === 'lobby'")
+    await friend.wait_for_function("() => bg.state().screen === 'lobby'")
+
+    # sam's page holds the Friends stream: frodo sees sam online, and challenges him.
+    friends = host.locator("#friends")
+    await friends.get_by_text("sam: online").wait_for()
+    await host.get_by_role("button", name="Challenge sam").click()
+    await host.wait_for_function("() => bg.state().screen === 'waiting'")
+    accept = friend.get_by_role("button", name="Accept frodo's challenge")
+    await accept.wait_for()
+    assert "frodo challenges you: casual to 1" in (
+        await friend.locator("#challenges").text_content() or ""
+    )
+    await accept.click()
+    await friend.wait_for_function(
+        "() => document.getElementById('waiting-info').textContent"
+        " === 'Waiting for frodo to start the match.'"
+    )
+    await host.get_by_role("button", name="Start the match with sam").click()
+    await asyncio.gather(_in_table(host), _in_table(friend))
+    assert (await _state(host))["tableId"] == (await _state(friend))["tableId"]
+    await host.wait_for_function(
+        "() => bg.state().friends.some(([_, status]) => status === 'FRIEND_STATUS_PLAYING')",
+        timeout=15_000,
+    )
+    assert host.errors == [] and friend.errors == []

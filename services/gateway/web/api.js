@@ -13,10 +13,13 @@ export class ApiError extends Error {
 }
 
 export class Connection {
-  constructor(url, { onUpdate, onStatus, onChat = () => {} }) {
+  constructor(url, { onUpdate, onStatus, onChat = () => {}, onFriends = () => {} }) {
     this.url = url;
     this.onUpdate = onUpdate;
     this.onChat = onChat;
+    this.onFriends = onFriends;
+    this.friendsWanted = false; // the Friends stream: opened again after every reconnect
+    this.friendsId = null; // the request id it was opened with
     this.onStatus = onStatus;
     this.token = "";
     this.nextId = 1;
@@ -39,12 +42,14 @@ export class Connection {
         this.backoffMs = 250;
         this.onStatus("online");
         for (const [tableId, seq] of this.tables) this._join(tableId, seq);
+        if (this.friendsWanted) this._friends();
         for (const pending of this.commands.values()) ws.send(JSON.stringify(pending.message));
         resolve();
       };
       ws.onmessage = (event) => this._receive(JSON.parse(event.data));
       ws.onclose = () => {
         this.opened = null;
+        this.friendsId = null;
         this.onStatus("offline");
         for (const call of this.calls.values()) {
           call.reject(new ApiError({ code: "UNAVAILABLE", message: "connection lost" }));
@@ -78,6 +83,27 @@ export class Connection {
   async watch(tableId, fromSeq = 0) {
     this.watching.add(tableId);
     return this.join(tableId, fromSeq);
+  }
+
+  // The Friends stream: the player is online to their followers while it is open; its views go
+  // to onFriends (at once, then whenever they change).
+  openFriends() {
+    this.friendsWanted = true;
+    if (this.friendsId !== null) return;
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) this._friends();
+    else this.connect(); // opens it once connected
+  }
+
+  // A stream ends only with its connection: a new one, without it (a logout).
+  closeFriends() {
+    this.friendsWanted = false;
+    if (this.friendsId !== null && this.ws) this.ws.close(4001, "friends closed");
+  }
+
+  _friends() {
+    const id = this.nextId++;
+    this.friendsId = id;
+    this.ws.send(JSON.stringify({ id, method: "Friends", request: {}, token: this.token }));
   }
 
   leave(tableId) {
@@ -122,6 +148,20 @@ export class Connection {
     }
     if (message.push === "chat") {
       this.onChat(message.tableId, message.chat);
+      return;
+    }
+    if (message.push === "friends") {
+      this.onFriends(message.friends);
+      return;
+    }
+    if (message.push === "ended" && message.stream === "Friends") {
+      this.friendsId = null; // Redis away, say: open it again in a while
+      setTimeout(() => { if (this.friendsWanted) this.openFriends(); }, 3000);
+      return;
+    }
+    if (message.id !== undefined && message.id === this.friendsId) {
+      if (message.response) this.onFriends(message.response);
+      else this.friendsId = null;
       return;
     }
     if (message.push === "ended") {

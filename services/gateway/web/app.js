@@ -49,11 +49,12 @@ const state = {
   names: {}, // player id -> display name
   chatTitle: "Chat", // the chat's heading at this table (players' or spectators')
   chatUnread: 0, // messages come while the chat is folded
+  friends: null, // the Friends stream's last FriendsView
 };
 
 const conn = new Connection(
   `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`,
-  { onUpdate, onStatus, onChat },
+  { onUpdate, onStatus, onChat, onFriends },
 );
 let board = null;
 
@@ -229,6 +230,8 @@ async function logout() {
   if (refreshToken) {
     try { await conn.call("Logout", { refreshToken }); } catch { /* ended anyway */ }
   }
+  conn.closeFriends();
+  state.friends = null;
   conn.token = "";
   sessionStorage.removeItem("bg");
   state.playerId = "";
@@ -281,6 +284,7 @@ async function toLobby() {
   save();
   show("lobby");
   $("end").hidden = true;
+  conn.openFriends(); // online to the players who follow this one
   await refreshMe();
   await listMine();
 }
@@ -349,6 +353,7 @@ async function waitForDeal(table) {
           : sharing ? `Share the code ${table.code} or the link below.` : "Finding an opponent…";
     $("invite-link").value = sharing ? `${location.origin}/?join=${table.code}` : "";
     $("invite-link").hidden = !sharing;
+    offerFollow("follow-friend", full ? (host ? friend : table.hostId) : "");
     const startable = full && host && casual;
     $("start-table").hidden = !startable;
     $("start-table").textContent = startable ? `Start the match with ${nameOf(friend)}` : "Start";
@@ -918,6 +923,7 @@ function renderEnd(v) {
   rematch.disabled = !!v.rematchAgreed;
   rematch.textContent = offeredBy === 1 - me ? "Accept the rematch" : offeredBy === me ? "Rematch offered" : "Rematch";
   rematch.disabled = offeredBy === me || !!v.rematchAgreed;
+  offerFollow("follow-them", v.spectator ? "" : (v.playerIds || [])[1 - me] || "");
   $("end").hidden = false;
 }
 
@@ -1053,6 +1059,110 @@ function resumeButton(t, aria) {
       fail("lobby-error", err);
     }
   });
+}
+
+// -- friends: follows, presence, challenges, blocks (docs/protocol.md "Friends") -----------
+
+const PRESENCE = {
+  FRIEND_STATUS_ONLINE: "online", FRIEND_STATUS_WAITING: "waiting at a table",
+  FRIEND_STATUS_PLAYING: "in a match", FRIEND_STATUS_OFFLINE: "offline",
+};
+
+function onFriends(view) {
+  state.friends = view;
+  renderFriends();
+}
+
+function following(playerId) {
+  return ((state.friends && state.friends.friends) || []).some((f) => f.playerId === playerId);
+}
+
+// "Follow <name>" beside a player just met (not a computer seat, not one followed already).
+function offerFollow(id, playerId) {
+  const b = $(id);
+  const offered = !!playerId && playerId !== state.playerId && !playerId.startsWith("cpu-");
+  b.hidden = !offered;
+  if (!offered) return;
+  b.textContent = following(playerId) ? `Following ${nameOf(playerId)}` : `Follow ${nameOf(playerId)}`;
+  b.disabled = following(playerId);
+  b.onclick = () => friendsCall("Follow", { playerId, following: true }, id === "follow-them" ? "table-error" : "waiting-error")
+    .then(() => offerFollow(id, playerId));
+}
+
+async function friendsCall(method, request, where = "lobby-error") {
+  try {
+    onFriends(await conn.call(method, request));
+  } catch (err) {
+    fail(where, err);
+  }
+}
+
+function challengeWords(c) {
+  const o = c.options || {};
+  const stake = o.profile === "wagered" ? `, ${o.bet} diamonds` : "";
+  return `${o.profile || "casual"} to ${o.matchLength || 1}${stake}`;
+}
+
+async function renderFriends() {
+  const view = state.friends || {};
+  const friends = view.friends || [];
+  const received = (view.received || []).filter((c) => c.status === "pending" || c.status === "declined");
+  const sent = (view.sent || []).filter((c) => ["pending", "declined"].includes(c.status));
+  await learnNames(view.blocked || []);
+  const rows = [];
+  for (const c of received.filter((c) => c.status === "pending")) {
+    const from = c.fromName || nameOf(c.fromId);
+    rows.push([`${from} challenges you: ${challengeWords(c)}`, [
+      listButton("Accept", `Accept ${from}'s challenge`, { accept: c.challengeId }, () => lobbyAction(
+        async () => (await conn.call("AnswerChallenge", { challengeId: c.challengeId, accept: true })).table)),
+      listButton("Decline", `Decline ${from}'s challenge`, { decline: c.challengeId }, async () => {
+        try {
+          await conn.call("AnswerChallenge", { challengeId: c.challengeId, accept: false });
+          onFriends(await conn.call("GetFriends", {}));
+        } catch (err) { fail("lobby-error", err); }
+      }),
+    ]]);
+  }
+  for (const c of sent) {
+    const to = c.toName || nameOf(c.toId);
+    rows.push([c.status === "declined" ? `${to} declined your challenge` : `You challenged ${to}`, []]);
+  }
+  fillList("challenges", "No challenge waiting.", rows);
+  fillList("friends", "You follow nobody yet.", friends.map((f) => {
+    const name = f.displayName || nameOf(f.playerId);
+    const acts = [];
+    if (f.tableId) {
+      acts.push(listButton("Watch", `Watch ${name}`, { watchFriend: f.playerId }, () => openTable(f.tableId, true)));
+    }
+    if (f.status !== "FRIEND_STATUS_PLAYING") {
+      acts.push(listButton("Challenge", `Challenge ${name}`, { challenge: f.playerId }, () => challenge(f.playerId)));
+    }
+    acts.push(listButton("Unfollow", `Unfollow ${name}`, { unfollow: f.playerId },
+      () => friendsCall("Follow", { playerId: f.playerId, following: false })));
+    acts.push(listButton("Block", `Block ${name}`, { block: f.playerId },
+      () => friendsCall("Block", { playerId: f.playerId, blocked: true })));
+    return [`${name}: ${PRESENCE[f.status] || "offline"}`, acts];
+  }));
+  fillList("blocked", "Nobody.", (view.blocked || []).map((id) => [nameOf(id), [
+    listButton("Unblock", `Unblock ${nameOf(id)}`, { unblock: id },
+      () => friendsCall("Block", { playerId: id, blocked: false })),
+  ]]));
+}
+
+// A challenge opens a private table with the rules of "Create a table" and waits there.
+function challenge(playerId) {
+  const requestId = `ch-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+  return lobbyAction(async () => (await conn.call(
+    "Challenge", { playerId, options: createOptions(), requestId })).table);
+}
+
+function createOptions() {
+  const profile = $("ct-profile").value;
+  const options = { profile, matchLength: Number($("ct-length").value) };
+  if (profile === "wagered") options.bet = String($("ct-bet").value);
+  if (profile === "casual" && $("ct-cube").checked) options.cube = true;
+  if (profile === "scored") options.level = "players";
+  return options;
 }
 
 // -- history: finished matches, replayed move by move, exported as .mat or JSON ----------
@@ -1267,11 +1377,7 @@ function wire() {
   }
   $("create-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    const profile = $("ct-profile").value;
-    const options = { profile, matchLength: Number($("ct-length").value) };
-    if (profile === "wagered") options.bet = String($("ct-bet").value);
-    if (profile === "casual" && $("ct-cube").checked) options.cube = true;
-    if (profile === "scored") options.level = "players";
+    const options = createOptions();
     lobbyAction(() => conn.call("CreateTable", { options, public: $("ct-public").checked }),
       e.submitter);
   });
@@ -1381,6 +1487,7 @@ window.bg = {
     spectator: !!(state.view && state.view.spectator), events: state.eventSeqs.length,
     winner: state.view ? (state.view.winner ?? 0) : null,
     board: state.view ? { own: shown(state.view).own, opponent: shown(state.view).opponent } : null,
+    friends: state.friends ? (state.friends.friends || []).map((f) => [f.playerId, f.status]) : [],
     replay: state.screen === "replay" ? {
       at: replay.at, frames: replay.frames.length, best: replay.best,
       analysed: !!replay.analysis, mark: $("replay-mark").textContent,
