@@ -334,6 +334,27 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         return await self._audited(context, request, "close_table", "table_id", act)
 
     @grpc_errors
+    async def CreateTournament(
+        self, request: matchmaking_pb2.CreateTournamentRequest, context: Context
+    ) -> matchmaking_pb2.Tournament:
+        async def act(_: str) -> tuple[matchmaking_pb2.Tournament, Detail]:
+            found = await remote_call(self.lobby.CreateTournament(request, timeout=10))
+            return found, {"tournament_id": found.tournament_id, "kind": found.kind}
+
+        return await self._audited(context, request, "tournament_create", "", act)
+
+    @grpc_errors
+    async def CancelTournament(
+        self, request: matchmaking_pb2.CancelTournamentRequest, context: Context
+    ) -> matchmaking_pb2.Tournament:
+        async def act(_: str) -> tuple[matchmaking_pb2.Tournament, Detail]:
+            limits.reason(request.reason)
+            found = await remote_call(self.lobby.CancelTournament(request, timeout=10))
+            return found, {"status": found.status}
+
+        return await self._audited(context, request, "tournament_cancel", "tournament_id", act)
+
+    @grpc_errors
     async def ListStaleEscrows(
         self, request: admin_pb2.ListStaleEscrowsRequest, context: Context
     ) -> wallet_pb2.ListOpenEscrowsResponse:

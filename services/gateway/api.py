@@ -189,6 +189,36 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         request.player_id = self.callers.player(context, request)
         return await self.shown.shown(await call(self.lobby.GetTable(request, timeout=10)))
 
+    # -- tournaments -------------------------------------------------------------------------
+
+    @grpc_errors
+    async def ListTournaments(
+        self, request: matchmaking_pb2.ListTournamentsRequest, context: Context
+    ) -> matchmaking_pb2.ListTournamentsResponse:
+        self.callers.player(context, request)
+        return await call(self.lobby.ListTournaments(request, timeout=10))
+
+    @grpc_errors
+    async def GetTournament(
+        self, request: matchmaking_pb2.TournamentRequest, context: Context
+    ) -> matchmaking_pb2.Tournament:
+        request.player_id = self.callers.player(context, request)
+        return await call(self.lobby.GetTournament(request, timeout=10))
+
+    @grpc_errors
+    async def RegisterTournament(
+        self, request: matchmaking_pb2.TournamentRequest, context: Context
+    ) -> matchmaking_pb2.Tournament:
+        request.player_id = self.callers.player(context, request)
+        return await call(self.lobby.RegisterTournament(request, timeout=10))
+
+    @grpc_errors
+    async def UnregisterTournament(
+        self, request: matchmaking_pb2.TournamentRequest, context: Context
+    ) -> matchmaking_pb2.Tournament:
+        request.player_id = self.callers.player(context, request)
+        return await call(self.lobby.UnregisterTournament(request, timeout=10))
+
     # -- tables, records, boards -------------------------------------------------------------
 
     @grpc_errors

@@ -12,6 +12,8 @@ import grpc
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from services.common.errors import InvalidArgument, grpc_errors
 from services.matchmaking.lobby import Lobby, LobbyStatus, Retry, Table
+from services.matchmaking.tournaments import Tournaments
+from services.matchmaking.tournaments import to_proto as tournament_proto
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -55,9 +57,57 @@ def _retry(
 
 
 class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
-    def __init__(self, lobby: Lobby, invite_base: str) -> None:
+    def __init__(self, lobby: Lobby, invite_base: str, tournaments: Tournaments) -> None:
         self.lobby = lobby
         self.invite_base = invite_base
+        self.tournaments = tournaments
+
+    # -- tournaments -------------------------------------------------------------------------
+
+    @grpc_errors
+    async def CreateTournament(
+        self, request: matchmaking_pb2.CreateTournamentRequest, context: Context
+    ) -> matchmaking_pb2.Tournament:
+        return tournament_proto(await self.tournaments.create(request))
+
+    @grpc_errors
+    async def ListTournaments(
+        self, request: matchmaking_pb2.ListTournamentsRequest, context: Context
+    ) -> matchmaking_pb2.ListTournamentsResponse:
+        limit = request.limit or 50
+        if not 1 <= limit <= 200:
+            raise InvalidArgument("INVALID_LIMIT", "limit is 1..200", field="limit")
+        found = await self.tournaments.newest(request.status, limit)
+        return matchmaking_pb2.ListTournamentsResponse(
+            tournaments=[tournament_proto(t) for t in found]
+        )
+
+    @grpc_errors
+    async def GetTournament(
+        self, request: matchmaking_pb2.TournamentRequest, context: Context
+    ) -> matchmaking_pb2.Tournament:
+        return tournament_proto(await self.tournaments.get(request.tournament_id))
+
+    @grpc_errors
+    async def RegisterTournament(
+        self, request: matchmaking_pb2.TournamentRequest, context: Context
+    ) -> matchmaking_pb2.Tournament:
+        found = await self.tournaments.register(request.player_id, request.tournament_id)
+        return tournament_proto(found)
+
+    @grpc_errors
+    async def UnregisterTournament(
+        self, request: matchmaking_pb2.TournamentRequest, context: Context
+    ) -> matchmaking_pb2.Tournament:
+        found = await self.tournaments.unregister(request.player_id, request.tournament_id)
+        return tournament_proto(found)
+
+    @grpc_errors
+    async def CancelTournament(
+        self, request: matchmaking_pb2.CancelTournamentRequest, context: Context
+    ) -> matchmaking_pb2.Tournament:
+        found = await self.tournaments.cancel(request.tournament_id, request.reason)
+        return tournament_proto(found)
         self._running: set[asyncio.Task[Table]] = set()
 
     async def _to_the_end(self, change: Awaitable[Table]) -> Table:

@@ -14,9 +14,11 @@ from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 from services.matchmaking.adapters.grpc_clients import GrpcTables, GrpcWallet
 from services.matchmaking.adapters.redis_lobby import RedisLobbyStore
+from services.matchmaking.adapters.redis_tournaments import RedisTournamentStore
 from services.matchmaking.api import MatchmakingServicer
 from services.matchmaking.lobby import Lobby
 from services.matchmaking.settings import load_settings
+from services.matchmaking.tournaments import Tournaments
 
 log = logging.getLogger("bg.matchmaking")
 SWEEP_INTERVAL_S = 5.0
@@ -36,6 +38,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.closes(redis.aclose)
     store = RedisLobbyStore(redis)
     lobby: Lobby | None = None
+    tournaments: Tournaments | None = None
 
     def register(server: grpc.aio.Server) -> list[str]:
         # The clients of the wallet and the tables (grpc.aio channels need the running loop, so
@@ -51,8 +54,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             settings.code_ttl_s,
             settings.max_open_tables,
         )
+        nonlocal tournaments
+        tournaments = Tournaments(RedisTournamentStore(redis), lobby, GrpcTables(tables))
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
-            MatchmakingServicer(lobby, settings.invite_base), server
+            MatchmakingServicer(lobby, settings.invite_base, tournaments), server
         )
         return [SERVICE_NAME]
 
@@ -60,6 +65,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         # Undo deals a crash left half-done (the saga's compensation), every few seconds.
         assert lobby is not None  # the host registers before it starts
         app.background.every("deal-sweeper", SWEEP_INTERVAL_S, lobby.sweep_deals, log)
+        assert tournaments is not None
+        app.background.every("tournaments", settings.tournament_pass_s, tournaments.drive_all, log)
 
     app.register = register
     app.checks.append(redis_check(redis))

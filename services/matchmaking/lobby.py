@@ -102,6 +102,7 @@ class Table:
     dealing_since_ms: int = 0
     quick: bool = False  # paired by quick match: dealt when full, casual too (no host to Start)
     created_ms: int = field(default_factory=now_ms)
+    tournament_id: str = ""  # a tournament's pairing: seated by the director, dealt at once
 
     def proto_options(self) -> table_pb2.TableOptions:
         from google.protobuf import json_format
@@ -121,7 +122,9 @@ class Table:
     def watchable(self) -> bool:
         """I-35: anyone may watch a public table, and a wagered or scored quick match; a
         player's opt-out (SetPrivacy) is the gateway's to apply, which keeps that preference."""
-        return self.public or (self.quick and self.options.get("profile") in ("wagered", "scored"))
+        if self.public or self.tournament_id:
+            return True
+        return self.quick and self.options.get("profile") in ("wagered", "scored")
 
 
 def options_key(opts: table_pb2.TableOptions) -> str:
@@ -233,6 +236,30 @@ class Lobby:
             await self.store.add_bot_table(table_id)
             return await self.deal(table_id)
         return table
+
+    async def seat_pairing(
+        self,
+        table_id: str,
+        players: list[str],
+        opts: table_pb2.TableOptions,
+        tournament_id: str,
+    ) -> Table:
+        """A tournament's pairing: the table with both players seated, dealt at once (casual
+        too: no host starts it). `table_id` is the pairing's own, so a retry, or a second
+        director, finds the first's table and deals nothing twice."""
+        rules_from_proto(opts)
+        table = Table(
+            table_id=table_id, code="", host_id=players[0], options=_options_json(opts),
+            public=False, player_ids=list(players), tournament_id=tournament_id,
+        )  # fmt: skip
+        if await self.store.create_if_absent(table_id, json.dumps(asdict(table))):
+            for p in players:
+                await self.store.add_player_table("seated", p, table_id)
+                await self._leave_other_scored(p, table)
+        found = await self.get(table_id)
+        if found.status in (LobbyStatus.OPEN, LobbyStatus.DEALING):
+            return await self.deal(table_id)
+        return found
 
     async def list_open(
         self,

@@ -26,6 +26,10 @@ class LobbyRepository(Protocol):
         """A new document, listed as open from `open_since_ms` (None: not listed)."""
         ...
 
+    async def create_if_absent(self, table_id: str, doc: str) -> bool:
+        """A new unlisted document, only if there is none under `table_id` (True if written)."""
+        ...
+
     async def save_if_unchanged(
         self,
         table_id: str,
@@ -119,3 +123,38 @@ class TablePort(Protocol):
     async def rematch_agreed(self, table_id: str, player_id: str) -> bool: ...
     async def match_exists(self, table_id: str, match_id: str) -> bool: ...
     async def match_in_play(self, table_id: str, match_id: str) -> bool: ...
+    async def match_winner(self, table_id: str, match_id: str) -> str | None:
+        """The winner of an ended match; "" for one closed undecided; None while it plays (or
+        the table service does not know it)."""
+        ...
+
+
+class TournamentRepository(Protocol):
+    """Tournaments' documents (services/matchmaking/adapters/redis_tournaments.py)."""
+
+    async def read(self, tournament_id: str) -> str | None: ...
+
+    async def create(self, tournament_id: str, doc: str, created_ms: int) -> bool:
+        """A new document, listed; False (nothing written) if the id is taken."""
+        ...
+
+    async def save_if_unchanged(self, tournament_id: str, read: str, doc: str) -> bool: ...
+
+    async def newest(self, limit: int) -> list[str]:
+        """Tournament ids, newest first."""
+        ...
+
+    async def unfinished(self) -> list[str]:
+        """The ids of tournaments registering or running: the director's work."""
+        ...
+
+    async def mark_finished(self, tournament_id: str) -> None: ...
+
+    async def claim_player(self, player_id: str, tournament_id: str, replace: str) -> str | None:
+        """Mark the player as in `tournament_id` (one unfinished tournament at a time); None if
+        done, else the tournament that holds them (`replace` may be taken over)."""
+        ...
+
+    async def release_player(self, player_id: str, tournament_id: str) -> None: ...
+
+    async def player_tournament(self, player_id: str) -> str | None: ...

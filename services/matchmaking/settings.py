@@ -30,6 +30,13 @@ class MatchmakingSettings(ServiceSettings):
         "queues together); more is TOO_MANY_TABLES.",
         min=1,
     )
+    tournament_pass_s: float = setting(
+        "BG_TOURNAMENT_PASS_S",
+        1.0,
+        "How often each matchmaking replica drives the unfinished tournaments (deals the ready "
+        "pairings, records the ended matches' winners).",
+        min=0.05,
+    )
     invite_base: str = setting(
         "BG_INVITE_BASE", "https://play.example/join/", "Invite link prefix (the code is appended)."
     )

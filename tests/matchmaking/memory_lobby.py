@@ -31,6 +31,12 @@ class MemoryLobbyStore:
         if open_since_ms is not None:
             self.open[table_id] = open_since_ms
 
+    async def create_if_absent(self, table_id: str, doc: str) -> bool:
+        if table_id in self.docs:
+            return False
+        self.docs[table_id] = doc
+        return True
+
     async def save_if_unchanged(
         self,
         table_id: str,

@@ -60,6 +60,8 @@ class FakeTables:
         self.refuse = False
         self.lost_answers = 0  # creates that happen but whose answer never arrives
         self.over: set[str] = set()  # matches that have ended
+        self.winners: dict[str, str] = {}  # match -> its winner ("" = closed undecided)
+        self.creates = 0  # create calls, repeats included
 
     async def create_match(
         self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions
@@ -70,6 +72,7 @@ class FakeTables:
             )
         if self.refuse:
             raise ServiceError("INVALID_OPTIONS", "the table service refuses these options")
+        self.creates += 1
         if self.lost_answers:
             self.lost_answers -= 1
             if match_id not in self.created:
@@ -96,6 +99,9 @@ class FakeTables:
 
     async def match_in_play(self, table_id: str, match_id: str) -> bool:
         return match_id in self.created and match_id not in self.over
+
+    async def match_winner(self, table_id: str, match_id: str) -> str | None:
+        return self.winners.get(match_id)
 
 
 Parts = tuple[Lobby, "FakeWallet", "FakeTables"]  # the lobby and its fakes

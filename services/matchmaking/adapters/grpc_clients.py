@@ -65,6 +65,15 @@ class GrpcTables:
         reply = await call(self.stub.GetMatchOutcome(request, timeout=5))
         return bool(reply.state != table_pb2.MatchOutcome.State.STATE_UNKNOWN)
 
+    async def match_winner(self, table_id: str, match_id: str) -> str | None:
+        request = table_pb2.GetMatchOutcomeRequest(table_id=table_id, match_id=match_id)
+        reply = await call(self.stub.GetMatchOutcome(request, timeout=5))
+        if reply.state == table_pb2.MatchOutcome.State.STATE_ENDED:
+            return str(reply.winner_id)
+        if reply.state == table_pb2.MatchOutcome.State.STATE_CLOSED:
+            return ""
+        return None
+
     async def match_in_play(self, table_id: str, match_id: str) -> bool:
         request = table_pb2.GetMatchOutcomeRequest(table_id=table_id, match_id=match_id)
         reply = await call(self.stub.GetMatchOutcome(request, timeout=5))

@@ -74,6 +74,9 @@ class RedisLobbyStore:
         if open_since_ms is not None:
             await self.redis.zadd(OPEN_SET, {table_id: open_since_ms})
 
+    async def create_if_absent(self, table_id: str, doc: str) -> bool:
+        return bool(await self.redis.set(lobby_key(table_id), doc, ex=LOBBY_TTL_S, nx=True))
+
     async def save_if_unchanged(
         self,
         table_id: str,

@@ -1,0 +1,84 @@
+"""Tournaments' state on Redis: `TournamentRepository` (services/matchmaking/ports.py).
+
+A tournament's document is one JSON value at `lobby:{lobby}:tn:<id>`, changed by compare-and-set
+like a table's; `lobby:{lobby}:tournaments` lists them by creation and
+`lobby:{lobby}:tournaments:unfinished` holds the ones the director still drives, all in the
+lobby's hash slot. A player's one unfinished tournament is `tournament:player:{<player>}`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.common.deps import evalsha, reply_text
+from services.contracts.lobby_keys import LOBBY_TAG
+
+INDEX = f"lobby:{LOBBY_TAG}:tournaments"
+UNFINISHED = f"lobby:{LOBBY_TAG}:tournaments:unfinished"
+KEEP_S = 30 * 86_400  # a finished tournament stays readable a month
+
+# KEYS: the document. ARGV: as read, as changed, TTL.
+_SAVE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+return 1
+"""
+# KEYS: the player's key. ARGV: the tournament, the one it may replace ("" = none).
+_CLAIM = """
+local held = redis.call('GET', KEYS[1])
+if held and held ~= ARGV[1] and held ~= ARGV[2] then return held end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+return false
+"""
+_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end"
+
+
+def _doc_key(tournament_id: str) -> str:
+    return f"lobby:{LOBBY_TAG}:tn:{tournament_id}"
+
+
+def _player_key(player_id: str) -> str:
+    return f"tournament:player:{{{player_id}}}"
+
+
+class RedisTournamentStore:
+    def __init__(self, redis: Any) -> None:  # redis-py's async client: untyped
+        self.redis = redis
+        self._save = redis.register_script(_SAVE)
+        self._claim = redis.register_script(_CLAIM)
+        self._release = redis.register_script(_RELEASE)
+
+    async def read(self, tournament_id: str) -> str | None:
+        raw = await self.redis.get(_doc_key(tournament_id))
+        return None if raw is None else reply_text(raw)
+
+    async def create(self, tournament_id: str, doc: str, created_ms: int) -> bool:
+        if not await self.redis.set(_doc_key(tournament_id), doc, ex=KEEP_S, nx=True):
+            return False
+        await self.redis.zadd(INDEX, {tournament_id: created_ms})
+        await self.redis.sadd(UNFINISHED, tournament_id)
+        return True
+
+    async def save_if_unchanged(self, tournament_id: str, read: str, doc: str) -> bool:
+        args = [read, doc, KEEP_S]
+        return bool(await evalsha(self.redis, self._save, [_doc_key(tournament_id)], args))
+
+    async def newest(self, limit: int) -> list[str]:
+        return [reply_text(r) for r in await self.redis.zrevrange(INDEX, 0, limit - 1)]
+
+    async def unfinished(self) -> list[str]:
+        return sorted(reply_text(r) for r in await self.redis.smembers(UNFINISHED))
+
+    async def mark_finished(self, tournament_id: str) -> None:
+        await self.redis.srem(UNFINISHED, tournament_id)
+
+    async def claim_player(self, player_id: str, tournament_id: str, replace: str) -> str | None:
+        args = [tournament_id, replace, KEEP_S]
+        held = await evalsha(self.redis, self._claim, [_player_key(player_id)], args)
+        return None if not held else reply_text(held)
+
+    async def release_player(self, player_id: str, tournament_id: str) -> None:
+        await evalsha(self.redis, self._release, [_player_key(player_id)], [tournament_id])
+
+    async def player_tournament(self, player_id: str) -> str | None:
+        raw = await self.redis.get(_player_key(player_id))
+        return None if raw is None else reply_text(raw)

@@ -1,0 +1,386 @@
+"""Knockout tournaments (issue 29): registration, the bracket, and the director that deals each
+round's matches and moves the winners on.
+
+A tournament is one document changed by compare-and-set (services/matchmaking/adapters/
+redis_tournaments.py). Everything the director does is derived from that document and is safe
+to do twice or from two replicas at once:
+- a pairing's table id is a hash of (tournament, round, slot, attempt), and the lobby seats it
+  only if absent (`Lobby.seat_pairing`), so a pairing is dealt once however often it is tried;
+- a winner is recorded by compare-and-set into the bracket, which takes one winner per match;
+- so a director killed at any point leaves nothing a later pass (of any replica) cannot finish.
+
+No-shows and leavers lose by the profile's own rules: the table's clocks and its leaving rule
+end the match (I-8, the leaving row of RULES.md), and its winner moves on. A match closed
+undecided (an operator's close) moves the higher seed on. A deal the lobby undid (the table
+service was down, say) is dealt again under the next attempt's table id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2
+from services.common.clock import now_ms
+from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
+from services.contracts.table_options import rules_from_proto
+from services.matchmaking.bracket import MAX_FIELD, Bracket
+from services.matchmaking.lobby import Lobby, LobbyStatus
+from services.matchmaking.ports import TablePort, TournamentRepository
+
+log = logging.getLogger("bg.matchmaking.tournaments")
+SIT_AND_GO, SCHEDULED = "sit_and_go", "scheduled"
+SIT_AND_GO_SIZES = (4, 8, 16, 32)
+REGISTERING, RUNNING, FINISHED, CANCELLED = "registering", "running", "finished", "cancelled"
+PROFILES = ("casual", "scored")  # wagered tournaments (buy-ins, prize pools) come next
+MAX_LENGTH = 25
+
+
+@dataclass
+class TournamentDoc:
+    tournament_id: str
+    name: str
+    kind: str
+    options: dict[str, Any]  # TableOptions as JSON (protobuf field names)
+    size: int
+    starts_ms: int
+    lengths: list[int]
+    status: str = REGISTERING
+    players: list[str] = field(default_factory=list)
+    seeded: list[str] = field(default_factory=list)  # the field in seed order, at the start
+    winners: dict[str, dict[str, str]] = field(default_factory=dict)  # round -> slot -> winner
+    tables: dict[str, str] = field(default_factory=dict)  # "round:slot" -> the table dealt
+    attempts: dict[str, int] = field(default_factory=dict)  # "round:slot" -> deals undone
+    created_ms: int = field(default_factory=now_ms)
+    finished_ms: int = 0
+    cancel_reason: str = ""
+
+    def bracket(self) -> Bracket:
+        winners = {
+            int(r): {int(s): p for s, p in slots.items()} for r, slots in self.winners.items()
+        }
+        return Bracket(self.seeded, winners)
+
+    def length_of(self, round_: int) -> int:
+        return self.lengths[min(round_, len(self.lengths)) - 1]
+
+    def table_options(self, round_: int) -> table_pb2.TableOptions:
+        opts = json_format.ParseDict(self.options, table_pb2.TableOptions())
+        opts.match_length = self.length_of(round_)
+        return opts
+
+
+def _pairing_table(tournament_id: str, round_: int, slot: int, attempt: int) -> str:
+    digest = hashlib.sha256(f"{tournament_id}:{round_}:{slot}:{attempt}".encode()).hexdigest()
+    return "t" + digest[:16]
+
+
+class Tournaments:
+    def __init__(
+        self,
+        store: TournamentRepository,
+        lobby: Lobby,
+        tables: TablePort,
+        now: Callable[[], int] = now_ms,
+    ) -> None:
+        self.store = store
+        self.lobby = lobby
+        self.tables = tables
+        self.now = now
+
+    # -- documents ---------------------------------------------------------------------------
+
+    async def get(self, tournament_id: str) -> TournamentDoc:
+        raw = await self.store.read(tournament_id)
+        if raw is None:
+            raise NotFound("UNKNOWN_TOURNAMENT", "no such tournament", field="tournament_id")
+        return TournamentDoc(**json.loads(raw))
+
+    async def _update(
+        self, tournament_id: str, change: Callable[[TournamentDoc], None]
+    ) -> TournamentDoc:
+        """Read, change, write only if unchanged since the read (retried on a race); `change`
+        raises to refuse."""
+        for _ in range(50):
+            raw = await self.store.read(tournament_id)
+            if raw is None:
+                raise NotFound("UNKNOWN_TOURNAMENT", "no such tournament", field="tournament_id")
+            doc = TournamentDoc(**json.loads(raw))
+            change(doc)
+            new = json.dumps(asdict(doc))
+            if new == raw or await self.store.save_if_unchanged(tournament_id, raw, new):
+                return doc
+        raise ServiceError("BUSY", "the tournament is busy; try again")
+
+    # -- operators ---------------------------------------------------------------------------
+
+    async def create(self, request: matchmaking_pb2.CreateTournamentRequest) -> TournamentDoc:
+        name = request.name.strip()
+        if not 1 <= len(name) <= 40:
+            raise InvalidArgument("INVALID_NAME", "a name of 1..40 characters", field="name")
+        opts = request.options
+        if opts.profile not in PROFILES:
+            raise InvalidArgument(
+                "INVALID_OPTION", f"a tournament's profile is {' or '.join(PROFILES)}",
+                field="options.profile",
+            )  # fmt: skip
+        if opts.level:
+            raise InvalidArgument("INVALID_OPTION", "tournaments pair people", field="level")
+        rules_from_proto(opts)  # every other option, as CreateTable checks it
+        if request.kind == SIT_AND_GO:
+            if request.size not in SIT_AND_GO_SIZES:
+                raise InvalidArgument(
+                    "INVALID_SIZE", "a sit-and-go is 4, 8, 16 or 32 players", field="size"
+                )
+        elif request.kind == SCHEDULED:
+            if not 2 <= request.size <= MAX_FIELD:
+                raise InvalidArgument("INVALID_SIZE", f"2..{MAX_FIELD} players", field="size")
+            if request.starts_ms <= self.now():
+                raise InvalidArgument("INVALID_START", "a start in the future", field="starts_ms")
+        else:
+            raise InvalidArgument("INVALID_KIND", "sit_and_go or scheduled", field="kind")
+        lengths = list(request.lengths) or [opts.match_length or 1]
+        if any(not 1 <= n <= MAX_LENGTH for n in lengths):
+            raise InvalidArgument(
+                "INVALID_OPTION", f"match lengths of 1..{MAX_LENGTH}", field="lengths"
+            )
+        seed = request.request_id or f"{self.now()}:{random.random()}"
+        tournament_id = "u" + hashlib.sha256(f"tournament:{seed}".encode()).hexdigest()[:12]
+        doc = TournamentDoc(
+            tournament_id=tournament_id, name=name, kind=request.kind,
+            options=json_format.MessageToDict(opts, preserving_proto_field_name=True),
+            size=request.size, starts_ms=request.starts_ms if request.kind == SCHEDULED else 0,
+            lengths=lengths, created_ms=self.now(),
+        )  # fmt: skip
+        if not await self.store.create(tournament_id, json.dumps(asdict(doc)), doc.created_ms):
+            return await self.get(tournament_id)  # a retry of the same request
+        return doc
+
+    async def cancel(self, tournament_id: str, reason: str) -> TournamentDoc:
+        def stop(doc: TournamentDoc) -> None:
+            if doc.status in (FINISHED, CANCELLED):
+                raise ServiceError("TOURNAMENT_OVER", f"the tournament is {doc.status}")
+            doc.status, doc.cancel_reason, doc.finished_ms = CANCELLED, reason, self.now()
+
+        doc = await self._update(tournament_id, stop)
+        await self._wind_up(doc)
+        return doc
+
+    # -- players -----------------------------------------------------------------------------
+
+    async def register(self, player_id: str, tournament_id: str) -> TournamentDoc:
+        doc = await self.get(tournament_id)
+        if doc.status != REGISTERING:
+            raise ServiceError("TOURNAMENT_CLOSED", f"the tournament is {doc.status}")
+        held = await self.store.claim_player(player_id, tournament_id, "")
+        if held is not None and held != tournament_id:
+            if await self._still_holds(held, player_id):
+                raise ServiceError(
+                    "TOURNAMENT_ELSEWHERE", "you are in another tournament",
+                    tournament_id=held,
+                )  # fmt: skip
+            await self.store.claim_player(player_id, tournament_id, held)  # a stale claim
+
+        def sit(d: TournamentDoc) -> None:
+            if player_id in d.players:
+                return
+            if d.status != REGISTERING:
+                raise ServiceError("TOURNAMENT_CLOSED", f"the tournament is {d.status}")
+            if len(d.players) >= d.size:
+                raise ServiceError("TOURNAMENT_FULL", "the tournament is full")
+            d.players.append(player_id)
+
+        try:
+            doc = await self._update(tournament_id, sit)
+        except ServiceError:
+            await self.store.release_player(player_id, tournament_id)
+            raise
+        if doc.kind == SIT_AND_GO and len(doc.players) == doc.size:
+            doc = await self.drive(tournament_id)  # full: dealt at once
+        return doc
+
+    async def _still_holds(self, tournament_id: str, player_id: str) -> bool:
+        """Whether a player's claim by another tournament is live (not a crash's leftover)."""
+        try:
+            other = await self.get(tournament_id)
+        except NotFound:
+            return False
+        if other.status == REGISTERING:
+            return player_id in other.players
+        if other.status == RUNNING:
+            return player_id in other.seeded and player_id not in other.bracket().ranks()
+        return False
+
+    async def unregister(self, player_id: str, tournament_id: str) -> TournamentDoc:
+        def stand(d: TournamentDoc) -> None:
+            if player_id not in d.players:
+                raise PermissionDenied("NOT_REGISTERED", "you are not registered")
+            if d.status != REGISTERING:
+                raise ServiceError("TOURNAMENT_STARTED", "the tournament has started")
+            d.players.remove(player_id)
+
+        doc = await self._update(tournament_id, stand)
+        await self.store.release_player(player_id, tournament_id)
+        return doc
+
+    async def newest(self, status: str, limit: int) -> list[TournamentDoc]:
+        out = []
+        for tournament_id in await self.store.newest(200):
+            try:
+                doc = await self.get(tournament_id)
+            except NotFound:
+                continue  # expired
+            if not status or doc.status == status:
+                out.append(doc)
+            if len(out) >= limit:
+                break
+        return out
+
+    # -- the director ------------------------------------------------------------------------
+
+    async def drive_all(self) -> int:
+        """One pass over every unfinished tournament (each replica runs it; safe in parallel)."""
+        driven = 0
+        for tournament_id in await self.store.unfinished():
+            try:
+                await self.drive(tournament_id)
+                driven += 1
+            except NotFound:
+                await self.store.mark_finished(tournament_id)
+            except ServiceError as err:  # a service away: the next pass goes on
+                log.warning(
+                    "tournament pass failed",
+                    extra={"tournament_id": tournament_id, "code": err.code},
+                )
+        return driven
+
+    async def drive(self, tournament_id: str) -> TournamentDoc:
+        doc = await self.get(tournament_id)
+        if doc.status == REGISTERING:
+            doc = await self._maybe_start(doc)
+        if doc.status == RUNNING:
+            doc = await self._advance(doc)
+        if doc.status in (FINISHED, CANCELLED):
+            await self._wind_up(doc)
+        return doc
+
+    async def _maybe_start(self, doc: TournamentDoc) -> TournamentDoc:
+        due = doc.kind == SCHEDULED and self.now() >= doc.starts_ms
+        full = doc.kind == SIT_AND_GO and len(doc.players) >= doc.size
+        if not (due or full):
+            return doc
+
+        def start(d: TournamentDoc) -> None:
+            if d.status != REGISTERING:
+                return
+            if len(d.players) < 2:
+                d.status, d.cancel_reason, d.finished_ms = CANCELLED, "too_few_players", self.now()
+                return
+            seeded = list(d.players)
+            random.Random(d.tournament_id).shuffle(seeded)  # the same seeding on every replica
+            d.status, d.seeded = RUNNING, seeded
+
+        return await self._update(doc.tournament_id, start)
+
+    async def _advance(self, doc: TournamentDoc) -> TournamentDoc:
+        """Deal every ready pairing; record every ended match's winner; finish at a champion."""
+        for match in doc.bracket().ready():
+            key = f"{match.round}:{match.slot}"
+            attempt = doc.attempts.get(key, 0)
+            table_id = doc.tables.get(key) or _pairing_table(
+                doc.tournament_id, match.round, match.slot, attempt
+            )
+            assert match.top is not None and match.bottom is not None
+            table = await self.lobby.seat_pairing(
+                table_id, [match.top, match.bottom], doc.table_options(match.round),
+                doc.tournament_id,
+            )  # fmt: skip
+            if doc.tables.get(key) != table_id:
+                doc = await self._update(doc.tournament_id, _set_table(key, table_id))
+            if table.status == LobbyStatus.CLOSED:
+                # The deal was undone: deal it again under the next attempt's table.
+                doc = await self._update(doc.tournament_id, _redeal(key, table_id))
+                continue
+            if table.status != LobbyStatus.DEALT:
+                continue
+            winner = await self.tables.match_winner(table_id, table.match_id)
+            if winner is None:
+                continue  # still playing
+            if winner not in (match.top, match.bottom):
+                winner = match.top  # closed undecided: the higher seed moves on
+            doc = await self._update(doc.tournament_id, _record(match.round, match.slot, winner))
+        if doc.bracket().champion is not None and doc.status == RUNNING:
+
+            def finish(d: TournamentDoc) -> None:
+                if d.status == RUNNING:
+                    d.status, d.finished_ms = FINISHED, self.now()
+
+            doc = await self._update(doc.tournament_id, finish)
+        for player in doc.bracket().ranks():
+            if doc.status == RUNNING:  # an eliminated player may enter another tournament
+                await self.store.release_player(player, doc.tournament_id)
+        return doc
+
+    async def _wind_up(self, doc: TournamentDoc) -> None:
+        for player in set(doc.players) | set(doc.seeded):
+            await self.store.release_player(player, doc.tournament_id)
+        await self.store.mark_finished(doc.tournament_id)
+
+
+def _set_table(key: str, table_id: str) -> Callable[[TournamentDoc], None]:
+    def change(d: TournamentDoc) -> None:
+        d.tables.setdefault(key, table_id)
+
+    return change
+
+
+def _redeal(key: str, table_id: str) -> Callable[[TournamentDoc], None]:
+    def change(d: TournamentDoc) -> None:
+        if d.tables.get(key) == table_id:
+            d.attempts[key] = d.attempts.get(key, 0) + 1
+            del d.tables[key]
+
+    return change
+
+
+def _record(round_: int, slot: int, winner: str) -> Callable[[TournamentDoc], None]:
+    def change(d: TournamentDoc) -> None:
+        if d.status != RUNNING:
+            return
+        d.winners = _winners_json(d.bracket().record(round_, slot, winner).winners)
+
+    return change
+
+
+def _winners_json(winners: dict[int, dict[int, str]]) -> dict[str, dict[str, str]]:
+    return {str(r): {str(s): p for s, p in slots.items()} for r, slots in winners.items()}
+
+
+def to_proto(doc: TournamentDoc) -> matchmaking_pb2.Tournament:
+    out = matchmaking_pb2.Tournament(
+        tournament_id=doc.tournament_id, name=doc.name, kind=doc.kind, size=doc.size,
+        starts_ms=doc.starts_ms, lengths=doc.lengths, status=doc.status, player_ids=doc.players,
+        field=doc.seeded, created_ms=doc.created_ms, finished_ms=doc.finished_ms,
+        cancel_reason=doc.cancel_reason,
+    )  # fmt: skip
+    json_format.ParseDict(doc.options, out.options)
+    if doc.seeded:
+        bracket = doc.bracket()
+        out.rounds = bracket.rounds
+        for r in range(1, bracket.rounds + 1):
+            for m in bracket.matches(r):
+                out.matches.add(
+                    round=r, slot=m.slot, top_id=m.top or "", bottom_id=m.bottom or "",
+                    winner_id=m.winner or "", table_id=doc.tables.get(f"{r}:{m.slot}", ""),
+                )  # fmt: skip
+        for player, rank in sorted(bracket.ranks().items(), key=lambda pr: (pr[1], pr[0])):
+            out.ranks.add(player_id=player, rank=rank)
+    return out
