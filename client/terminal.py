@@ -322,6 +322,7 @@ async def _play(
     session: PlaySession,
     lines: Lines,
     updates: asyncio.Queue[gateway_pb2.SeatUpdate],
+    until_over: bool = False,
 ) -> int:
     """Draw the table whenever it changes and act on what is typed, whichever comes first."""
     names: dict[str, str] = {}
@@ -361,7 +362,8 @@ async def _play(
             if session.closed is not None and updates.empty():
                 print("the table's stream ended")
                 return 0
-            if ended and session.view is not None and session.view.phase in FINISHED:
+            over = session.view is not None and session.view.phase in FINISHED
+            if over and (ended or until_over):
                 return 0
             if typed in done:
                 line = typed.result()
@@ -490,6 +492,57 @@ async def _analysis(me: Player, match_id: str) -> None:
         return
     for line in analysis_lines(found, await _names(me, list(found.player_ids))):
         print(f"  {line}")
+
+
+async def tournament_terminal(gateway: str, name: str, tournament: str) -> int:
+    """`bgcluster play --tournament ID`: register, then play each match the bracket seats you
+    at, in this terminal, until you are out or the tournament is over; `--tournament list`
+    lists the tournaments."""
+    async with grpc.aio.insecure_channel(gateway) as channel:
+        me = Player(channel, name)
+        await me.login()
+        if tournament == "list":
+            listed = await me.rpc(me.stub.ListTournaments, matchmaking_pb2.ListTournamentsRequest())
+            for t in listed.tournaments:
+                print(
+                    f"{t.tournament_id}  {t.status:11} {t.kind:10} {t.options.profile:7} "
+                    f"{len(t.player_ids)}/{t.size}  {t.name}"
+                )
+            if not listed.tournaments:
+                print("no tournament")
+            return 0
+        request = matchmaking_pb2.TournamentRequest(tournament_id=tournament)
+        try:
+            found = await me.rpc(me.stub.RegisterTournament, request)
+        except grpc.aio.AioRpcError as exc:
+            print(f"cannot register: {exc.details()}")
+            return 1
+        print(f"registered for {found.name} ({len(found.player_ids)}/{found.size} players)")
+        lines = Lines()
+        await lines.start()
+        played: set[str] = set()
+        while True:
+            found = await me.rpc(me.stub.GetTournament, request)
+            rank = next((r.rank for r in found.ranks if r.player_id == me.player_id), 0)
+            if rank or found.status in ("finished", "cancelled"):
+                print(
+                    f"the tournament is {found.status}" + (f"; your rank: {rank}" if rank else "")
+                )
+                return 0
+            mine = [
+                m for m in found.matches
+                if me.player_id in (m.top_id, m.bottom_id) and m.table_id and not m.winner_id
+                and m.table_id not in played
+            ]  # fmt: skip
+            if not mine:
+                await asyncio.sleep(1.0)
+                continue
+            print(f"round {mine[0].round} of {found.rounds}: your match is dealt", flush=True)
+            updates: asyncio.Queue[gateway_pb2.SeatUpdate] = asyncio.Queue()
+            session = PlaySession(me.stub, mine[0].table_id, me.auth, on_update=updates.put_nowait)
+            async with session:
+                await _play(me, session, lines, updates, until_over=True)
+            played.add(mine[0].table_id)
 
 
 async def watch_terminal(gateway: str, name: str, table_id: str) -> int:

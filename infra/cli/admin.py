@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import uuid
 from typing import Any
 
@@ -15,6 +16,8 @@ import grpc
 from google.protobuf.json_format import MessageToJson
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError, remote_call
 
 ACTIONS = ("lookup", "credit", "debit", "ban", "unban", "close-table", "escrows", "replay", "audit")
@@ -55,6 +58,18 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = acts.add_parser("chat-silence", help="keep a player from chatting (0 s lifts it)")
     p.add_argument("player")
     p.add_argument("seconds", type=int)
+    p.add_argument("--reason", required=True, help="why")
+    p = acts.add_parser("tournament-create", help="open a knockout tournament for registration")
+    p.add_argument("name")
+    p.add_argument("--kind", choices=["sit_and_go", "scheduled"], default="sit_and_go")
+    p.add_argument("--profile", choices=["casual", "scored"], default="scored")
+    p.add_argument("--size", type=int, default=8, help="sit_and_go: 4/8/16/32; scheduled: most")
+    p.add_argument("--starts-in", type=int, default=600, help="scheduled: seconds to the start")
+    p.add_argument(
+        "--lengths", default="1", help="match length per round, comma separated (last repeats)"
+    )
+    p = acts.add_parser("tournament-cancel", help="cancel a tournament that has not finished")
+    p.add_argument("tournament")
     p.add_argument("--reason", required=True, help="why")
     p = acts.add_parser("audit", help="the audit log, newest first")
     p.add_argument("--target", default="", help="only entries about this player or table")
@@ -124,6 +139,8 @@ def _call(stub: admin_pb2_grpc.AdminServiceStub, args: argparse.Namespace, auth:
         return stub.ReplayPlayer(replay, metadata=auth, timeout=300)
     if action.startswith("chat-"):
         return _chat_call(stub, args, auth)
+    if action.startswith("tournament-"):
+        return _tournament_call(stub, args, auth)
     audit = admin_pb2.ListAuditRequest(limit=args.limit, target=args.target)
     return stub.ListAudit(audit, metadata=auth, timeout=30)
 
@@ -145,3 +162,21 @@ def _chat_call(stub: admin_pb2_grpc.AdminServiceStub, args: argparse.Namespace, 
         player_id=args.player, seconds=args.seconds, reason=args.reason
     )
     return stub.SilenceChatPlayer(quiet, metadata=auth, timeout=30)
+
+
+def _tournament_call(
+    stub: admin_pb2_grpc.AdminServiceStub, args: argparse.Namespace, auth: Any
+) -> Any:
+    if args.action == "tournament-cancel":
+        cancel = matchmaking_pb2.CancelTournamentRequest(
+            tournament_id=args.tournament, reason=args.reason
+        )
+        return stub.CancelTournament(cancel, metadata=auth, timeout=30)
+    lengths = [int(n) for n in args.lengths.split(",") if n.strip()]
+    starts = int(time.time() * 1000) + args.starts_in * 1000 if args.kind == "scheduled" else 0
+    create = matchmaking_pb2.CreateTournamentRequest(
+        name=args.name, kind=args.kind, size=args.size, starts_ms=starts, lengths=lengths,
+        options=table_pb2.TableOptions(profile=args.profile, match_length=lengths[0]),
+        request_id=uuid.uuid4().hex,
+    )  # fmt: skip
+    return stub.CreateTournament(create, metadata=auth, timeout=30)

@@ -133,6 +133,12 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--join", default="", help="join a table by party code or invite link")
     play.add_argument("--bet", type=int, default=100, help="wagered: the bet")
     play.add_argument(
+        "--tournament",
+        default="",
+        metavar="TOURNAMENT_ID",
+        help="register and play each match the bracket seats you at; 'list' lists them",
+    )
+    play.add_argument(
         "--watch",
         default="",
         metavar="TABLE_ID",
@@ -249,7 +255,7 @@ async def _demo(args: argparse.Namespace) -> int:
 
 
 async def _play(args: argparse.Namespace) -> int:
-    from client.terminal import play_terminal, watch_terminal
+    from client.terminal import play_terminal, tournament_terminal, watch_terminal
     from infra.cluster.status import read_state
 
     gateway = args.gateway
@@ -262,6 +268,8 @@ async def _play(args: argparse.Namespace) -> int:
         gateway = next(s["address"] for s in state["services"] if s["name"] == "gateway")
     if args.watch:
         return await watch_terminal(gateway, args.name, args.watch)
+    if args.tournament:
+        return await tournament_terminal(gateway, args.name, args.tournament)
     return await play_terminal(gateway, args.name, args.vs_cpu, args.create, args.join, args.bet)
 
 

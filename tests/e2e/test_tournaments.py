@@ -6,7 +6,11 @@ Each pairing is one match; the ranks are the bracket's."""
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -20,6 +24,7 @@ from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e
 SCORED = table_pb2.TableOptions(profile="scored", match_length=1)
+BIN = Path(sys.executable).parent
 
 
 async def _compete(p: Player, tournament_id: str) -> matchmaking_pb2.Tournament:
@@ -132,3 +137,30 @@ async def test_a_sit_and_go_of_eight_and_a_scheduled_field_of_five_play_to_their
         }
         audit = await admin.ListAudit(admin_pb2.ListAuditRequest(limit=20), metadata=operator)
         assert {"tournament_create", "tournament_cancel"} <= {e.action for e in audit.entries}
+
+
+def test_operators_open_and_cancel_a_tournament_and_players_list_it_from_the_terminal(
+    cluster: dict[str, Any],
+) -> None:
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [BIN / "bgcluster", *args[:1], "--data-dir", cluster["data"], *args[1:]],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    made = cli("admin", "tournament-create", "Terminal cup", "--size", "4", "--lengths", "1,3")
+    assert made.returncode == 0, made.stderr
+    created = json.loads(made.stdout)
+    assert (created["status"], created["size"], created["lengths"]) == ("registering", 4, [1, 3])
+    listed = cli("play", "--tournament", "list", "--name", "lister")
+    assert listed.returncode == 0, listed.stderr
+    assert any(
+        line.startswith(created["tournament_id"])
+        and "registering" in line
+        and "Terminal cup" in line
+        for line in listed.stdout.splitlines()
+    )
+    bad = cli("admin", "tournament-create", "Odd", "--size", "6")
+    assert bad.returncode == 1 and "INVALID_SIZE" in bad.stderr
+    cancelled = cli("admin", "tournament-cancel", created["tournament_id"], "--reason", "test")
+    assert cancelled.returncode == 0 and json.loads(cancelled.stdout)["status"] == "cancelled"
