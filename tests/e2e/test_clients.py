@@ -49,6 +49,7 @@ def cluster(
             "grpc": gateway["address"],
             "wallet": wallet["address"],
             "operator": state["operator_token"],
+            "admin": state["operator"],  # an operator's name and key (the admin API)
         }
 
 
@@ -1054,3 +1055,52 @@ async def test_a_player_met_at_a_table_is_followed_seen_online_and_challenged(
         timeout=15_000,
     )
     assert host.errors == [] and friend.errors == []
+
+
+async def test_a_tournaments_match_opens_by_itself_and_the_bracket_shows_the_champion(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 29 req. 1 in the browser: two players register from the lobby's Tournaments for
+    a scheduled knockout an operator opened; at its start each page opens its seat at the
+    bracket's match by itself; one leaves, and both lobbies show the bracket's winner and each
+    player's rank."""
+    from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+    from bg.matchmaking.v1 import matchmaking_pb2
+    from bg.table.v1 import table_pb2
+
+    async with grpc.aio.insecure_channel(cluster["grpc"]) as ch:
+        admin = admin_pb2_grpc.AdminServiceStub(ch)
+        login = await admin.OperatorLogin(
+            admin_pb2.OperatorLoginRequest(
+                name=cluster["admin"]["name"], key=cluster["admin"]["key"]
+            )
+        )
+        made = await admin.CreateTournament(
+            matchmaking_pb2.CreateTournamentRequest(
+                name="Browser cup", kind="scheduled", size=4,
+                options=table_pb2.TableOptions(profile="scored", match_length=1),
+                starts_ms=int(time.time() * 1000) + 8000,
+            ),
+            metadata=[("authorization", f"Bearer {login.token}")],
+        )  # fmt: skip
+    pages = [await _page(browser, cluster["url"], n) for n in ("merry", "pippin")]
+    for page in pages:
+        await page.get_by_role("button", name="Register for Browser cup").click()
+        await page.get_by_role("button", name="Withdraw from Browser cup").wait_for()
+    await pages[0].locator("#tournaments").get_by_text("2/4 players, registering").wait_for()
+    await asyncio.gather(*(_in_table(p) for p in pages))  # opened by themselves at the start
+    states = [await _state(p) for p in pages]
+    assert (
+        states[0]["tableId"] == states[1]["tableId"]
+        and states[0]["tournamentId"] == made.tournament_id
+    )
+    leaver = pages[0]
+    await leaver.locator('[data-action="leave"]').click()
+    await leaver.get_by_role("button", name="Yes, leave").click()
+    for page in pages:
+        await page.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'")
+        await page.get_by_role("button", name="Back to the lobby").click()
+    await pages[1].locator("#my-tournament").get_by_text("you finished 1st").wait_for()
+    await pages[0].locator("#my-tournament").get_by_text("you finished 2nd").wait_for()
+    await pages[1].locator("#bracket").get_by_text("pippin won").wait_for()
+    assert all(p.errors == [] for p in pages)

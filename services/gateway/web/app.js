@@ -50,6 +50,9 @@ const state = {
   chatTitle: "Chat", // the chat's heading at this table (players' or spectators')
   chatUnread: 0, // messages come while the chat is folded
   friends: null, // the Friends stream's last FriendsView
+  tournamentId: "", // the tournament this player is in: its next match opens by itself
+  bracketOf: "", // the tournament whose bracket the lobby shows
+  opened: new Set(), // tournament tables opened by themselves once (not again after the match)
 };
 
 const conn = new Connection(
@@ -287,6 +290,7 @@ async function toLobby() {
   conn.openFriends(); // online to the players who follow this one
   await refreshMe();
   await listMine();
+  await listTournaments();
 }
 
 async function lobbyAction(run, near = null) {
@@ -1061,6 +1065,98 @@ function resumeButton(t, aria) {
   });
 }
 
+// -- tournaments: the lobby's list, the bracket, your next match opened for you ------------
+
+const ORDINAL = (n) => `${n}${n === 1 ? "st" : n === 2 ? "nd" : n === 3 ? "rd" : "th"}`;
+let tournamentTimer = null;
+
+async function listTournaments() {
+  clearTimeout(tournamentTimer);
+  tournamentTimer = setTimeout(() => { if (state.screen === "lobby") listTournaments(); }, 2000);
+  try {
+    const reply = await conn.call("ListTournaments", { limit: 10 });
+    const tournaments = (reply.tournaments || []).filter((t) => t.status !== "cancelled");
+    if (state.screen !== "lobby") return;
+    const entered = tournaments.filter((t) => (t.playerIds || []).includes(state.playerId));
+    const live = entered.find((t) => ["registering", "running"].includes(t.status));
+    state.tournamentId = live ? live.tournamentId : "";
+    const mine = live || entered.find((t) => t.status === "finished"); // the latest one
+    fillList("tournaments", "No tournament right now.", tournaments.map((t) => {
+      const kind = t.kind === "sit_and_go" ? "sit-and-go" : "scheduled";
+      const line = `${t.name}: ${kind}, ${(t.options || {}).profile}, `
+        + `${(t.playerIds || []).length}/${t.size} players, ${t.status}`;
+      const acts = [];
+      const entered = (t.playerIds || []).includes(state.playerId);
+      if (t.status === "registering") {
+        acts.push(entered
+          ? listButton("Withdraw", `Withdraw from ${t.name}`, { withdraw: t.tournamentId },
+            () => tournamentCall("UnregisterTournament", t.tournamentId))
+          : listButton("Register", `Register for ${t.name}`, { register: t.tournamentId },
+            () => tournamentCall("RegisterTournament", t.tournamentId)));
+      }
+      acts.push(listButton("Bracket", `The bracket of ${t.name}`, { bracket: t.tournamentId },
+        () => { state.bracketOf = t.tournamentId; showBracket(t); }));
+      return [line, acts];
+    }));
+    const shown = tournaments.find((t) => t.tournamentId === state.bracketOf) || mine;
+    if (shown) await showBracket(shown);
+    if (mine) await nextMatch(mine);
+    else $("my-tournament").textContent = "";
+  } catch (err) {
+    fail("lobby-error", err);
+  }
+}
+
+async function tournamentCall(method, tournamentId) {
+  try {
+    await conn.call(method, { tournamentId });
+  } catch (err) {
+    fail("lobby-error", err);
+  }
+  await listTournaments();
+}
+
+// Your match dealt in the bracket: its table opens (your seat is waiting there).
+async function nextMatch(t) {
+  const ranked = (t.ranks || []).find((r) => r.playerId === state.playerId);
+  $("my-tournament").textContent = ranked
+    ? `${t.name}: you finished ${ORDINAL(ranked.rank)}.`
+    : t.status === "running" ? `${t.name}: your next match opens here when it is dealt.`
+      : `${t.name}: registered, waiting for the start.`;
+  const match = (t.matches || []).find((m) => m.tableId && !m.winnerId
+    && [m.topId, m.bottomId].includes(state.playerId) && !state.opened.has(m.tableId));
+  if (match && state.screen === "lobby") {
+    state.opened.add(match.tableId);
+    state.balanceBefore = null;
+    await openTable(match.tableId);
+  }
+}
+
+async function showBracket(t) {
+  await learnNames((t.matches || []).flatMap((m) => [m.topId, m.bottomId]).filter(Boolean));
+  const rounds = [];
+  for (let r = 1; r <= (t.rounds || 0); r++) {
+    const ol = document.createElement("ol");
+    ol.setAttribute("aria-label", r === t.rounds ? "Final" : `Round ${r}`);
+    for (const m of (t.matches || []).filter((m) => m.round === r)) {
+      const li = document.createElement("li");
+      const side = (id) => (id ? nameOf(id) : r === 1 ? "(bye)" : "…");
+      li.textContent = `${side(m.topId)} vs ${side(m.bottomId)}`
+        + (m.winnerId ? `: ${nameOf(m.winnerId)} won` : "");
+      li.classList.toggle("won", !!m.winnerId);
+      ol.append(li);
+    }
+    rounds.push(ol);
+  }
+  if (!rounds.length) {
+    const p = document.createElement("p");
+    p.textContent = `${t.name}: the bracket is drawn at the start.`;
+    rounds.push(p);
+  }
+  $("bracket").replaceChildren(...rounds);
+  $("bracket").hidden = false;
+}
+
 // -- friends: follows, presence, challenges, blocks (docs/protocol.md "Friends") -----------
 
 const PRESENCE = {
@@ -1488,6 +1584,7 @@ window.bg = {
     winner: state.view ? (state.view.winner ?? 0) : null,
     board: state.view ? { own: shown(state.view).own, opponent: shown(state.view).opponent } : null,
     friends: state.friends ? (state.friends.friends || []).map((f) => [f.playerId, f.status]) : [],
+    tournamentId: state.tournamentId,
     replay: state.screen === "replay" ? {
       at: replay.at, frames: replay.frames.length, best: replay.best,
       analysed: !!replay.analysis, mark: $("replay-mark").textContent,
