@@ -436,14 +436,15 @@ async def test_the_cube_sits_on_the_bar_clear_of_the_tray(
         """() => {
           const box = (el) => { const r = el.getBoundingClientRect();
             return { x: r.x, y: r.y, width: r.width, height: r.height }; };
-          return { cube: box(document.querySelector(".cube")),
+          const cube = document.querySelector(".cube");
+          return { cube: box(cube), pointer: getComputedStyle(cube).pointerEvents,
                    tray: [...document.querySelectorAll(".tray rect, .tray text")].map(box) };
         }"""
     )
     assert boxes["tray"]
     for other in boxes["tray"]:
         assert not _overlap(boxes["cube"], other), (boxes["cube"], other)
-    assert await cube.evaluate("n => getComputedStyle(n).pointerEvents") == "none"
+    assert boxes["pointer"] == "none"  # read with the boxes: a node the next draw replaced has none
     await page.get_by_role("button", name="Leave").click()
     await page.get_by_role("button", name="Yes, leave").click()
     over = "() => ['PHASE_MATCH_OVER', 'PHASE_CLOSED'].includes(bg.state().phase)"

@@ -1,0 +1,148 @@
+"""Issue 29, tournaments under faults: a sit-and-go of 8 (matches to 3) is played to its
+champion while the matchmaking service (the director, twice), a table replica and the gateway are
+killed -9 in turn mid-round; the runner's supervision brings each back. Afterwards: every pairing
+of the bracket was dealt exactly once (one table, one match on the table service), no player was
+lost from the bracket, and the ranks are the bracket's."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import grpc
+import pytest
+import redis.asyncio as redis_asyncio
+
+from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2, table_pb2_grpc
+from client.player import Player
+from infra.cluster.runner import Cluster, ClusterConfig
+from services.contracts.lobby_keys import lobby_key
+from services.contracts.vocabulary import FINISHED
+from tests.e2e.test_chaos import _await_back, _pid_of
+
+pytestmark = pytest.mark.e2e
+OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
+FAULTS = ["matchmaking", "table-1", "gateway", "matchmaking"]
+
+
+async def _compete(p: Player, tournament_id: str) -> None:
+    """Play each match the bracket seats the player at until out or over, through faults: a
+    failed call or a broken stream is tried again."""
+    request = matchmaking_pb2.TournamentRequest(tournament_id=tournament_id)
+    done: set[str] = set()
+    end = time.monotonic() + 300
+    while time.monotonic() < end:
+        try:
+            found = await p.rpc(p.stub.GetTournament, request)
+            out = any(r.player_id == p.player_id and r.rank != 1 for r in found.ranks)
+            if found.status == "finished" or out:
+                return
+            mine = [
+                m for m in found.matches
+                if p.player_id in (m.top_id, m.bottom_id) and m.table_id and not m.winner_id
+                and m.table_id not in done
+            ]  # fmt: skip
+            if not mine:
+                await asyncio.sleep(0.3)
+                continue
+            view = await p.play(mine[0].table_id, 60)
+            if view.phase in FINISHED:
+                done.add(mine[0].table_id)
+        except Exception:  # the chaos broke a call or the stream: look again
+            await asyncio.sleep(0.5)
+    raise AssertionError(f"{p.name}: the tournament did not end")
+
+
+async def test_a_sit_and_go_survives_kill_9_of_the_director_a_table_and_the_gateway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BG_CLOCK_SCALE", "0.05")
+    monkeypatch.setenv("BG_LOG_LEVEL", "WARNING")
+    data = tmp_path / "data"
+    log = (tmp_path / "cluster.log").open("w")
+    cluster = Cluster(ClusterConfig(replicas={"table": 2}, data_dir=data, base_port=0), log)
+    await cluster.start()
+    gateway = next(i.address for i in cluster.instances if i.service == "gateway")
+    table_address = next(i.address for i in cluster.instances if i.service == "table")
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        async with grpc.aio.insecure_channel(gateway) as ch:
+            admin = admin_pb2_grpc.AdminServiceStub(ch)
+            login = await admin.OperatorLogin(
+                admin_pb2.OperatorLoginRequest(name="admin", key=cluster.operator_key)
+            )
+            made = await admin.CreateTournament(
+                matchmaking_pb2.CreateTournamentRequest(
+                    name="Chaos cup", kind="sit_and_go", size=8,
+                    options=table_pb2.TableOptions(profile="scored", match_length=3),
+                ),
+                metadata=[("authorization", f"Bearer {login.token}")],
+            )  # fmt: skip
+        channels = [grpc.aio.insecure_channel(gateway, options=OPTIONS) for _ in range(8)]
+        tag = uuid.uuid4().hex[:4]
+        players = [Player(c, f"k{tag}{i}", seed=i) for i, c in enumerate(channels)]
+        for p in players:
+            await p.login()
+            await p.rpc(
+                p.stub.RegisterTournament,
+                matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id),
+            )
+        tasks = [asyncio.create_task(_compete(p, made.tournament_id)) for p in players]
+        faults = []
+        for name in FAULTS:
+            await asyncio.sleep(1.5)
+            seen = await players[0].rpc(
+                players[0].stub.GetTournament,
+                matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id),
+            )
+            playing = sorted({m.round for m in seen.matches if m.table_id and not m.winner_id})
+            dead = _pid_of(cluster, name)
+            os.kill(dead, signal.SIGKILL)
+            back = await _await_back(data, name, dead, time.monotonic() + 90)
+            faults.append({"killed": name, "rounds_in_play": playing, "downtime_s": round(back, 1)})
+        # Each kill landed mid-round (a match of the bracket in play), not between tournaments.
+        assert all(f["rounds_in_play"] for f in faults), faults
+        await asyncio.wait_for(asyncio.gather(*tasks), 300)
+
+        final = await players[0].rpc(
+            players[0].stub.GetTournament,
+            matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id),
+        )
+        assert final.status == "finished"
+        assert sorted(final.field) == sorted(p.player_id for p in players)  # nobody lost
+        assert sorted(r.rank for r in final.ranks) == [1, 2, 3, 3, 5, 5, 5, 5]
+        played = [m for m in final.matches if m.top_id and m.bottom_id]
+        assert len(played) == 7 and all(m.winner_id in (m.top_id, m.bottom_id) for m in played)
+        # Each pairing dealt once: one lobby table, one match on it, that match decided.
+        client = redis_asyncio.Redis.from_url(cluster.redis_url)
+        try:
+            tables = table_pb2_grpc.TableServiceStub(grpc.aio.insecure_channel(table_address))
+            for m in played:
+                doc = await client.get(lobby_key(m.table_id))
+                assert doc is not None and b'"matches": 1' in doc
+                outcome = await tables.GetMatchOutcome(
+                    table_pb2.GetMatchOutcomeRequest(
+                        table_id=m.table_id, match_id=f"{m.table_id}-1"
+                    )
+                )
+                assert outcome.winner_id == m.winner_id
+            dealt = [
+                k for k in await client.keys(lobby_key("*"))
+                if made.tournament_id.encode() in (await client.get(k) or b"")
+            ]  # fmt: skip
+            assert len(dealt) == 7  # no second table for any pairing
+        finally:
+            await client.aclose()
+        print({"faults": faults})
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await cluster.stop()
+        log.close()
