@@ -61,6 +61,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         self.lobby = lobby
         self.invite_base = invite_base
         self.tournaments = tournaments
+        self._running: set[asyncio.Task[Table]] = set()
 
     # -- tournaments -------------------------------------------------------------------------
 
@@ -108,7 +109,6 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     ) -> matchmaking_pb2.Tournament:
         found = await self.tournaments.cancel(request.tournament_id, request.reason)
         return tournament_proto(found)
-        self._running: set[asyncio.Task[Table]] = set()
 
     async def _to_the_end(self, change: Awaitable[Table]) -> Table:
         """Run a lobby change to its end even if the caller goes away (its deadline, a dropped
