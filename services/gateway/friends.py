@@ -292,7 +292,7 @@ class Friends:
             code = reply_text(await self.redis.hget(key, "code"))
             table = await self.lobby.join(player, code, f"challenge:{challenge_id}")
         except ServiceError as err:
-            if err.code in ("UNKNOWN_CODE", "TABLE_NOT_OPEN", "TABLE_FULL", "NOT_FOUND"):
+            if err.code in ("UNKNOWN_CODE", "UNKNOWN_TABLE", "TABLE_NOT_OPEN", "TABLE_FULL"):
                 await self.redis.hset(key, "status", DECLINED)  # the challenger left it
                 self._wake(player, found.from_id)
                 raise ServiceError("CHALLENGE_GONE", "the challenger's table is gone") from err

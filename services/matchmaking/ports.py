@@ -134,6 +134,10 @@ class TournamentRepository(Protocol):
 
     async def read(self, tournament_id: str) -> str | None: ...
 
+    async def read_many(self, tournament_ids: list[str]) -> list[str | None]:
+        """Several documents in one round trip (None for one that expired)."""
+        ...
+
     async def create(self, tournament_id: str, doc: str, created_ms: int) -> bool:
         """A new document, listed; False (nothing written) if the id is taken."""
         ...

@@ -233,11 +233,11 @@ class Tournaments:
 
     async def newest(self, status: str, limit: int) -> list[TournamentDoc]:
         out = []
-        for tournament_id in await self.store.newest(200):
-            try:
-                doc = await self.get(tournament_id)
-            except NotFound:
+        ids = await self.store.newest(200)
+        for raw in await self.store.read_many(ids[: limit if not status else len(ids)]):
+            if raw is None:
                 continue  # expired
+            doc = TournamentDoc(**json.loads(raw))
             if not status or doc.status == status:
                 out.append(doc)
             if len(out) >= limit:

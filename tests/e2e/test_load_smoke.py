@@ -1,4 +1,4 @@
-"""A ~30 s smoke of the Locust load test (issue 8): a cluster, players, adversaries and idle
+"""A ~20 s smoke of the Locust load test (issue 8): a cluster, players, adversaries and idle
 players, one table replica killed and restarted; zero correctness failures."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e
 def test_load_smoke_with_chaos() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "loadtests.run", "--users", "8", "--spawn-rate", "8",
-         "--duration", "30", "--chaos"],
+         "--duration", "20", "--chaos"],
         capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert done.stdout, done.stderr[-3000:]

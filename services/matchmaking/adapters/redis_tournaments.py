@@ -51,10 +51,17 @@ class RedisTournamentStore:
         raw = await self.redis.get(_doc_key(tournament_id))
         return None if raw is None else reply_text(raw)
 
+    async def read_many(self, tournament_ids: list[str]) -> list[str | None]:
+        if not tournament_ids:
+            return []
+        found = await self.redis.mget([_doc_key(t) for t in tournament_ids])  # one slot
+        return [None if raw is None else reply_text(raw) for raw in found]
+
     async def create(self, tournament_id: str, doc: str, created_ms: int) -> bool:
         if not await self.redis.set(_doc_key(tournament_id), doc, ex=KEEP_S, nx=True):
             return False
         await self.redis.zadd(INDEX, {tournament_id: created_ms})
+        await self.redis.zremrangebyscore(INDEX, "-inf", created_ms - KEEP_S * 1000)  # expired
         await self.redis.sadd(UNFINISHED, tournament_id)
         return True
 
