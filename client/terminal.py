@@ -44,6 +44,7 @@ from bg.table.v1 import table_pb2
 from client.analysis_text import analysis_lines
 from client.play_wire import CommandRefused, PlaySession
 from client.player import Player
+from client.tournament import done_with, next_match
 from services.common.errors import error_from
 from services.contracts.vocabulary import FINISHED
 
@@ -524,25 +525,20 @@ async def tournament_terminal(gateway: str, name: str, tournament: str) -> int:
         while True:
             found = await me.rpc(me.stub.GetTournament, request)
             rank = next((r.rank for r in found.ranks if r.player_id == me.player_id), 0)
-            if rank or found.status in ("finished", "cancelled"):
-                print(
-                    f"the tournament is {found.status}" + (f"; your rank: {rank}" if rank else "")
-                )
+            if done_with(found, me.player_id):
+                ranked = f"; your rank: {rank}" if rank else ""
+                print(f"the tournament is {found.status}{ranked}")
                 return 0
-            mine = [
-                m for m in found.matches
-                if me.player_id in (m.top_id, m.bottom_id) and m.table_id and not m.winner_id
-                and m.table_id not in played
-            ]  # fmt: skip
-            if not mine:
+            match = next_match(found, me.player_id, played)
+            if match is None:
                 await asyncio.sleep(1.0)
                 continue
-            print(f"round {mine[0].round} of {found.rounds}: your match is dealt", flush=True)
+            print(f"round {match.round} of {found.rounds}: your match is dealt", flush=True)
             updates: asyncio.Queue[gateway_pb2.SeatUpdate] = asyncio.Queue()
-            session = PlaySession(me.stub, mine[0].table_id, me.auth, on_update=updates.put_nowait)
+            session = PlaySession(me.stub, match.table_id, me.auth, on_update=updates.put_nowait)
             async with session:
                 await _play(me, session, lines, updates, until_over=True)
-            played.add(mine[0].table_id)
+            played.add(match.table_id)
 
 
 async def watch_terminal(gateway: str, name: str, table_id: str) -> int:

@@ -21,6 +21,7 @@ from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from client.player import Player
+from client.tournament import done_with, next_match
 from infra.cluster.runner import Cluster, ClusterConfig
 from services.contracts.lobby_keys import lobby_key
 from services.contracts.vocabulary import FINISHED
@@ -40,20 +41,15 @@ async def _compete(p: Player, tournament_id: str) -> None:
     while time.monotonic() < end:
         try:
             found = await p.rpc(p.stub.GetTournament, request)
-            out = any(r.player_id == p.player_id and r.rank != 1 for r in found.ranks)
-            if found.status == "finished" or out:
+            if done_with(found, p.player_id):
                 return
-            mine = [
-                m for m in found.matches
-                if p.player_id in (m.top_id, m.bottom_id) and m.table_id and not m.winner_id
-                and m.table_id not in done
-            ]  # fmt: skip
-            if not mine:
+            match = next_match(found, p.player_id, done)
+            if match is None:
                 await asyncio.sleep(0.3)
                 continue
-            view = await p.play(mine[0].table_id, 60)
+            view = await p.play(match.table_id, 60)
             if view.phase in FINISHED:
-                done.add(mine[0].table_id)
+                done.add(match.table_id)
         except Exception:  # the chaos broke a call or the stream: look again
             await asyncio.sleep(0.5)
     raise AssertionError(f"{p.name}: the tournament did not end")

@@ -20,6 +20,7 @@ from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from client.player import Player
+from client.tournament import done_with, next_match
 from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e
@@ -34,17 +35,12 @@ async def _compete(p: Player, tournament_id: str) -> matchmaking_pb2.Tournament:
     end = time.monotonic() + 400
     while time.monotonic() < end:
         found: matchmaking_pb2.Tournament = await p.rpc(p.stub.GetTournament, request)
-        out = any(r.player_id == p.player_id and r.rank != 1 for r in found.ranks)
-        if found.status in ("finished", "cancelled") or out:
+        if done_with(found, p.player_id):
             return found
-        mine = [
-            m for m in found.matches
-            if p.player_id in (m.top_id, m.bottom_id) and m.table_id and not m.winner_id
-            and m.table_id not in played
-        ]  # fmt: skip
-        if mine:
-            await p.play(mine[0].table_id, 240)
-            played.add(mine[0].table_id)
+        match = next_match(found, p.player_id, played)
+        if match is not None:
+            await p.play(match.table_id, 240)
+            played.add(match.table_id)
         else:
             await asyncio.sleep(0.3)
     raise AssertionError(f"{p.name}: the tournament did not end")

@@ -38,14 +38,14 @@ return 1
 # KEYS[1]: a player's key. ARGV: the value to set, the value it may replace ("" = none), ttl s.
 # Sets it if it is unset, equal to ARGV[2] or already ARGV[1]; returns nil then, else the value
 # that holds it.
-_HOLD = """
+HOLD_SCRIPT = """
 local held = redis.call('GET', KEYS[1])
 if held and held ~= ARGV[1] and held ~= ARGV[2] then return held end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
 return false
 """
 # KEYS[1]: a player's key. ARGV[1]: the value. Deletes it only if it still holds that value.
-_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end"
+RELEASE_SCRIPT = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end"
 
 _ENQUEUE_IF_EMPTY = (
     "if redis.call('LLEN', KEYS[1]) > 0 then return 0 end "
@@ -62,8 +62,8 @@ class RedisLobbyStore:
     def __init__(self, redis: Any) -> None:
         self.redis = redis
         self._save = redis.register_script(_SAVE)
-        self._hold = redis.register_script(_HOLD)
-        self._release = redis.register_script(_RELEASE)
+        self._hold = redis.register_script(HOLD_SCRIPT)
+        self._release = redis.register_script(RELEASE_SCRIPT)
 
     async def read(self, table_id: str) -> str | None:
         raw = await self.redis.get(lobby_key(table_id))

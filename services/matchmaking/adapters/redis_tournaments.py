@@ -11,6 +11,7 @@ from typing import Any
 
 from services.common.deps import evalsha, reply_text
 from services.contracts.lobby_keys import LOBBY_TAG
+from services.matchmaking.adapters.redis_lobby import HOLD_SCRIPT, RELEASE_SCRIPT
 
 INDEX = f"lobby:{LOBBY_TAG}:tournaments"
 UNFINISHED = f"lobby:{LOBBY_TAG}:tournaments:unfinished"
@@ -22,14 +23,6 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 return 1
 """
-# KEYS: the player's key. ARGV: the tournament, the one it may replace ("" = none).
-_CLAIM = """
-local held = redis.call('GET', KEYS[1])
-if held and held ~= ARGV[1] and held ~= ARGV[2] then return held end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
-return false
-"""
-_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end"
 
 
 def _doc_key(tournament_id: str) -> str:
@@ -44,8 +37,8 @@ class RedisTournamentStore:
     def __init__(self, redis: Any) -> None:  # redis-py's async client: untyped
         self.redis = redis
         self._save = redis.register_script(_SAVE)
-        self._claim = redis.register_script(_CLAIM)
-        self._release = redis.register_script(_RELEASE)
+        self._claim = redis.register_script(HOLD_SCRIPT)  # the lobby's holds'
+        self._release = redis.register_script(RELEASE_SCRIPT)
 
     async def read(self, tournament_id: str) -> str | None:
         raw = await self.redis.get(_doc_key(tournament_id))
