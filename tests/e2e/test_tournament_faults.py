@@ -26,6 +26,7 @@ from infra.cluster.runner import Cluster, ClusterConfig
 from services.contracts.lobby_keys import lobby_key
 from services.contracts.vocabulary import FINISHED
 from tests.e2e.test_chaos import _await_back, _pid_of
+from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e
 OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
@@ -93,9 +94,10 @@ async def test_a_sit_and_go_survives_kill_9_of_the_director_a_table_and_the_gate
         faults = []
         for name in FAULTS:
             await asyncio.sleep(1.5)
-            seen = await players[0].rpc(
-                players[0].stub.GetTournament,
-                matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id),
+            asked = matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id)
+            seen = await retried(  # the last fault's restart may still be healing
+                lambda a=asked: players[0].rpc(players[0].stub.GetTournament, a),
+                time.monotonic() + 30,
             )
             playing = sorted({m.round for m in seen.matches if m.table_id and not m.winner_id})
             dead = _pid_of(cluster, name)
@@ -106,9 +108,9 @@ async def test_a_sit_and_go_survives_kill_9_of_the_director_a_table_and_the_gate
         assert all(f["rounds_in_play"] for f in faults), faults
         await asyncio.wait_for(asyncio.gather(*tasks), 300)
 
-        final = await players[0].rpc(
-            players[0].stub.GetTournament,
-            matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id),
+        asked = matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id)
+        final = await retried(
+            lambda: players[0].rpc(players[0].stub.GetTournament, asked), time.monotonic() + 30
         )
         assert final.status == "finished"
         assert sorted(final.field) == sorted(p.player_id for p in players)  # nobody lost
