@@ -63,7 +63,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         privacy: Privacy,
         analyses: analysis_pb2_grpc.AnalysisServiceAsyncStub,
         friends: Friends,
-        friends_refresh_s: float = 3.0,
+        friends_refresh_s: float = 15.0,
     ) -> None:
         self.callers = callers
         self.sign_in = sign_in

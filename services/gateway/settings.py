@@ -169,9 +169,9 @@ class GatewaySettings(ServiceSettings):
     )
     friends_refresh_s: float = setting(
         "BG_FRIENDS_REFRESH_S",
-        3.0,
+        15.0,
         "How often a Friends stream looks again at what other gateways changed (what its own "
-        "gateway changes is sent at once).",
+        "gateway changes is sent at once); each look costs a view (benchmarks/bench_friends.py).",
         min=0.1,
         max=60,
     )

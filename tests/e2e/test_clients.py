@@ -39,7 +39,11 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory, valkey_url: str, kafka_bootstrap: str
 ) -> Iterator[dict[str, Any]]:
     data = tmp_path_factory.mktemp("browser-cluster")
-    env = {"BG_CLOCK_SCALE": "0.2", "BG_TOKEN_SECRET": "browser-token-secret-0123456789-abcdef"}
+    env = {
+        "BG_CLOCK_SCALE": "0.2",
+        "BG_TOKEN_SECRET": "browser-token-secret-0123456789-abcdef",
+        "BG_FRIENDS_REFRESH_S": "1",  # the pages see other players' presence change in a second
+    }
     args = ("--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap)
     with running_cluster(data, env, *args) as state:
         gateway = next(s for s in state["services"] if s["name"] == "gateway")
