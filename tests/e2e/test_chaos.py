@@ -6,7 +6,7 @@ table's outcome; the books balance to the diamond and no escrow or hold is left 
 is stuck; no record is missing; the leaderboard equals a rebuild from its archive; every
 archived match with a play in it is analysed, once. Prints the figures per fault.
 
-`make test` runs it short (BG_CHAOS_SECONDS=2.5 of play after each restart); `make chaos` runs
+`make test` runs it short (BG_CHAOS_SECONDS=1.5 of play after each restart); `make chaos` runs
 it longer (BG_CHAOS_SECONDS=20).
 """
 
@@ -41,7 +41,7 @@ from tests.e2e.money import books, settle_down
 from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e
-SECONDS = float(os.environ.get("BG_CHAOS_SECONDS", "2.5"))
+SECONDS = float(os.environ.get("BG_CHAOS_SECONDS", "1.5"))
 FAULTS = [
     "table-1", "gateway", "matchmaking", "wallet", "leaderboard", "bots", "analysis", "valkey",
     "kafka",
