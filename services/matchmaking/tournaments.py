@@ -317,6 +317,10 @@ class Tournaments:
             if winner not in (match.top, match.bottom):
                 winner = match.top  # closed undecided: the higher seed moves on
             doc = await self._update(doc.tournament_id, _record(match.round, match.slot, winner))
+            loser = match.bottom if winner == match.top else match.top
+            # Out: free to enter another tournament (a crash before this leaves a claim that
+            # registering takes over, since a ranked player's claim is not live).
+            await self.store.release_player(loser, doc.tournament_id)
         if doc.bracket().champion is not None and doc.status == RUNNING:
 
             def finish(d: TournamentDoc) -> None:
@@ -324,9 +328,6 @@ class Tournaments:
                     d.status, d.finished_ms = FINISHED, self.now()
 
             doc = await self._update(doc.tournament_id, finish)
-        for player in doc.bracket().ranks():
-            if doc.status == RUNNING:  # an eliminated player may enter another tournament
-                await self.store.release_player(player, doc.tournament_id)
         return doc
 
     async def _wind_up(self, doc: TournamentDoc) -> None:
