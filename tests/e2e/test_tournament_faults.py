@@ -95,11 +95,16 @@ async def test_a_sit_and_go_survives_kill_9_of_the_director_a_table_and_the_gate
         for name in FAULTS:
             await asyncio.sleep(1.5)
             asked = matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id)
-            seen = await retried(  # the last fault's restart may still be healing
-                lambda a=asked: players[0].rpc(players[0].stub.GetTournament, a),
-                time.monotonic() + 30,
-            )
-            playing = sorted({m.round for m in seen.matches if m.table_id and not m.winner_id})
+            playing: list[int] = []
+            for _ in range(100):  # kill while a match of the bracket is in play, not between rounds
+                seen = await retried(  # the last fault's restart may still be healing
+                    lambda a=asked: players[0].rpc(players[0].stub.GetTournament, a),
+                    time.monotonic() + 30,
+                )
+                playing = sorted({m.round for m in seen.matches if m.table_id and not m.winner_id})
+                if playing or seen.status == "finished":
+                    break
+                await asyncio.sleep(0.1)
             dead = _pid_of(cluster, name)
             os.kill(dead, signal.SIGKILL)
             back = await _await_back(data, name, dead, time.monotonic() + 90)
