@@ -68,7 +68,8 @@ def _adopt_legacy(connection: Connection, cfg: Config, table: str) -> None:
         log.info("schema revision adopted", extra={"table": table, "revision": legacy[0]})
 
 
-async def migrate(engine: AsyncEngine, migrations: Path) -> None:
+async def migrate(engine: AsyncEngine, migrations: Path, revision: str = "head") -> None:
+    """Upgrade to `revision` (the head; an earlier one for tests of an upgrade)."""
     table = version_table(migrations)
 
     def current(connection: Connection) -> str | None:
@@ -82,7 +83,7 @@ async def migrate(engine: AsyncEngine, migrations: Path) -> None:
         cfg.attributes["version_table"] = table
         _adopt_legacy(connection, cfg, table)
         before = current(connection)
-        command.upgrade(cfg, "head")
+        command.upgrade(cfg, revision)
         return before, current(connection)
 
     async with engine.begin() as conn:

@@ -14,6 +14,7 @@ from services.common.clock import now_ms
 from services.common.errors import PermissionDenied, ServiceError, grpc_errors
 from services.wallet.ledger import Ledger, Outcome
 from services.wallet.metrics import WalletMetrics
+from services.wallet.pools import Pools
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -55,6 +56,7 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         store_secret: str = "",
     ) -> None:
         self.ledger = ledger
+        self.pools = Pools(ledger)
         self.metrics = metrics
         self.operator_token = operator_token
         self.starter_grant = starter_grant
@@ -244,3 +246,35 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
     ) -> wallet_pb2.OperationResponse:
         call = self.ledger.release(request.idempotency_key, request.hold_key)
         return await self._op("release", call)
+
+    @grpc_errors
+    async def HoldBuyIn(
+        self, request: wallet_pb2.BuyInRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        call = self.pools.hold_buyin(
+            request.idempotency_key, request.tournament_id, request.player_id, request.amount
+        )
+        return await self._op("hold_buyin", call)
+
+    @grpc_errors
+    async def StartPool(
+        self, request: wallet_pb2.StartPoolRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        call = self.pools.start(
+            request.idempotency_key, request.tournament_id, list(request.player_ids)
+        )
+        return await self._op("start_pool", call)
+
+    @grpc_errors
+    async def PayPrizes(
+        self, request: wallet_pb2.PayPrizesRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        call = self.pools.pay(request.idempotency_key, request.tournament_id, dict(request.prizes))
+        return await self._op("pay_prizes", call)
+
+    @grpc_errors
+    async def RefundPool(
+        self, request: wallet_pb2.RefundPoolRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        call = self.pools.refund(request.idempotency_key, request.tournament_id)
+        return await self._op("refund_pool", call)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -56,6 +56,17 @@ class HoldStatus(StrEnum):
 class HoldPurpose(StrEnum):
     RAISE = "raise"  # a double's raise, captured into the escrow at the take
     BOOST = "boost"  # a boost's price, captured to the house when applied
+    BUYIN = "buyin"  # a tournament's buy-in, captured into its prize pool at the start
+
+
+class PoolStatus(StrEnum):
+    """A tournament's prize pool (stored as its value): open while buy-ins are held, running
+    once they are captured, then paid out or refunded, once. Only an open pool takes holds."""
+
+    OPEN = "open"
+    RUNNING = "running"
+    PAID = "paid"
+    REFUNDED = "refunded"
 
 
 @dataclass
@@ -81,6 +92,16 @@ class Hold:
     purpose: HoldPurpose
     cube: int
     status: HoldStatus
+    created_ms: int
+    closed_by: Draft | int | None = None
+
+
+@dataclass
+class Pool:
+    tournament_id: str
+    buy_in: int
+    status: PoolStatus
+    entrants: int  # the field whose buy-ins were captured (0 until the start)
     created_ms: int
     closed_by: Draft | int | None = None
 
@@ -138,12 +159,15 @@ class Books:
         accounts: list[Account],
         escrows: list[Escrow],
         holds: list[Hold],
+        pools: Sequence[Pool] = (),
     ) -> None:
         self.accounts = {a.id: a for a in accounts}
         self.escrows = {e.match_id: e for e in escrows}
         self.holds = list(holds)
+        self.pools = {p.tournament_id: p for p in pools}
         self._read_accounts = {a.id: a.balance for a in accounts}
         self._read_escrows = {e.match_id: dataclasses.replace(e) for e in escrows}
+        self._read_pools = {t: dataclasses.replace(p) for t, p in self.pools.items()}
         self._read_holds = {id(h): (h.status, h.closed_by) for h in holds}
         self._undo: list[Callable[[], None]] = []
 
@@ -213,6 +237,29 @@ class Books:
         for name, value in values.items():
             setattr(row, name, value)
         self._undo.append(lambda: row.__dict__.update(before.__dict__))
+
+    # -- pools ------------------------------------------------------------------------------
+
+    def pool(self, tournament_id: str) -> Pool | None:
+        return self.pools.get(tournament_id)
+
+    def add_pool(self, row: Pool) -> None:
+        self.pools[row.tournament_id] = row
+        self._undo.append(lambda: self._forget(self.pools, row.tournament_id))
+
+    def change_pool(self, row: Pool, **values: object) -> None:
+        before = dataclasses.replace(row)
+        for name, value in values.items():
+            setattr(row, name, value)
+        self._undo.append(lambda: row.__dict__.update(before.__dict__))
+
+    def new_pools(self) -> list[Pool]:
+        return [p for t, p in self.pools.items() if t not in self._read_pools]
+
+    def changed_pools(self) -> list[Pool]:
+        return [
+            p for t, p in self.pools.items() if t in self._read_pools and p != self._read_pools[t]
+        ]
 
     # -- holds ------------------------------------------------------------------------------
 

@@ -20,7 +20,8 @@ still open, so none outlives its match.
 Invariants (`check_invariants`): the balances of all accounts but `external` add up to minus
 `external`'s balance (the total ever deposited); no player, escrow or hold below zero; every
 escrow closed at most once, and holding exactly its stakes while open; every hold account holding
-exactly its open holds.
+exactly its open holds; every running prize pool holding exactly its entrants' buy-ins, and
+every other pool nothing (services/wallet/pools.py).
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ from services.wallet.books import (
     HoldStatus,
     InsufficientFunds,
     Outcome,
+    PoolStatus,
 )
 from services.wallet.ledger_sql import Reads, Stored, load_books, load_operations, save
-from services.wallet.schema import accounts, escrows, holds, operations, transfers
+from services.wallet.schema import accounts, escrows, holds, operations, pools, transfers
 
 __all__ = ["InsufficientFunds", "Ledger", "Outcome", "check_invariants"]
 
@@ -68,7 +70,8 @@ def player_account(player_id: str) -> str:
 
 
 ESCROW_PREFIX = "escrow:"  # a match's pot: ESCROW_PREFIX + match id
-HOLD_PREFIX = "hold:"  # a match's raise and boost holds: HOLD_PREFIX + match id
+HOLD_PREFIX = "hold:"  # a match's raise and boost holds (a tournament's buy-ins): + its id
+POOL_PREFIX = "pool:"  # a running tournament's prize pool: POOL_PREFIX + tournament id
 
 
 def escrow_account(match_id: str) -> str:
@@ -89,7 +92,7 @@ def _now_ms() -> int:
     return now_ms()
 
 
-def _check_id(name: str, value: str) -> str:
+def check_id(name: str, value: str) -> str:
     if not value or len(value) > MAX_ID or any(c.isspace() for c in value) or ":" in value:
         raise InvalidArgument(
             "INVALID_ID", f"{name} must be 1..{MAX_ID} characters, no spaces or ':'", field=name
@@ -97,7 +100,7 @@ def _check_id(name: str, value: str) -> str:
     return value
 
 
-def _check_amount(name: str, value: int) -> int:
+def check_amount(name: str, value: int) -> int:
     if value <= 0:
         raise InvalidArgument("INVALID_AMOUNT", f"{name} must be positive, got {value}", field=name)
     return value
@@ -120,7 +123,7 @@ class _Call:
     future: asyncio.Future[Outcome] = field(init=False, repr=False)
 
 
-def _take_from(b: Books, op: Draft, player_id: str, to: str, amount: int) -> None:
+def take_from(b: Books, op: Draft, player_id: str, to: str, amount: int) -> None:
     """Move `amount` from a player to `to`, refusing an unknown player or a short one."""
     acct = player_account(player_id)
     balance = b.balance(acct)
@@ -154,7 +157,7 @@ def _capture(b: Books, op: Draft, match_id: str, rows: Sequence[Hold]) -> None:
         b.close_hold(r, HoldStatus.CAPTURED, op)
 
 
-def _release(b: Books, op: Draft, match_id: str, rows: Sequence[Hold]) -> None:
+def release_holds(b: Books, op: Draft, match_id: str, rows: Sequence[Hold]) -> None:
     for r in rows:
         b.move(op, hold_account(match_id), player_account(r.player_id), r.amount)
         b.close_hold(r, HoldStatus.RELEASED, op)
@@ -177,7 +180,7 @@ def _resolve_holds(
     if taken:
         _capture(b, op, match_id, taken)
     if rest:
-        _release(b, op, match_id, rest)
+        release_holds(b, op, match_id, rest)
 
 
 def _ignore(_: object) -> None:
@@ -218,7 +221,7 @@ class Ledger:
     async def history(
         self, player_id: str, limit: int = 50, before_id: int = 0
     ) -> list[dict[str, Any]]:
-        acct = player_account(_check_id("player_id", player_id))
+        acct = player_account(check_id("player_id", player_id))
         limit = 50 if limit == 0 else limit
         if not 1 <= limit <= 200:
             raise InvalidArgument("INVALID_LIMIT", "limit must be 1..200", field="limit")
@@ -295,7 +298,7 @@ class Ledger:
             async with self.engine.begin() as conn:
                 yield conn
 
-    async def _submit(
+    async def submit(  # the operations here and services/wallet/pools.py's
         self,
         key: str,
         kind: str,
@@ -401,8 +404,8 @@ class Ledger:
     # -- operations --------------------------------------------------------------------------
 
     async def deposit(self, key: str, player_id: str, amount: int, reason: str = "") -> Outcome:
-        _check_id("player_id", player_id)
-        _check_amount("amount", amount)
+        check_id("player_id", player_id)
+        check_amount("amount", amount)
         acct = player_account(player_id)
 
         def rules(b: Books, op: Draft) -> Outcome:
@@ -412,7 +415,7 @@ class Ledger:
             return b.finish(op, Outcome(0, op.kind), events_pb2.WalletEvent(), acct)
 
         params = {"p": player_id, "a": amount, "r": reason}
-        return await self._submit(key, "deposit", params, rules, Reads((EXTERNAL, acct)))
+        return await self.submit(key, "deposit", params, rules, Reads((EXTERNAL, acct)))
 
     async def adjust(
         self, key: str, player_id: str, amount: int, operator: str, reason: str
@@ -420,8 +423,8 @@ class Ledger:
         """An operator's credit (amount > 0, from outside) or debit (amount < 0, to outside);
         the operation keeps "<operator>: <reason>". A debit beyond the balance changes nothing
         (INSUFFICIENT_FUNDS)."""
-        _check_id("player_id", player_id)
-        _check_amount("amount", abs(amount))
+        check_id("player_id", player_id)
+        check_amount("amount", abs(amount))
         if not operator or not 1 <= len(reason.strip()) <= 200:
             raise InvalidArgument(
                 "REASON_REQUIRED", "an adjustment names its operator and a reason (1..200)",
@@ -435,18 +438,18 @@ class Ledger:
             if amount > 0:
                 b.move(op, EXTERNAL, acct, amount)
             else:
-                _take_from(b, op, player_id, EXTERNAL, -amount)
+                take_from(b, op, player_id, EXTERNAL, -amount)
             return b.finish(op, Outcome(0, op.kind), events_pb2.WalletEvent(), acct)
 
         kind = "credit" if amount > 0 else "debit"
         memo = f"{operator}: {reason.strip()}"
         params = {"p": player_id, "a": amount, "o": operator, "r": reason}
-        return await self._submit(key, kind, params, rules, Reads((EXTERNAL, acct)), memo=memo)
+        return await self.submit(key, kind, params, rules, Reads((EXTERNAL, acct)), memo=memo)
 
     async def close_account(self, key: str, player_id: str) -> Outcome:
         """A deleted account's diamonds go to CLOSED: the books stay whole and its history
         stays. Refused while the player has stakes in a match in play (IN_PLAY)."""
-        _check_id("player_id", player_id)
+        check_id("player_id", player_id)
         acct = player_account(player_id)
 
         def rules(b: Books, op: Draft) -> Outcome:
@@ -465,17 +468,17 @@ class Ledger:
             return b.finish(op, Outcome(0, op.kind), events_pb2.WalletEvent(), acct)
 
         reads = Reads((acct, CLOSED), in_play_of=player_id)
-        return await self._submit(key, "close", {"p": player_id}, rules, reads)
+        return await self.submit(key, "close", {"p": player_id}, rules, reads)
 
     async def escrow(self, key: str, match_id: str, players: Sequence[str], stake: int) -> Outcome:
-        _check_id("match_id", match_id)
+        check_id("match_id", match_id)
         if len(players) != 2 or players[0] == players[1]:
             raise InvalidArgument(
                 "INVALID_PLAYERS", "an escrow takes two different players", field="player_ids"
             )
         for p in players:
-            _check_id("player_ids", p)
-        _check_amount("stake", stake)
+            check_id("player_ids", p)
+        check_amount("stake", stake)
         pa, pb = (player_account(p) for p in players)
         pot = escrow_account(match_id)
 
@@ -505,7 +508,7 @@ class Ledger:
             )
 
         params = {"m": match_id, "p": list(players), "s": stake}
-        return await self._submit(
+        return await self.submit(
             key, "escrow", params, rules, Reads((pa, pb), (match_id,)), match_id
         )
 
@@ -514,7 +517,7 @@ class Ledger:
         it), captured into the escrow if the double is taken, released if not. The raise is
         bet x cube/2 from the bet, not the stakes: a take's capture may still be on its way (the
         table captures after its commit, best effort) when the next double is offered."""
-        _check_id("match_id", match_id)
+        check_id("match_id", match_id)
         if cube < 2 or cube & (cube - 1):
             raise InvalidArgument(
                 "INVALID_CUBE", "a raise doubles the cube to a power of two from 2", field="cube"
@@ -550,23 +553,21 @@ class Ledger:
             return b.finish(op, outcome, event, hold)
 
         params = {"m": match_id, "c": cube}
-        return await self._submit(
-            key, "hold_raise", params, rules, Reads((), (match_id,)), match_id
-        )
+        return await self.submit(key, "hold_raise", params, rules, Reads((), (match_id,)), match_id)
 
     async def hold_spend(
         self, key: str, player_id: str, amount: int, reason: str, match_id: str
     ) -> Outcome:
         """A boost is asked for: hold its price until it is applied (captured, to the house) or
         not (released): a boost is charged only if it happened."""
-        _check_id("player_id", player_id)
-        _check_id("match_id", match_id)
-        _check_amount("amount", amount)
+        check_id("player_id", player_id)
+        check_id("match_id", match_id)
+        check_amount("amount", amount)
         acct, hold = player_account(player_id), hold_account(match_id)
 
         def rules(b: Books, op: Draft) -> Outcome:
             b.ensure(hold, "hold")
-            _take_from(b, op, player_id, hold, amount)
+            take_from(b, op, player_id, hold, amount)
             b.add_hold(
                 Hold(
                     None,
@@ -586,7 +587,7 @@ class Ledger:
 
         params = {"p": player_id, "a": amount, "r": reason, "m": match_id}
         reads = Reads((acct,), (match_id,))
-        return await self._submit(key, "hold_spend", params, rules, reads, match_id)
+        return await self.submit(key, "hold_spend", params, rules, reads, match_id)
 
     async def capture(self, key: str, hold_key: str) -> Outcome:
         """Spend what `hold_key` holds: a raise into its escrow (the stakes grow), a boost to
@@ -610,13 +611,18 @@ class Ledger:
             closed = {r.status for r in rows if r.status != HoldStatus.HELD}
             if closed:
                 raise Conflict("HOLD_CLOSED", f"hold {hold_key} is already {closed.pop()}")
+            if how == "capture" and any(r.purpose == HoldPurpose.BUYIN for r in rows):
+                raise InvalidArgument(
+                    "BUYIN_HOLD", "a buy-in is captured by its tournament's start (StartPool)",
+                    field="hold_key",
+                )  # fmt: skip
             match_id = rows[0].match_id
-            (_capture if how == "capture" else _release)(b, op, match_id, rows)
+            (_capture if how == "capture" else release_holds)(b, op, match_id, rows)
             event = events_pb2.WalletEvent(match_id=match_id)
             return b.finish(op, Outcome(0, op.kind), event, hold_account(match_id))
 
         reads = Reads((HOUSE,), hold_key=hold_key)
-        return await self._submit(key, how, {"h": hold_key}, rules, reads)
+        return await self.submit(key, how, {"h": hold_key}, rules, reads)
 
     async def settle(
         self,
@@ -629,8 +635,8 @@ class Ledger:
         """Pay the winner. Open holds are resolved first: raises up to the final `cube` are
         captured, boosts in `applied_boosts` too, the rest released (the two hints are facts of
         the ended match, not part of the request's identity)."""
-        _check_id("match_id", match_id)
-        _check_id("winner_id", winner_id)
+        check_id("match_id", match_id)
+        check_id("winner_id", winner_id)
         pot = escrow_account(match_id)
 
         def rules(b: Books, op: Draft) -> Outcome:
@@ -660,14 +666,14 @@ class Ledger:
             return b.finish(op, outcome, event, pot)
 
         params = {"m": match_id, "w": winner_id}
-        return await self._submit(
+        return await self.submit(
             key, "settle", params, rules, Reads((HOUSE,), (match_id,)), match_id
         )
 
     async def refund(self, key: str, match_id: str, applied_boosts: Sequence[str] = ()) -> Outcome:
         """Return every stake (I-10), raises included: open raise holds are released; boosts
         applied are captured (never returned), other boost holds released."""
-        _check_id("match_id", match_id)
+        check_id("match_id", match_id)
         pot = escrow_account(match_id)
 
         def rules(b: Books, op: Draft) -> Outcome:
@@ -681,7 +687,7 @@ class Ledger:
             return b.finish(op, Outcome(0, op.kind), event, pot)
 
         reads = Reads((HOUSE,), (match_id,))
-        return await self._submit(key, "refund", {"m": match_id}, rules, reads, match_id)
+        return await self.submit(key, "refund", {"m": match_id}, rules, reads, match_id)
 
 
 def _replay(call: _Call, row: Stored) -> Outcome | ServiceError:
@@ -759,6 +765,27 @@ async def check_invariants(engine: AsyncEngine) -> list[str]:
             f"{r.id} holds {r.balance}, its open holds {r.want}"
             for r in await conn.execute(hold_rows)
         ]
+        # A running pool holds its entrants' buy-ins; an open, paid or refunded one nothing.
+        pool_account = accounts.alias("pool_account")
+        in_pool = func.coalesce(pool_account.c.balance, 0)
+        want_pool = case(
+            (pools.c.status == PoolStatus.RUNNING, pools.c.buy_in * pools.c.entrants), else_=0
+        )
+        problems += [
+            f"pool {r.tournament_id} ({r.status}) holds {r.held}, expected {r.want}"
+            for r in await conn.execute(
+                select(
+                    pools.c.tournament_id, pools.c.status, in_pool.label("held"),
+                    want_pool.label("want"),
+                )
+                .select_from(
+                    pools.outerjoin(
+                        pool_account, pool_account.c.id == POOL_PREFIX + pools.c.tournament_id
+                    )
+                )
+                .where(in_pool != want_pool)
+            )
+        ]  # fmt: skip
         closings = (
             await conn.execute(
                 select(operations.c.match_id, func.count())

@@ -1,7 +1,7 @@
 """A batch's reads and writes: what its operations can touch, locked, and what they changed.
 
-Reads lock in one order for every replica (escrows, then their holds, then accounts, each by
-id) so two replicas' batches never deadlock; writes are one statement per table
+Reads lock in one order for every replica (escrows, then pools, then their holds, then
+accounts, each by id) so two replicas' batches never deadlock; writes are one statement per table
 (executemany), however many operations the batch holds.
 """
 
@@ -25,21 +25,26 @@ from services.wallet.books import (
     Hold,
     HoldPurpose,
     HoldStatus,
+    Pool,
+    PoolStatus,
     op_id,
 )
-from services.wallet.schema import accounts, escrows, holds, operations, outbox, transfers
+from services.wallet.schema import accounts, escrows, holds, operations, outbox, pools, transfers
 
 
 @dataclass(frozen=True)
 class Reads:
     """What one operation may touch: accounts by id, matches (their escrow, their open holds,
-    the escrow's players and the match's pot and hold accounts), holds placed under a key, and a
-    player's open escrows (a closing account)."""
+    the escrow's players and the match's pot and hold accounts), holds placed under a key, a
+    player's open escrows (a closing account), and tournaments' prize pools (the pool, every
+    buy-in hold of the tournament, whatever its status, their players and the pool's and hold's
+    accounts)."""
 
     accounts: tuple[str, ...] = ()
     matches: tuple[str, ...] = ()
     hold_key: str = ""
     in_play_of: str = ""
+    pools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,27 @@ class _Statements:
             .order_by(holds.c.id)
             .with_for_update()
         )
+        self.pools = (
+            select(pools)
+            .where(pools.c.tournament_id.in_(many("pools")))
+            .order_by(pools.c.tournament_id)
+            .with_for_update()
+        )
+        self.pool_holds = (
+            select(holds)
+            .where(holds.c.match_id.in_(many("pools")))
+            .order_by(holds.c.id)
+            .with_for_update()
+        )
+        self.add_pools = pools.insert()
+        self.change_pools = (
+            update(pools)
+            .where(pools.c.tournament_id == bindparam("t"))
+            .values(
+                buy_in=bindparam("b"), status=bindparam("st"), entrants=bindparam("n"),
+                closed_operation_id=bindparam("closed"),
+            )
+        )  # fmt: skip
         self.accounts = (
             select(accounts.c.id, accounts.c.kind, accounts.c.balance)
             .where(accounts.c.id.in_(many("ids")))
@@ -170,30 +196,51 @@ async def load_books(conn: AsyncConnection, reads: Iterable[Reads]) -> Books:
             )
             for r in await conn.execute(query, params)
         ]
-    # Holds after their escrow's lock: a raise held by another replica meanwhile is seen.
-    hold_rows: list[Hold] = []
-    if matches:
-        hold_rows = [
-            Hold(
-                r.id,
-                r.hold_key,
-                r.match_id,
-                r.player_id,
-                int(r.amount),
-                HoldPurpose(r.purpose),
-                int(r.cube),
-                HoldStatus(r.status),
+    tournaments = sorted({t for r in wanted for t in r.pools})
+    pool_rows: list[Pool] = []
+    if tournaments:
+        pool_rows = [
+            Pool(
+                r.tournament_id,
+                int(r.buy_in),
+                PoolStatus(r.status),
+                int(r.entrants),
                 int(r.created_ms),
                 r.closed_operation_id,
             )
+            for r in await conn.execute(sql.pools, {"pools": tournaments})
+        ]
+    # Holds after their escrow's (or pool's) lock: a hold placed by another replica meanwhile
+    # is seen.
+    hold_rows: list[Hold] = []
+    if matches:
+        hold_rows = [
+            _hold(r)
             for r in await conn.execute(sql.holds, {"keys": hold_keys, "matches": sorted(matches)})
+        ]
+    if tournaments:
+        seen = {h.id for h in hold_rows}
+        hold_rows += [
+            _hold(r)
+            for r in await conn.execute(sql.pool_holds, {"pools": tournaments})
+            if r.id not in seen
         ]
     ids = {a for r in wanted for a in r.accounts}
     ids |= {f"escrow:{m}" for m in matches} | {f"hold:{m}" for m in matches}
+    ids |= {f"pool:{t}" for t in tournaments} | {f"hold:{t}" for t in tournaments}
     ids |= {_player(h.player_id) for h in hold_rows}
     ids |= {_player(p) for e in escrow_rows for p in (e.player_a, e.player_b)}
     rows = await conn.execute(sql.accounts, {"ids": sorted(ids)})
-    return Books([Account(r.id, r.kind, int(r.balance)) for r in rows], escrow_rows, hold_rows)
+    return Books(
+        [Account(r.id, r.kind, int(r.balance)) for r in rows], escrow_rows, hold_rows, pool_rows
+    )
+
+
+def _hold(r: Any) -> Hold:
+    return Hold(
+        r.id, r.hold_key, r.match_id, r.player_id, int(r.amount), HoldPurpose(r.purpose),
+        int(r.cube), HoldStatus(r.status), int(r.created_ms), r.closed_operation_id,
+    )  # fmt: skip
 
 
 async def save(conn: AsyncConnection, books: Books, drafts: Sequence[Draft]) -> None:
@@ -233,6 +280,7 @@ async def save(conn: AsyncConnection, books: Books, drafts: Sequence[Draft]) -> 
             sql.move_balances, [{"account": a, "delta": d} for a, d in changed.items()]
         )
     await _save_escrows(conn, books)
+    await _save_pools(conn, books)
     await _save_holds(conn, books)
     moved = [
         {
@@ -285,6 +333,38 @@ def _escrow_row(e: Escrow) -> dict[str, Any]:
         "stake_a": e.stake_a, "stake_b": e.stake_b, "bet": e.bet, "status": e.status,
         "created_ms": e.created_ms, "closed_operation_id": op_id(e.closed_by),
     }  # fmt: skip
+
+
+async def _save_pools(conn: AsyncConnection, books: Books) -> None:
+    if created := books.new_pools():
+        await conn.execute(
+            _sql().add_pools,
+            [
+                {
+                    "tournament_id": p.tournament_id,
+                    "buy_in": p.buy_in,
+                    "status": p.status,
+                    "entrants": p.entrants,
+                    "created_ms": p.created_ms,
+                    "closed_operation_id": op_id(p.closed_by),
+                }
+                for p in created
+            ],
+        )
+    if changed := books.changed_pools():
+        await conn.execute(
+            _sql().change_pools,
+            [
+                {
+                    "t": p.tournament_id,
+                    "b": p.buy_in,
+                    "st": p.status,
+                    "n": p.entrants,
+                    "closed": op_id(p.closed_by),
+                }
+                for p in changed
+            ],
+        )
 
 
 async def _save_holds(conn: AsyncConnection, books: Books) -> None:

@@ -80,6 +80,22 @@ escrows = Table(
     Index("ix_escrows_open", "status", "created_ms"),  # the reconciler's scan
 )
 
+# A tournament's prize pool (0006): its buy-ins are held in `hold:<tournament>` while it registers
+# (holds of purpose 'buyin', their match_id the tournament's id), captured into
+# `pool:<tournament>` at the start, then paid out to the final ranks (less the house fee) or
+# refunded, once.
+pools = Table(
+    "pools",
+    metadata,
+    Column("tournament_id", String(200), primary_key=True),
+    Column("buy_in", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("entrants", Integer, nullable=False, server_default="0"),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("closed_operation_id", Integer, ForeignKey("operations.id"), nullable=True, unique=True),
+    CheckConstraint("status IN ('open', 'running', 'paid', 'refunded')", name="ck_pools_status"),
+)
+
 # Diamonds reserved in `hold:<match>` until captured (the double is taken: into the escrow; the
 # boost is applied: to the house) or released back to the player. `hold_key` is the idempotency
 # key of the operation that placed it (a raise holds both players under one key).
@@ -98,7 +114,7 @@ holds = Table(
     Column("closed_operation_id", Integer, ForeignKey("operations.id"), nullable=True),
     UniqueConstraint("hold_key", "player_id", name="uq_holds_key_player"),
     CheckConstraint("amount > 0", name="ck_holds_positive"),
-    CheckConstraint("purpose IN ('raise', 'boost')", name="ck_holds_purpose"),
+    CheckConstraint("purpose IN ('raise', 'boost', 'buyin')", name="ck_holds_purpose"),
     CheckConstraint("status IN ('held', 'captured', 'released')", name="ck_holds_status"),
     Index("ix_holds_match", "match_id", "status"),
 )

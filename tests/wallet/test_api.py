@@ -173,6 +173,57 @@ async def test_full_match_through_the_api(wallet: WalletUnderTest) -> None:
     assert changes["player:alice"] == (1840, 2840) and changes["house"] == (160, 170)
 
 
+async def test_a_tournaments_pool_through_the_api(wallet: WalletUnderTest) -> None:
+    """Issue 29: buy-ins held, the pool started, the prizes paid (a map over the wire), a late
+    hold refused as FAILED_PRECONDITION POOL_CLOSED, a short payout INVALID_ARGUMENT."""
+    stub, _ = wallet
+    for p in ("alice", "bob"):
+        await stub.Deposit(
+            wallet_pb2.DepositRequest(idempotency_key=p, player_id=p, amount=1000), metadata=TOKEN
+        )
+        await stub.HoldBuyIn(
+            wallet_pb2.BuyInRequest(
+                idempotency_key=f"buyin:u1:{p}:0", tournament_id="u1", player_id=p, amount=500
+            )
+        )
+    started = await stub.StartPool(
+        wallet_pb2.StartPoolRequest(
+            idempotency_key="start:u1", tournament_id="u1", player_ids=["alice", "bob"]
+        )
+    )
+    assert (started.kind, started.payout, started.fees, started.stake) == (
+        "start_pool", 920, 80, 500,
+    )  # fmt: skip
+    with pytest.raises(grpc.aio.AioRpcError) as late:
+        await stub.HoldBuyIn(
+            wallet_pb2.BuyInRequest(
+                idempotency_key="buyin:u1:carol:0", tournament_id="u1", player_id="alice",
+                amount=500,
+            )
+        )  # fmt: skip
+    assert late.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert error_of(late.value).code == "POOL_CLOSED"
+    with pytest.raises(grpc.aio.AioRpcError) as short:
+        await stub.PayPrizes(
+            wallet_pb2.PayPrizesRequest(idempotency_key="x", tournament_id="u1", prizes={"bob": 9})
+        )
+    assert short.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_of(short.value).code == "PRIZES_MISMATCH"
+    paid = await stub.PayPrizes(
+        wallet_pb2.PayPrizesRequest(
+            idempotency_key="prizes:u1", tournament_id="u1", prizes={"bob": 920}
+        )
+    )
+    changes = {c.account: (c.delta, c.balance) for c in paid.changes}
+    assert changes["player:bob"] == (920, 1420) and changes["pool:u1"] == (-1000, 0)
+    assert (await stub.GetBalance(wallet_pb2.GetBalanceRequest(player_id="alice"))).balance == 500
+    history = await stub.GetHistory(wallet_pb2.GetHistoryRequest(player_id="bob"))
+    assert [(h.kind, h.amount, h.counterparty) for h in history.entries] == [
+        ("pay_prizes", 920, "pool:u1"), ("hold_buyin", -500, "hold:u1"),
+        ("deposit", 1000, "external"),
+    ]  # fmt: skip
+
+
 async def test_migrations_match_the_declared_schema(engine: AsyncEngine) -> None:
     def diff(sync_conn: Connection) -> Any:
         # The service's own version table is Alembic's, not a difference (migrate.py).
