@@ -564,6 +564,11 @@ def _cmd_offer_rematch(ctx: _Ctx, cmd: c.OfferRematch) -> None:
     opt = ctx.opt
     seat = cmd.seat
     _need(
+        not opt.tournament,
+        RejectionCode.NOT_AVAILABLE,
+        "a tournament's match has no rematch: the bracket deals the next",
+    )
+    _need(
         m.rematch_offered_by is None,
         RejectionCode.ALREADY_OFFERED,
         "a rematch is already offered",

@@ -78,6 +78,9 @@ class RulesOptions:
     rated: bool = False  # wagered rated (I-12) / casual ranked (I-26, I-28)
     bet: int = 0  # wagered stake per player (I-11)
     rematch_window_ms: int = 30 * SECOND  # I-32
+    # A tournament's match (issue 29): no rematch (the bracket deals the next match); wagered
+    # without a bet, the buy-in being the stake: no cover checks (I-4) and no paid boosts.
+    tournament: bool = False
 
     def __post_init__(self) -> None:
         if self.profile not in ("wagered", "scored", "casual"):
@@ -93,7 +96,10 @@ class RulesOptions:
                 raise OptionsError(
                     "cube", "wagered tables use the cube exactly in a match to 1 (I-1)"
                 )
-            if not (100 <= self.bet <= 2000 and self.bet % 100 == 0):
+            if self.tournament:
+                if self.bet or self.boosts_per_game:
+                    raise OptionsError("bet", "a tournament's match has no bet and no boosts")
+            elif not (100 <= self.bet <= 2000 and self.bet % 100 == 0):
                 raise OptionsError("bet", f"must be 100..2,000 in steps of 100, got {self.bet}")
         elif self.bet:
             raise OptionsError("bet", "only wagered tables have a bet")
@@ -127,7 +133,10 @@ class RulesOptions:
         return self.cube and self.crawford and self.match_length > 1
 
 
-def wagered(match_length: int = 1, bet: int = 100, rated: bool = False) -> RulesOptions:
+def wagered(
+    match_length: int = 1, bet: int = 100, rated: bool = False, tournament: bool = False
+) -> RulesOptions:
+    """`tournament`: a tournament's match, played for the bracket without a bet (`bet` 0)."""
     return RulesOptions(
         profile="wagered",
         match_length=match_length,
@@ -136,13 +145,14 @@ def wagered(match_length: int = 1, bet: int = 100, rated: bool = False) -> Rules
         autoplay_single_outcome=True,
         turn_clock_ms=45 * SECOND,
         grace_ms=1500,
-        boosts_per_game=2,
+        boosts_per_game=0 if tournament else 2,
         auto_roll_pref=True,
         disconnect_ms=60 * SECOND,
         resign_allowed=True,
         leave_forfeits=True,
         rated=rated,
         bet=bet,
+        tournament=tournament,
     )
 
 

@@ -40,3 +40,28 @@ def refund(match_id: str) -> str:
 def table_of_match(match_id: str) -> str:
     """Matchmaking names a table's matches `<table_id>-<n>` (n = 1, 2, ... with rematches)."""
     return match_id.rsplit("-", 1)[0]
+
+
+# A tournament's prize pool (services/wallet/pools.py), driven by matchmaking's director.
+
+
+def buyin_hold(tournament_id: str, player_id: str, entry: int) -> str:
+    """The hold of a player's `entry`-th registration (0, then 1 after a withdrawal, ...): a
+    retried registration holds once, a registration after a withdrawal holds again."""
+    return f"buyin:{tournament_id}:{player_id}:{entry}"
+
+
+def release(hold_key: str) -> str:
+    return f"release:{hold_key}"
+
+
+def pool_start(tournament_id: str) -> str:
+    return f"pool-start:{tournament_id}"
+
+
+def prizes(tournament_id: str) -> str:
+    return f"prizes:{tournament_id}"
+
+
+def pool_refund(tournament_id: str) -> str:
+    return f"pool-refund:{tournament_id}"

@@ -12,7 +12,7 @@ from services.common import tracing
 from services.common.balanced import table_channel, wallet_channel
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
-from services.matchmaking.adapters.grpc_clients import GrpcTables, GrpcWallet
+from services.matchmaking.adapters.grpc_clients import GrpcPool, GrpcTables, GrpcWallet
 from services.matchmaking.adapters.redis_lobby import RedisLobbyStore
 from services.matchmaking.adapters.redis_tournaments import RedisTournamentStore
 from services.matchmaking.api import MatchmakingServicer
@@ -55,7 +55,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             settings.max_open_tables,
         )
         nonlocal tournaments
-        tournaments = Tournaments(RedisTournamentStore(redis), lobby, GrpcTables(tables))
+        tournaments = Tournaments(
+            RedisTournamentStore(redis), lobby, GrpcTables(tables), GrpcPool(wallet)
+        )
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
             MatchmakingServicer(lobby, settings.invite_base, tournaments), server
         )

@@ -39,7 +39,7 @@ from services.common.errors import (
 )
 from services.contracts import money_keys
 from services.contracts.seats import computer_seat, is_computer
-from services.contracts.table_options import rules_from_proto
+from services.contracts.table_options import player_options, rules_from_proto
 from services.matchmaking.ports import LobbyRepository, TablePort, WalletPort
 
 log = logging.getLogger("bg.matchmaking.lobby")
@@ -132,6 +132,12 @@ def options_key(opts: table_pb2.TableOptions) -> str:
     return opts.SerializeToString(deterministic=True).hex()
 
 
+def staked(opts: table_pb2.TableOptions) -> bool:
+    """A match played for a bet: escrowed at the deal, one at a time per player (W-1). A
+    wagered tournament's matches are not: the buy-in was the stake."""
+    return opts.profile == "wagered" and not opts.tournament
+
+
 def _options_json(opts: table_pb2.TableOptions) -> dict[str, Any]:
     from google.protobuf import json_format
 
@@ -209,7 +215,7 @@ class Lobby:
         retry: Retry | None = None,
     ) -> Table:
         _check_player(player_id)
-        rules_from_proto(opts)  # validates every option, naming the bad field
+        player_options(opts)  # validates every option, naming the bad field
         await self._not_in_another_match(player_id, opts)  # W-1 first: the likelier story
         await self._can_cover(player_id, opts)
         vs_cpu = opts.level in CPU_LEVELS
@@ -402,7 +408,7 @@ class Lobby:
         self, player_id: str, opts: table_pb2.TableOptions, retry: Retry | None = None
     ) -> Table:
         _check_player(player_id)
-        rules_from_proto(opts)
+        player_options(opts)
         await self._not_in_another_match(player_id, opts)  # W-1 first: the likelier story
         await self._can_cover(player_id, opts)
         if opts.level in CPU_LEVELS:
@@ -538,7 +544,7 @@ class Lobby:
                 table_id, table.match_id, table.player_ids, opts
             )
             return await self._dealt(table, fingerprint, opts)
-        if opts.profile == "wagered":
+        if staked(opts):
             busy = await self._hold_wagered(table)
             if busy:  # one wagered match in play at a time (docs/protocol.md, W-1)
                 return await self._close_dealing(table, f"{IN_ANOTHER_MATCH}:{busy}")
@@ -596,7 +602,7 @@ class Lobby:
         """Compensate a deal: refund its escrow (if any), then close the table. The refund comes
         first, so a failure leaves the deal DEALING to be undone again, never a closed table
         holding stakes."""
-        if table.options.get("profile") == "wagered":
+        if staked(table.proto_options()):
             try:
                 await self.wallet.refund(f"refund:{table.match_id}", table.match_id)
             except ServiceError as err:
@@ -612,7 +618,7 @@ class Lobby:
                 t.status, t.close_reason = LobbyStatus.CLOSED, reason
 
         closed = await self._update(table.table_id, close)
-        if table.options.get("profile") == "wagered":
+        if staked(table.proto_options()):
             await self._release_wagered(table, table.player_ids)
         return closed
 

@@ -115,6 +115,25 @@ class WalletPort(Protocol):
     async def balance(self, player_id: str) -> int: ...
 
 
+class PoolPort(Protocol):
+    """A wagered tournament's money on the wallet (services/wallet/pools.py): each call carries
+    its idempotency key (services/contracts/money_keys.py)."""
+
+    async def hold_buyin(
+        self, key: str, tournament_id: str, player_id: str, amount: int
+    ) -> None: ...
+
+    async def release(self, key: str, hold_key: str) -> None: ...
+
+    async def start_pool(self, key: str, tournament_id: str, players: list[str]) -> tuple[int, int]:
+        """Capture the field's buy-ins; returns (the prize money, the house fee)."""
+        ...
+
+    async def pay_prizes(self, key: str, tournament_id: str, prizes: dict[str, int]) -> None: ...
+
+    async def refund_pool(self, key: str, tournament_id: str) -> None: ...
+
+
 class TablePort(Protocol):
     async def create_match(
         self, table_id: str, match_id: str, players: list[str], options: table_pb2.TableOptions

@@ -13,6 +13,17 @@ No-shows and leavers lose by the profile's own rules: the table's clocks and its
 end the match (I-8, the leaving row of RULES.md), and its winner moves on. A match closed
 undecided (an operator's close) moves the higher seed on. A deal the lobby undid (the table
 service was down, say) is dealt again under the next attempt's table id.
+
+Wagered tournaments (buy-in = the options' bet) keep their money in a prize pool on the wallet
+(services/wallet/pools.py), every call under a key derived from the tournament, so a retry or a
+second director replays it:
+- registering holds the buy-in (`money_keys.buyin_hold`, one key per registration of a player);
+  withdrawing releases it; a hold the director never learns of is released by the start;
+- the start captures the field's buy-ins before any match is dealt (`money` "running");
+- the champion's pass pays `bracket.prizes` of the pool less the fee, once; a cancel (or too
+  few players) refunds every buy-in. The tournament leaves the director's work only once its
+  money is settled, so a wallet away delays the payout and never loses it.
+The matches themselves are wagered rules without a bet (TableOptions.tournament).
 """
 
 from __future__ import annotations
@@ -31,17 +42,19 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.clock import now_ms
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
+from services.contracts import money_keys
 from services.contracts.table_options import rules_from_proto
-from services.matchmaking.bracket import MAX_FIELD, Bracket
+from services.matchmaking.bracket import MAX_FIELD, Bracket, prizes
 from services.matchmaking.lobby import Lobby, LobbyStatus
-from services.matchmaking.ports import TablePort, TournamentRepository
+from services.matchmaking.ports import PoolPort, TablePort, TournamentRepository
 
 log = logging.getLogger("bg.matchmaking.tournaments")
 SIT_AND_GO, SCHEDULED = "sit_and_go", "scheduled"
 SIT_AND_GO_SIZES = (4, 8, 16, 32)
 REGISTERING, RUNNING, FINISHED, CANCELLED = "registering", "running", "finished", "cancelled"
-PROFILES = ("casual", "scored")  # wagered tournaments (buy-ins, prize pools) come next
-MAX_LENGTH = 25
+PROFILES = ("casual", "scored", "wagered")
+# A wagered tournament's money (TournamentDoc.money): "" for none (casual, scored).
+OPEN, HELD_BY_POOL, PAID, REFUNDED = "open", "running", "paid", "refunded"
 
 
 @dataclass
@@ -62,6 +75,12 @@ class TournamentDoc:
     created_ms: int = field(default_factory=now_ms)
     finished_ms: int = 0
     cancel_reason: str = ""
+    buy_in: int = 0  # wagered: each player's buy-in (the options' bet)
+    money: str = ""  # wagered: open, running, paid or refunded (the pool's, as last known)
+    entries: dict[str, int] = field(default_factory=dict)  # player -> withdrawals so far
+    prize_money: int = 0  # the pool less the house fee, once started
+    fee: int = 0
+    prizes: dict[str, int] = field(default_factory=dict)  # player -> prize, once paid
 
     def bracket(self) -> Bracket:
         winners = {
@@ -73,9 +92,16 @@ class TournamentDoc:
         return self.lengths[min(round_, len(self.lengths)) - 1]
 
     def table_options(self, round_: int) -> table_pb2.TableOptions:
+        """A pairing's options: the round's length, a tournament's match (no rematch; wagered
+        without a bet: the buy-in was the stake)."""
         opts = json_format.ParseDict(self.options, table_pb2.TableOptions())
         opts.match_length = self.length_of(round_)
+        opts.tournament = True
+        opts.bet = 0
         return opts
+
+    def buyin_key(self, player_id: str) -> str:
+        return money_keys.buyin_hold(self.tournament_id, player_id, self.entries.get(player_id, 0))
 
 
 def _pairing_table(tournament_id: str, round_: int, slot: int, attempt: int) -> str:
@@ -89,11 +115,13 @@ class Tournaments:
         store: TournamentRepository,
         lobby: Lobby,
         tables: TablePort,
+        pool: PoolPort,
         now: Callable[[], int] = now_ms,
     ) -> None:
         self.store = store
         self.lobby = lobby
         self.tables = tables
+        self.pool = pool
         self.now = now
 
     # -- documents ---------------------------------------------------------------------------
@@ -134,7 +162,12 @@ class Tournaments:
             )  # fmt: skip
         if opts.level:
             raise InvalidArgument("INVALID_OPTION", "tournaments pair people", field="level")
-        rules_from_proto(opts)  # every other option, as CreateTable checks it
+        if opts.test_game or opts.tournament:
+            raise InvalidArgument(
+                "INVALID_OPTION", "a tournament's matches are real ones, dealt by it",
+                field="options",
+            )  # fmt: skip
+        rules_from_proto(opts)  # every other option, as CreateTable checks it (a buy-in: the bet)
         if request.kind == SIT_AND_GO:
             if request.size not in SIT_AND_GO_SIZES:
                 raise InvalidArgument(
@@ -148,10 +181,18 @@ class Tournaments:
         else:
             raise InvalidArgument("INVALID_KIND", "sit_and_go or scheduled", field="kind")
         lengths = list(request.lengths) or [opts.match_length or 1]
-        if any(not 1 <= n <= MAX_LENGTH for n in lengths):
-            raise InvalidArgument(
-                "INVALID_OPTION", f"match lengths of 1..{MAX_LENGTH}", field="lengths"
-            )
+        if len(lengths) > MAX_FIELD.bit_length():
+            raise InvalidArgument("INVALID_OPTION", "a length per round at most", field="lengths")
+        for n in lengths:  # each round's length as the table service will take it
+            if n < 1:
+                raise InvalidArgument("INVALID_OPTION", "a length of 1 or more", field="lengths")
+            round_opts = table_pb2.TableOptions()
+            round_opts.CopyFrom(opts)
+            round_opts.match_length = n
+            try:
+                rules_from_proto(round_opts)
+            except InvalidArgument as err:
+                raise InvalidArgument("INVALID_OPTION", err.message, field="lengths") from None
         seed = request.request_id or f"{self.now()}:{random.random()}"
         tournament_id = "u" + hashlib.sha256(f"tournament:{seed}".encode()).hexdigest()[:12]
         doc = TournamentDoc(
@@ -159,6 +200,8 @@ class Tournaments:
             options=json_format.MessageToDict(opts, preserving_proto_field_name=True),
             size=request.size, starts_ms=request.starts_ms if request.kind == SCHEDULED else 0,
             lengths=lengths, created_ms=self.now(),
+            buy_in=opts.bet if opts.profile == "wagered" else 0,
+            money=OPEN if opts.profile == "wagered" else "",
         )  # fmt: skip
         if not await self.store.create(tournament_id, json.dumps(asdict(doc)), doc.created_ms):
             return await self.get(tournament_id)  # a retry of the same request
@@ -171,13 +214,19 @@ class Tournaments:
             doc.status, doc.cancel_reason, doc.finished_ms = CANCELLED, reason, self.now()
 
         doc = await self._update(tournament_id, stop)
-        await self._wind_up(doc)
+        try:
+            doc = await self._settle(doc)  # the buy-ins back (the director retries if this fails)
+            await self._wind_up(doc)
+        except ServiceError as err:
+            log.warning("cancelled; refunded on a later pass", extra={"code": err.code})
         return doc
 
     # -- players -----------------------------------------------------------------------------
 
     async def register(self, player_id: str, tournament_id: str) -> TournamentDoc:
         doc = await self.get(tournament_id)
+        if player_id in doc.players:
+            return doc  # a retry: registered (and, wagered, paid) once
         if doc.status != REGISTERING:
             raise ServiceError("TOURNAMENT_CLOSED", f"the tournament is {doc.status}")
         held = await self.store.claim_player(player_id, tournament_id, "")
@@ -196,16 +245,35 @@ class Tournaments:
                 raise ServiceError("TOURNAMENT_CLOSED", f"the tournament is {d.status}")
             if len(d.players) >= d.size:
                 raise ServiceError("TOURNAMENT_FULL", "the tournament is full")
+            if d.buyin_key(player_id) != held_key:
+                raise ServiceError("BUSY", "your registration changed meanwhile; try again")
             d.players.append(player_id)
 
+        held_key = doc.buyin_key(player_id)
         try:
-            doc = await self._update(tournament_id, sit)
+            if doc.buy_in:  # the buy-in first: the field holds nobody who has not paid
+                await self.pool.hold_buyin(held_key, tournament_id, player_id, doc.buy_in)
+            try:
+                doc = await self._update(tournament_id, sit)
+            except ServiceError:
+                if doc.buy_in:
+                    await self._release_buyin(held_key)
+                raise
         except ServiceError:
             await self.store.release_player(player_id, tournament_id)
             raise
         if doc.kind == SIT_AND_GO and len(doc.players) == doc.size:
             doc = await self.drive(tournament_id)  # full: dealt at once
         return doc
+
+    async def _release_buyin(self, hold_key: str) -> None:
+        """Give a buy-in back at once; if the wallet is away, the start (or the refund) releases
+        every hold outside the field, so nothing is lost, only held a while longer."""
+        try:
+            await self.pool.release(money_keys.release(hold_key), hold_key)
+        except ServiceError as err:
+            if err.code not in ("HOLD_CLOSED", "UNKNOWN_HOLD"):
+                log.warning("buy-in not released yet", extra={"hold": hold_key, "code": err.code})
 
     async def _still_holds(self, tournament_id: str, player_id: str) -> bool:
         """Whether a player's claim by another tournament is live (not a crash's leftover)."""
@@ -220,14 +288,20 @@ class Tournaments:
         return False
 
     async def unregister(self, player_id: str, tournament_id: str) -> TournamentDoc:
+        released: list[str] = []
+
         def stand(d: TournamentDoc) -> None:
             if player_id not in d.players:
                 raise PermissionDenied("NOT_REGISTERED", "you are not registered")
             if d.status != REGISTERING:
                 raise ServiceError("TOURNAMENT_STARTED", "the tournament has started")
+            released[:] = [d.buyin_key(player_id)]
             d.players.remove(player_id)
+            d.entries[player_id] = d.entries.get(player_id, 0) + 1  # a new key if they return
 
         doc = await self._update(tournament_id, stand)
+        if doc.buy_in:
+            await self._release_buyin(released[0])
         await self.store.release_player(player_id, tournament_id)
         return doc
 
@@ -266,10 +340,56 @@ class Tournaments:
         doc = await self.get(tournament_id)
         if doc.status == REGISTERING:
             doc = await self._maybe_start(doc)
+        if doc.status == RUNNING and doc.money == OPEN:
+            doc = await self._start_pool(doc)
         if doc.status == RUNNING:
             doc = await self._advance(doc)
         if doc.status in (FINISHED, CANCELLED):
+            doc = await self._settle(doc)
             await self._wind_up(doc)
+        return doc
+
+    async def _start_pool(self, doc: TournamentDoc) -> TournamentDoc:
+        """Capture the field's buy-ins before any match is dealt (the wallet away: no match is
+        dealt; the next pass tries again)."""
+        key = money_keys.pool_start(doc.tournament_id)
+        try:
+            prize_money, fee = await self.pool.start_pool(key, doc.tournament_id, doc.seeded)
+        except ServiceError as err:
+            if err.code != "NO_BUYIN":
+                raise
+            # Cannot happen by construction (a player sits only after their hold): refund them
+            # all rather than play a field that did not all pay.
+            log.error("a player of the field has no buy-in", extra={"players": err.metadata})
+            return await self._update(doc.tournament_id, _cancelled("buyins_missing", self.now()))
+
+        def started(d: TournamentDoc) -> None:
+            if d.money == OPEN:
+                d.money, d.prize_money, d.fee = HELD_BY_POOL, prize_money, fee
+
+        return await self._update(doc.tournament_id, started)
+
+    async def _settle(self, doc: TournamentDoc) -> TournamentDoc:
+        """A finished tournament's pool paid to its ranks, a cancelled one's refunded, once."""
+        if doc.status == FINISHED and doc.money == HELD_BY_POOL:
+            paid = prizes(doc.prize_money, doc.bracket().ranks(), len(doc.seeded))
+            await self.pool.pay_prizes(
+                money_keys.prizes(doc.tournament_id), doc.tournament_id, paid
+            )
+
+            def settled(d: TournamentDoc) -> None:
+                d.money, d.prizes = PAID, paid
+
+            return await self._update(doc.tournament_id, settled)
+        if doc.status == CANCELLED and doc.money in (OPEN, HELD_BY_POOL):
+            await self.pool.refund_pool(
+                money_keys.pool_refund(doc.tournament_id), doc.tournament_id
+            )
+
+            def refunded(d: TournamentDoc) -> None:
+                d.money = REFUNDED
+
+            return await self._update(doc.tournament_id, refunded)
         return doc
 
     async def _maybe_start(self, doc: TournamentDoc) -> TournamentDoc:
@@ -282,7 +402,7 @@ class Tournaments:
             if d.status != REGISTERING:
                 return
             if len(d.players) < 2:
-                d.status, d.cancel_reason, d.finished_ms = CANCELLED, "too_few_players", self.now()
+                _cancelled("too_few_players", self.now())(d)
                 return
             seeded = list(d.players)
             random.Random(d.tournament_id).shuffle(seeded)  # the same seeding on every replica
@@ -336,6 +456,14 @@ class Tournaments:
         await self.store.mark_finished(doc.tournament_id)
 
 
+def _cancelled(reason: str, at_ms: int) -> Callable[[TournamentDoc], None]:
+    def change(d: TournamentDoc) -> None:
+        if d.status in (REGISTERING, RUNNING):
+            d.status, d.cancel_reason, d.finished_ms = CANCELLED, reason, at_ms
+
+    return change
+
+
 def _set_table(key: str, table_id: str) -> Callable[[TournamentDoc], None]:
     def change(d: TournamentDoc) -> None:
         d.tables.setdefault(key, table_id)
@@ -370,7 +498,12 @@ def to_proto(doc: TournamentDoc) -> matchmaking_pb2.Tournament:
         tournament_id=doc.tournament_id, name=doc.name, kind=doc.kind, size=doc.size,
         starts_ms=doc.starts_ms, lengths=doc.lengths, status=doc.status, player_ids=doc.players,
         field=doc.seeded, created_ms=doc.created_ms, finished_ms=doc.finished_ms,
-        cancel_reason=doc.cancel_reason,
+        cancel_reason=doc.cancel_reason, buy_in=doc.buy_in, prize_money=doc.prize_money,
+        fee=doc.fee, money=doc.money,
+        prizes=[
+            matchmaking_pb2.TournamentPrize(player_id=p, amount=a)
+            for p, a in sorted(doc.prizes.items(), key=lambda pa: (-pa[1], pa[0]))
+        ],
     )  # fmt: skip
     json_format.ParseDict(doc.options, out.options)
     if doc.seeded:

@@ -35,6 +35,7 @@ def options_to_proto(o: RulesOptions) -> table_pb2.TableOptions:
         cube=o.cube,
         no_crawford=not o.crawford,
         async_mode=o.async_mode,
+        tournament=o.tournament,
     )
 
 
@@ -68,6 +69,7 @@ def match_info(meta: TableMeta, o: RulesOptions) -> events_pb2.MatchInfo:
         bet=o.bet,
         test_game=o.test_game,
         level=o.level,
+        tournament=o.tournament,
     )
 
 

@@ -62,6 +62,8 @@ class TableEventsHandler:
             ended = event.match_ended
             if ended.info.profile != "wagered":
                 return self._count(kind, "not_wagered")
+            if ended.info.tournament:  # played for a bracket: its pool pays, not an escrow
+                return self._count(kind, "tournament")
             winner = ended.info.player_ids[ended.winner_seat]
             cube = max((g.cube for g in ended.games), default=1)
             return await self._apply(
@@ -70,6 +72,8 @@ class TableEventsHandler:
         if kind == "match_closed":
             if event.match_closed.info.profile != "wagered":
                 return self._count(kind, "not_wagered")
+            if event.match_closed.info.tournament:
+                return self._count(kind, "tournament")
             return await self._apply(kind, self.ledger.refund(money_keys.refund(m), m))
         if kind == "double_taken":
             taken = event.double_taken

@@ -10,7 +10,7 @@ from engine import events as e
 from engine import profiles
 from engine.machine import next_deadline
 from engine.position import Position
-from engine.profiles import RulesOptions
+from engine.profiles import OptionsError, RulesOptions
 from engine.state import GameRecord, Phase
 from engine.vocabulary import GameResult
 from tests.engine.scenario import clock, event, ok, refused, spot, types
@@ -184,6 +184,21 @@ def test_i32_rematch_within_30_s() -> None:
     expired = clock(offered.state)
     assert expired.events == (e.RematchExpired(),)
     refused(expired.state, c.AcceptRematch(0), 40_000, "NOT_OFFERED")
+
+
+def test_a_tournaments_match_has_no_rematch_and_wagered_no_bet_or_boost() -> None:
+    """Issue 29: the bracket deals a tournament's next match, so none is offered at the table;
+    a wagered tournament's match is played for the bracket (no bet, no paid boost)."""
+    staked = profiles.wagered(3, 100)
+    played = profiles.wagered(3, 0, tournament=True)
+    assert (played.bet, played.boosts_per_game, played.cube) == (0, 0, False)
+    over = ok(spot(played, START), c.Leave(0), 10).state
+    refused(over, c.OfferRematch(1), 20, "NOT_AVAILABLE")
+    refused(spot(played, START), c.Boost(0), 10, "NOT_AVAILABLE")
+    ok(ok(spot(staked, START), c.Leave(0), 10).state, c.OfferRematch(1), 20)
+    with pytest.raises(OptionsError) as bet:
+        profiles.wagered(1, 100, tournament=True)
+    assert bet.value.field == "bet"
 
 
 def test_i19_a_scored_test_game_records_nothing_when_it_ends() -> None:

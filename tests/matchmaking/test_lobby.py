@@ -187,10 +187,15 @@ async def test_out_of_range_options_name_the_field(lobby: Parts) -> None:
         (table_pb2.TableOptions(profile="wagered", match_length=4, bet=100), "match_length"),
         (table_pb2.TableOptions(profile="scored", move_time_s=601), "move_time_s"),
         (table_pb2.TableOptions(profile="casual", level="hard"), "level"),
+        # Issue 29: only a tournament's director deals its matches (no bet, no escrow).
+        (table_pb2.TableOptions(profile="wagered", tournament=True), "tournament"),
     ):
         with pytest.raises(ServiceError) as err:
             await lb.create("ann", opts, public=True)
         assert err.value.field == field
+    with pytest.raises(ServiceError) as quick:
+        await lb.quick_match("ann", table_pb2.TableOptions(profile="casual", tournament=True))
+    assert quick.value.field == "tournament"
 
 
 async def test_quick_match_pairs_identical_requests_only(lobby: Parts) -> None:

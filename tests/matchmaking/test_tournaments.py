@@ -9,17 +9,26 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis.asyncio as redis_asyncio
+from sqlalchemy import func, select
 
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
+from services.common.deps import sql_engine
 from services.common.errors import ServiceError
+from services.common.migrate import migrate
 from services.matchmaking.adapters.redis_tournaments import RedisTournamentStore
+from services.matchmaking.bracket import prizes
 from services.matchmaking.lobby import Lobby, LobbyStatus
 from services.matchmaking.tournaments import Tournaments, to_proto
+from services.wallet.app import MIGRATIONS
+from services.wallet.ledger import Ledger, check_invariants
+from services.wallet.schema import operations
+from tests.matchmaking.ledger_pool import LedgerPool
 from tests.matchmaking.memory_lobby import MemoryLobbyStore
 from tests.matchmaking.test_lobby import FakeTables, FakeWallet
 
@@ -44,14 +53,34 @@ async def redis(valkey_url: str) -> AsyncIterator[Any]:
 
 
 @pytest.fixture
-def parts(redis: Any) -> tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock]:
+async def ledger(tmp_path: Path) -> AsyncIterator[Ledger]:
+    """The wallet's real ledger (SQLite) behind the director's pool port; the books are checked
+    after every test."""
+    engine = sql_engine(f"sqlite+aiosqlite:///{tmp_path / 'wallet.db'}")
+    await migrate(engine, MIGRATIONS)
+    try:
+        yield Ledger(engine, fee_bps=800)
+        assert await check_invariants(engine) == []
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+def pool(ledger: Ledger) -> LedgerPool:
+    return LedgerPool(ledger)
+
+
+@pytest.fixture
+def parts(
+    redis: Any, pool: LedgerPool
+) -> tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock]:
     """Two directors (two matchmaking replicas) on one lobby and one tournaments store."""
     tables, clock = FakeTables(), Clock()
     lobby = Lobby(MemoryLobbyStore(), FakeWallet(), tables)
     store = RedisTournamentStore(redis)
     return (
-        Tournaments(store, lobby, tables, now=clock),
-        Tournaments(store, lobby, tables, now=clock),
+        Tournaments(store, lobby, tables, pool, now=clock),
+        Tournaments(store, lobby, tables, pool, now=clock),
         lobby, tables, clock,
     )  # fmt: skip
 
@@ -176,7 +205,8 @@ async def test_bad_requests_are_refused_typed_and_change_nothing(
     parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock], redis: Any
 ) -> None:
     a, _, _, _, clock = parts
-    wagered = table_pb2.TableOptions(profile="wagered", match_length=1, bet=100)
+    unbet = table_pb2.TableOptions(profile="wagered", match_length=1)  # a buy-in is its bet
+    flagged = table_pb2.TableOptions(profile="scored", match_length=1, tournament=True)
     cpu = table_pb2.TableOptions(profile="scored", match_length=1, level="easy")
     bad = [
         (_sng(6), "INVALID_SIZE"),
@@ -184,12 +214,16 @@ async def test_bad_requests_are_refused_typed_and_change_nothing(
          "INVALID_KIND"),
         (matchmaking_pb2.CreateTournamentRequest(name="", kind="sit_and_go", options=SCORED,
                                                  size=4), "INVALID_NAME"),
-        (matchmaking_pb2.CreateTournamentRequest(name="x", kind="sit_and_go", options=wagered,
+        (matchmaking_pb2.CreateTournamentRequest(name="x", kind="sit_and_go", options=unbet,
+                                                 size=4), "INVALID_OPTION"),
+        (matchmaking_pb2.CreateTournamentRequest(name="x", kind="sit_and_go", options=flagged,
                                                  size=4), "INVALID_OPTION"),
         (matchmaking_pb2.CreateTournamentRequest(name="x", kind="sit_and_go", options=cpu,
                                                  size=4), "INVALID_OPTION"),
         (matchmaking_pb2.CreateTournamentRequest(name="x", kind="sit_and_go", options=SCORED,
                                                  size=4, lengths=[0]), "INVALID_OPTION"),
+        (matchmaking_pb2.CreateTournamentRequest(name="x", kind="sit_and_go", options=SCORED,
+                                                 size=4, lengths=[1, 9]), "INVALID_OPTION"),
         (matchmaking_pb2.CreateTournamentRequest(name="x", kind="scheduled", options=SCORED,
                                                  size=4, starts_ms=clock.ms - 1), "INVALID_START"),
     ]  # fmt: skip
@@ -222,3 +256,172 @@ async def test_bad_requests_are_refused_typed_and_change_nothing(
         await a.cancel(two.tournament_id, "again")
     assert twice.value.code == "TOURNAMENT_OVER"
     await a.register("p1", one.tournament_id)  # the cancel freed p1
+
+
+WAGERED = table_pb2.TableOptions(profile="wagered", match_length=1, bet=100)
+
+
+async def _count_operations(ledger: Ledger, kind: str) -> int:
+    async with ledger.engine.connect() as conn:
+        return int(
+            await conn.scalar(
+                select(func.count()).select_from(operations).where(operations.c.kind == kind)
+            )
+            or 0
+        )
+
+
+async def _fund(ledger: Ledger, players: list[str], amount: int = 1000) -> None:
+    for p in players:
+        await ledger.deposit(f"fund:{p}", p, amount)
+
+
+async def test_a_wagered_sit_and_go_pays_its_pool_to_the_ranks_to_the_diamond_once(
+    parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock], ledger: Ledger
+) -> None:
+    """Buy-ins held at registration, captured at the start, the pool less 8% paid 70/30 to the
+    champion and the finalist; the matches dealt with no escrow and no bet."""
+    a, b, lobby, tables, _ = parts
+    players = [f"w{i}" for i in range(8)]
+    await _fund(ledger, [*players, "late"])
+    await ledger.deposit("fund:poor", "poor", 99)
+    created = await a.create(
+        matchmaking_pb2.CreateTournamentRequest(
+            name="Diamonds", kind="sit_and_go", options=WAGERED, size=8, request_id="w"
+        )
+    )
+    assert (created.buy_in, created.money) == (100, "open")
+    with pytest.raises(ServiceError) as poor:
+        await a.register("poor", created.tournament_id)
+    assert poor.value.code == "INSUFFICIENT_FUNDS" and await ledger.balance("poor") == 99
+    assert await a.store.player_tournament("poor") is None  # not held by the tournament
+    await a.register("w0", created.tournament_id)
+    await a.unregister("w0", created.tournament_id)  # withdrawn: the buy-in back at once
+    assert await ledger.balance("w0") == 1000
+    for p in players[:7]:
+        await b.register(p, created.tournament_id)
+    await a.register("w1", created.tournament_id)  # a retry: one buy-in
+    assert await ledger.balance("w1") == 900
+    full = await a.register("w7", created.tournament_id)
+    assert (full.status, full.money, full.prize_money, full.fee) == ("running", "running", 736, 64)
+    with pytest.raises(ServiceError) as late:
+        await a.register("late", created.tournament_id)
+    assert late.value.code == "TOURNAMENT_CLOSED" and await ledger.balance("late") == 1000
+    first = to_proto(full)
+    for m in first.matches:
+        if m.table_id:  # a tournament's match: wagered rules, no bet, no escrow
+            table = await lobby.get(m.table_id)
+            assert table.options["tournament"] and "bet" not in table.options
+    assert lobby.wallet.escrows == {}  # type: ignore[attr-defined]
+
+    done = await _play_out(a, b, lobby, tables, created.tournament_id)
+    ranks = {r.player_id: r.rank for r in done.ranks}
+    champion, finalist = (next(p for p, r in ranks.items() if r == n) for n in (1, 2))
+    assert {p.player_id: p.amount for p in done.prizes} == {champion: 516, finalist: 220}
+    assert done.money == "paid"
+    balances = {p: await ledger.balance(p) for p in players}
+    assert balances[champion] == 900 + 516 and balances[finalist] == 900 + 220
+    assert all(v == 900 for p, v in balances.items() if p not in (champion, finalist))
+    assert sum(balances.values()) == 8 * 1000 - 64  # the house fee, and not a diamond more
+    await asyncio.gather(a.drive_all(), b.drive_all())  # more passes pay nothing again
+    assert await _count_operations(ledger, "pay_prizes") == 1
+    assert await _count_operations(ledger, "start_pool") == 1
+    assert {p: await ledger.balance(p) for p in players} == balances
+
+
+async def test_a_wallet_away_delays_the_start_and_the_payout_and_loses_nothing(
+    parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock],
+    ledger: Ledger,
+    pool: LedgerPool,
+) -> None:
+    a, b, lobby, tables, _ = parts
+    players = [f"x{i}" for i in range(4)]
+    await _fund(ledger, players)
+    created = await a.create(
+        matchmaking_pb2.CreateTournamentRequest(
+            name="Away", kind="sit_and_go", options=WAGERED, size=4
+        )
+    )
+    for p in players[:3]:
+        await a.register(p, created.tournament_id)
+    pool.down = True
+    with pytest.raises(ServiceError):
+        await a.register("x3", created.tournament_id)  # the buy-in cannot be held: not seated
+    pool.down = False
+    doc = await a.register("x3", created.tournament_id)  # full: it starts
+    assert doc.money == "running"
+    # The start's answer lost as a director dies: the next pass replays it and deals once.
+    pool.down = True
+    await a.drive_all()
+    pool.down = False
+    tables_before = len(tables.created)
+    await asyncio.gather(a.drive_all(), b.drive_all())
+    assert len(tables.created) == tables_before == 2
+    # The payout with the wallet away: finished, unpaid, still the director's work.
+    for m in to_proto(await a.get(created.tournament_id)).matches:
+        if m.table_id:
+            tables.winners[(await lobby.get(m.table_id)).match_id] = m.top_id
+    await a.drive_all()  # the semifinals' winners recorded
+    await a.drive_all()  # the final dealt
+    final = next(m for m in to_proto(await a.get(created.tournament_id)).matches if m.round == 2)
+    tables.winners[(await lobby.get(final.table_id)).match_id] = final.bottom_id
+    pool.down = True
+    await a.drive_all()
+    doc = await a.get(created.tournament_id)
+    assert (doc.status, doc.money) == ("finished", "running")
+    assert created.tournament_id in await a.store.unfinished()
+    # A director pays and dies before it records it: the next pass replays the payment.
+    pool.down = False
+    ranks = doc.bracket().ranks()
+    await pool.pay_prizes(
+        f"prizes:{created.tournament_id}", created.tournament_id,
+        prizes(doc.prize_money, ranks, 4),
+    )  # fmt: skip
+    await asyncio.gather(a.drive_all(), b.drive_all())
+    doc = await a.get(created.tournament_id)
+    assert doc.money == "paid" and doc.prizes == {final.bottom_id: 368}
+    assert created.tournament_id not in await a.store.unfinished()
+    assert await _count_operations(ledger, "pay_prizes") == 1
+    assert await ledger.balance(final.bottom_id) == 900 + 368
+
+
+async def test_a_cancelled_or_unfilled_wagered_tournament_returns_every_buyin(
+    parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock],
+    ledger: Ledger,
+    pool: LedgerPool,
+) -> None:
+    a, _, _, _, clock = parts
+    players = [f"c{i}" for i in range(4)]
+    await _fund(ledger, players)
+    running = await a.create(
+        matchmaking_pb2.CreateTournamentRequest(
+            name="Stop", kind="sit_and_go", options=WAGERED, size=4
+        )
+    )
+    for p in players:
+        await a.register(p, running.tournament_id)
+    assert {p: await ledger.balance(p) for p in players} == {p: 900 for p in players}
+    pool.down = True
+    cancelled = await a.cancel(running.tournament_id, "a fault at the venue")
+    assert cancelled.status == "cancelled" and cancelled.money == "running"  # refund pending
+    pool.down = False
+    await a.drive_all()  # the director refunds it
+    assert (await a.get(running.tournament_id)).money == "refunded"
+    assert {p: await ledger.balance(p) for p in players} == {p: 1000 for p in players}
+    unfilled = await a.create(
+        matchmaking_pb2.CreateTournamentRequest(
+            name="Quiet", kind="scheduled", options=WAGERED, size=8, starts_ms=clock.ms + 10
+        )
+    )
+    await a.register("c0", unfilled.tournament_id)
+    assert await ledger.balance("c0") == 900
+    clock.ms += 20
+    await a.drive_all()
+    doc = await a.get(unfilled.tournament_id)
+    assert (doc.status, doc.cancel_reason, doc.money) == (
+        "cancelled",
+        "too_few_players",
+        "refunded",
+    )
+    assert await ledger.balance("c0") == 1000
+    assert await _count_operations(ledger, "refund_pool") == 2

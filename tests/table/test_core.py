@@ -18,6 +18,7 @@ from services.contracts.table_feed import stream_key
 from services.contracts.table_options import rules_from_proto
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
+from services.table.convert import options_to_proto
 from services.table.ports import MatchRecord, OutcomeState
 from services.table.tables import TableCore
 from tests.helpers import kind, load_table
@@ -253,6 +254,23 @@ async def test_a_take_needs_no_wallet_so_an_outage_is_not_a_drop(
     assert loaded is not None and loaded.state.match.cube == 2
     assert wallet.captured == []  # deferred, not lost: the hold is still there
     assert "raise:m1:1:2" in wallet.holds
+
+
+async def test_a_wagered_tournaments_double_needs_no_wallet(
+    core: TableCore, wallet: FakeWallet
+) -> None:
+    """Issue 29: a wagered tournament's match has no bet (the buy-in was the stake): a double is
+    offered and taken with the wallet away, and nothing is held or captured."""
+    await core.create_match("t1", "m1", P, options("wagered", match_length=1, tournament=True))
+    seat = await _to_doubling_turn(core)
+    wallet.down = True
+    await core.submit("t1", P[seat], seat, "", 0, c.OfferDouble(seat))
+    taken = await core.submit("t1", P[1 - seat], 1 - seat, "", 0, c.Take(1 - seat))
+    assert kind(taken.events[0]) == "double_taken"
+    assert wallet.calls == [] and wallet.holds == {} and wallet.captured == []
+    loaded, view = await core.view("t1", P[seat])
+    assert view.boosts_left == 0 and loaded.state.match.options.tournament
+    assert options_to_proto(loaded.state.match.options).tournament  # what clients are shown
 
 
 async def test_the_commit_that_ends_a_match_writes_its_record_and_outcome(

@@ -26,11 +26,17 @@ pytestmark = pytest.mark.integration
 
 
 def table_event(
-    match_id: str, seq: int, kind: str, winner_seat: int = 0, profile: str = "wagered"
+    match_id: str,
+    seq: int,
+    kind: str,
+    winner_seat: int = 0,
+    profile: str = "wagered",
+    tournament: bool = False,
 ) -> bytes:
     info = events_pb2.MatchInfo(
-        profile=profile, player_ids=["alice", "bob"], match_length=1, bet=100
-    )
+        profile=profile, player_ids=["alice", "bob"], match_length=1,
+        bet=0 if tournament else 100, tournament=tournament,
+    )  # fmt: skip
     event = events_pb2.TableEvent(
         event_id=f"t-{match_id}:{seq}",
         table_id=f"t-{match_id}",
@@ -91,6 +97,8 @@ async def test_other_events_and_other_profiles_are_ignored(ledger: Ledger) -> No
         await handler.handle(table_event("m", 2, "match_ended", profile="casual")) == "not_wagered"
     )
     assert await handler.handle(table_event("nomatch", 3, "match_ended")) == "unknown_match"
+    for kind in ("match_ended", "match_closed"):  # a wagered tournament's: its pool pays
+        assert await handler.handle(table_event("t", 4, kind, tournament=True)) == "tournament"
     assert await handler.handle(b"\xff\xff not protobuf") == "undecodable"
 
 

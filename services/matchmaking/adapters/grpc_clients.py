@@ -32,6 +32,43 @@ class GrpcWallet:
         return int(reply.balance)
 
 
+class GrpcPool:
+    """The wallet's prize pool calls (services/matchmaking/ports.py PoolPort)."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.stub = wallet_pb2_grpc.WalletServiceStub(channel)
+
+    async def hold_buyin(self, key: str, tournament_id: str, player_id: str, amount: int) -> None:
+        request = wallet_pb2.BuyInRequest(
+            idempotency_key=key, tournament_id=tournament_id, player_id=player_id, amount=amount
+        )
+        await call(self.stub.HoldBuyIn(request, timeout=5))
+
+    async def release(self, key: str, hold_key: str) -> None:
+        await call(
+            self.stub.Release(
+                wallet_pb2.HoldRequest(idempotency_key=key, hold_key=hold_key), timeout=5
+            )
+        )
+
+    async def start_pool(self, key: str, tournament_id: str, players: list[str]) -> tuple[int, int]:
+        request = wallet_pb2.StartPoolRequest(
+            idempotency_key=key, tournament_id=tournament_id, player_ids=players
+        )
+        reply = await call(self.stub.StartPool(request, timeout=5))
+        return int(reply.payout), int(reply.fees)
+
+    async def pay_prizes(self, key: str, tournament_id: str, prizes: dict[str, int]) -> None:
+        request = wallet_pb2.PayPrizesRequest(
+            idempotency_key=key, tournament_id=tournament_id, prizes=prizes
+        )
+        await call(self.stub.PayPrizes(request, timeout=5))
+
+    async def refund_pool(self, key: str, tournament_id: str) -> None:
+        request = wallet_pb2.RefundPoolRequest(idempotency_key=key, tournament_id=tournament_id)
+        await call(self.stub.RefundPool(request, timeout=5))
+
+
 class GrpcTables:
     """Any table replica serves any table: one balanced channel to them all (an unreachable one
     hands the call to the next, services/common/balanced.py)."""
