@@ -328,6 +328,16 @@ class Forgetful:
         await self.incarnation.close()
 
 
+def forgetful_of(bootstrap: str, log_: EventLog) -> Forgetful:
+    """A producer's view of an embedded broker (clients made on first use)."""
+    return Forgetful(
+        log_,
+        Incarnation(bootstrap, log_),
+        Committed(bootstrap, log_.namespace),
+        Topics(bootstrap, log_.partitions),
+    )
+
+
 class TopicKeeper:
     """Makes each logical topic's current and next generations and deletes the old ones (see the
     module's docstring). Every step is idempotent: several keepers may run."""

@@ -9,13 +9,15 @@ from dataclasses import dataclass
 
 TABLE_EVENTS = "table-events"
 WALLET_EVENTS = "wallet-events"
+TOURNAMENT_EVENTS = "tournament-events"  # finished tournaments' results, by tournament id
 
-TOPICS: dict[str, int] = {TABLE_EVENTS: 8, WALLET_EVENTS: 4}
+TOPICS: dict[str, int] = {TABLE_EVENTS: 8, WALLET_EVENTS: 4, TOURNAMENT_EVENTS: 1}
 # The consumer groups (by service) that read each topic: what "consumed" means to a producer
 # whose broker may forget (services/common/event_log.py) and to the keeper deleting history.
 CONSUMERS: dict[str, tuple[str, ...]] = {
     TABLE_EVENTS: ("wallet", "leaderboard", "analysis"),
     WALLET_EVENTS: ("leaderboard",),
+    TOURNAMENT_EVENTS: ("leaderboard",),
 }
 GENERATION = re.compile(r"\.g(\d+)\.i([0-9a-f]+)$")  # an embedded log's topic suffix
 

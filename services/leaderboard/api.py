@@ -17,7 +17,7 @@ from services.leaderboard.effects import ALL
 from services.leaderboard.ports import BoardRepository
 
 Context = grpc.aio.ServicerContext[Any, Any]
-BOARDS = ("trophies", "league", "scored", "rating")
+BOARDS = ("trophies", "league", "scored", "rating", "tournaments")
 LEVELS = ("players", *CPU_LEVELS)
 
 
@@ -107,6 +107,8 @@ class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
             league_diamonds=p.league.get(season, 0),
             league_rank=league_rank,
             season=season,
+            tournament_wins=p.tournaments.get(ALL, 0),
+            season_tournament_wins=p.tournaments.get(season, 0),
         )
 
     @grpc_errors

@@ -14,7 +14,7 @@ from services.common.deps import redis_check, redis_client, sql_check, sql_engin
 from services.common.event_log import Incarnation
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
-from services.common.topics import TABLE_EVENTS, WALLET_EVENTS, Namespace
+from services.common.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS, Namespace
 from services.leaderboard.adapters.sql_boards import SqlBoardStore
 from services.leaderboard.api import LeaderboardServicer
 from services.leaderboard.consumer import EventHandler, consume, rebuild, replay_player
@@ -66,7 +66,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         return kafka.consumer_of(
             settings,
             "leaderboard",
-            (TABLE_EVENTS, WALLET_EVENTS),
+            (TABLE_EVENTS, WALLET_EVENTS, TOURNAMENT_EVENTS),
             settings.replica or "leaderboard",
             incarnation,
             settings.consumer_share,

@@ -1,6 +1,7 @@
-"""Consumes table-events and wallet-events into the boards, archiving what it applies (every
-finished match with its moves, every wallet event); `rebuild` and `replay_player` replay that
-archive: the topics' history is bounded (services/common/event_log.py), the archive is not."""
+"""Consumes table-events, wallet-events and tournament-events into the boards, archiving what it
+applies (every finished match with its moves, every wallet event, every tournament's result);
+`rebuild` and `replay_player` replay that archive: the topics' history is bounded
+(services/common/event_log.py), the archive is not."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ from typing import Any
 
 from bg.events.v1 import events_pb2
 from services.common import kafka
-from services.common.topics import PLAIN, TABLE_EVENTS, Namespace
+from services.common.topics import PLAIN, TABLE_EVENTS, TOURNAMENT_EVENTS, Namespace
 from services.contracts.event_records import table_events
 from services.leaderboard import boards
-from services.leaderboard.effects import Effects, table_effects, wallet_effects
+from services.leaderboard.effects import (
+    Effects,
+    table_effects,
+    tournament_effects,
+    wallet_effects,
+)
 from services.leaderboard.ports import BoardRepository
 
 log = logging.getLogger("bg.leaderboard")
@@ -39,6 +45,8 @@ class EventHandler:
         try:
             if topic == TABLE_EVENTS:
                 return [await self.handle_event(e) for e in table_events(value, headers)]
+            if topic == TOURNAMENT_EVENTS:
+                return [await self.handle_result(events_pb2.TournamentEvent.FromString(value))]
             w_event = events_pb2.WalletEvent()
             w_event.ParseFromString(value)
         except Exception:
@@ -62,6 +70,15 @@ class EventHandler:
             return self._count(kind, "ignored")
         applied = await self.store.apply(t_event.event_id, t_event.at_ms, fx)
         return self._count(kind, "applied" if applied else "duplicate")
+
+    async def handle_result(self, result: events_pb2.TournamentEvent) -> str:
+        """A finished tournament: archived with its ranks, its champion's win counted once."""
+        await self.store.archive_tournament(result)
+        fx = tournament_effects(result, self.season_ms)
+        if not fx.deltas:
+            return self._count("tournament_result", "ignored")
+        applied = await self.store.apply(result.event_id, result.at_ms, fx)
+        return self._count("tournament_result", "applied" if applied else "duplicate")
 
     def _count(self, kind: str, result: str) -> str:
         if self.metrics is not None:

@@ -86,3 +86,17 @@ def wallet_effects(event: events_pb2.WalletEvent, season_ms: int) -> Effects:
 def wallet_players(event: events_pb2.WalletEvent) -> list[str]:
     """The players a wallet event concerns."""
     return sorted({p for p in (event.winner_id, *event.player_deltas) if p})
+
+
+def tournament_effects(event: events_pb2.TournamentEvent, season_ms: int) -> Effects:
+    """Issue 29: a finished tournament adds a win to its champion's season and all-time counts
+    on the tournament board."""
+    fx = Effects()
+    champion = next((p.player_id for p in event.placings if p.rank == 1), "")
+    if champion:
+        season = boards.season_of(event.at_ms, season_ms)
+        fx.deltas += [
+            Delta("tournaments", ALL, champion, 1),
+            Delta("tournaments", season, champion, 1),
+        ]
+    return fx

@@ -22,6 +22,7 @@ class Profile:
     trophies: dict[str, int] = field(default_factory=dict)
     league: dict[str, int] = field(default_factory=dict)
     scored: dict[str, int] = field(default_factory=dict)
+    tournaments: dict[str, int] = field(default_factory=dict)  # wins: "all" and per season
     rating: float = boards.START_RATING
     experience: int = 0
     rated_matches: int = 0
@@ -45,10 +46,14 @@ class BoardRepository(Protocol):
         """Keep a wallet event (once per event id) with the players it concerns."""
         ...
 
+    async def archive_tournament(self, event: events_pb2.TournamentEvent) -> bool:
+        """Keep a finished tournament's result (once per tournament) with its players' ranks."""
+        ...
+
     async def archived_events(self, player: str | None = None) -> list[tuple[str, bytes]]:
         """The archive as (logical topic, serialized event), oldest first: every finished
-        match's end event (with its moves) and every wallet event; only `player`'s when
-        given."""
+        match's end event (with its moves), every wallet event and every tournament's result;
+        only `player`'s when given."""
         ...
 
     async def top(self, board: str, key: str, limit: int) -> list[Ranked]: ...

@@ -80,3 +80,21 @@ wallet_event_players = Table(
     Column("player_id", String(100), primary_key=True),
     Column("event_id", String(200), primary_key=True),
 )
+
+# Finished tournaments' results (0004, tournament-events), with each player's final rank: the
+# record the tournament board is rebuilt and replayed from.
+tournament_results = Table(
+    "tournament_results",
+    metadata,
+    Column("tournament_id", String(200), primary_key=True),
+    Column("at_ms", BigInteger, nullable=False),
+    Column("event", LargeBinary, nullable=False),  # bg.events.v1.TournamentEvent
+)
+
+tournament_result_players = Table(
+    "tournament_result_players",
+    metadata,
+    Column("player_id", String(100), primary_key=True),
+    Column("tournament_id", String(200), primary_key=True),
+    Column("rank", Integer, nullable=False),
+)

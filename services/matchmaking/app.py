@@ -8,13 +8,15 @@ from collections.abc import Mapping
 import grpc
 
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from services.common import tracing
+from services.common import kafka, tracing
 from services.common.balanced import table_channel, wallet_channel
 from services.common.deps import redis_check, redis_client
+from services.common.event_log import forgetful_of
 from services.common.service import ServiceApp, base_app
 from services.matchmaking.adapters.grpc_clients import GrpcPool, GrpcTables, GrpcWallet
 from services.matchmaking.adapters.redis_lobby import RedisLobbyStore
 from services.matchmaking.adapters.redis_tournaments import RedisTournamentStore
+from services.matchmaking.adapters.tournament_events import TournamentEvents
 from services.matchmaking.api import MatchmakingServicer
 from services.matchmaking.lobby import Lobby
 from services.matchmaking.settings import load_settings
@@ -37,6 +39,17 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     )
     app.closes(redis.aclose)
     store = RedisLobbyStore(redis)
+    event_log = kafka.event_log(settings)
+    results = TournamentEvents(
+        lambda: kafka.producer(
+            settings.kafka_bootstrap,
+            settings.kafka_idempotence,
+            f"{settings.replica or 'matchmaking'}-tournaments",
+        ),
+        event_log.namespace,
+        forgetful_of(settings.kafka_bootstrap, event_log) if event_log.embedded else None,
+    )
+    app.closes(results.close)
     lobby: Lobby | None = None
     tournaments: Tournaments | None = None
 
@@ -56,7 +69,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         )
         nonlocal tournaments
         tournaments = Tournaments(
-            RedisTournamentStore(redis), lobby, GrpcTables(tables), GrpcPool(wallet)
+            RedisTournamentStore(redis), lobby, GrpcTables(tables), GrpcPool(wallet), results
         )
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
             MatchmakingServicer(lobby, settings.invite_base, tournaments), server

@@ -5,6 +5,7 @@ tests/matchmaking/memory_lobby.py, held to it by a contract test) and the servic
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from bg.table.v1 import table_pb2
@@ -132,6 +133,30 @@ class PoolPort(Protocol):
     async def pay_prizes(self, key: str, tournament_id: str, prizes: dict[str, int]) -> None: ...
 
     async def refund_pool(self, key: str, tournament_id: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Sent:
+    """Where a published record went: its generation (0 on Kafka), partition, offset and the
+    broker's incarnation ("" on Kafka)."""
+
+    gen: int
+    partition: int
+    offset: int
+    incarnation: str
+
+
+class ResultsPort(Protocol):
+    """Finished tournaments' results to the event log (services/matchmaking/adapters/
+    tournament_events.py)."""
+
+    async def publish(self, tournament_id: str, value: bytes) -> Sent:
+        """Send one record, acknowledged by the broker."""
+        ...
+
+    async def read(self, sent: Sent) -> bool | None:
+        """True once every group read it; False when the broker forgot it; None meanwhile."""
+        ...
 
 
 class TablePort(Protocol):

@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.settings import (
+    KafkaLog,
     ServiceSettings,
+    kafka_bootstrap_setting,
+    kafka_idempotence_setting,
+    kafka_log_setting,
+    kafka_namespace_setting,
+    kafka_partitions_setting,
+    kafka_rotate_setting,
     load,
     redis_url_setting,
     setting,
@@ -20,6 +27,13 @@ class MatchmakingSettings(ServiceSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50052, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9102, "Metrics HTTP port.", min=0, max=65535)
     redis_url: str = redis_url_setting()
+    # Finished tournaments' results leave on the event log (tournament-events).
+    kafka_bootstrap: str = kafka_bootstrap_setting()
+    kafka_namespace: str = kafka_namespace_setting()
+    kafka_log: KafkaLog = kafka_log_setting()
+    kafka_rotate_s: float = kafka_rotate_setting()
+    kafka_partitions: int = kafka_partitions_setting()
+    kafka_idempotence: bool = kafka_idempotence_setting()
     wallet_addr: str = wallet_addr_setting()
     table_addrs: tuple[str, ...] = table_addrs_setting()
     code_ttl_s: int = setting("BG_CODE_TTL_S", 3600, "Seconds a party code stays valid.", min=60)

@@ -24,6 +24,10 @@ second director replays it:
   few players) refunds every buy-in. The tournament leaves the director's work only once its
   money is settled, so a wallet away delays the payout and never loses it.
 The matches themselves are wagered rules without a bet (TableOptions.tournament).
+
+A finished tournament's result (its ranks and prizes) goes to the leaderboard as an event on
+`tournament-events`; the document is its outbox (adapters/tournament_events.py): it stays the
+director's work until every reader has the record, published again if the broker forgot it.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from bg.events.v1 import events_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.clock import now_ms
@@ -46,7 +51,7 @@ from services.contracts import money_keys
 from services.contracts.table_options import rules_from_proto
 from services.matchmaking.bracket import MAX_FIELD, Bracket, prizes
 from services.matchmaking.lobby import Lobby, LobbyStatus
-from services.matchmaking.ports import PoolPort, TablePort, TournamentRepository
+from services.matchmaking.ports import PoolPort, ResultsPort, Sent, TablePort, TournamentRepository
 
 log = logging.getLogger("bg.matchmaking.tournaments")
 SIT_AND_GO, SCHEDULED = "sit_and_go", "scheduled"
@@ -81,6 +86,8 @@ class TournamentDoc:
     prize_money: int = 0  # the pool less the house fee, once started
     fee: int = 0
     prizes: dict[str, int] = field(default_factory=dict)  # player -> prize, once paid
+    # The result's record on the event log, once finished: {"sent": Sent's fields, "read": bool}
+    announced: dict[str, Any] = field(default_factory=dict)
 
     def bracket(self) -> Bracket:
         winners = {
@@ -116,12 +123,14 @@ class Tournaments:
         lobby: Lobby,
         tables: TablePort,
         pool: PoolPort,
+        results: ResultsPort,
         now: Callable[[], int] = now_ms,
     ) -> None:
         self.store = store
         self.lobby = lobby
         self.tables = tables
         self.pool = pool
+        self.results = results
         self.now = now
 
     # -- documents ---------------------------------------------------------------------------
@@ -215,8 +224,7 @@ class Tournaments:
 
         doc = await self._update(tournament_id, stop)
         try:
-            doc = await self._settle(doc)  # the buy-ins back (the director retries if this fails)
-            await self._wind_up(doc)
+            doc = await self._wind_up(doc)  # the buy-ins back (the director retries if this fails)
         except ServiceError as err:
             log.warning("cancelled; refunded on a later pass", extra={"code": err.code})
         return doc
@@ -345,8 +353,7 @@ class Tournaments:
         if doc.status == RUNNING:
             doc = await self._advance(doc)
         if doc.status in (FINISHED, CANCELLED):
-            doc = await self._settle(doc)
-            await self._wind_up(doc)
+            doc = await self._wind_up(doc)
         return doc
 
     async def _start_pool(self, doc: TournamentDoc) -> TournamentDoc:
@@ -450,10 +457,43 @@ class Tournaments:
             doc = await self._update(doc.tournament_id, finish)
         return doc
 
-    async def _wind_up(self, doc: TournamentDoc) -> None:
+    async def _wind_up(self, doc: TournamentDoc) -> TournamentDoc:
+        """An ended tournament: its money settled, its players free, its result announced; only
+        then does it leave the director's work."""
+        doc = await self._settle(doc)
         for player in set(doc.players) | set(doc.seeded):
             await self.store.release_player(player, doc.tournament_id)
+        if doc.status == FINISHED:
+            doc = await self._announce(doc)
+            if not doc.announced.get("read"):
+                return doc  # the next pass looks again
         await self.store.mark_finished(doc.tournament_id)
+        return doc
+
+    async def _announce(self, doc: TournamentDoc) -> TournamentDoc:
+        """Publish the result (again, if the broker forgot it), or confirm it was read."""
+        sent = Sent(**doc.announced["sent"]) if doc.announced else None
+        try:
+            state = None if sent is None else await self.results.read(sent)
+            if state is None and sent is not None:
+                return doc
+            if state is None or state is False:
+                value = result_event(doc).SerializeToString()
+                fresh = await self.results.publish(doc.tournament_id, value)
+                record = {"sent": asdict(fresh), "read": False}
+            else:
+                record = {"sent": doc.announced["sent"], "read": True}
+        except Exception as exc:  # the broker away: the result waits in the document
+            log.warning(
+                "tournament result not announced yet",
+                extra={"tournament_id": doc.tournament_id, "error": repr(exc)[:200]},
+            )
+            return doc
+
+        def announced(d: TournamentDoc) -> None:
+            d.announced = record
+
+        return await self._update(doc.tournament_id, announced)
 
 
 def _cancelled(reason: str, at_ms: int) -> Callable[[TournamentDoc], None]:
@@ -491,6 +531,20 @@ def _record(round_: int, slot: int, winner: str) -> Callable[[TournamentDoc], No
 
 def _winners_json(winners: dict[int, dict[int, str]]) -> dict[str, dict[str, str]]:
     return {str(r): {str(s): p for s, p in slots.items()} for r, slots in winners.items()}
+
+
+def result_event(doc: TournamentDoc) -> events_pb2.TournamentEvent:
+    """A finished tournament's record for the leaderboard: every player's rank and prize."""
+    ranks = doc.bracket().ranks()
+    return events_pb2.TournamentEvent(
+        event_id=f"tournament:{doc.tournament_id}", tournament_id=doc.tournament_id,
+        name=doc.name, profile=str(doc.options.get("profile", "")), kind=doc.kind,
+        at_ms=doc.finished_ms, buy_in=doc.buy_in,
+        placings=[
+            events_pb2.TournamentPlacing(player_id=p, rank=r, prize=doc.prizes.get(p, 0))
+            for p, r in sorted(ranks.items(), key=lambda pr: (pr[1], pr[0]))
+        ],
+    )  # fmt: skip
 
 
 def to_proto(doc: TournamentDoc) -> matchmaking_pb2.Tournament:

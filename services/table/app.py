@@ -12,7 +12,7 @@ from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common import kafka, tracing
 from services.common.balanced import wallet_channel
 from services.common.deps import redis_check, redis_client
-from services.common.event_log import Committed, Forgetful, Incarnation, TopicKeeper, Topics
+from services.common.event_log import Forgetful, TopicKeeper, forgetful_of
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS
 from services.table.adapters.grpc_wallet import GrpcWallet
@@ -60,11 +60,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     forgetful: Forgetful | None = None
     keeper: TopicKeeper | None = None
     if event_log.embedded:
-        incarnation = Incarnation(settings.kafka_bootstrap, event_log)
-        committed = Committed(settings.kafka_bootstrap, event_log.namespace)
-        topics = Topics(settings.kafka_bootstrap, event_log.partitions)
-        forgetful = Forgetful(event_log, incarnation, committed, topics)
-        keeper = TopicKeeper(settings.kafka_bootstrap, event_log, incarnation, committed)
+        forgetful = forgetful_of(settings.kafka_bootstrap, event_log)
+        keeper = TopicKeeper(
+            settings.kafka_bootstrap, event_log, forgetful.incarnation, forgetful.committed
+        )
     relay = EventRelay(
         store,
         lambda: kafka.producer(

@@ -14,7 +14,7 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common import kafka, tracing
 from services.common.balanced import table_channel
 from services.common.deps import sql_check, sql_engine
-from services.common.event_log import Committed, Forgetful, Incarnation, TopicKeeper, Topics
+from services.common.event_log import Forgetful, TopicKeeper, forgetful_of
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS, Namespace
@@ -55,11 +55,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     forgetful: Forgetful | None = None
     keeper: TopicKeeper | None = None
     if event_log.embedded:
-        incarnation = Incarnation(settings.kafka_bootstrap, event_log)
-        committed = Committed(settings.kafka_bootstrap, namespace)
-        topics = Topics(settings.kafka_bootstrap, event_log.partitions)
-        forgetful = Forgetful(event_log, incarnation, committed, topics)
-        keeper = TopicKeeper(settings.kafka_bootstrap, event_log, incarnation, committed)
+        forgetful = forgetful_of(settings.kafka_bootstrap, event_log)
+        keeper = TopicKeeper(
+            settings.kafka_bootstrap, event_log, forgetful.incarnation, forgetful.committed
+        )
     relay = OutboxRelay(
         engine,
         lambda: kafka.producer(

@@ -6,7 +6,7 @@ lost (as Redis can) and `resync` rebuilds them."""
 from __future__ import annotations
 
 from bg.events.v1 import events_pb2
-from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
+from services.common.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
 from services.leaderboard import boards
 from services.leaderboard.effects import ALL, Effects, wallet_players
 from services.leaderboard.ports import Profile, Ranked
@@ -21,6 +21,7 @@ class MemoryBoardStore:
         self.players: dict[str, set[str]] = {}  # player -> their archived matches
         self.ranks: dict[tuple[str, str], dict[str, float]] = {}  # derived, like Redis
         self.wallet: dict[str, tuple[int, bytes, list[str]]] = {}  # event id -> at, event, who
+        self.tournaments: dict[str, tuple[int, bytes, set[str]]] = {}  # id -> at, event, who
 
     async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:
         if event_id in self.processed:
@@ -68,6 +69,13 @@ class MemoryBoardStore:
         )  # fmt: skip
         return True
 
+    async def archive_tournament(self, event: events_pb2.TournamentEvent) -> bool:
+        if event.tournament_id in self.tournaments:
+            return False
+        who = {p.player_id for p in event.placings}
+        self.tournaments[event.tournament_id] = (event.at_ms, event.SerializeToString(), who)
+        return True
+
     async def archived_events(self, player: str | None = None) -> list[tuple[str, bytes]]:
         found = [
             (at, TABLE_EVENTS, raw)
@@ -77,6 +85,11 @@ class MemoryBoardStore:
         found += [
             (at, WALLET_EVENTS, raw)
             for at, raw, who in self.wallet.values()
+            if player is None or player in who
+        ]
+        found += [
+            (at, TOURNAMENT_EVENTS, raw)
+            for at, raw, who in self.tournaments.values()
             if player is None or player in who
         ]
         return [(topic, raw) for _, topic, raw in sorted(found, key=lambda f: f[0])]

@@ -14,7 +14,8 @@ import redis.asyncio as redis_asyncio
 from bg.events.v1 import events_pb2
 from services.common.deps import sql_engine
 from services.common.migrate import migrate
-from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
+from services.common.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
+from services.leaderboard import boards
 from services.leaderboard.adapters.sql_boards import SqlBoardStore
 from services.leaderboard.app import MIGRATIONS
 from services.leaderboard.consumer import EventHandler
@@ -263,6 +264,46 @@ async def test_rebuild_and_a_players_replay_come_from_the_archive(store: BoardRe
     assert again["events"] > 0 and again["applied"] == 0  # each event id applies once
     assert (await store.profile(ann), await store.profile(bob)) == live
     assert await store.archived_events("nobody") == []
+
+
+def _finished(tournament_id: str, at_ms: int, ranks: dict[str, int]) -> bytes:
+    return events_pb2.TournamentEvent(
+        event_id=f"tournament:{tournament_id}", tournament_id=tournament_id, profile="scored",
+        kind="sit_and_go", at_ms=at_ms,
+        placings=[events_pb2.TournamentPlacing(player_id=p, rank=r) for p, r in ranks.items()],
+    ).SerializeToString()  # fmt: skip
+
+
+async def test_tournament_wins_count_per_season_once_and_come_back_from_the_archive(
+    store: BoardRepository,
+) -> None:
+    """Issue 29: a finished tournament's result (tournament-events) adds a win to its champion,
+    all time and in the season it finished; a redelivery counts nothing; the archive keeps every
+    player's rank, and a rebuild gives the same board."""
+    from services.leaderboard.consumer import rebuild, replay_player
+
+    handler = EventHandler(store)
+    week = 7 * 86_400_000
+    first = _finished("u1", MONDAY + 1000, {"ann": 1, "bob": 2, "cy": 3, "di": 3})
+    second = _finished("u2", MONDAY + 2000, {"bob": 1, "ann": 2})
+    third = _finished("u3", MONDAY + week + 5, {"ann": 1, "bob": 2})
+    assert [await handler.handle(TOURNAMENT_EVENTS, r) for r in (first, first, second, third)] == [
+        "applied", "duplicate", "applied", "applied",
+    ]  # fmt: skip
+    this_week, next_week = boards.season_of(MONDAY, week), boards.season_of(MONDAY + week, week)
+    assert await store.top("tournaments", "all", 10) == [(1, "ann", 2.0), (2, "bob", 1.0)]
+    assert sorted((p, n) for _, p, n in await store.top("tournaments", this_week, 10)) == [
+        ("ann", 1.0), ("bob", 1.0),
+    ]  # fmt: skip
+    assert await store.top("tournaments", next_week, 10) == [(1, "ann", 1.0)]
+    assert (await store.profile("ann")).tournaments == {"all": 2, this_week: 1, next_week: 1}
+    assert (await store.profile("cy")).tournaments == {}  # a semifinalist: ranked, no win
+    kept = await store.archived_events("cy")
+    assert kept == [(TOURNAMENT_EVENTS, first)]
+    before = await store.top("tournaments", "all", 10)
+    assert await rebuild(handler) == 3
+    assert await store.top("tournaments", "all", 10) == before
+    assert (await replay_player(handler, "bob"))["applied"] == 0
 
 
 async def test_the_rebuild_command_empties_the_boards_and_applies_the_archive(

@@ -16,6 +16,7 @@ import pytest
 import redis.asyncio as redis_asyncio
 from sqlalchemy import func, select
 
+from bg.events.v1 import events_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.deps import sql_engine
@@ -24,6 +25,7 @@ from services.common.migrate import migrate
 from services.matchmaking.adapters.redis_tournaments import RedisTournamentStore
 from services.matchmaking.bracket import prizes
 from services.matchmaking.lobby import Lobby, LobbyStatus
+from services.matchmaking.ports import Sent
 from services.matchmaking.tournaments import Tournaments, to_proto
 from services.wallet.app import MIGRATIONS
 from services.wallet.ledger import Ledger, check_invariants
@@ -70,17 +72,41 @@ def pool(ledger: Ledger) -> LedgerPool:
     return LedgerPool(ledger)
 
 
+class FakeResults:
+    """The event log behind ResultsPort: what was published, and whether the readers have it
+    (`state`: True read, None not yet, False forgotten by the broker)."""
+
+    def __init__(self) -> None:
+        self.published: list[events_pb2.TournamentEvent] = []
+        self.state: bool | None = True
+        self.down = False
+
+    async def publish(self, tournament_id: str, value: bytes) -> Sent:
+        if self.down:
+            raise ConnectionError("the broker is away")
+        self.published.append(events_pb2.TournamentEvent.FromString(value))
+        return Sent(0, 0, len(self.published) - 1, "i1")
+
+    async def read(self, sent: Sent) -> bool | None:
+        return self.state
+
+
+@pytest.fixture
+def results() -> FakeResults:
+    return FakeResults()
+
+
 @pytest.fixture
 def parts(
-    redis: Any, pool: LedgerPool
+    redis: Any, pool: LedgerPool, results: FakeResults
 ) -> tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock]:
     """Two directors (two matchmaking replicas) on one lobby and one tournaments store."""
     tables, clock = FakeTables(), Clock()
     lobby = Lobby(MemoryLobbyStore(), FakeWallet(), tables)
     store = RedisTournamentStore(redis)
     return (
-        Tournaments(store, lobby, tables, pool, now=clock),
-        Tournaments(store, lobby, tables, pool, now=clock),
+        Tournaments(store, lobby, tables, pool, results, now=clock),
+        Tournaments(store, lobby, tables, pool, results, now=clock),
         lobby, tables, clock,
     )  # fmt: skip
 
@@ -277,7 +303,9 @@ async def _fund(ledger: Ledger, players: list[str], amount: int = 1000) -> None:
 
 
 async def test_a_wagered_sit_and_go_pays_its_pool_to_the_ranks_to_the_diamond_once(
-    parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock], ledger: Ledger
+    parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock],
+    ledger: Ledger,
+    results: FakeResults,
 ) -> None:
     """Buy-ins held at registration, captured at the start, the pool less 8% paid 70/30 to the
     champion and the finalist; the matches dealt with no escrow and no bet."""
@@ -325,6 +353,11 @@ async def test_a_wagered_sit_and_go_pays_its_pool_to_the_ranks_to_the_diamond_on
     assert sum(balances.values()) == 8 * 1000 - 64  # the house fee, and not a diamond more
     await asyncio.gather(a.drive_all(), b.drive_all())  # more passes pay nothing again
     assert await _count_operations(ledger, "pay_prizes") == 1
+    (event,) = {e.event_id: e for e in results.published}.values()  # the leaderboard's record
+    assert {p.player_id: p.prize for p in event.placings if p.prize} == {
+        champion: 516, finalist: 220,
+    }  # fmt: skip
+    assert event.buy_in == 100 and len(event.placings) == 8
     assert await _count_operations(ledger, "start_pool") == 1
     assert {p: await ledger.balance(p) for p in players} == balances
 
@@ -425,3 +458,35 @@ async def test_a_cancelled_or_unfilled_wagered_tournament_returns_every_buyin(
     )
     assert await ledger.balance("c0") == 1000
     assert await _count_operations(ledger, "refund_pool") == 2
+
+
+async def test_the_result_is_announced_until_read_and_again_if_the_broker_forgot_it(
+    parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock], results: FakeResults
+) -> None:
+    """The document is the result's outbox: a broker away, a record not yet read, a broker that
+    forgot it; the tournament stays the director's work until its readers have the record."""
+    a, b, lobby, tables, _ = parts
+    results.down = True
+    created = await a.create(_sng(4, "ann"))
+    for i in range(4):
+        await a.register(f"n{i}", created.tournament_id)
+    done = await _play_out(a, b, lobby, tables, created.tournament_id)
+    assert results.published == [] and created.tournament_id in await a.store.unfinished()
+    assert await a.store.player_tournament("n0") is None  # the players are free already
+    results.down, results.state = False, None  # published, not read yet
+    await a.drive_all()
+    assert len(results.published) == 1 and created.tournament_id in await a.store.unfinished()
+    results.state = False  # the broker forgot it: published again
+    await a.drive_all()
+    assert len(results.published) == 2
+    results.state = True
+    await asyncio.gather(a.drive_all(), b.drive_all())
+    assert created.tournament_id not in await a.store.unfinished()
+    event = results.published[-1]
+    assert event.event_id == f"tournament:{created.tournament_id}" and event.profile == "scored"
+    assert [(p.player_id, p.rank) for p in event.placings] == sorted(
+        ((r.player_id, r.rank) for r in done.ranks), key=lambda pr: (pr[1], pr[0])
+    )
+    assert event.placings[0].rank == 1 and event.at_ms == done.finished_ms
+    await a.drive_all()
+    assert len(results.published) == 2  # left the director's work: nothing more

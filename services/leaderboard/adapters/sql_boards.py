@@ -16,7 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bg.events.v1 import events_pb2
-from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
+from services.common.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
 from services.leaderboard import boards
 from services.leaderboard.effects import ALL, Effects, wallet_players
 from services.leaderboard.ports import Profile, Ranked
@@ -26,6 +26,8 @@ from services.leaderboard.schema import (
     processed,
     ratings,
     scores,
+    tournament_result_players,
+    tournament_results,
     wallet_event_players,
     wallet_events,
 )
@@ -102,9 +104,33 @@ class SqlBoardStore:
                 )
         return True
 
+    async def archive_tournament(self, event: events_pb2.TournamentEvent) -> bool:
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                self._insert(tournament_results)
+                .values(
+                    tournament_id=event.tournament_id, at_ms=event.at_ms,
+                    event=event.SerializeToString(),
+                )
+                .on_conflict_do_nothing()
+            )  # fmt: skip
+            if result.rowcount != 1:
+                return False
+            for placing in event.placings:
+                await conn.execute(
+                    self._insert(tournament_result_players)
+                    .values(
+                        player_id=placing.player_id, tournament_id=event.tournament_id,
+                        rank=placing.rank,
+                    )
+                    .on_conflict_do_nothing()
+                )  # fmt: skip
+        return True
+
     async def archived_events(self, player: str | None = None) -> list[tuple[str, bytes]]:
         games = select(matches.c.ended_ms.label("at"), matches.c.event)
         money = select(wallet_events.c.at_ms.label("at"), wallet_events.c.event)
+        results = select(tournament_results.c.at_ms.label("at"), tournament_results.c.event)
         if player is not None:
             games = games.join(match_players, match_players.c.match_id == matches.c.match_id).where(
                 match_players.c.player_id == player
@@ -112,9 +138,16 @@ class SqlBoardStore:
             money = money.join(
                 wallet_event_players, wallet_event_players.c.event_id == wallet_events.c.event_id
             ).where(wallet_event_players.c.player_id == player)
+            results = results.join(
+                tournament_result_players,
+                tournament_result_players.c.tournament_id == tournament_results.c.tournament_id,
+            ).where(tournament_result_players.c.player_id == player)
         async with self.engine.connect() as conn:
             found = [(r.at, TABLE_EVENTS, bytes(r.event)) for r in await conn.execute(games)]
             found += [(r.at, WALLET_EVENTS, bytes(r.event)) for r in await conn.execute(money)]
+            found += [
+                (r.at, TOURNAMENT_EVENTS, bytes(r.event)) for r in await conn.execute(results)
+            ]
         return [(topic, raw) for _, topic, raw in sorted(found, key=lambda f: f[0])]
 
     async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:

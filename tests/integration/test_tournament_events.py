@@ -1,0 +1,95 @@
+"""Issue 29: a finished tournament's result to `tournament-events` on a real Tansu (its own
+process, killed -9 here) in embedded mode: acknowledged, then known to be read once the
+leaderboard's group committed past it; forgotten by a restarted broker, so published again; and
+on plain Kafka mode done at the acknowledgement."""
+
+from __future__ import annotations
+
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from infra.cluster import embedded
+from services.common import kafka
+from services.common.event_log import EventLog, forgetful_of
+from services.common.topics import CONSUMERS, TOURNAMENT_EVENTS, Namespace
+from services.matchmaking.adapters.tournament_events import TournamentEvents
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[list[Any]]:
+    held = [embedded.start_tansu(tmp_path / "tansu")]
+    try:
+        yield held
+    finally:
+        held[0].stop()
+
+
+async def _read_by_every_group(boot: str, log: EventLog, topic: str, end: int) -> None:
+    tp = TopicPartition(topic, 0)
+    for service in CONSUMERS[TOURNAMENT_EVENTS]:
+        member = AIOKafkaConsumer(
+            bootstrap_servers=boot, group_id=log.namespace.group(service), enable_auto_commit=False
+        )
+        await member.start()
+        try:
+            member.assign([tp])
+            await member.commit({tp: end})
+        finally:
+            await member.stop()
+
+
+async def test_a_result_is_read_once_every_group_has_it_and_sent_again_if_forgotten(
+    broker: list[Any], tmp_path: Path
+) -> None:
+    boot = broker[0].address
+    log = EventLog(Namespace("n" + uuid.uuid4().hex[:6]), "embedded", 60.0, 1)
+    events = TournamentEvents(
+        lambda: kafka.producer(boot, False, "t-results"), log.namespace, forgetful_of(boot, log)
+    )
+    try:
+        sent = await events.publish("u1", b"result")
+        assert sent.incarnation and sent.offset == 0
+        assert await events.read(sent) is None  # nobody has read it yet
+        topic = log.topic(TOURNAMENT_EVENTS, sent.gen, sent.incarnation)
+        await _read_by_every_group(boot, log, topic, sent.offset + 1)
+        assert await events.read(sent) is True
+        # A broker killed -9 forgets everything: the record must go again.
+        port = int(boot.rsplit(":", 1)[1])
+        broker[0].process.send_signal(signal.SIGKILL)
+        broker[0].process.wait(10)
+        broker[0] = embedded.start_tansu(tmp_path / "tansu-2", port=port)
+        assert events.forgetful is not None
+        await events.close()
+        events.forgetful = forgetful_of(boot, log)
+        assert await events.read(sent) is False
+        again = await events.publish("u1", b"result")
+        assert again.incarnation != sent.incarnation
+    finally:
+        await events.close()
+
+
+async def test_on_kafka_mode_a_result_is_done_at_the_acknowledgement(broker: list[Any]) -> None:
+    boot = broker[0].address
+    namespace = Namespace("k" + uuid.uuid4().hex[:6])
+    admin_log = EventLog(namespace, "kafka")
+    admin = AIOKafkaAdminClient(bootstrap_servers=boot)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(admin_log.namespace.topic(TOURNAMENT_EVENTS), 1, 1)])
+    finally:
+        await admin.close()
+    events = TournamentEvents(lambda: kafka.producer(boot, False, "k-results"), namespace, None)
+    try:
+        sent = await events.publish("u2", b"result")
+        assert (sent.gen, sent.incarnation) == (0, "") and await events.read(sent) is True
+    finally:
+        await events.close()
