@@ -505,9 +505,10 @@ async def tournament_terminal(gateway: str, name: str, tournament: str) -> int:
         if tournament == "list":
             listed = await me.rpc(me.stub.ListTournaments, matchmaking_pb2.ListTournamentsRequest())
             for t in listed.tournaments:
+                fee = f"  buy-in {t.buy_in}" if t.buy_in else ""
                 print(
                     f"{t.tournament_id}  {t.status:11} {t.kind:10} {t.options.profile:7} "
-                    f"{len(t.player_ids)}/{t.size}  {t.name}"
+                    f"{len(t.player_ids)}/{t.size}  {t.name}{fee}"
                 )
             if not listed.tournaments:
                 print("no tournament")
@@ -518,7 +519,8 @@ async def tournament_terminal(gateway: str, name: str, tournament: str) -> int:
         except grpc.aio.AioRpcError as exc:
             print(f"cannot register: {exc.details()}")
             return 1
-        print(f"registered for {found.name} ({len(found.player_ids)}/{found.size} players)")
+        paid = f"; your buy-in of {found.buy_in} is held" if found.buy_in else ""
+        print(f"registered for {found.name} ({len(found.player_ids)}/{found.size} players){paid}")
         lines = Lines()
         await lines.start()
         played: set[str] = set()
@@ -527,7 +529,9 @@ async def tournament_terminal(gateway: str, name: str, tournament: str) -> int:
             rank = next((r.rank for r in found.ranks if r.player_id == me.player_id), 0)
             if done_with(found, me.player_id):
                 ranked = f"; your rank: {rank}" if rank else ""
-                print(f"the tournament is {found.status}{ranked}")
+                prize = next((x.amount for x in found.prizes if x.player_id == me.player_id), 0)
+                won = f"; you won {prize} diamonds" if prize else ""
+                print(f"the tournament is {found.status}{ranked}{won}")
                 return 0
             match = next_match(found, me.player_id, played)
             if match is None:

@@ -62,7 +62,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = acts.add_parser("tournament-create", help="open a knockout tournament for registration")
     p.add_argument("name")
     p.add_argument("--kind", choices=["sit_and_go", "scheduled"], default="sit_and_go")
-    p.add_argument("--profile", choices=["casual", "scored"], default="scored")
+    p.add_argument("--profile", choices=["casual", "scored", "wagered"], default="scored")
+    p.add_argument(
+        "--buy-in", type=int, default=0, help="wagered: each player's buy-in (100..2,000 by 100)"
+    )
     p.add_argument("--size", type=int, default=8, help="sit_and_go: 4/8/16/32; scheduled: most")
     p.add_argument("--starts-in", type=int, default=600, help="scheduled: seconds to the start")
     p.add_argument(
@@ -176,7 +179,9 @@ def _tournament_call(
     starts = int(time.time() * 1000) + args.starts_in * 1000 if args.kind == "scheduled" else 0
     create = matchmaking_pb2.CreateTournamentRequest(
         name=args.name, kind=args.kind, size=args.size, starts_ms=starts, lengths=lengths,
-        options=table_pb2.TableOptions(profile=args.profile, match_length=lengths[0]),
+        options=table_pb2.TableOptions(
+            profile=args.profile, match_length=lengths[0], bet=args.buy_in
+        ),
         request_id=uuid.uuid4().hex,
     )  # fmt: skip
     return stub.CreateTournament(create, metadata=auth, timeout=30)

@@ -1066,9 +1066,10 @@ async def test_a_tournaments_match_opens_by_itself_and_the_bracket_shows_the_cha
     cluster: dict[str, Any], browser: Any
 ) -> None:
     """Issue 29 req. 1 in the browser: two players register from the lobby's Tournaments for
-    a scheduled knockout an operator opened; at its start each page opens its seat at the
-    bracket's match by itself; one leaves, and both lobbies show the bracket's winner and each
-    player's rank."""
+    a wagered scheduled knockout an operator opened (a buy-in of 100, held at registration); at
+    its start each page opens its seat at the bracket's match by itself, with no rematch offered;
+    one leaves, and both lobbies show the bracket's winner, each player's rank and the
+    champion's prize (the pool of 200 less 8%)."""
     from bg.admin.v1 import admin_pb2, admin_pb2_grpc
     from bg.matchmaking.v1 import matchmaking_pb2
     from bg.table.v1 import table_pb2
@@ -1083,7 +1084,7 @@ async def test_a_tournaments_match_opens_by_itself_and_the_bracket_shows_the_cha
         made = await admin.CreateTournament(
             matchmaking_pb2.CreateTournamentRequest(
                 name="Browser cup", kind="scheduled", size=4,
-                options=table_pb2.TableOptions(profile="scored", match_length=1),
+                options=table_pb2.TableOptions(profile="wagered", match_length=1, bet=100),
                 starts_ms=int(time.time() * 1000) + 8000,
             ),
             metadata=[("authorization", f"Bearer {login.token}")],
@@ -1092,7 +1093,15 @@ async def test_a_tournaments_match_opens_by_itself_and_the_bracket_shows_the_cha
     for page in pages:
         await page.get_by_role("button", name="Register for Browser cup").click()
         await page.get_by_role("button", name="Withdraw from Browser cup").wait_for()
-    await pages[0].locator("#tournaments").get_by_text("2/4 players, registering").wait_for()
+    await (
+        pages[0]
+        .locator("#tournaments")
+        .get_by_text("2/4 players, registering, buy-in 100 diamonds")
+        .wait_for()
+    )
+    await (
+        pages[0].locator("#my-tournament").get_by_text("buy-in of 100 diamonds is held").wait_for()
+    )
     await asyncio.gather(*(_in_table(p) for p in pages))  # opened by themselves at the start
     states = [await _state(p) for p in pages]
     assert (
@@ -1104,8 +1113,14 @@ async def test_a_tournaments_match_opens_by_itself_and_the_bracket_shows_the_cha
     await leaver.get_by_role("button", name="Yes, leave").click()
     for page in pages:
         await page.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'")
+        assert await page.locator("#rematch").is_hidden()  # the bracket deals the next match
         await page.get_by_role("button", name="Back to the lobby").click()
-    await pages[1].locator("#my-tournament").get_by_text("you finished 1st").wait_for()
+    await (
+        pages[1]
+        .locator("#my-tournament")
+        .get_by_text("you finished 1st and won 184 diamonds")
+        .wait_for()
+    )
     await pages[0].locator("#my-tournament").get_by_text("you finished 2nd").wait_for()
     await pages[1].locator("#bracket").get_by_text("pippin won").wait_for()
     assert all(p.errors == [] for p in pages)

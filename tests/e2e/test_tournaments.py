@@ -1,7 +1,8 @@
-"""Issue 29, tournaments, on the running cluster: an operator opens a sit-and-go of 8 and a
-scheduled knockout that 5 enter (3 byes) through the admin API (audited); guests register
-through the gateway and scripted clients play every match they are seated at, to the champions.
-Each pairing is one match; the ranks are the bracket's."""
+"""Issue 29, tournaments, on the running cluster: an operator opens a wagered sit-and-go of 8
+(a buy-in of 100) and a scored scheduled knockout that 5 enter (3 byes) through the admin API
+(audited); guests register through the gateway and scripted clients play every match they are
+seated at, to the champions. Each pairing is one match; the ranks are the bracket's; the pool
+less 8% is paid 70/30 to the diamond; both results reach the leaderboard's tournament board."""
 
 from __future__ import annotations
 
@@ -17,14 +18,19 @@ import grpc
 import pytest
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.gateway.v1 import gateway_pb2
+from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from client.player import Player
 from client.tournament import done_with, next_match
+from tests.e2e.contract_clients import fund
 from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e
 SCORED = table_pb2.TableOptions(profile="scored", match_length=1)
+WAGERED = table_pb2.TableOptions(profile="wagered", match_length=1, bet=100)
+FUNDS = 1000
 BIN = Path(sys.executable).parent
 
 
@@ -46,7 +52,7 @@ async def _compete(p: Player, tournament_id: str) -> matchmaking_pb2.Tournament:
     raise AssertionError(f"{p.name}: the tournament did not end")
 
 
-async def test_a_sit_and_go_of_eight_and_a_scheduled_field_of_five_play_to_their_champions(
+async def test_a_wagered_sit_and_go_of_eight_and_a_scheduled_field_of_five_play_to_their_champions(
     cluster: dict[str, Any],
 ) -> None:
     async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
@@ -59,7 +65,7 @@ async def test_a_sit_and_go_of_eight_and_a_scheduled_field_of_five_play_to_their
         operator = [("authorization", f"Bearer {login.token}")]
         sng = await admin.CreateTournament(
             matchmaking_pb2.CreateTournamentRequest(
-                name="Eight", kind="sit_and_go", options=SCORED, size=8, request_id="sng-8"
+                name="Eight", kind="sit_and_go", options=WAGERED, size=8, request_id="sng-8"
             ),
             metadata=operator,
         )
@@ -75,6 +81,8 @@ async def test_a_sit_and_go_of_eight_and_a_scheduled_field_of_five_play_to_their
         for p in players:
             await p.login()
         eight, five = players[:8], players[8:]
+        for p in eight:
+            await fund(cluster, p.player_id, FUNDS)
         for p in eight:
             await p.rpc(
                 p.stub.RegisterTournament,
@@ -133,6 +141,42 @@ async def test_a_sit_and_go_of_eight_and_a_scheduled_field_of_five_play_to_their
         }
         audit = await admin.ListAudit(admin_pb2.ListAuditRequest(limit=20), metadata=operator)
         assert {"tournament_create", "tournament_cancel"} <= {e.action for e in audit.entries}
+        # The wagered pool: 8 x 100, 64 to the house, 736 paid 70/30 (the rounding to the
+        # champion), every other player 100 down: to the diamond, once.
+        paid = await eight[0].rpc(
+            eight[0].stub.GetTournament,
+            matchmaking_pb2.TournamentRequest(tournament_id=sng.tournament_id),
+        )
+        placed = {r.player_id: r.rank for r in paid.ranks}
+        champion, finalist = (next(p for p, r in placed.items() if r == n) for n in (1, 2))
+        assert (paid.money, paid.prize_money, paid.fee) == ("paid", 736, 64)
+        assert {x.player_id: x.amount for x in paid.prizes} == {champion: 516, finalist: 220}
+        won = {champion: 516, finalist: 220}
+        for p in eight:
+            balance = await p.rpc(p.stub.GetBalance, gateway_pb2.BalanceRequest())
+            assert balance.balance == FUNDS - 100 + won.get(p.player_id, 0), p.player_id
+        # Both champions' wins reach the leaderboard (tournament-events).
+        champions = {
+            next(r.player_id for r in t.ranks if r.rank == 1)
+            for t in (paid, await five[0].rpc(
+                five[0].stub.GetTournament,
+                matchmaking_pb2.TournamentRequest(tournament_id=scheduled.tournament_id),
+            ))
+        }  # fmt: skip
+        board: set[str] = set()
+        until = time.monotonic() + 60
+        while not champions <= board and time.monotonic() < until:
+            top = await eight[0].rpc(
+                eight[0].stub.GetLeaderboard,
+                leaderboard_pb2.TopRequest(board="tournaments", key="all", limit=100),
+            )
+            board = {e.player_id for e in top.entries}
+            await asyncio.sleep(0.5)
+        assert champions <= board
+        profile = await eight[0].rpc(
+            eight[0].stub.GetProfile, leaderboard_pb2.ProfileRequest(player_id=champion)
+        )
+        assert profile.tournament_wins >= 1 and profile.season_tournament_wins >= 1
 
 
 def test_operators_open_and_cancel_a_tournament_and_players_list_it_from_the_terminal(
@@ -156,6 +200,21 @@ def test_operators_open_and_cancel_a_tournament_and_players_list_it_from_the_ter
         and "Terminal cup" in line
         for line in listed.stdout.splitlines()
     )
+    wagered = cli(
+        "admin", "tournament-create", "Diamond cup", "--profile", "wagered", "--buy-in", "200",
+        "--size", "4",
+    )  # fmt: skip
+    assert wagered.returncode == 0, wagered.stderr
+    made_wagered = json.loads(wagered.stdout)
+    assert (made_wagered["buy_in"], made_wagered["money"]) == ("200", "open")
+    listed = cli("play", "--tournament", "list", "--name", "lister")
+    assert any(
+        line.startswith(made_wagered["tournament_id"]) and line.endswith("buy-in 200")
+        for line in listed.stdout.splitlines()
+    )
+    unbet = cli("admin", "tournament-create", "No bet", "--profile", "wagered", "--size", "4")
+    assert unbet.returncode == 1 and "INVALID_OPTION" in unbet.stderr
+    cli("admin", "tournament-cancel", made_wagered["tournament_id"], "--reason", "test")
     bad = cli("admin", "tournament-create", "Odd", "--size", "6")
     assert bad.returncode == 1 and "INVALID_SIZE" in bad.stderr
     cancelled = cli("admin", "tournament-cancel", created["tournament_id"], "--reason", "test")

@@ -923,7 +923,8 @@ function renderEnd(v) {
   $("verify-result").textContent = state.verify;
   const offeredBy = v.rematchOfferedBy ?? 0;
   const rematch = $("rematch");
-  rematch.hidden = !!v.spectator;
+  // A tournament's match has no rematch: the bracket deals the next one.
+  rematch.hidden = !!v.spectator || !!(v.options || {}).tournament;
   rematch.disabled = !!v.rematchAgreed;
   rematch.textContent = offeredBy === 1 - me ? "Accept the rematch" : offeredBy === me ? "Rematch offered" : "Rematch";
   rematch.disabled = offeredBy === me || !!v.rematchAgreed;
@@ -1084,7 +1085,7 @@ async function listTournaments() {
     fillList("tournaments", "No tournament right now.", tournaments.map((t) => {
       const kind = t.kind === "sit_and_go" ? "sit-and-go" : "scheduled";
       const line = `${t.name}: ${kind}, ${(t.options || {}).profile}, `
-        + `${(t.playerIds || []).length}/${t.size} players, ${t.status}`;
+        + `${(t.playerIds || []).length}/${t.size} players, ${t.status}${moneyWords(t)}`;
       const acts = [];
       const entered = (t.playerIds || []).includes(state.playerId);
       if (t.status === "registering") {
@@ -1107,6 +1108,14 @@ async function listTournaments() {
   }
 }
 
+// A wagered tournament's money: the buy-in while it registers, the prize money once started.
+function moneyWords(t) {
+  const buyIn = Number(t.buyIn || 0);
+  if (!buyIn) return "";
+  const prizes = Number(t.prizeMoney || 0);
+  return prizes ? `, buy-in ${buyIn} diamonds, ${prizes} to win` : `, buy-in ${buyIn} diamonds`;
+}
+
 async function tournamentCall(method, tournamentId) {
   try {
     await conn.call(method, { tournamentId });
@@ -1119,10 +1128,12 @@ async function tournamentCall(method, tournamentId) {
 // Your match dealt in the bracket: its table opens (your seat is waiting there).
 async function nextMatch(t) {
   const ranked = (t.ranks || []).find((r) => r.playerId === state.playerId);
+  const prize = (t.prizes || []).find((x) => x.playerId === state.playerId);
+  const held = Number(t.buyIn || 0) ? ` Your buy-in of ${t.buyIn} diamonds is held until the start.` : "";
   $("my-tournament").textContent = ranked
-    ? `${t.name}: you finished ${ORDINAL(ranked.rank)}.`
+    ? `${t.name}: you finished ${ORDINAL(ranked.rank)}${prize ? ` and won ${prize.amount} diamonds` : ""}.`
     : t.status === "running" ? `${t.name}: your next match opens here when it is dealt.`
-      : `${t.name}: registered, waiting for the start.`;
+      : `${t.name}: registered, waiting for the start.${held}`;
   const match = (t.matches || []).find((m) => m.tableId && !m.winnerId
     && [m.topId, m.bottomId].includes(state.playerId) && !state.opened.has(m.tableId));
   if (match && state.screen === "lobby") {
