@@ -1,8 +1,10 @@
-"""Issue 29, tournaments under faults: a sit-and-go of 8 (matches to 3) is played to its
-champion while the matchmaking service (the director, twice), a table replica and the gateway are
-killed -9 in turn mid-round; the runner's supervision brings each back. Afterwards: every pairing
-of the bracket was dealt exactly once (one table, one match on the table service), no player was
-lost from the bracket, and the ranks are the bracket's."""
+"""Issue 29, tournaments under faults: a wagered sit-and-go of 8 (a buy-in of 100, matches to 5)
+is played to its champion while the matchmaking service (the director, twice), the wallet
+(twice), a table replica and the gateway are killed -9 in turn mid-round; the runner's
+supervision brings each back. Afterwards: every pairing of the bracket was dealt exactly once
+(one table, one match on the table service), no player was lost from the bracket, the ranks are
+the bracket's, the pool was captured once and paid once, every balance is the rules' to the
+diamond and the ledger's books balance, and the champion's win reached the leaderboard."""
 
 from __future__ import annotations
 
@@ -16,21 +18,59 @@ from pathlib import Path
 import grpc
 import pytest
 import redis.asyncio as redis_asyncio
+from sqlalchemy import func, select
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from client.tournament import done_with, next_match
 from infra.cluster.runner import Cluster, ClusterConfig
+from services.common.deps import sql_engine
 from services.contracts.lobby_keys import lobby_key
 from services.contracts.vocabulary import FINISHED
+from services.wallet.ledger import Ledger, check_invariants
+from services.wallet.schema import operations
 from tests.e2e.test_chaos import _await_back, _pid_of
 from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e
 OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
-FAULTS = ["matchmaking", "table-1", "gateway", "matchmaking"]
+FAULTS = ["matchmaking", "wallet", "table-1", "gateway", "matchmaking", "wallet"]
+FUNDS, BUY_IN = 1000, 100
+
+
+async def fund(address: str, token: str, player_id: str) -> None:
+    async with grpc.aio.insecure_channel(address) as channel:
+        await wallet_pb2_grpc.WalletServiceStub(channel).Deposit(
+            wallet_pb2.DepositRequest(
+                idempotency_key=f"fund:{player_id}", player_id=player_id, amount=FUNDS
+            ),
+            metadata=[("x-operator-token", token)],
+        )
+
+
+async def _ledger(url: str, players: list[str]) -> tuple[dict[str, int], dict[str, int], list[str]]:
+    """(tournament operations by kind, each player's balance, the books' problems)."""
+    engine = sql_engine(url)
+    try:
+        async with engine.connect() as conn:
+            kinds = dict(
+                (
+                    await conn.execute(
+                        select(operations.c.kind, func.count())
+                        .where(operations.c.kind.in_(("hold_buyin", "start_pool", "pay_prizes",
+                                                       "refund_pool", "release")))
+                        .group_by(operations.c.kind)
+                    )
+                ).all()
+            )  # fmt: skip
+        balances = {p: await Ledger(engine).balance(p) for p in players}
+        return kinds, balances, await check_invariants(engine)
+    finally:
+        await engine.dispose()
 
 
 async def _compete(p: Player, tournament_id: str) -> None:
@@ -56,7 +96,7 @@ async def _compete(p: Player, tournament_id: str) -> None:
     raise AssertionError(f"{p.name}: the tournament did not end")
 
 
-async def test_a_sit_and_go_survives_kill_9_of_the_director_a_table_and_the_gateway(
+async def test_a_wagered_sit_and_go_survives_kill_9_of_the_director_wallet_table_and_gateway(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BG_CLOCK_SCALE", "0.05")
@@ -66,6 +106,7 @@ async def test_a_sit_and_go_survives_kill_9_of_the_director_a_table_and_the_gate
     cluster = Cluster(ClusterConfig(replicas={"table": 2}, data_dir=data, base_port=0), log)
     await cluster.start()
     gateway = next(i.address for i in cluster.instances if i.service == "gateway")
+    wallet = next(i.address for i in cluster.instances if i.service == "wallet")
     table_address = next(i.address for i in cluster.instances if i.service == "table")
     tasks: list[asyncio.Task[None]] = []
     try:
@@ -77,7 +118,9 @@ async def test_a_sit_and_go_survives_kill_9_of_the_director_a_table_and_the_gate
             made = await admin.CreateTournament(
                 matchmaking_pb2.CreateTournamentRequest(
                     name="Chaos cup", kind="sit_and_go", size=8,
-                    options=table_pb2.TableOptions(profile="scored", match_length=3),
+                    options=table_pb2.TableOptions(
+                        profile="wagered", match_length=5, bet=BUY_IN
+                    ),
                 ),
                 metadata=[("authorization", f"Bearer {login.token}")],
             )  # fmt: skip
@@ -86,6 +129,7 @@ async def test_a_sit_and_go_survives_kill_9_of_the_director_a_table_and_the_gate
         players = [Player(c, f"k{tag}{i}", seed=i) for i, c in enumerate(channels)]
         for p in players:
             await p.login()
+            await fund(wallet, cluster.operator_token, p.player_id)
             await p.rpc(
                 p.stub.RegisterTournament,
                 matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id),
@@ -93,7 +137,7 @@ async def test_a_sit_and_go_survives_kill_9_of_the_director_a_table_and_the_gate
         tasks = [asyncio.create_task(_compete(p, made.tournament_id)) for p in players]
         faults = []
         for name in FAULTS:
-            await asyncio.sleep(1.5)
+            await asyncio.sleep(0.5)
             asked = matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id)
             playing: list[int] = []
             for _ in range(100):  # kill while a match of the bracket is in play, not between rounds
@@ -142,6 +186,28 @@ async def test_a_sit_and_go_survives_kill_9_of_the_director_a_table_and_the_gate
             assert len(dealt) == 7  # no second table for any pairing
         finally:
             await client.aclose()
+        # The money, to the diamond: the pool captured once and paid once, 70/30 of 736.
+        prizes = {x.player_id: x.amount for x in final.prizes}
+        champion, finalist = (next(r.player_id for r in final.ranks if r.rank == n) for n in (1, 2))
+        assert (final.money, prizes) == ("paid", {champion: 516, finalist: 220})
+        books = f"sqlite+aiosqlite:///{data / 'wallet.db'}"
+        kinds, balances, problems = await _ledger(books, [p.player_id for p in players])
+        assert kinds == {"hold_buyin": 8, "start_pool": 1, "pay_prizes": 1}, kinds
+        assert balances == {
+            p.player_id: FUNDS - BUY_IN + prizes.get(p.player_id, 0) for p in players
+        }
+        assert problems == []
+        # The result reached the leaderboard once, whatever died on the way.
+        top = leaderboard_pb2.TopRequest(board="tournaments", key="all", limit=10)
+        until = time.monotonic() + 30
+        while True:
+            board = await retried(
+                lambda: players[0].rpc(players[0].stub.GetLeaderboard, top), until
+            )
+            if board.entries or time.monotonic() > until:
+                break
+            await asyncio.sleep(0.5)
+        assert [(e.player_id, e.score) for e in board.entries] == [(champion, 1.0)]
         print({"faults": faults})
     finally:
         for task in tasks:
