@@ -260,7 +260,7 @@ class Tournaments:
         held_key = doc.buyin_key(player_id)
         try:
             if doc.buy_in:  # the buy-in first: the field holds nobody who has not paid
-                await self.pool.hold_buyin(held_key, tournament_id, player_id, doc.buy_in)
+                await self._hold_buyin(held_key, doc, player_id)
             try:
                 doc = await self._update(tournament_id, sit)
             except ServiceError:
@@ -273,6 +273,16 @@ class Tournaments:
         if doc.kind == SIT_AND_GO and len(doc.players) == doc.size:
             doc = await self.drive(tournament_id)  # full: dealt at once
         return doc
+
+    async def _hold_buyin(self, key: str, doc: TournamentDoc, player_id: str) -> None:
+        try:
+            await self.pool.hold_buyin(key, doc.tournament_id, player_id, doc.buy_in)
+        except ServiceError as err:
+            if err.code == "POOL_CLOSED":  # it started (or was cancelled) meanwhile
+                raise ServiceError(
+                    "TOURNAMENT_CLOSED", "the tournament is not registering"
+                ) from None
+            raise
 
     async def _release_buyin(self, hold_key: str) -> None:
         """Give a buy-in back at once; if the wallet is away, the start (or the refund) releases

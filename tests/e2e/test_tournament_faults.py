@@ -57,16 +57,13 @@ async def _ledger(url: str, players: list[str]) -> tuple[dict[str, int], dict[st
     engine = sql_engine(url)
     try:
         async with engine.connect() as conn:
-            kinds = dict(
-                (
-                    await conn.execute(
-                        select(operations.c.kind, func.count())
-                        .where(operations.c.kind.in_(("hold_buyin", "start_pool", "pay_prizes",
-                                                       "refund_pool", "release")))
-                        .group_by(operations.c.kind)
-                    )
-                ).all()
-            )  # fmt: skip
+            tournament_kinds = ("hold_buyin", "start_pool", "pay_prizes", "refund_pool", "release")
+            rows = await conn.execute(
+                select(operations.c.kind, func.count())
+                .where(operations.c.kind.in_(tournament_kinds))
+                .group_by(operations.c.kind)
+            )
+            kinds = {str(kind): int(n) for kind, n in rows.all()}
         balances = {p: await Ledger(engine).balance(p) for p in players}
         return kinds, balances, await check_invariants(engine)
     finally:
