@@ -59,7 +59,7 @@ SIT_AND_GO_SIZES = (4, 8, 16, 32)
 REGISTERING, RUNNING, FINISHED, CANCELLED = "registering", "running", "finished", "cancelled"
 PROFILES = ("casual", "scored", "wagered")
 # A wagered tournament's money (TournamentDoc.money): "" for none (casual, scored).
-OPEN, HELD_BY_POOL, PAID, REFUNDED = "open", "running", "paid", "refunded"
+OPEN, POOL_RUNNING, PAID, REFUNDED = "open", "running", "paid", "refunded"
 
 
 @dataclass
@@ -382,13 +382,13 @@ class Tournaments:
 
         def started(d: TournamentDoc) -> None:
             if d.money == OPEN:
-                d.money, d.prize_money, d.fee = HELD_BY_POOL, prize_money, fee
+                d.money, d.prize_money, d.fee = POOL_RUNNING, prize_money, fee
 
         return await self._update(doc.tournament_id, started)
 
     async def _settle(self, doc: TournamentDoc) -> TournamentDoc:
         """A finished tournament's pool paid to its ranks, a cancelled one's refunded, once."""
-        if doc.status == FINISHED and doc.money == HELD_BY_POOL:
+        if doc.status == FINISHED and doc.money == POOL_RUNNING:
             paid = prizes(doc.prize_money, doc.bracket().ranks(), len(doc.seeded))
             await self.pool.pay_prizes(
                 money_keys.prizes(doc.tournament_id), doc.tournament_id, paid
@@ -398,7 +398,7 @@ class Tournaments:
                 d.money, d.prizes = PAID, paid
 
             return await self._update(doc.tournament_id, settled)
-        if doc.status == CANCELLED and doc.money in (OPEN, HELD_BY_POOL):
+        if doc.status == CANCELLED and doc.money in (OPEN, POOL_RUNNING):
             await self.pool.refund_pool(
                 money_keys.pool_refund(doc.tournament_id), doc.tournament_id
             )
@@ -482,17 +482,17 @@ class Tournaments:
 
     async def _announce(self, doc: TournamentDoc) -> TournamentDoc:
         """Publish the result (again, if the broker forgot it), or confirm it was read."""
-        sent = Sent(**doc.announced["sent"]) if doc.announced else None
         try:
-            state = None if sent is None else await self.results.read(sent)
-            if state is None and sent is not None:
-                return doc
-            if state is None or state is False:
+            if doc.announced:
+                read = await self.results.read(Sent(**doc.announced["sent"]))
+                if read is None:
+                    return doc  # sent, not read by every group yet
+                if read:
+                    record = {"sent": doc.announced["sent"], "read": True}
+            if not doc.announced or read is False:  # never sent, or the broker forgot it
                 value = result_event(doc).SerializeToString()
                 fresh = await self.results.publish(doc.tournament_id, value)
                 record = {"sent": asdict(fresh), "read": False}
-            else:
-                record = {"sent": doc.announced["sent"], "read": True}
         except Exception as exc:  # the broker away: the result waits in the document
             log.warning(
                 "tournament result not announced yet",
