@@ -19,6 +19,7 @@ from services.matchmaking.adapters.redis_tournaments import RedisTournamentStore
 from services.matchmaking.adapters.tournament_events import TournamentEvents
 from services.matchmaking.api import MatchmakingServicer
 from services.matchmaking.lobby import Lobby
+from services.matchmaking.metrics import TournamentMetrics
 from services.matchmaking.settings import load_settings
 from services.matchmaking.tournaments import Tournaments
 
@@ -69,7 +70,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         )
         nonlocal tournaments
         tournaments = Tournaments(
-            RedisTournamentStore(redis), lobby, GrpcTables(tables), GrpcPool(wallet), results
+            RedisTournamentStore(redis),
+            lobby,
+            GrpcTables(tables),
+            GrpcPool(wallet),
+            results,
+            metrics=TournamentMetrics(app.metrics),
         )
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
             MatchmakingServicer(lobby, settings.invite_base, tournaments), server

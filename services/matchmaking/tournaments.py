@@ -51,6 +51,7 @@ from services.contracts import money_keys
 from services.contracts.table_options import rules_from_proto
 from services.matchmaking.bracket import MAX_FIELD, Bracket, prizes
 from services.matchmaking.lobby import Lobby, LobbyStatus
+from services.matchmaking.metrics import TournamentMetrics
 from services.matchmaking.ports import PoolPort, ResultsPort, Sent, TablePort, TournamentRepository
 
 log = logging.getLogger("bg.matchmaking.tournaments")
@@ -125,6 +126,7 @@ class Tournaments:
         pool: PoolPort,
         results: ResultsPort,
         now: Callable[[], int] = now_ms,
+        metrics: TournamentMetrics | None = None,
     ) -> None:
         self.store = store
         self.lobby = lobby
@@ -132,6 +134,7 @@ class Tournaments:
         self.pool = pool
         self.results = results
         self.now = now
+        self.metrics = metrics
 
     # -- documents ---------------------------------------------------------------------------
 
@@ -340,18 +343,36 @@ class Tournaments:
 
     async def drive_all(self) -> int:
         """One pass over every unfinished tournament (each replica runs it; safe in parallel)."""
-        driven = 0
+        driven, live, waiting = 0, 0, []
         for tournament_id in await self.store.unfinished():
             try:
-                await self.drive(tournament_id)
+                doc = await self.drive(tournament_id)
                 driven += 1
             except NotFound:
                 await self.store.mark_finished(tournament_id)
+                continue
             except ServiceError as err:  # a service away: the next pass goes on
                 log.warning(
                     "tournament pass failed",
                     extra={"tournament_id": tournament_id, "code": err.code},
                 )
+                try:
+                    doc = await self.get(tournament_id)  # counted as it stands
+                except ServiceError:
+                    continue
+            if doc.status in (REGISTERING, RUNNING):
+                live += 1
+            elif doc.money in (OPEN, POOL_RUNNING) or not (
+                doc.status == CANCELLED or doc.announced.get("read")
+            ):
+                waiting.append(doc.finished_ms)  # ended: its money or its result still to go
+        if self.metrics is not None:
+            self.metrics.running.set(live)
+            self.metrics.unsettled.set(len(waiting))
+            oldest = min(waiting, default=None)
+            self.metrics.oldest_unsettled.set(
+                0 if oldest is None else max(0.0, (self.now() - oldest) / 1000)
+            )
         return driven
 
     async def drive(self, tournament_id: str) -> TournamentDoc:
@@ -397,6 +418,8 @@ class Tournaments:
             def settled(d: TournamentDoc) -> None:
                 d.money, d.prizes = PAID, paid
 
+            if self.metrics is not None:
+                self.metrics.settled.labels("paid").inc()
             return await self._update(doc.tournament_id, settled)
         if doc.status == CANCELLED and doc.money in (OPEN, POOL_RUNNING):
             await self.pool.refund_pool(
@@ -406,6 +429,8 @@ class Tournaments:
             def refunded(d: TournamentDoc) -> None:
                 d.money = REFUNDED
 
+            if self.metrics is not None:
+                self.metrics.settled.labels("refunded").inc()
             return await self._update(doc.tournament_id, refunded)
         return doc
 

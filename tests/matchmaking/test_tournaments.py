@@ -21,10 +21,12 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.deps import sql_engine
 from services.common.errors import ServiceError
+from services.common.metrics import ServiceMetrics
 from services.common.migrate import migrate
 from services.matchmaking.adapters.redis_tournaments import RedisTournamentStore
 from services.matchmaking.bracket import prizes
 from services.matchmaking.lobby import Lobby, LobbyStatus
+from services.matchmaking.metrics import TournamentMetrics
 from services.matchmaking.ports import Sent
 from services.matchmaking.tournaments import Tournaments, to_proto
 from services.wallet.app import MIGRATIONS
@@ -367,7 +369,7 @@ async def test_a_wallet_away_delays_the_start_and_the_payout_and_loses_nothing(
     ledger: Ledger,
     pool: LedgerPool,
 ) -> None:
-    a, b, lobby, tables, _ = parts
+    a, b, lobby, tables, clock = parts
     players = [f"x{i}" for i in range(4)]
     await _fund(ledger, players)
     created = await a.create(
@@ -399,10 +401,17 @@ async def test_a_wallet_away_delays_the_start_and_the_payout_and_loses_nothing(
     final = next(m for m in to_proto(await a.get(created.tournament_id)).matches if m.round == 2)
     tables.winners[(await lobby.get(final.table_id)).match_id] = final.bottom_id
     pool.down = True
+    a.metrics = TournamentMetrics(ServiceMetrics("matchmaking"))
+    clock.ms += 5_000
     await a.drive_all()
     doc = await a.get(created.tournament_id)
     assert (doc.status, doc.money) == ("finished", "running")
     assert created.tournament_id in await a.store.unfinished()
+    # What operators see (alert TournamentUnsettled): one ended tournament waiting for its money.
+    assert a.metrics.unsettled._value.get() == 1  # type: ignore[attr-defined]
+    clock.ms += 5_000
+    await a.drive_all()
+    assert a.metrics.oldest_unsettled._value.get() == 5.0  # type: ignore[attr-defined]
     # A director pays and dies before it records it: the next pass replays the payment.
     pool.down = False
     ranks = doc.bracket().ranks()
@@ -414,6 +423,8 @@ async def test_a_wallet_away_delays_the_start_and_the_payout_and_loses_nothing(
     doc = await a.get(created.tournament_id)
     assert doc.money == "paid" and doc.prizes == {final.bottom_id: 368}
     assert created.tournament_id not in await a.store.unfinished()
+    await a.drive_all()
+    assert a.metrics.unsettled._value.get() == 0  # type: ignore[attr-defined]
     assert await _count_operations(ledger, "pay_prizes") == 1
     assert await ledger.balance(final.bottom_id) == 900 + 368
 

@@ -24,6 +24,7 @@ def exported_metrics() -> set[str]:
     from services.analysis.metrics import AnalysisMetrics
     from services.common.metrics import ServiceMetrics
     from services.leaderboard.metrics import LeaderboardMetrics
+    from services.matchmaking.metrics import TournamentMetrics
     from services.table.metrics import TableMetrics
     from services.wallet.metrics import WalletMetrics
 
@@ -32,6 +33,7 @@ def exported_metrics() -> set[str]:
     WalletMetrics(base)
     LeaderboardMetrics(base.registry)
     AnalysisMetrics(base.registry)
+    TournamentMetrics(base)
     names: set[str] = set()
     for family in base.registry.collect():
         if family.type == "counter":
