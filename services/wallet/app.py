@@ -13,6 +13,7 @@ import grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common import kafka, tracing
 from services.common.balanced import table_channel
+from services.common.clock import now_ms
 from services.common.deps import sql_check, sql_engine
 from services.common.event_log import Forgetful, TopicKeeper, forgetful_of
 from services.common.migrate import migrate
@@ -24,6 +25,7 @@ from services.wallet.consumer import TableEventsHandler, consume
 from services.wallet.ledger import Ledger, Outcome, check_invariants
 from services.wallet.metrics import WalletMetrics
 from services.wallet.outbox import OutboxRelay
+from services.wallet.pools import Pools
 from services.wallet.reconciler import Reconciler
 from services.wallet.settings import load_settings
 
@@ -150,6 +152,9 @@ def _observe(metrics: WalletMetrics, outcome: Outcome) -> None:
 
 
 async def _audit(metrics: WalletMetrics, ledger: Ledger) -> None:
-    """The open escrow total and the ledger invariants, as gauges."""
+    """The open escrow total, the tournaments' pools and the ledger invariants, as gauges."""
     metrics.escrowed.set(await ledger.open_escrow_total())
+    pooled, oldest = await Pools(ledger).unsettled()
+    metrics.pooled.set(pooled)
+    metrics.oldest_open_pool.set(0 if oldest is None else max(0.0, (now_ms() - oldest) / 1000))
     metrics.invariant_ok.set(0 if await check_invariants(ledger.engine) else 1)

@@ -62,6 +62,16 @@ class WalletMetrics:
             "confirm as still playing (alert).",
             registry=r,
         )
+        self.pooled = Gauge(
+            "bg_wallet_pooled_diamonds",
+            "Diamonds in tournaments' pools still open or running (buy-ins held or captured).",
+            registry=r,
+        )
+        self.oldest_open_pool = Gauge(
+            "bg_wallet_oldest_open_pool_seconds",
+            "Age of the oldest tournament pool not yet paid or refunded (0: none).",
+            registry=r,
+        )
         self.oldest_open_escrow = Gauge(
             "bg_wallet_oldest_open_escrow_seconds",
             "Age of the oldest escrow open past the reconcile bound (0: none).",

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from sqlalchemy import func, select
+
 from bg.events.v1 import events_pb2
 from services.common.errors import InvalidArgument, NotFound, ServiceError
 from services.wallet.books import Books, Draft, Hold, HoldPurpose, HoldStatus, Outcome, Pool
 from services.wallet.books import PoolStatus as Status
 from services.wallet.ledger import (
+    HOLD_PREFIX,
     HOUSE,
     POOL_PREFIX,
     Ledger,
@@ -39,6 +42,7 @@ from services.wallet.ledger import (
     take_from,
 )
 from services.wallet.ledger_sql import Reads
+from services.wallet.schema import accounts, pools
 
 MAX_FIELD = 64  # the largest bracket (services/matchmaking/bracket.py)
 
@@ -72,6 +76,23 @@ class Pools:
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
+
+    async def unsettled(self) -> tuple[int, int | None]:
+        """(diamonds in pools open or running: buy-ins held or captured, the created_ms of the
+        oldest such pool or None): the operators' view of money the director has yet to pay out
+        or give back."""
+        live = pools.c.status.in_((Status.OPEN, Status.RUNNING))
+        ids = (
+            select(HOLD_PREFIX + pools.c.tournament_id)
+            .where(live)
+            .union_all(select(POOL_PREFIX + pools.c.tournament_id).where(live))
+        )
+        async with self.ledger.engine.connect() as conn:
+            held = await conn.scalar(
+                select(func.coalesce(func.sum(accounts.c.balance), 0)).where(accounts.c.id.in_(ids))
+            )
+            oldest = await conn.scalar(select(func.min(pools.c.created_ms)).where(live))
+        return int(held or 0), None if oldest is None else int(oldest)
 
     @property
     def fee_bps(self) -> int:

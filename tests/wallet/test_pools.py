@@ -52,7 +52,10 @@ async def test_a_field_of_eight_pays_the_pool_less_the_fee_to_the_ranks_once(
     await fund(ledger, **{p: 1000 for p in players})
     await _hold_all(pools, players)
     assert await _balance(engine, f"hold:{T}") == 800 and await ledger.balance("p0") == 900
+    held, oldest = await pools.unsettled()  # what the operators' gauges show
+    assert held == 800 and oldest is not None
     started = await pools.start("start:u1", T, players)
+    assert (await pools.unsettled())[0] == 800
     # I-11 on the pool: 8% of each buy-in, 8 x 8 = 64; the prizes share the other 736.
     assert (started.payout, started.fees, started.stake) == (736, 64, BUY_IN)
     assert await _balance(engine, f"pool:{T}") == 800 and await _balance(engine, f"hold:{T}") == 0
@@ -65,6 +68,7 @@ async def test_a_field_of_eight_pays_the_pool_less_the_fee_to_the_ranks_once(
     assert after["p3"] == 900 + 516 and after["p5"] == 900 + 220
     assert all(after[p] == 900 for p in players if p not in share)
     assert await _balance(engine, f"pool:{T}") == 0 and await _balance(engine, HOUSE) == 64
+    assert await pools.unsettled() == (0, None)
     assert sum(after.values()) + 64 == 8000  # nothing created, nothing lost
     # Once: a retry replays; another key finds the pool paid.
     assert (await pools.pay("prizes:u1", T, share)).replayed
