@@ -174,3 +174,27 @@ def test_only_the_gateway_holds_the_signing_and_operator_keys(overlay: str, tmp_
         and signing["metadata"]["name"] in json.dumps(d["spec"]["template"])
     )
     assert holders == ["gateway"]
+
+
+def test_the_topics_are_the_clusters_and_every_producer_may_reach_the_broker(
+    docs: list[dict[str, Any]],
+) -> None:
+    """Strimzi makes the topics `bgcluster up` makes (services/common/topics.py), with their
+    partitions; the broker's network policy lets in every service that produces or consumes
+    (matchmaking publishes the tournaments' results)."""
+    from services.common.topics import TOPICS
+
+    topics = {
+        d["metadata"]["name"]: d["spec"]["partitions"] for d in docs if d["kind"] == "KafkaTopic"
+    }
+    assert topics == TOPICS
+    policy = next(
+        d for d in docs if d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == "kafka-ingress"
+    )
+    allowed = {
+        v
+        for source in policy["spec"]["ingress"][0]["from"]
+        for e in source["podSelector"].get("matchExpressions", [])
+        for v in e["values"]
+    }
+    assert {"table", "wallet", "leaderboard", "analysis", "matchmaking"} <= allowed
