@@ -129,6 +129,12 @@ class RulesOptions:
         return dataclasses.replace(self, **changes)
 
     @property
+    def staked(self) -> bool:
+        """Played for a bet (escrowed, covered, boosts paid): wagered, but not a tournament's
+        match, whose buy-in was the stake."""
+        return self.profile == "wagered" and not self.tournament
+
+    @property
     def crawford_rule(self) -> bool:
         return self.cube and self.crawford and self.match_length > 1
 

@@ -89,6 +89,7 @@ class TournamentDoc:
     prizes: dict[str, int] = field(default_factory=dict)  # player -> prize, once paid
     # The result's record on the event log, once finished: {"sent": Sent's fields, "read": bool}
     announced: dict[str, Any] = field(default_factory=dict)
+    freed: bool = False  # ended, and every player's claim let go (free to enter another)
 
     def bracket(self) -> Bracket:
         winners = {
@@ -496,8 +497,10 @@ class Tournaments:
         """An ended tournament: its money settled, its players free, its result announced; only
         then does it leave the director's work."""
         doc = await self._settle(doc)
-        for player in set(doc.players) | set(doc.seeded):
-            await self.store.release_player(player, doc.tournament_id)
+        if not doc.freed:  # once, not on every pass that waits for the result to be read
+            for player in set(doc.players) | set(doc.seeded):
+                await self.store.release_player(player, doc.tournament_id)
+            doc = await self._update(doc.tournament_id, _freed)
         if doc.status == FINISHED:
             doc = await self._announce(doc)
             if not doc.announced.get("read"):
@@ -529,6 +532,10 @@ class Tournaments:
             d.announced = record
 
         return await self._update(doc.tournament_id, announced)
+
+
+def _freed(d: TournamentDoc) -> None:
+    d.freed = True
 
 
 def _cancelled(reason: str, at_ms: int) -> Callable[[TournamentDoc], None]:

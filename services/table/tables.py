@@ -361,7 +361,7 @@ class TableCore:
         turn a take into a drop; Boost holds its price. A hold whose command never commits is
         released when the match settles or is refunded."""
         m = loaded.state.match
-        if m.options.profile != "wagered" or m.options.tournament:  # no money in play
+        if not m.options.staked:
             return cmd
         if isinstance(cmd, c.Take):
             return dataclasses.replace(cmd, taker_covers=True, doubler_covers=True)
@@ -393,7 +393,7 @@ class TableCore:
         """After the commit: spend the holds its events used. Best effort: the wallet's consumer
         captures the same holds from the events, and settlement resolves any still open."""
         m = out.state.match
-        if m.options.profile != "wagered" or m.options.tournament:
+        if not m.options.staked:
             return
         match_id = loaded.meta["match_id"]
         keys = [

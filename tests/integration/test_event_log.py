@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from bg.events.v1 import events_pb2
 from engine import profiles
 from engine.machine import new_match
-from infra.cluster import embedded
 from services.common import kafka
 from services.common.event_log import (
     DELIVERY_SLACK_S,
@@ -39,28 +37,10 @@ from services.table.adapters.redis_store import TableStore
 from services.table.ports import Commit, TableMeta
 from services.table.relay import EventRelay
 from tests.helpers import Valkey
+from tests.integration.conftest import groups_read, restart
 
 pytestmark = pytest.mark.integration
 PERIOD_MS = 10_000
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[list[Any]]:
-    """A Tansu of this test's own, on memory; [server] (the test may replace it)."""
-    held = [embedded.start_tansu(tmp_path / "tansu")]
-    try:
-        yield held
-    finally:
-        held[0].stop()
-
-
-def restart(broker: list[Any], tmp_path: Path) -> None:
-    """kill -9 the broker and start a new one on its port: it has forgotten everything."""
-    server = broker[0]
-    port = int(server.address.rsplit(":", 1)[1])
-    server.process.send_signal(signal.SIGKILL)
-    server.process.wait(10)
-    broker[0] = embedded.start_tansu(tmp_path / f"tansu-{uuid.uuid4().hex[:4]}", port=port)
 
 
 class Clock:
@@ -138,22 +118,6 @@ async def read_all(boot: str, topic: str) -> list[int]:
         return seqs
     finally:
         await consumer.stop()
-
-
-async def groups_read(boot: str, log: EventLog, topic: str) -> None:
-    """Every group that reads table-events commits the end of the topic's partition 0."""
-    tp = TopicPartition(topic, 0)
-    for service in CONSUMERS[TABLE_EVENTS]:
-        member = AIOKafkaConsumer(
-            bootstrap_servers=boot, group_id=log.namespace.group(service), enable_auto_commit=False
-        )
-        await member.start()
-        try:
-            member.assign([tp])
-            end = (await member.end_offsets([tp]))[tp]
-            await member.commit({tp: end})
-        finally:
-            await member.stop()
 
 
 async def relay_now(relay: EventRelay, table_id: str = "t1") -> int:

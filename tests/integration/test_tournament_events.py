@@ -5,46 +5,20 @@ on plain Kafka mode done at the acknowledgement."""
 
 from __future__ import annotations
 
-import signal
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from infra.cluster import embedded
 from services.common import kafka
 from services.common.event_log import EventLog, forgetful_of
-from services.common.topics import CONSUMERS, TOURNAMENT_EVENTS, Namespace
+from services.common.topics import TOURNAMENT_EVENTS, Namespace
 from services.matchmaking.adapters.tournament_events import TournamentEvents
+from tests.integration.conftest import groups_read, restart
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[list[Any]]:
-    held = [embedded.start_tansu(tmp_path / "tansu")]
-    try:
-        yield held
-    finally:
-        held[0].stop()
-
-
-async def _read_by_every_group(boot: str, log: EventLog, topic: str, end: int) -> None:
-    tp = TopicPartition(topic, 0)
-    for service in CONSUMERS[TOURNAMENT_EVENTS]:
-        member = AIOKafkaConsumer(
-            bootstrap_servers=boot, group_id=log.namespace.group(service), enable_auto_commit=False
-        )
-        await member.start()
-        try:
-            member.assign([tp])
-            await member.commit({tp: end})
-        finally:
-            await member.stop()
 
 
 async def test_a_result_is_read_once_every_group_has_it_and_sent_again_if_forgotten(
@@ -60,13 +34,9 @@ async def test_a_result_is_read_once_every_group_has_it_and_sent_again_if_forgot
         assert sent.incarnation and sent.offset == 0
         assert await events.read(sent) is None  # nobody has read it yet
         topic = log.topic(TOURNAMENT_EVENTS, sent.gen, sent.incarnation)
-        await _read_by_every_group(boot, log, topic, sent.offset + 1)
+        await groups_read(boot, log, topic, TOURNAMENT_EVENTS)
         assert await events.read(sent) is True
-        # A broker killed -9 forgets everything: the record must go again.
-        port = int(boot.rsplit(":", 1)[1])
-        broker[0].process.send_signal(signal.SIGKILL)
-        broker[0].process.wait(10)
-        broker[0] = embedded.start_tansu(tmp_path / "tansu-2", port=port)
+        restart(broker, tmp_path)  # a broker killed -9 forgets everything: it must go again
         assert events.forgetful is not None
         await events.close()
         events.forgetful = forgetful_of(boot, log)

@@ -401,17 +401,19 @@ async def test_a_wallet_away_delays_the_start_and_the_payout_and_loses_nothing(
     final = next(m for m in to_proto(await a.get(created.tournament_id)).matches if m.round == 2)
     tables.winners[(await lobby.get(final.table_id)).match_id] = final.bottom_id
     pool.down = True
-    a.metrics = TournamentMetrics(ServiceMetrics("matchmaking"))
+    base = ServiceMetrics("matchmaking")
+    a.metrics = TournamentMetrics(base)
+    gauge = base.registry.get_sample_value
     clock.ms += 5_000
     await a.drive_all()
     doc = await a.get(created.tournament_id)
     assert (doc.status, doc.money) == ("finished", "running")
     assert created.tournament_id in await a.store.unfinished()
     # What operators see (alert TournamentUnsettled): one ended tournament waiting for its money.
-    assert a.metrics.unsettled._value.get() == 1  # type: ignore[attr-defined]
+    assert gauge("bg_tournaments_ended_unsettled") == 1
     clock.ms += 5_000
     await a.drive_all()
-    assert a.metrics.oldest_unsettled._value.get() == 5.0  # type: ignore[attr-defined]
+    assert gauge("bg_tournament_oldest_unsettled_seconds") == 5.0
     # A director pays and dies before it records it: the next pass replays the payment.
     pool.down = False
     ranks = doc.bracket().ranks()
@@ -424,7 +426,7 @@ async def test_a_wallet_away_delays_the_start_and_the_payout_and_loses_nothing(
     assert doc.money == "paid" and doc.prizes == {final.bottom_id: 368}
     assert created.tournament_id not in await a.store.unfinished()
     await a.drive_all()
-    assert a.metrics.unsettled._value.get() == 0  # type: ignore[attr-defined]
+    assert gauge("bg_tournaments_ended_unsettled") == 0
     assert await _count_operations(ledger, "pay_prizes") == 1
     assert await ledger.balance(final.bottom_id) == 900 + 368
 

@@ -88,43 +88,38 @@ class SqlBoardStore:
         return None if raw is None else bytes(raw)
 
     async def archive_wallet(self, event: events_pb2.WalletEvent) -> bool:
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                self._insert(wallet_events)
-                .values(event_id=event.event_id, at_ms=event.at_ms, event=event.SerializeToString())
-                .on_conflict_do_nothing()
-            )
-            if result.rowcount != 1:
-                return False
-            for player in wallet_players(event):
-                await conn.execute(
-                    self._insert(wallet_event_players)
-                    .values(player_id=player, event_id=event.event_id)
-                    .on_conflict_do_nothing()
-                )
-        return True
+        return await self._archive_once(
+            wallet_events,
+            {"event_id": event.event_id, "at_ms": event.at_ms, "event": event.SerializeToString()},
+            wallet_event_players,
+            [{"player_id": p, "event_id": event.event_id} for p in wallet_players(event)],
+        )
 
     async def archive_tournament(self, event: events_pb2.TournamentEvent) -> bool:
+        return await self._archive_once(
+            tournament_results,
+            {
+                "tournament_id": event.tournament_id, "at_ms": event.at_ms,
+                "event": event.SerializeToString(),
+            },
+            tournament_result_players,
+            [
+                {"player_id": p.player_id, "tournament_id": event.tournament_id, "rank": p.rank}
+                for p in event.placings
+            ],
+        )  # fmt: skip
+
+    async def _archive_once(
+        self, record: Any, row: dict[str, Any], players: Any, rows: list[dict[str, Any]]
+    ) -> bool:
+        """One archived event and its players' rows, in one transaction; False (nothing written)
+        for an event archived already."""
         async with self.engine.begin() as conn:
-            result = await conn.execute(
-                self._insert(tournament_results)
-                .values(
-                    tournament_id=event.tournament_id, at_ms=event.at_ms,
-                    event=event.SerializeToString(),
-                )
-                .on_conflict_do_nothing()
-            )  # fmt: skip
+            result = await conn.execute(self._insert(record).values(**row).on_conflict_do_nothing())
             if result.rowcount != 1:
                 return False
-            for placing in event.placings:
-                await conn.execute(
-                    self._insert(tournament_result_players)
-                    .values(
-                        player_id=placing.player_id, tournament_id=event.tournament_id,
-                        rank=placing.rank,
-                    )
-                    .on_conflict_do_nothing()
-                )  # fmt: skip
+            for each in rows:
+                await conn.execute(self._insert(players).values(**each).on_conflict_do_nothing())
         return True
 
     async def archived_events(self, player: str | None = None) -> list[tuple[str, bytes]]:
