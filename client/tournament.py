@@ -22,3 +22,9 @@ def done_with(found: matchmaking_pb2.Tournament, player_id: str) -> bool:
     """Over for this player: the tournament ended, or they are out (ranked below 1)."""
     out = any(r.player_id == player_id and r.rank != 1 for r in found.ranks)
     return out or found.status in ("finished", "cancelled")
+
+
+def settled(found: matchmaking_pb2.Tournament) -> bool:
+    """Its money is final: no pool (casual, scored), or the pool paid or refunded. A finished
+    wagered tournament pays its prizes a moment after its final (later if the wallet is away)."""
+    return found.money not in ("open", "running")

@@ -44,6 +44,16 @@ async def retried(make: Any, until: float) -> Any:
             await asyncio.sleep(0.3)
 
 
+async def awaited(make: Any, ok: Any, until: float) -> Any:
+    """`make()` (retried as `retried` does) until `ok(result)`, or until `until`: then the last
+    result, for the caller's assertion to show."""
+    while True:
+        found = await retried(make, until)
+        if ok(found) or time.monotonic() > until:
+            return found
+        await asyncio.sleep(0.2)
+
+
 def kind(event: Any) -> str:
     """A TableEvent's type: the name of its `body` oneof field ("dice_rolled", ...)."""
     return str(event.WhichOneof("body"))

@@ -26,7 +26,7 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
-from client.tournament import done_with, next_match
+from client.tournament import done_with, next_match, settled
 from infra.cluster.runner import Cluster, ClusterConfig
 from services.common.deps import sql_engine
 from services.contracts.lobby_keys import lobby_key
@@ -34,7 +34,7 @@ from services.contracts.vocabulary import FINISHED
 from services.wallet.ledger import Ledger, check_invariants
 from services.wallet.schema import operations
 from tests.e2e.test_chaos import _await_back, _pid_of
-from tests.helpers import retried
+from tests.helpers import awaited, retried
 
 pytestmark = pytest.mark.e2e
 OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
@@ -155,8 +155,11 @@ async def test_a_wagered_sit_and_go_survives_kill_9_of_the_director_wallet_table
         await asyncio.wait_for(asyncio.gather(*tasks), 300)
 
         asked = matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id)
-        final = await retried(
-            lambda: players[0].rpc(players[0].stub.GetTournament, asked), time.monotonic() + 30
+        # The prizes follow the final once the wallet answers (its kill was the last fault).
+        final = await awaited(
+            lambda: players[0].rpc(players[0].stub.GetTournament, asked),
+            settled,
+            time.monotonic() + 60,
         )
         assert final.status == "finished"
         assert sorted(final.field) == sorted(p.player_id for p in players)  # nobody lost

@@ -23,9 +23,9 @@ from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from client.player import Player
-from client.tournament import done_with, next_match
+from client.tournament import done_with, next_match, settled
 from tests.e2e.contract_clients import fund
-from tests.helpers import error_of
+from tests.helpers import awaited, error_of
 
 pytestmark = pytest.mark.e2e
 SCORED = table_pb2.TableOptions(profile="scored", match_length=1)
@@ -143,9 +143,13 @@ async def test_a_wagered_sit_and_go_of_eight_and_a_scheduled_field_of_five_play_
         assert {"tournament_create", "tournament_cancel"} <= {e.action for e in audit.entries}
         # The wagered pool: 8 x 100, 64 to the house, 736 paid 70/30 (the rounding to the
         # champion), every other player 100 down: to the diamond, once.
-        paid = await eight[0].rpc(
-            eight[0].stub.GetTournament,
-            matchmaking_pb2.TournamentRequest(tournament_id=sng.tournament_id),
+        paid = await awaited(  # the prizes follow the final on the director's pass
+            lambda: eight[0].rpc(
+                eight[0].stub.GetTournament,
+                matchmaking_pb2.TournamentRequest(tournament_id=sng.tournament_id),
+            ),
+            settled,
+            time.monotonic() + 30,
         )
         placed = {r.player_id: r.rank for r in paid.ranks}
         champion, finalist = (next(p for p, r in placed.items() if r == n) for n in (1, 2))
