@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -160,8 +160,11 @@ class Books:
         escrows: list[Escrow],
         holds: list[Hold],
         pools: Sequence[Pool] = (),
+        entered: Mapping[str, set[str]] | None = None,
     ) -> None:
         self.accounts = {a.id: a for a in accounts}
+        # player -> tournaments with their buy-in held or in a running pool (Reads.in_play_of)
+        self.entered = dict(entered or {})
         self.escrows = {e.match_id: e for e in escrows}
         self.holds = list(holds)
         self.pools = {p.tournament_id: p for p in pools}

@@ -448,7 +448,8 @@ class Ledger:
 
     async def close_account(self, key: str, player_id: str) -> Outcome:
         """A deleted account's diamonds go to CLOSED: the books stay whole and its history
-        stays. Refused while the player has stakes in a match in play (IN_PLAY)."""
+        stays. Refused while the player has stakes in a match in play (IN_PLAY) or a buy-in in a
+        wagered tournament not yet settled (IN_TOURNAMENT)."""
         check_id("player_id", player_id)
         acct = player_account(player_id)
 
@@ -459,6 +460,21 @@ class Ledger:
             ):
                 raise ServiceError(
                     "IN_PLAY", "a match with stakes is in play: finish it first", field="player_id"
+                )
+            entered = b.entered.get(player_id, set()) | {
+                h.match_id  # a buy-in held earlier in this batch
+                for h in b.holds
+                if h.player_id == player_id
+                and h.purpose == HoldPurpose.BUYIN
+                and h.status == HoldStatus.HELD
+            }
+            if entered:
+                # Its refund or its prize would land on a closed account.
+                raise ServiceError(
+                    "IN_TOURNAMENT",
+                    "a wagered tournament holds your buy-in: withdraw or wait for its end",
+                    field="player_id",
+                    tournaments=",".join(sorted(entered)),
                 )
             b.ensure(CLOSED, "closed")
             b.ensure(acct, "player")

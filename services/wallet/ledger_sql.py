@@ -113,6 +113,23 @@ class _Statements:
             .order_by(holds.c.id)
             .with_for_update()
         )
+        # A closing player's tournaments still to settle: a buy-in held (registered) or
+        # captured into a running pool (in the bracket, a prize still possible).
+        self.entered = (
+            select(holds.c.player_id, holds.c.match_id)
+            .join(pools, pools.c.tournament_id == holds.c.match_id)
+            .where(
+                holds.c.player_id.in_(many("players")),
+                holds.c.purpose == HoldPurpose.BUYIN,
+                or_(
+                    holds.c.status == HoldStatus.HELD,
+                    and_(
+                        holds.c.status == HoldStatus.CAPTURED, pools.c.status == PoolStatus.RUNNING
+                    ),
+                ),
+            )
+            .distinct()
+        )
         self.add_pools = pools.insert()
         self.change_pools = (
             update(pools)
@@ -231,9 +248,12 @@ async def load_books(conn: AsyncConnection, reads: Iterable[Reads]) -> Books:
     ids |= {_player(h.player_id) for h in hold_rows}
     ids |= {_player(p) for e in escrow_rows for p in (e.player_a, e.player_b)}
     rows = await conn.execute(sql.accounts, {"ids": sorted(ids)})
-    return Books(
-        [Account(r.id, r.kind, int(r.balance)) for r in rows], escrow_rows, hold_rows, pool_rows
-    )
+    found = [Account(r.id, r.kind, int(r.balance)) for r in rows]
+    entered: dict[str, set[str]] = {}
+    if players:  # after the players' accounts are locked: no new buy-in of theirs can slip in
+        for r in await conn.execute(sql.entered, {"players": players}):
+            entered.setdefault(r.player_id, set()).add(r.match_id)
+    return Books(found, escrow_rows, hold_rows, pool_rows, entered)
 
 
 def _hold(r: Any) -> Hold:

@@ -19,7 +19,7 @@ from services.common.migrate import migrate
 from services.contracts import money_keys
 from services.matchmaking.bracket import prizes
 from services.wallet.app import MIGRATIONS
-from services.wallet.ledger import HOUSE, InsufficientFunds, Ledger, check_invariants
+from services.wallet.ledger import CLOSED, HOUSE, InsufficientFunds, Ledger, check_invariants
 from services.wallet.pools import Pools
 from services.wallet.schema import accounts, holds
 from tests.wallet.conftest import fund
@@ -136,6 +136,54 @@ async def test_a_withdrawal_releases_its_buyin_and_capture_cannot_take_one(
     assert err.value.code == "BUYIN_HOLD" and await ledger.balance("a") == 200
     await ledger.release("release:buyin:u1:a:0", "buyin:u1:a:0")
     assert await ledger.balance("a") == 300
+
+
+async def test_an_account_closes_only_once_its_tournaments_are_settled(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    """A refund or a prize must not land on a closed account: closing is refused while the
+    player's buy-in is held (registered) or in a running pool (a prize still possible, even
+    once knocked out), and changes nothing; withdrawn or paid, it closes."""
+    pools = Pools(ledger)
+    await fund(ledger, a=300, b=300, c=300)
+    await _hold_all(pools, ["a", "b", "c"])
+    before = await _balances(ledger, ["a", "b", "c"])
+    with pytest.raises(ServiceError) as err:
+        await ledger.close_account("close:a", "a")
+    assert (err.value.code, err.value.metadata) == ("IN_TOURNAMENT", {"tournaments": T})
+    await ledger.release("release:buyin:u1:c:0", "buyin:u1:c:0")  # c withdraws: free to go
+    assert (await ledger.close_account("close:c", "c")).kind == "close"
+    assert await ledger.balance("c") == 0 and await _balance(engine, CLOSED) == 300
+    await pools.start("start:u1", T, ["a", "b"])
+    for p in ("a", "b"):  # b lost the final: the pool still owes the runner-up's share
+        with pytest.raises(ServiceError) as err:
+            await ledger.close_account(f"close:{p}:running", p)
+        assert err.value.code == "IN_TOURNAMENT"
+    assert await _balances(ledger, ["a", "b"]) == {"a": before["a"], "b": before["b"]}
+    started = await pools.unsettled()
+    assert started[0] == 200
+    await pools.pay("prizes:u1", T, prizes(184, {"a": 1, "b": 2}, 2))
+    assert (await ledger.close_account("close:b", "b")).kind == "close"
+    assert await ledger.balance("b") == 0
+
+
+async def test_a_buyin_racing_the_close_never_strands_diamonds(
+    ledger: Ledger, engine: AsyncEngine
+) -> None:
+    """Hold and close at once, on one batch or two: either the close is refused or the hold
+    finds no diamonds; never a held buy-in on a closed account."""
+    pools = Pools(ledger)
+    for i in range(6):
+        p = f"r{i}"
+        await fund(ledger, **{p: 200})
+        hold = pools.hold_buyin(f"buyin:race{i}:{p}:0", f"race{i}", p, BUY_IN)
+        close = ledger.close_account(f"close:{p}", p)
+        held, closed = await asyncio.gather(hold, close, return_exceptions=True)
+        assert isinstance(held, BaseException) != isinstance(closed, BaseException), (held, closed)
+        if isinstance(closed, ServiceError):
+            assert closed.code == "IN_TOURNAMENT" and await ledger.balance(p) == 100
+        else:
+            assert isinstance(held, InsufficientFunds) and await ledger.balance(p) == 0
 
 
 async def test_bad_pool_requests_are_refused_typed_and_change_nothing(

@@ -114,6 +114,7 @@ export const SAYS = {
   NO_REMATCH: "No rematch was agreed.",
   MATCH_NOT_OVER: "The record comes when the match is over.",
   IN_PLAY: "Not while you have diamonds in play.",
+  IN_TOURNAMENT: "Not while a tournament holds your buy-in: withdraw, or wait for its prizes.",
   NAME_CHANGE_TOO_SOON: "You can change your name once a day.",
   NO_ACCOUNTS: "This server plays with guests only.",
   IN_ANOTHER_MATCH: "Finish the wagered match you sit at first.",
