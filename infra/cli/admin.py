@@ -20,8 +20,6 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError, remote_call
 
-ACTIONS = ("lookup", "credit", "debit", "ban", "unban", "close-table", "escrows", "replay", "audit")
-
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     admin = sub.add_parser("admin", parents=[common], help="operators' tools (audited)")
@@ -72,6 +70,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--lengths", default="1", help="match length per round, comma separated (last repeats)"
     )
     p = acts.add_parser("tournament-cancel", help="cancel a tournament that has not finished")
+    p.add_argument("tournament")
+    p.add_argument("--reason", required=True, help="why")
+    p = acts.add_parser("pools", help="prize pools not settled after --older-than seconds")
+    p.add_argument("--older-than", type=int, default=86_400)
+    p = acts.add_parser(
+        "pool-refund", help="give back the buy-ins of a pool whose tournament is gone"
+    )
     p.add_argument("tournament")
     p.add_argument("--reason", required=True, help="why")
     p = acts.add_parser("audit", help="the audit log, newest first")
@@ -137,6 +142,14 @@ def _call(stub: admin_pb2_grpc.AdminServiceStub, args: argparse.Namespace, auth:
     if action == "escrows":
         stale = admin_pb2.ListStaleEscrowsRequest(older_than_s=args.older_than)
         return stub.ListStaleEscrows(stale, metadata=auth, timeout=30)
+    if action == "pools":
+        pools = admin_pb2.ListStalePoolsRequest(older_than_s=args.older_than)
+        return stub.ListStalePools(pools, metadata=auth, timeout=60)
+    if action == "pool-refund":
+        refund = admin_pb2.RefundOrphanPoolRequest(
+            tournament_id=args.tournament, reason=args.reason
+        )
+        return stub.RefundOrphanPool(refund, metadata=auth, timeout=30)
     if action == "replay":
         replay = admin_pb2.ReplayPlayerRequest(player_id=args.player, reason=args.reason)
         return stub.ReplayPlayer(replay, metadata=auth, timeout=300)

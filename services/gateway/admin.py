@@ -31,6 +31,7 @@ from services.common.errors import (
     grpc_errors,
     remote_call,
 )
+from services.contracts import money_keys
 from services.gateway import limits
 from services.gateway.accounts import Accounts
 from services.gateway.audit import AuditLog, Detail
@@ -353,6 +354,68 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             return found, {"status": found.status}
 
         return await self._audited(context, request, "tournament_cancel", "tournament_id", act)
+
+    async def _tournament_status(self, tournament_id: str) -> str:
+        """Matchmaking's status of the tournament, "" when it does not know it; its other
+        failures are raised (matchmaking away: nothing is called orphaned)."""
+        asked = matchmaking_pb2.TournamentRequest(tournament_id=tournament_id)
+        try:
+            found = await remote_call(self.lobby.GetTournament(asked, timeout=10))
+        except ServiceError as err:
+            if err.code == "UNKNOWN_TOURNAMENT":
+                return ""
+            raise
+        return found.status
+
+    @grpc_errors
+    async def ListStalePools(
+        self, request: admin_pb2.ListStalePoolsRequest, context: Context
+    ) -> admin_pb2.ListStalePoolsResponse:
+        async def act(_: str) -> tuple[admin_pb2.ListStalePoolsResponse, Detail]:
+            ask = wallet_pb2.ListOpenPoolsRequest(
+                older_than_s=request.older_than_s or 86400, limit=_limit(request.limit)
+            )
+            reply = await remote_call(
+                self.wallet.ListOpenPools(ask, metadata=self.wallet_auth, timeout=10)
+            )
+            found = [
+                admin_pb2.StalePool(
+                    pool=p, tournament_status=await self._tournament_status(p.tournament_id)
+                )
+                for p in reply.pools
+            ]
+            orphaned = sum(1 for p in found if not p.tournament_status)
+            listed = admin_pb2.ListStalePoolsResponse(pools=found)
+            return listed, {"found": len(found), "orphaned": orphaned}
+
+        return await self._audited(context, request, "stale_pools", "", act)
+
+    @grpc_errors
+    async def RefundOrphanPool(
+        self, request: admin_pb2.RefundOrphanPoolRequest, context: Context
+    ) -> wallet_pb2.OperationResponse:
+        """A pool whose tournament is gone (its document lost) has no director to settle it: the
+        operator gives every buy-in back, under the key the director's refund would use, so the
+        two can never both pay."""
+
+        async def act(_: str) -> tuple[wallet_pb2.OperationResponse, Detail]:
+            limits.reason(request.reason)
+            status = await self._tournament_status(request.tournament_id)
+            if status:
+                raise ServiceError(
+                    "TOURNAMENT_KNOWN",
+                    f"the tournament is {status}: cancel it and its director refunds the pool",
+                    field="tournament_id",
+                    tournament_status=status,
+                )
+            refund = wallet_pb2.RefundPoolRequest(
+                idempotency_key=money_keys.pool_refund(request.tournament_id),
+                tournament_id=request.tournament_id,
+            )
+            done = await remote_call(self.wallet.RefundPool(refund, timeout=10))
+            return done, {"operation_id": done.operation_id, "replayed": done.replayed}
+
+        return await self._audited(context, request, "pool_refund", "tournament_id", act)
 
     @grpc_errors
     async def ListStaleEscrows(

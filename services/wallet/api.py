@@ -126,6 +126,22 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         )
 
     @grpc_errors
+    async def ListOpenPools(
+        self, request: wallet_pb2.ListOpenPoolsRequest, context: Context
+    ) -> wallet_pb2.ListOpenPoolsResponse:
+        self._operator_only(context, "list_open_pools")
+        rows = await self.pools.open_pools(request.older_than_s * 1000, request.limit)
+        return wallet_pb2.ListOpenPoolsResponse(
+            pools=[
+                wallet_pb2.OpenPool(
+                    tournament_id=r.tournament_id, buy_in=r.buy_in, status=r.status,
+                    entrants=r.entrants, diamonds=r.diamonds, created_ms=r.created_ms,
+                )
+                for r in rows
+            ]
+        )  # fmt: skip
+
+    @grpc_errors
     async def Deposit(
         self, request: wallet_pb2.DepositRequest, context: Context
     ) -> wallet_pb2.OperationResponse:

@@ -21,10 +21,12 @@ the amounts and checks they add up.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import func, select
 
 from bg.events.v1 import events_pb2
+from services.common.clock import now_ms as clock_ms
 from services.common.errors import InvalidArgument, NotFound, ServiceError
 from services.wallet.books import Books, Draft, Hold, HoldPurpose, HoldStatus, Outcome, Pool
 from services.wallet.books import PoolStatus as Status
@@ -45,6 +47,18 @@ from services.wallet.ledger_sql import Reads
 from services.wallet.schema import accounts, pools
 
 MAX_FIELD = 64  # the largest bracket (services/matchmaking/bracket.py)
+
+
+@dataclass(frozen=True)
+class OpenPool:
+    """A pool not settled, as operators list it."""
+
+    tournament_id: str
+    buy_in: int
+    status: Status
+    entrants: int
+    diamonds: int  # held and captured buy-ins
+    created_ms: int
 
 
 def pool_account(tournament_id: str) -> str:
@@ -93,6 +107,35 @@ class Pools:
             )
             oldest = await conn.scalar(select(func.min(pools.c.created_ms)).where(live))
         return int(held or 0), None if oldest is None else int(oldest)
+
+    async def open_pools(
+        self, older_than_ms: int, limit: int = 50, now_ms: int | None = None
+    ) -> list[OpenPool]:
+        """Pools not settled whose first buy-in is at least `older_than_ms` old, oldest first,
+        with the diamonds each holds: for operators (a pool only the director settles, whose
+        tournament is gone, shows here)."""
+        limit = 50 if limit == 0 else limit
+        if not 1 <= limit <= 200 or older_than_ms < 0:
+            raise InvalidArgument("INVALID_LIMIT", "limit 1..200, age >= 0", field="limit")
+        cutoff = (clock_ms() if now_ms is None else now_ms) - older_than_ms
+        held = accounts.alias("held")
+        pooled = accounts.alias("pooled")
+        query = (
+            select(pools, func.coalesce(held.c.balance, 0) + func.coalesce(pooled.c.balance, 0))
+            .outerjoin(held, held.c.id == HOLD_PREFIX + pools.c.tournament_id)
+            .outerjoin(pooled, pooled.c.id == POOL_PREFIX + pools.c.tournament_id)
+            .where(pools.c.status.in_((Status.OPEN, Status.RUNNING)))
+            .where(pools.c.created_ms <= cutoff)
+            .order_by(pools.c.created_ms, pools.c.tournament_id)
+            .limit(limit)
+        )
+        async with self.ledger.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [
+            OpenPool(r.tournament_id, int(r.buy_in), Status(r.status), int(r.entrants),
+                     int(r[-1]), int(r.created_ms))
+            for r in rows
+        ]  # fmt: skip
 
     @property
     def fee_bps(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 import grpc
 import pytest
+import redis.asyncio as redis_asyncio
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
@@ -25,6 +26,7 @@ from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.play_wire import phase_of, reason_of
 from client.player import Player
+from services.contracts.lobby_keys import LOBBY_TAG
 from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e
@@ -270,6 +272,88 @@ async def test_credits_debits_lookups_and_a_stuck_table_are_audited(
         assert json.loads(adjusted.detail)["amount"] == -100
 
 
+async def test_an_orphaned_prize_pool_is_listed_and_refunded_once_by_an_operator(
+    cluster: dict[str, Any], valkey_url: str
+) -> None:
+    """A wagered tournament's document lost (a Valkey data loss): no director settles its pool,
+    so operators find it (tournament status "") and give every buy-in back, once, audited; a
+    pool whose tournament matchmaking still knows is refused (its cancel refunds it)."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        admin, auth = await _operator(cluster, ch)
+        players = [Player(ch, f"orphan{i}", seed=i) for i in range(3)]
+        for p in players:
+            await p.login()
+        await _fund(cluster, *players)
+        wagered = table_pb2.TableOptions(profile="wagered", match_length=1, bet=100)
+        made = []
+        for name in ("Lost cup", "Kept cup"):
+            create = matchmaking_pb2.CreateTournamentRequest(
+                name=name, kind="sit_and_go", size=4, options=wagered,
+                request_id=uuid.uuid4().hex,
+            )  # fmt: skip
+            made.append(await admin.CreateTournament(create, metadata=auth))
+        lost, kept = made
+        for p, t in ((players[0], lost), (players[1], lost), (players[2], kept)):
+            await p.rpc(
+                p.stub.RegisterTournament,
+                matchmaking_pb2.TournamentRequest(tournament_id=t.tournament_id),
+            )
+        client = redis_asyncio.Redis.from_url(valkey_url)
+        try:
+            assert await client.delete(f"lobby:{LOBBY_TAG}:tn:{lost.tournament_id}") == 1
+        finally:
+            await client.aclose()
+        await asyncio.sleep(1.1)  # both pools a second old
+        listed = await admin.ListStalePools(
+            admin_pb2.ListStalePoolsRequest(older_than_s=1), metadata=auth
+        )
+        found = {p.pool.tournament_id: p for p in listed.pools}
+        orphan, known = found[lost.tournament_id], found[kept.tournament_id]
+        assert (orphan.tournament_status, orphan.pool.status, orphan.pool.diamonds) == (
+            "", "open", 200,
+        )  # fmt: skip
+        assert (known.tournament_status, known.pool.diamonds) == ("registering", 100)
+
+        async def refund(t: Any, reason: str = "lost in the 03:10 failover") -> Any:
+            ask = admin_pb2.RefundOrphanPoolRequest(tournament_id=t.tournament_id, reason=reason)
+            return await admin.RefundOrphanPool(ask, metadata=auth)
+
+        for t, reason, code in (
+            (kept, "orphan?", "TOURNAMENT_KNOWN"),
+            (lost, " ", "REASON_REQUIRED"),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await refund(t, reason)
+            assert error_of(refused.value).code == code
+        want = {players[0].player_id: FUNDS - 100, players[1].player_id: FUNDS - 100}
+        assert await _balances(cluster, want) == want  # refused: nothing moved
+        done = await refund(lost)
+        again = await refund(lost)
+        assert done.kind == "refund_pool" and again.replayed
+        assert again.operation_id == done.operation_id
+        want = {players[0].player_id: FUNDS, players[1].player_id: FUNDS,
+                players[2].player_id: FUNDS - 100}  # fmt: skip
+        assert await _balances(cluster, want) == want
+        after = await admin.ListStalePools(
+            admin_pb2.ListStalePoolsRequest(older_than_s=1), metadata=auth
+        )
+        assert [p.pool.tournament_id for p in after.pools if p.pool.tournament_id in found] == [
+            kept.tournament_id
+        ]
+        log = await admin.ListAudit(
+            admin_pb2.ListAuditRequest(limit=20, target=lost.tournament_id), metadata=auth
+        )
+        assert [(e.action, e.outcome) for e in log.entries] == [
+            ("pool_refund", "ok"), ("pool_refund", "ok"), ("pool_refund", "REASON_REQUIRED"),
+        ]  # fmt: skip
+        await admin.CancelTournament(  # the kept one's director refunds it
+            matchmaking_pb2.CancelTournamentRequest(tournament_id=kept.tournament_id, reason="t"),
+            metadata=auth,
+        )
+        want = {players[2].player_id: FUNDS}
+        assert await _balances(cluster, want) == want
+
+
 def test_bgcluster_admin_looks_up_and_credits_from_the_command_line(
     cluster: dict[str, Any],
 ) -> None:
@@ -302,6 +386,10 @@ def test_bgcluster_admin_looks_up_and_credits_from_the_command_line(
     assert admin("chat-reports").returncode == 0
     unreasoned = admin("chat-remove", "t1", "m1", "--reason", " ")
     assert unreasoned.returncode == 1 and "REASON_REQUIRED" in unreasoned.stderr
+    pools = admin("pools", "--older-than", "1")
+    assert pools.returncode == 0 and isinstance(json.loads(pools.stdout), dict), pools.stderr
+    nothing = admin("pool-refund", "no-such-cup", "--reason", " ")
+    assert nothing.returncode == 1 and "REASON_REQUIRED" in nothing.stderr
 
 
 async def test_a_chat_report_reaches_the_operators_who_remove_and_silence_audited(

@@ -23,7 +23,8 @@ from services.common.deps import sql_engine
 from services.common.errors import ServiceError
 from services.common.metrics import ServiceMetrics
 from services.common.migrate import migrate
-from services.matchmaking.adapters.redis_tournaments import RedisTournamentStore
+from services.contracts.lobby_keys import LOBBY_TAG
+from services.matchmaking.adapters.redis_tournaments import KEEP_S, RedisTournamentStore
 from services.matchmaking.bracket import prizes
 from services.matchmaking.lobby import Lobby, LobbyStatus
 from services.matchmaking.metrics import TournamentMetrics
@@ -227,6 +228,30 @@ async def test_an_undone_deal_is_dealt_again_and_a_director_dying_midway_loses_n
     assert sorted(doc.tables) == ["1:0", "1:1"] and len(tables.created) == 2
     done = await _play_out(a, b, lobby, tables, created.tournament_id)
     assert len(tables.created) == 3 and done.status == "finished"
+
+
+async def test_an_unfinished_tournament_never_expires_and_a_finished_one_does(
+    parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock], redis: Any
+) -> None:
+    """Its players' buy-ins wait on the document: a sit-and-go registering for weeks must not
+    lose it (a month's TTL once orphaned a pool). Finished, it stays readable a month."""
+    a, _, lobby, tables, _ = parts
+    made = await a.create(_sng(4, "ttl"))
+    key = f"lobby:{LOBBY_TAG}:tn:{made.tournament_id}"
+    assert await redis.ttl(key) == -1  # no expiry
+    await a.register("p0", made.tournament_id)
+    assert await redis.ttl(key) == -1  # a save keeps it so
+    await redis.expire(key, 10**6)  # a document written by the release before: its TTL goes
+    await a.register("p1", made.tournament_id)
+    assert await redis.ttl(key) == -1
+    for p in ("p2", "p3"):
+        await a.register(p, made.tournament_id)
+    await _play_out(a, a, lobby, tables, made.tournament_id)
+    assert await redis.ttl(key) == -1  # finished, its result not read yet: still driven
+    for _ in range(2):  # announced, then read
+        await a.drive_all()
+    assert made.tournament_id not in await a.store.unfinished()
+    assert 29 * 86_400 < await redis.ttl(key) <= KEEP_S
 
 
 async def test_bad_requests_are_refused_typed_and_change_nothing(

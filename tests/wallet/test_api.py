@@ -194,6 +194,14 @@ async def test_a_tournaments_pool_through_the_api(wallet: WalletUnderTest) -> No
     assert (started.kind, started.payout, started.fees, started.stake) == (
         "start_pool", 920, 80, 500,
     )  # fmt: skip
+    listing = wallet_pb2.ListOpenPoolsRequest()
+    with pytest.raises(grpc.aio.AioRpcError) as player:  # operators only
+        await stub.ListOpenPools(listing)
+    assert error_of(player.value).code == "OPERATOR_ONLY"
+    running = (await stub.ListOpenPools(listing, metadata=TOKEN)).pools
+    assert [(p.tournament_id, p.status, p.entrants, p.diamonds) for p in running] == [
+        ("u1", "running", 2, 1000)
+    ]
     with pytest.raises(grpc.aio.AioRpcError) as late:
         await stub.HoldBuyIn(
             wallet_pb2.BuyInRequest(
@@ -217,6 +225,7 @@ async def test_a_tournaments_pool_through_the_api(wallet: WalletUnderTest) -> No
     changes = {c.account: (c.delta, c.balance) for c in paid.changes}
     assert changes["player:bob"] == (920, 1420) and changes["pool:u1"] == (-1000, 0)
     assert (await stub.GetBalance(wallet_pb2.GetBalanceRequest(player_id="alice"))).balance == 500
+    assert not (await stub.ListOpenPools(listing, metadata=TOKEN)).pools  # paid: settled
     history = await stub.GetHistory(wallet_pb2.GetHistoryRequest(player_id="bob"))
     assert [(h.kind, h.amount, h.counterparty) for h in history.entries] == [
         ("pay_prizes", 920, "pool:u1"), ("hold_buyin", -500, "hold:u1"),

@@ -186,6 +186,30 @@ async def test_a_buyin_racing_the_close_never_strands_diamonds(
             assert isinstance(held, InsufficientFunds) and await ledger.balance(p) == 0
 
 
+async def test_operators_list_the_pools_not_settled_oldest_first_with_their_diamonds(
+    ledger: Ledger,
+) -> None:
+    pools = Pools(ledger)
+    await fund(ledger, a=1000, b=1000, c=1000)
+    await _hold_all(pools, ["a", "b"], "t1-run")
+    await pools.start("start:t1-run", "t1-run", ["a", "b"])
+    await _hold_all(pools, ["a", "b", "c"], "t2-open")
+    await _hold_all(pools, ["c"], "t3-gone")
+    await pools.refund("refund:t3-gone", "t3-gone")
+    listed = await pools.open_pools(0)
+    assert [(p.tournament_id, p.status, p.entrants, p.diamonds) for p in listed] == [
+        ("t1-run", "running", 2, 200),
+        ("t2-open", "open", 0, 300),
+    ]  # the refunded pool is settled: not listed
+    assert listed[0].created_ms <= listed[1].created_ms and listed[0].buy_in == BUY_IN
+    assert await pools.open_pools(60_000) == []  # none a minute old
+    assert [p.tournament_id for p in await pools.open_pools(0, limit=1)] == ["t1-run"]
+    for bad in ({"older_than_ms": -1}, {"older_than_ms": 0, "limit": 201}):
+        with pytest.raises(ServiceError) as err:
+            await pools.open_pools(**bad)
+        assert err.value.code == "INVALID_LIMIT"
+
+
 async def test_bad_pool_requests_are_refused_typed_and_change_nothing(
     ledger: Ledger, engine: AsyncEngine
 ) -> None:

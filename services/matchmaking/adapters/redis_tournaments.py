@@ -17,10 +17,34 @@ INDEX = f"lobby:{LOBBY_TAG}:tournaments"
 UNFINISHED = f"lobby:{LOBBY_TAG}:tournaments:unfinished"
 KEEP_S = 30 * 86_400  # a finished tournament stays readable a month
 
-# KEYS: the document. ARGV: as read, as changed, TTL.
+# An unfinished tournament's document never expires: its players' buy-ins wait on it (a
+# sit-and-go may register for weeks). Finished, it expires KEEP_S later.
+
+# KEYS: the document, the index, the unfinished set. ARGV: the document, its id, created_ms,
+# the index's cut-off. One script: no crash leaves a document the director does not drive.
+_CREATE = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
+redis.call('SADD', KEYS[3], ARGV[2])
+return 1
+"""
+
+# KEYS: the document, the unfinished set. ARGV: as read, as changed, TTL, its id.
 _SAVE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+if redis.call('SISMEMBER', KEYS[2], ARGV[4]) == 1 then
+  redis.call('SET', KEYS[1], ARGV[2])
+else
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+end
+return 1
+"""
+
+# KEYS: the document, the unfinished set. ARGV: its id, TTL.
+_FINISH = """
+redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 
@@ -36,7 +60,9 @@ def _player_key(player_id: str) -> str:
 class RedisTournamentStore:
     def __init__(self, redis: Any) -> None:  # redis-py's async client: untyped
         self.redis = redis
+        self._create = redis.register_script(_CREATE)
         self._save = redis.register_script(_SAVE)
+        self._finish = redis.register_script(_FINISH)
         self._claim = redis.register_script(HOLD_SCRIPT)  # the lobby's holds'
         self._release = redis.register_script(RELEASE_SCRIPT)
 
@@ -51,16 +77,14 @@ class RedisTournamentStore:
         return [None if raw is None else reply_text(raw) for raw in found]
 
     async def create(self, tournament_id: str, doc: str, created_ms: int) -> bool:
-        if not await self.redis.set(_doc_key(tournament_id), doc, ex=KEEP_S, nx=True):
-            return False
-        await self.redis.zadd(INDEX, {tournament_id: created_ms})
-        await self.redis.zremrangebyscore(INDEX, "-inf", created_ms - KEEP_S * 1000)  # expired
-        await self.redis.sadd(UNFINISHED, tournament_id)
-        return True
+        keys = [_doc_key(tournament_id), INDEX, UNFINISHED]
+        args = [doc, tournament_id, created_ms, created_ms - KEEP_S * 1000]  # cut: expired ones
+        return bool(await evalsha(self.redis, self._create, keys, args))
 
     async def save_if_unchanged(self, tournament_id: str, read: str, doc: str) -> bool:
-        args = [read, doc, KEEP_S]
-        return bool(await evalsha(self.redis, self._save, [_doc_key(tournament_id)], args))
+        keys = [_doc_key(tournament_id), UNFINISHED]
+        args = [read, doc, KEEP_S, tournament_id]
+        return bool(await evalsha(self.redis, self._save, keys, args))
 
     async def newest(self, limit: int) -> list[str]:
         return [reply_text(r) for r in await self.redis.zrevrange(INDEX, 0, limit - 1)]
@@ -69,7 +93,8 @@ class RedisTournamentStore:
         return sorted(reply_text(r) for r in await self.redis.smembers(UNFINISHED))
 
     async def mark_finished(self, tournament_id: str) -> None:
-        await self.redis.srem(UNFINISHED, tournament_id)
+        keys = [_doc_key(tournament_id), UNFINISHED]
+        await evalsha(self.redis, self._finish, keys, [tournament_id, KEEP_S])
 
     async def claim_player(self, player_id: str, tournament_id: str, replace: str) -> str | None:
         args = [tournament_id, replace, KEEP_S]
