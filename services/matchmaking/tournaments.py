@@ -22,7 +22,10 @@ second director replays it:
 - the start captures the field's buy-ins before any match is dealt (`money` "running");
 - the champion's pass pays `bracket.prizes` of the pool less the fee, once; a cancel (or too
   few players) refunds every buy-in. The tournament leaves the director's work only once its
-  money is settled, so a wallet away delays the payout and never loses it.
+  money is settled, so a wallet away delays the payout and never loses it;
+- a pool an operator refunded (admin RefundOrphanPool, its document thought lost) is found
+  closed at the next registration, the start or the payout: the tournament is cancelled
+  (`pool_closed`), or its payout settled as refunded, and nobody is paid twice.
 The matches themselves are wagered rules without a bet (TableOptions.tournament).
 
 A finished tournament's result (its ranks and prizes) goes to the leaderboard as an event on
@@ -283,6 +286,9 @@ class Tournaments:
             await self.pool.hold_buyin(key, doc.tournament_id, player_id, doc.buy_in)
         except ServiceError as err:
             if err.code == "POOL_CLOSED":  # it started (or was cancelled) meanwhile
+                if err.metadata.get("pool_status") == REFUNDED:  # or an operator refunded it
+                    _pool_closed(doc.tournament_id, err)
+                    await self._update(doc.tournament_id, _cancelled("pool_closed", self.now()))
                 raise ServiceError(
                     "TOURNAMENT_CLOSED", "the tournament is not registering"
                 ) from None
@@ -395,6 +401,11 @@ class Tournaments:
         try:
             prize_money, fee = await self.pool.start_pool(key, doc.tournament_id, doc.seeded)
         except ServiceError as err:
+            if err.code == "POOL_CLOSED":
+                # Refunded by an operator, taken for an orphan (this document came back from a
+                # restore): nothing left to play for. The cancel's refund replays theirs.
+                _pool_closed(doc.tournament_id, err)
+                return await self._update(doc.tournament_id, _cancelled("pool_closed", self.now()))
             if err.code != "NO_BUYIN":
                 raise
             # Cannot happen by construction (a player sits only after their hold): refund them
@@ -412,15 +423,23 @@ class Tournaments:
         """A finished tournament's pool paid to its ranks, a cancelled one's refunded, once."""
         if doc.status == FINISHED and doc.money == POOL_RUNNING:
             paid = prizes(doc.prize_money, doc.bracket().ranks(), len(doc.seeded))
-            await self.pool.pay_prizes(
-                money_keys.prizes(doc.tournament_id), doc.tournament_id, paid
-            )
+            how = PAID
+            try:
+                await self.pool.pay_prizes(
+                    money_keys.prizes(doc.tournament_id), doc.tournament_id, paid
+                )
+            except ServiceError as err:
+                if err.code != "POOL_CLOSED":
+                    raise
+                # An operator refunded it (as above): every buy-in went back, no prize is due.
+                _pool_closed(doc.tournament_id, err)
+                how, paid = REFUNDED, {}
 
             def settled(d: TournamentDoc) -> None:
-                d.money, d.prizes = PAID, paid
+                d.money, d.prizes = how, paid
 
             if self.metrics is not None:
-                self.metrics.settled.labels("paid").inc()
+                self.metrics.settled.labels(how).inc()
             return await self._update(doc.tournament_id, settled)
         if doc.status == CANCELLED and doc.money in (OPEN, POOL_RUNNING):
             await self.pool.refund_pool(
@@ -532,6 +551,13 @@ class Tournaments:
             d.announced = record
 
         return await self._update(doc.tournament_id, announced)
+
+
+def _pool_closed(tournament_id: str, err: ServiceError) -> None:
+    log.error(
+        "the tournament's pool was settled by someone else",
+        extra={"tournament_id": tournament_id, "pool_status": err.metadata.get("pool_status")},
+    )
 
 
 def _freed(d: TournamentDoc) -> None:

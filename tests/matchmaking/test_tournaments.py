@@ -23,6 +23,7 @@ from services.common.deps import sql_engine
 from services.common.errors import ServiceError
 from services.common.metrics import ServiceMetrics
 from services.common.migrate import migrate
+from services.contracts import money_keys
 from services.contracts.lobby_keys import LOBBY_TAG
 from services.matchmaking.adapters.redis_tournaments import KEEP_S, RedisTournamentStore
 from services.matchmaking.bracket import prizes
@@ -449,8 +450,8 @@ async def test_a_wallet_away_delays_the_start_and_the_payout_and_loses_nothing(
     await asyncio.gather(a.drive_all(), b.drive_all())
     doc = await a.get(created.tournament_id)
     assert doc.money == "paid" and doc.prizes == {final.bottom_id: 368}
+    await a.drive_all()  # its result announced (the pass above), now read: done
     assert created.tournament_id not in await a.store.unfinished()
-    await a.drive_all()
     assert gauge("bg_tournaments_ended_unsettled") == 0
     assert await _count_operations(ledger, "pay_prizes") == 1
     assert await ledger.balance(final.bottom_id) == 900 + 368
@@ -496,6 +497,66 @@ async def test_a_cancelled_or_unfilled_wagered_tournament_returns_every_buyin(
     )
     assert await ledger.balance("c0") == 1000
     assert await _count_operations(ledger, "refund_pool") == 2
+
+
+async def test_a_pool_an_operator_refunded_ends_its_tournament_with_no_prize_paid(
+    parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock],
+    ledger: Ledger,
+    pool: LedgerPool,
+) -> None:
+    """An operator refunds a pool taken for an orphan (admin RefundOrphanPool) and then its
+    document comes back (a restore): at the next registration, at the start or at the payout
+    the director finds the pool closed, cancels or settles as refunded, and pays nothing."""
+    a, b, lobby, tables, clock = parts
+    players = [f"o{i}" for i in range(4)]
+    await _fund(ledger, [*players, "late"])
+
+    async def operator_refund(tournament_id: str) -> None:
+        await pool.pools.refund(money_keys.pool_refund(tournament_id), tournament_id)
+
+    def sng(name: str) -> matchmaking_pb2.CreateTournamentRequest:
+        return matchmaking_pb2.CreateTournamentRequest(
+            name=name, kind="sit_and_go", options=WAGERED, size=4
+        )
+
+    # Registering: the next registration finds the pool closed and the tournament ends.
+    registering = await a.create(sng("Restored"))
+    for p in players[:2]:
+        await a.register(p, registering.tournament_id)
+    await operator_refund(registering.tournament_id)
+    with pytest.raises(ServiceError) as closed:
+        await a.register("late", registering.tournament_id)
+    assert closed.value.code == "TOURNAMENT_CLOSED" and await ledger.balance("late") == 1000
+    await a.drive_all()
+    doc = await a.get(registering.tournament_id)
+    assert (doc.status, doc.cancel_reason, doc.money) == ("cancelled", "pool_closed", "refunded")
+    # Scheduled: the start finds it closed.
+    scheduled = await a.create(
+        matchmaking_pb2.CreateTournamentRequest(
+            name="Later", kind="scheduled", options=WAGERED, size=8, starts_ms=clock.ms + 10
+        )
+    )
+    for p in players[:2]:
+        await a.register(p, scheduled.tournament_id)
+    await operator_refund(scheduled.tournament_id)
+    clock.ms += 20
+    await a.drive_all()
+    doc = await a.get(scheduled.tournament_id)
+    assert (doc.status, doc.cancel_reason, doc.money) == ("cancelled", "pool_closed", "refunded")
+    # Running: played to its champion, the payout finds it closed; nobody is paid twice.
+    running = await a.create(sng("Running"))
+    for p in players:
+        await a.register(p, running.tournament_id)
+    await operator_refund(running.tournament_id)
+    await _play_out(a, b, lobby, tables, running.tournament_id)
+    await a.drive_all()
+    doc = await a.get(running.tournament_id)
+    assert (doc.status, doc.money, doc.prizes) == ("finished", "refunded", {})
+    assert {p: await ledger.balance(p) for p in [*players, "late"]} == {
+        p: 1000 for p in [*players, "late"]
+    }
+    assert await _count_operations(ledger, "pay_prizes") == 0
+    assert await _count_operations(ledger, "refund_pool") == 3
 
 
 async def test_the_result_is_announced_until_read_and_again_if_the_broker_forgot_it(
