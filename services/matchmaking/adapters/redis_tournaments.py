@@ -11,7 +11,7 @@ from typing import Any
 
 from services.common.deps import evalsha, reply_text
 from services.contracts.lobby_keys import LOBBY_TAG
-from services.matchmaking.adapters.redis_lobby import HOLD_SCRIPT, RELEASE_SCRIPT
+from services.matchmaking.adapters.redis_lobby import RELEASE_SCRIPT
 
 INDEX = f"lobby:{LOBBY_TAG}:tournaments"
 UNFINISHED = f"lobby:{LOBBY_TAG}:tournaments:unfinished"
@@ -41,6 +41,17 @@ end
 return 1
 """
 
+# A player's claim (their one unfinished tournament), as the lobby's holds but without expiry:
+# it lasts as long as the tournament, which frees it at its end; a claim left behind is taken
+# over at the next registration (its tournament no longer holds the player).
+# KEYS: the player's key. ARGV: the tournament, the claim it may replace.
+_CLAIM = """
+local held = redis.call('GET', KEYS[1])
+if held and held ~= ARGV[1] and held ~= ARGV[2] then return held end
+redis.call('SET', KEYS[1], ARGV[1])
+return false
+"""
+
 # KEYS: the document, the unfinished set. ARGV: its id, TTL.
 _FINISH = """
 redis.call('SREM', KEYS[2], ARGV[1])
@@ -63,7 +74,7 @@ class RedisTournamentStore:
         self._create = redis.register_script(_CREATE)
         self._save = redis.register_script(_SAVE)
         self._finish = redis.register_script(_FINISH)
-        self._claim = redis.register_script(HOLD_SCRIPT)  # the lobby's holds'
+        self._claim = redis.register_script(_CLAIM)
         self._release = redis.register_script(RELEASE_SCRIPT)
 
     async def read(self, tournament_id: str) -> str | None:
@@ -97,7 +108,7 @@ class RedisTournamentStore:
         await evalsha(self.redis, self._finish, keys, [tournament_id, KEEP_S])
 
     async def claim_player(self, player_id: str, tournament_id: str, replace: str) -> str | None:
-        args = [tournament_id, replace, KEEP_S]
+        args = [tournament_id, replace]
         held = await evalsha(self.redis, self._claim, [_player_key(player_id)], args)
         return None if not held else reply_text(held)
 
