@@ -318,6 +318,16 @@ async def test_bad_requests_are_refused_typed_and_change_nothing(
 WAGERED = table_pb2.TableOptions(profile="wagered", match_length=1, bet=100)
 
 
+def _wagered(
+    name: str, size: int = 4, request_id: str = "", starts_ms: int = 0
+) -> matchmaking_pb2.CreateTournamentRequest:
+    """A wagered knockout (buy-in 100): a sit-and-go, or scheduled when `starts_ms` is given."""
+    return matchmaking_pb2.CreateTournamentRequest(
+        name=name, kind="scheduled" if starts_ms else "sit_and_go", options=WAGERED, size=size,
+        request_id=request_id, starts_ms=starts_ms,
+    )  # fmt: skip
+
+
 async def _count_operations(ledger: Ledger, kind: str) -> int:
     async with ledger.engine.connect() as conn:
         return int(
@@ -344,11 +354,7 @@ async def test_a_wagered_sit_and_go_pays_its_pool_to_the_ranks_to_the_diamond_on
     players = [f"w{i}" for i in range(8)]
     await _fund(ledger, [*players, "late"])
     await ledger.deposit("fund:poor", "poor", 99)
-    created = await a.create(
-        matchmaking_pb2.CreateTournamentRequest(
-            name="Diamonds", kind="sit_and_go", options=WAGERED, size=8, request_id="w"
-        )
-    )
+    created = await a.create(_wagered("Diamonds", size=8, request_id="w"))
     assert (created.buy_in, created.money) == (100, "open")
     with pytest.raises(ServiceError) as poor:
         await a.register("poor", created.tournament_id)
@@ -401,11 +407,7 @@ async def test_a_wallet_away_delays_the_start_and_the_payout_and_loses_nothing(
     a, b, lobby, tables, clock = parts
     players = [f"x{i}" for i in range(4)]
     await _fund(ledger, players)
-    created = await a.create(
-        matchmaking_pb2.CreateTournamentRequest(
-            name="Away", kind="sit_and_go", options=WAGERED, size=4
-        )
-    )
+    created = await a.create(_wagered("Away"))
     for p in players[:3]:
         await a.register(p, created.tournament_id)
     pool.down = True
@@ -468,11 +470,7 @@ async def test_a_cancelled_or_unfilled_wagered_tournament_returns_every_buyin(
     a, _, _, _, clock = parts
     players = [f"c{i}" for i in range(4)]
     await _fund(ledger, players)
-    running = await a.create(
-        matchmaking_pb2.CreateTournamentRequest(
-            name="Stop", kind="sit_and_go", options=WAGERED, size=4
-        )
-    )
+    running = await a.create(_wagered("Stop"))
     for p in players:
         await a.register(p, running.tournament_id)
     assert {p: await ledger.balance(p) for p in players} == {p: 900 for p in players}
@@ -483,11 +481,7 @@ async def test_a_cancelled_or_unfilled_wagered_tournament_returns_every_buyin(
     await a.drive_all()  # the director refunds it
     assert (await a.get(running.tournament_id)).money == "refunded"
     assert {p: await ledger.balance(p) for p in players} == {p: 1000 for p in players}
-    unfilled = await a.create(
-        matchmaking_pb2.CreateTournamentRequest(
-            name="Quiet", kind="scheduled", options=WAGERED, size=8, starts_ms=clock.ms + 10
-        )
-    )
+    unfilled = await a.create(_wagered("Quiet", size=8, starts_ms=clock.ms + 10))
     await a.register("c0", unfilled.tournament_id)
     assert await ledger.balance("c0") == 900
     clock.ms += 20
@@ -517,13 +511,8 @@ async def test_a_pool_an_operator_refunded_ends_its_tournament_with_no_prize_pai
     async def operator_refund(tournament_id: str) -> None:
         await pool.pools.refund(money_keys.pool_refund(tournament_id), tournament_id)
 
-    def sng(name: str) -> matchmaking_pb2.CreateTournamentRequest:
-        return matchmaking_pb2.CreateTournamentRequest(
-            name=name, kind="sit_and_go", options=WAGERED, size=4
-        )
-
     # Registering: the next registration finds the pool closed and the tournament ends.
-    registering = await a.create(sng("Restored"))
+    registering = await a.create(_wagered("Restored"))
     for p in players[:2]:
         await a.register(p, registering.tournament_id)
     await operator_refund(registering.tournament_id)
@@ -534,11 +523,7 @@ async def test_a_pool_an_operator_refunded_ends_its_tournament_with_no_prize_pai
     doc = await a.get(registering.tournament_id)
     assert (doc.status, doc.cancel_reason, doc.money) == ("cancelled", "pool_closed", "refunded")
     # Scheduled: the start finds it closed.
-    scheduled = await a.create(
-        matchmaking_pb2.CreateTournamentRequest(
-            name="Later", kind="scheduled", options=WAGERED, size=8, starts_ms=clock.ms + 10
-        )
-    )
+    scheduled = await a.create(_wagered("Later", size=8, starts_ms=clock.ms + 10))
     for p in players[:2]:
         await a.register(p, scheduled.tournament_id)
     await operator_refund(scheduled.tournament_id)
@@ -547,7 +532,7 @@ async def test_a_pool_an_operator_refunded_ends_its_tournament_with_no_prize_pai
     doc = await a.get(scheduled.tournament_id)
     assert (doc.status, doc.cancel_reason, doc.money) == ("cancelled", "pool_closed", "refunded")
     # Running: played to its champion, the payout finds it closed; nobody is paid twice.
-    running = await a.create(sng("Running"))
+    running = await a.create(_wagered("Running"))
     for p in players:
         await a.register(p, running.tournament_id)
     await operator_refund(running.tournament_id)
