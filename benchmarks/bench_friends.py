@@ -47,6 +47,9 @@ class Lobby:
     async def table(self, table_id: str) -> matchmaking_pb2.LobbyTable | None:
         return self.tables.get(table_id)
 
+    async def seated(self, player_id: str) -> list[matchmaking_pb2.LobbyTable]:
+        return [t for t in self.tables.values() if player_id in t.player_ids]
+
 
 async def _names(wanted: list[str]) -> dict[str, str]:
     return {p: p.upper() for p in wanted}

@@ -13,7 +13,7 @@ Commands (bar = 25 or "bar", off = 0 or "off"):
   done (c, ok)          end the turn (wagered: required; scored: "got it")
   double                offer the cube       take / drop   answer a double
   boost                 +10 s on your clock for 10 diamonds (wagered)
-  resign                give the game as a single (wagered)
+  resign                give the game as a single (wagered and casual)
   auto on / auto off    roll by yourself when your turn starts (wagered)
   rematch / accept      offer a rematch / accept the one offered (after the match)
   leave                 leave the table (forfeits a match in play)
@@ -45,7 +45,7 @@ from client.analysis_text import analysis_lines
 from client.play_wire import CommandRefused, PlaySession
 from client.player import Player
 from client.tournament import done_with, next_match
-from services.common.errors import error_from
+from client.words import closed_sentence, code_of, refusal, sentence
 from services.contracts.vocabulary import FINISHED
 
 HELP = "Commands" + __doc__.split("Commands", 1)[1] if __doc__ else ""
@@ -154,7 +154,9 @@ def describe(event: Any, v: Any, names: dict[str, str]) -> str | None:
     if kind in ("double_taken", "double_dropped"):
         return f"{who} {'took' if kind == 'double_taken' else 'dropped'}"
     if kind in ("player_away", "player_back"):
-        return f"{who} {'disconnected' if kind == 'player_away' else 'is back'}"
+        if seat == v.seat and not v.spectator:
+            return None  # this client is here: it reports itself back at once (I-41)
+        return f"{who} {'is not at the table' if kind == 'player_away' else 'is at the table'}"
     if kind == "game_ended":
         winner = seat_name(v, body.winner_seat, names)
         return f"game {body.game_no} to {winner} ({body.points} point{'s' * (body.points != 1)})"
@@ -285,7 +287,7 @@ async def _lobby(me: Player, vs_cpu: str, create: str, join: str, bet: int) -> s
     while True:
         status = await me.table(table_id)
         if status.status == "closed":
-            print(f"table closed: {status.close_reason}")
+            print(closed_sentence(status.close_reason))
             return None
         if (
             status.status == "open"
@@ -387,8 +389,8 @@ def goodbye(view: table_pb2.TableView | None) -> str:
         return "bye"
     return (
         "you quit this client; the match goes on without you: you are away from the table, "
-        "your clock keeps running and the away rules apply (RULES I-9: 60 s to come back in a "
-        "live match). Type leave instead to give the table up."
+        "your clock keeps running, and if you stay away too long you lose the match (a wagered "
+        "match gives you 60 s to come back). Type leave instead to give the table up."
     )
 
 
@@ -424,7 +426,7 @@ async def _command(me: Player, session: PlaySession, line: str) -> str | None:
         try:
             await session.send(cmd, expected_seq=seq)
         except CommandRefused as refused:
-            print(f"  refused: {refused}")
+            print(f"  {sentence(refused.code)}")
             prompt()
     return None
 
@@ -434,8 +436,7 @@ async def _hint(me: Player, table_id: str) -> None:
     try:
         hint = await me.rpc(me.stub.GetHint, request)
     except grpc.aio.AioRpcError as err:
-        found = error_from(err)
-        print(f"  {found.message if found else err.details()}")
+        print(f"  {refusal(err)}")
         return
     for n, play in enumerate(hint.plays, 1):
         win = sum(play.probabilities[:3])
@@ -488,8 +489,10 @@ async def _analysis(me: Player, match_id: str) -> None:
             me.stub.GetAnalysis, analysis_pb2.GetAnalysisRequest(match_id=match_id)
         )
     except grpc.aio.AioRpcError as err:
-        error = error_from(err)
-        print(f"  {error.message if error else err.details()}")
+        if code_of(err) == "UNKNOWN_MATCH":  # in play, or not one of yours
+            print("  no analysis of that match: it comes once a match you played has ended")
+        else:
+            print(f"  {refusal(err)}")
         return
     for line in analysis_lines(found, await _names(me, list(found.player_ids))):
         print(f"  {line}")
@@ -517,7 +520,7 @@ async def tournament_terminal(gateway: str, name: str, tournament: str) -> int:
         try:
             found = await me.rpc(me.stub.RegisterTournament, request)
         except grpc.aio.AioRpcError as exc:
-            print(f"cannot register: {exc.details()}")
+            print(f"cannot register: {refusal(exc)}")
             return 1
         paid = f"; your buy-in of {found.buy_in} is held" if found.buy_in else ""
         print(f"registered for {found.name} ({len(found.player_ids)}/{found.size} players){paid}")
@@ -576,6 +579,6 @@ async def watch_terminal(gateway: str, name: str, table_id: str) -> int:
                 if view.phase in FINISHED:
                     return 0  # the match is over (a rematch would be another one to watch)
         except grpc.aio.AioRpcError as exc:
-            print(f"cannot watch: {exc.details()}")
+            print(f"cannot watch: {refusal(exc)}")
             return 1
         return 0

@@ -231,6 +231,7 @@ class TableClosed(Event):
     reason: EndReason  # both_away (I-9), async_expired (I-25), abandoned, operator_closed
     seed_hex: str
     fingerprint: str
+    left_by: int | None = None  # abandoned: the seat that left (casual Leave)
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,9 +106,15 @@ class _Ctx:
 
 
 def new_match(
-    options: RulesOptions, seed: bytes, now_ms: int, auto_roll: tuple[bool, bool] = (False, False)
+    options: RulesOptions,
+    seed: bytes,
+    now_ms: int,
+    auto_roll: tuple[bool, bool] = (False, False),
+    absent: tuple[bool, bool] = (False, False),
 ) -> Applied:
-    """A new match with its first game dealt (opening roll included)."""
+    """A new match with its first game dealt (opening roll included). An `absent` seat (a
+    player with no connection to the table) is away from the deal (I-41): its away rule runs
+    from now, and its first connection brings it back."""
     dice_stream.check_seed(seed)
     match = MatchState(
         options=options,
@@ -122,6 +128,9 @@ def new_match(
     )
     ctx = _Ctx(TableState(match, Secret(seed)), now_ms)
     _start_game(ctx)
+    for seat in (0, 1):
+        if absent[seat]:
+            _cmd_disconnect(ctx, c.Disconnect(seat))
     return Applied(TableState(ctx.m, ctx.secret), tuple(ctx.events))
 
 
@@ -331,9 +340,9 @@ def _end_match(
     )
 
 
-def _close(ctx: _Ctx, reason: EndReason) -> None:
+def _close(ctx: _Ctx, reason: EndReason, left_by: int | None = None) -> None:
     ctx.set(phase=Phase.CLOSED, end_reason=reason, ended_ms=ctx.now, clock_deadline_ms=None)
-    ctx.emit(e.TableClosed(reason, ctx.secret.seed.hex(), ctx.m.fingerprint))
+    ctx.emit(e.TableClosed(reason, ctx.secret.seed.hex(), ctx.m.fingerprint, left_by))
 
 
 def _leave(ctx: _Ctx, seat: int, reason: EndReason) -> None:
@@ -341,7 +350,7 @@ def _leave(ctx: _Ctx, seat: int, reason: EndReason) -> None:
     opt = ctx.opt
     other = 1 - seat
     if opt.profile == "casual" and not opt.leave_forfeits:
-        _close(ctx, EndReason.ABANDONED)
+        _close(ctx, EndReason.ABANDONED, left_by=seat)
         return
     if opt.profile == "scored":  # I-18
         m = ctx.m

@@ -206,10 +206,22 @@ def casual(
         auto_roll_after_ms=None if async_mode else 25 * SECOND,
         both_away_close_ms=None if async_mode else 10 * MINUTE,
         async_mode=async_mode,
+        resign_allowed=True,  # I-5's single, as wagered (docs/protocol.md, W-6)
         leave_forfeits=False,
         rated=ranked,
         level=cpu or "players",
     )
+
+
+def tournament_match(rules: RulesOptions) -> RulesOptions:
+    """A tournament's match: the profile's rules, flagged (no rematch; wagered without a bet).
+    A casual one also loses on leaving or on a seat away 10 minutes (docs/protocol.md, W-5):
+    casual has no clock, so a no-show (I-41) would otherwise hold the bracket up for ever."""
+    if rules.profile == "casual":
+        return dataclasses.replace(
+            rules, tournament=True, leave_forfeits=True, disconnect_ms=10 * MINUTE
+        )
+    return dataclasses.replace(rules, tournament=True)
 
 
 def for_profile(name: ProfileName, **options: object) -> RulesOptions:

@@ -9,6 +9,8 @@ from engine.machine import may_double, next_deadline
 from engine.state import MatchState, Phase
 from engine.vocabulary import DeadlineKind, EndReason
 
+_CLOCKED = (Phase.AWAIT_ROLL, Phase.MOVING, Phase.DOUBLE_OFFERED)  # a seat acts on a clock
+
 
 @dataclass(frozen=True, slots=True)
 class PlayerView:
@@ -32,6 +34,7 @@ class PlayerView:
     can_confirm: bool
     deadline_ms: int | None
     deadline_kind: DeadlineKind | None
+    clock_ms: int | None  # the deciding seat's clock (turn, answer or move time), if one runs
     movable: tuple[int, ...]
     lit: dict[int, tuple[int, ...]]
     boosts_left: int
@@ -86,6 +89,7 @@ def player_view(m: MatchState, seat: int) -> PlayerView:
         can_confirm=can_confirm,
         deadline_ms=due.at_ms if due else None,
         deadline_kind=due.kind if due else None,
+        clock_ms=m.clock_deadline_ms if m.phase in _CLOCKED else None,
         movable=tuple(lit),
         lit=lit,
         boosts_left=m.options.boosts_per_game - m.boosts_used[seat],

@@ -88,7 +88,9 @@ class Evaluator:
     ) -> list[RankedPlay]:
         """As rank_plays, with the best `keep` plays within `window` of the best at 0-ply looked
         at again one roll deeper: each of the opponent's 21 rolls answered by their best play at
-        0-ply, the results averaged (the rest keep their 0-ply order after them)."""
+        0-ply, the results averaged (the rest keep their 0-ply order after them). A play looked
+        at again has its chances from that same look (the averaged results of the answers), so
+        its equity is its chances' equity."""
         ranked = self.rank_plays(position, dice)
         top = [r for r in ranked[:keep] if ranked[0].equity - r.equity <= window]
         if len(top) < 2:
@@ -105,13 +107,19 @@ class Evaluator:
                 batch += [a.result.flip() for a in answers] or [candidate.play.result]
                 spans.append((c, first, len(batch)))
                 weights.append(weight)
-        values = equities(self.probabilities(batch))
-        deeper = np.zeros(len(top))
+        chances = self.probabilities(batch)
+        values = equities(chances)
+        deeper = np.zeros((len(top), 6), dtype=np.float64)
         for (c, first, end), weight in zip(spans, weights, strict=True):
-            deeper[c] += weight * values[first:end].min()  # the opponent's best answer
+            answer = first + int(values[first:end].argmin())  # the opponent's best answer
+            deeper[c] += weight * chances[answer]
         deeper /= 36
-        order = np.argsort(-deeper, kind="stable")
-        again = [RankedPlay(top[i].play, top[i].probabilities, float(deeper[i])) for i in order]
+        deeper_equity = deeper @ _POINTS.astype(np.float64)
+        order = np.argsort(-deeper_equity, kind="stable")
+        again = [
+            RankedPlay(top[i].play, deeper[i].astype(np.float32), float(deeper_equity[i]))
+            for i in order
+        ]
         return again + ranked[len(top) :]
 
 

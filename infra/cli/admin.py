@@ -34,54 +34,76 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         ("replay", "player", "replay the player's Kafka events into the leaderboard"),
     ):
         p = acts.add_parser(name, help=help_text)
-        p.add_argument(target)
+        p.add_argument(target, help=f"the {target}'s id")
         p.add_argument("--reason", default="", help="why (required but for lookup)")
     for name, help_text in (("credit", "credit diamonds"), ("debit", "debit diamonds")):
         p = acts.add_parser(name, help=help_text + " (kept in the ledger with who and why)")
-        p.add_argument("player")
-        p.add_argument("amount", type=int)
+        p.add_argument("player", help="the player's id")
+        p.add_argument("amount", type=int, help="diamonds (a positive whole number)")
         p.add_argument("--reason", required=True, help="why")
         p.add_argument("--key", default="", help="idempotency key (default: a new one)")
     p = acts.add_parser("escrows", help="escrows open longer than --older-than seconds")
-    p.add_argument("--older-than", type=int, default=600)
+    p.add_argument("--older-than", type=int, default=600, help="seconds open, at least")
     p = acts.add_parser("chat-reports", help="players' chat reports waiting, oldest first")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=int, default=50, help="at most this many")
     p = acts.add_parser("chat-resolve", help="take a chat report off the queue")
-    p.add_argument("report")
+    p.add_argument("report", help="the report's id (chat-reports lists them)")
     p.add_argument("--reason", required=True, help="why")
     p = acts.add_parser("chat-remove", help="remove a chat message (gone from every reader)")
-    p.add_argument("table")
-    p.add_argument("message")
+    p.add_argument("table", help="the table's id")
+    p.add_argument("message", help="the message's id")
     p.add_argument("--reason", required=True, help="why")
     p = acts.add_parser("chat-silence", help="keep a player from chatting (0 s lifts it)")
-    p.add_argument("player")
-    p.add_argument("seconds", type=int)
+    p.add_argument("player", help="the player's id")
+    p.add_argument("seconds", type=int, help="how long (0 lifts a silence)")
     p.add_argument("--reason", required=True, help="why")
-    p = acts.add_parser("tournament-create", help="open a knockout tournament for registration")
-    p.add_argument("name")
-    p.add_argument("--kind", choices=["sit_and_go", "scheduled"], default="sit_and_go")
-    p.add_argument("--profile", choices=["casual", "scored", "wagered"], default="scored")
+    p = acts.add_parser(
+        "tournament-create", help="open a knockout tournament for registration",
+        description="Open a knockout tournament for registration; players register from the "
+        "lobby or `bgcluster play --tournament`. Prints the tournament as JSON.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )  # fmt: skip
+    p.add_argument("name", help="shown to players (1..40 characters)")
     p.add_argument(
-        "--buy-in", type=int, default=0, help="wagered: each player's buy-in (100..2,000 by 100)"
-    )
-    p.add_argument("--size", type=int, default=8, help="sit_and_go: 4/8/16/32; scheduled: most")
-    p.add_argument("--starts-in", type=int, default=600, help="scheduled: seconds to the start")
+        "--kind", choices=["sit_and_go", "scheduled"], default="sit_and_go",
+        help="sit_and_go starts as soon as it is full; scheduled starts at --starts-in with "
+        "whoever registered (at least 2)",
+    )  # fmt: skip
     p.add_argument(
-        "--lengths", default="1", help="match length per round, comma separated (last repeats)"
-    )
+        "--profile", choices=["casual", "scored", "wagered"], default="scored",
+        help="the rules of every match (wagered needs --buy-in)",
+    )  # fmt: skip
+    p.add_argument(
+        "--buy-in", type=int, default=0,
+        help="wagered: each player's buy-in in diamonds (100..2,000 by 100), held at "
+        "registration; the pool less 8%% is paid to the final ranks",
+    )  # fmt: skip
+    p.add_argument(
+        "--size", type=int, default=8,
+        help="sit_and_go: exactly 4, 8, 16 or 32 players; scheduled: the most it takes (2..64)",
+    )  # fmt: skip
+    p.add_argument(
+        "--starts-in", type=int, default=600,
+        help="scheduled: seconds from now to the start (ignored for a sit-and-go)",
+    )  # fmt: skip
+    p.add_argument(
+        "--lengths", default="1",
+        help="each round's match length (1, 3, 5 or 7), comma separated from the first round; "
+        "the last one repeats for later rounds, e.g. 1,3,5",
+    )  # fmt: skip
     p = acts.add_parser("tournament-cancel", help="cancel a tournament that has not finished")
-    p.add_argument("tournament")
+    p.add_argument("tournament", help="the tournament's id (buy-ins are refunded)")
     p.add_argument("--reason", required=True, help="why")
     p = acts.add_parser("pools", help="prize pools not settled after --older-than seconds")
-    p.add_argument("--older-than", type=int, default=86_400)
+    p.add_argument("--older-than", type=int, default=86_400, help="seconds open, at least")
     p = acts.add_parser(
         "pool-refund", help="give back the buy-ins of a pool whose tournament is gone"
     )
-    p.add_argument("tournament")
+    p.add_argument("tournament", help="the pool's tournament id (pools lists them)")
     p.add_argument("--reason", required=True, help="why")
     p = acts.add_parser("audit", help="the audit log, newest first")
     p.add_argument("--target", default="", help="only entries about this player or table")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=int, default=50, help="at most this many")
 
 
 def _credentials(args: argparse.Namespace) -> tuple[str, str, str]:

@@ -101,7 +101,10 @@ def _parser() -> argparse.ArgumentParser:
         default=1000,
         help="diamonds each new account is given once (a demo amount; production: 0)",
     )
-    up.add_argument("--startup-timeout", type=float, default=60.0)
+    up.add_argument(
+        "--startup-timeout", type=float, default=60.0,
+        help="seconds to wait for every service to report SERVING before giving up",
+    )  # fmt: skip
     up.add_argument(
         "--prometheus",
         action="store_true",

@@ -26,8 +26,12 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
     async def GetAnalysis(
         self, request: analysis_pb2.GetAnalysisRequest, context: Context
     ) -> analysis_pb2.MatchAnalysis:
-        if not request.match_id or len(request.match_id) > 200:
-            raise InvalidArgument("INVALID_ID", "match_id is 1..200 characters", field="match_id")
+        if not request.match_id:
+            raise InvalidArgument("MISSING", "match_id is required", field="match_id")
+        if len(request.match_id) > 200:
+            raise InvalidArgument(
+                "TOO_LONG", "match_id is at most 200 characters", field="match_id"
+            )
         stored = await self.store.get(request.match_id)
         if stored is None:
             raise NotFound("UNKNOWN_MATCH", "no analysis of this match (none was queued)")
@@ -41,6 +45,7 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
         found = analysis_pb2.MatchAnalysis()
         found.ParseFromString(stored.result)
         found.table_id = found.table_id or stored.table_id
+        found.analysed_ms = stored.analysed_ms  # the store's, set as the analysis was kept
         return found
 
     @grpc_errors

@@ -26,6 +26,7 @@ class Stored:
     queued_ms: int
     result: bytes | None
     event: bytes | None  # the end event, while queued
+    analysed_ms: int = 0  # when it was analysed (or failed); 0 while queued
 
 
 class AnalysisRepository(Protocol):

@@ -4,7 +4,6 @@ both use."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import cast
 
 from bg.table.v1 import table_pb2
@@ -17,7 +16,7 @@ def rules_from_proto(opt: table_pb2.TableOptions) -> RulesOptions:
     """Validated engine options; a bad value is an INVALID_ARGUMENT naming the field."""
     try:
         rules = _rules(opt)
-        return dataclasses.replace(rules, tournament=True) if opt.tournament else rules
+        return profiles.tournament_match(rules) if opt.tournament else rules
     except OptionsError as err:
         raise InvalidArgument("INVALID_OPTION", str(err), field=err.field) from None
 

@@ -36,13 +36,21 @@ from services.common.errors import (
     ServiceError,
     Unauthenticated,
 )
+from services.contracts.bounds import (
+    NAME_MAX,
+    NAME_MIN,
+    NAME_RESERVED,
+    PASSWORD_MAX,
+    PASSWORD_MIN,
+)
 from services.gateway.account_schema import bans, devices, players, refresh_tokens
 from services.gateway.auth import Identity
 
 DEVICE_ID = re.compile(r"[A-Za-z0-9_-]{32,128}")
-NAME = re.compile(r"[^\W_][\w -]{1,18}[^\W_]")  # 3..20: letters/digits, inner space _ -
+# NAME_MIN..NAME_MAX letters or digits, with a space, _ or - inside
+NAME = re.compile(rf"[^\W_][\w -]{{{NAME_MIN - 2},{NAME_MAX - 2}}}[^\W_]")
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s]{2,63}")
-RESERVED = ("cpu", "guest", "admin", "deleted")
+RESERVED = NAME_RESERVED
 # A refresh token used again this soon after its first use is a race (two tabs, a retried call),
 # not theft: it gets a session too. Later, a second use ends the session.
 REUSE_GRACE_MS = 10_000
@@ -89,12 +97,14 @@ def successor_keys(signing_keys: Iterable[str]) -> list[bytes]:
 
 
 def valid_name(name: str) -> str:
-    """A display name: 3..20 letters or digits (space, _ and - inside), not a reserved word."""
+    """A display name: NAME_MIN..NAME_MAX letters or digits (space, _ and - inside), not
+    starting with a reserved word."""
     name = " ".join(name.split())
     if not NAME.fullmatch(name) or name.casefold().startswith(RESERVED):
         raise InvalidArgument(
             "INVALID_NAME",
-            "a name is 3..20 letters or digits (space, _ or - inside), not cpu/guest/admin",
+            f"a name is {NAME_MIN}..{NAME_MAX} letters or digits (space, _ or - inside), not "
+            f"starting with {'/'.join(RESERVED)}",
             field="display_name",
         )
     return name
@@ -220,9 +230,11 @@ class Accounts:
         email = email.strip().casefold()
         if not EMAIL.fullmatch(email):
             raise InvalidArgument("INVALID_EMAIL", "not an email address", field="email")
-        if not 10 <= len(password) <= 256:
+        if not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
             raise InvalidArgument(
-                "WEAK_PASSWORD", "a password is 10..256 characters", field="password"
+                "WEAK_PASSWORD",
+                f"a password is {PASSWORD_MIN}..{PASSWORD_MAX} characters",
+                field="password",
             )
         digest = self.hasher.hash(password)
         try:

@@ -27,7 +27,7 @@ from services.common.errors import (
     grpc_errors,
     remote_call,
 )
-from services.gateway import match_export
+from services.gateway import hints, match_export
 from services.gateway.callers import Callers, Context
 from services.gateway.chat import Seating, SeatingOf
 from services.gateway.friends import Friends
@@ -314,7 +314,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def GetHint(
         self, request: gateway_pb2.HintRequest, context: Context
     ) -> gateway_pb2.HintResponse:
-        view = await self._own_view(self.callers.player(context, request), request.table_id)
+        player = self.callers.player(context, request)
+        hints.plays_asked(request.limit)  # a bad limit is refused before any work
+        view = await self._own_view(player, request.table_id)
         return await self.hints.for_view(view, request.limit)
 
     @grpc_errors

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import jwt
 
 from services.common.errors import InvalidArgument, Unauthenticated
+from services.contracts.bounds import GUEST_MAX
 
 ISSUER = "bgcluster"
 AUDIENCE = "bg-players"
@@ -36,9 +37,11 @@ class Identity:
 class GuestIdentities:
     async def guest(self, name: str) -> Identity:
         name = name.strip()
-        if not 1 <= len(name) <= 32 or not name.isprintable():
+        if not 1 <= len(name) <= GUEST_MAX or not name.isprintable():
             raise InvalidArgument(
-                "INVALID_NAME", "a guest name is 1..32 printable characters", field="guest_name"
+                "INVALID_NAME",
+                f"a guest name is 1..{GUEST_MAX} printable characters",
+                field="guest_name",
             )
         return Identity("g" + secrets.token_hex(8), name)
 

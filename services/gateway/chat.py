@@ -297,7 +297,7 @@ class ChatRoom:
     async def mute(self, player: str, other: str, muted: bool) -> list[str]:
         other = limits.bounded(other, "player_id", 64)
         if not other:
-            raise InvalidArgument("MALFORMED", "name the player to mute", field="player_id")
+            raise InvalidArgument("MISSING", "name the player to mute", field="player_id")
         if other == player:
             raise InvalidArgument("CHAT_MUTE_SELF", "you cannot mute yourself", field="player_id")
         key = _mutes_key(player)

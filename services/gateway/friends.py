@@ -103,6 +103,7 @@ class Friends:
         self.now = now
         self._claim = redis.register_script(_CLAIM)
         self._tables: dict[str, tuple[float, matchmaking_pb2.LobbyTable | None]] = {}
+        self._seats: dict[str, tuple[float, list[matchmaking_pb2.LobbyTable]]] = {}
         self._wakes: dict[str, set[asyncio.Event]] = {}  # this gateway's Friends streams
 
     # -- follows and blocks ------------------------------------------------------------------
@@ -201,7 +202,24 @@ class Friends:
             friend.status = status
             friend.watchable = table.watchable
             friend.table_id = table_id if table.watchable else ""
+        if friend.status == ONLINE:  # no Play stream before the deal: the lobby says if seated
+            for table in await self._seated(other):
+                if table.status == "open":
+                    friend.status, friend.watchable = WAITING, table.watchable
+                    friend.table_id = table.table_id if table.watchable else ""
+                    break
         return friend
+
+    async def _seated(self, player_id: str) -> list[matchmaking_pb2.LobbyTable]:
+        now = asyncio.get_running_loop().time()
+        cached = self._seats.get(player_id)
+        if cached is not None and now - cached[0] < TABLE_CACHE_S:
+            return cached[1]
+        if len(self._seats) > 10_000:  # bounded: forget the stale ones
+            self._seats = {p: c for p, c in self._seats.items() if now - c[0] < TABLE_CACHE_S}
+        tables = await self.lobby.seated(player_id)
+        self._seats[player_id] = (now, tables)
+        return tables
 
     async def _table(self, table_id: str) -> matchmaking_pb2.LobbyTable | None:
         now = asyncio.get_running_loop().time()
@@ -232,10 +250,11 @@ class Friends:
         if first is not None:
             table = await self.lobby.table(first.table_id)
             return gateway_pb2.ChallengeAnswer(challenge=first, table=table)
-        if not await self.redis.sismember(follows_key(player), other):
-            raise PermissionDenied("CHALLENGE_NOT_FOLLOWED", "follow a player to challenge them")
+        # A block first: it also ends the follow, and the player is owed the true reason.
         if await self._blocked_between(player, other):
             raise PermissionDenied("FRIEND_BLOCKED", "this player is not taking your challenges")
+        if not await self.redis.sismember(follows_key(player), other):
+            raise PermissionDenied("CHALLENGE_NOT_FOLLOWED", "follow a player to challenge them")
         if sum(c.status == PENDING for c in await self._challenges(_sent_key(player))) >= MAX_SENT:
             raise ServiceError("CHALLENGES_FULL", f"at most {MAX_SENT} challenges out at once")
         pending = [c for c in await self._challenges(_received_key(other)) if c.status == PENDING]

@@ -20,10 +20,11 @@ from engine.position import Position
 from engine.profiles import CPU_LEVELS
 from engine.vocabulary import Phase
 from evaluator.evaluate import RankedPlay, default
-from services.common.errors import PermissionDenied, ServiceError
+from services.common.errors import InvalidArgument, PermissionDenied, ServiceError
+from services.contracts.bounds import HINT_DEFAULT, HINT_MAX
 from services.contracts.vocabulary import from_proto
 
-MAX_PLAYS = 10
+MAX_PLAYS, DEFAULT_PLAYS = HINT_MAX, HINT_DEFAULT
 REMEMBERED = 2048  # hints kept, by (table, seq, seat)
 
 
@@ -33,6 +34,15 @@ def allowed(options: table_pb2.TableOptions) -> bool:
     if options.profile == "wagered" or options.rated:
         return False
     return options.level in CPU_LEVELS or (options.profile == "scored" and options.test_game)
+
+
+def plays_asked(limit: int) -> int:
+    """HintRequest.limit: 0 = DEFAULT_PLAYS, 1..MAX_PLAYS; anything else is refused."""
+    if not 0 <= limit <= MAX_PLAYS:
+        raise InvalidArgument(
+            "INVALID_LIMIT", f"limit is 0 ({DEFAULT_PLAYS}) or 1..{MAX_PLAYS}", field="limit"
+        )
+    return limit or DEFAULT_PLAYS
 
 
 def hint(view: table_pb2.TableView, limit: int) -> gateway_pb2.HintResponse:
@@ -46,8 +56,12 @@ def hint(view: table_pb2.TableView, limit: int) -> gateway_pb2.HintResponse:
     if not moving or view.decider != view.seat or len(view.dice) != 2 or view.steps:
         raise ServiceError("HINT_NOT_NOW", "a hint is for the start of your move, dice rolled")
     start = Position(tuple(view.own), tuple(view.opponent))
-    ranked = default().rank_plays_1ply(start, (view.dice[0], view.dice[1]))
-    count = MAX_PLAYS if limit > MAX_PLAYS else limit or 3
+    # Every play a hint may list looked at one roll deeper, so each listed play's equity and
+    # chances come from the same evaluation, best first (issue 41, item 8).
+    ranked = default().rank_plays_1ply(
+        start, (view.dice[0], view.dice[1]), keep=MAX_PLAYS, window=float("inf")
+    )
+    count = plays_asked(limit)
     return gateway_pb2.HintResponse(plays=[_play(start, r) for r in ranked[:count]], seq=view.seq)
 
 
@@ -57,7 +71,7 @@ class Hints:
         self._known: OrderedDict[tuple[str, int, int], gateway_pb2.HintResponse] = OrderedDict()
 
     async def for_view(self, view: table_pb2.TableView, limit: int) -> gateway_pb2.HintResponse:
-        count = MAX_PLAYS if limit > MAX_PLAYS else limit or 3
+        count = plays_asked(limit)
         key = (view.table_id, view.seq, view.seat)
         found = self._known.get(key)
         if found is None:

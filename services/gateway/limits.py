@@ -13,14 +13,41 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from services.common.errors import InvalidArgument
+from services.contracts import bounds
+from services.contracts.bounds import DEFAULT_MAX
 
-DEFAULT_MAX = 64
-# A code may come as a whole invite link; the account fields have their own bounds.
+# A code may come as a whole invite link; the account fields have their own bounds (checked
+# again, in full, where they are used). services/contracts/bounds.py is the one list.
 MAX_BY_FIELD = {
-    "guest_name": 32, "code": 256, "device_id": 128, "email": 254, "password": 256,
-    "display_name": 40, "refresh_token": 128,
-    "text": 2000,  # a chat message: its own bound is BG_CHAT_MAX_CHARS (at most this)
+    "guest_name": bounds.GUEST_MAX, "code": bounds.CODE_MAX, "device_id": bounds.DEVICE_MAX,
+    "email": bounds.EMAIL_MAX, "password": bounds.PASSWORD_MAX,
+    "display_name": 40,  # longer is INVALID_NAME (the name's own rule), not TOO_LONG
+    "refresh_token": 128,
+    "text": bounds.CHAT_LIMIT,  # a chat message: its own bound is BG_CHAT_MAX_CHARS (at most this)
+    "reason": bounds.REASON_MAX,  # why a player reports or an operator acts (`reason` below)
 }  # fmt: skip
+# What a request names, by request message: empty is MISSING naming the field, as one rule for
+# every call (the services behind would each answer in their own words, or not at all).
+REQUIRED = {
+    "bg.matchmaking.v1.TableRequest": ("table_id",),
+    "bg.matchmaking.v1.JoinByCodeRequest": ("code",),
+    "bg.matchmaking.v1.TournamentRequest": ("tournament_id",),
+    "bg.gateway.v1.ViewRequest": ("table_id",),
+    "bg.gateway.v1.WatchRequest": ("table_id",),
+    "bg.gateway.v1.HintRequest": ("table_id",),
+    "bg.gateway.v1.SendChatRequest": ("table_id",),
+    "bg.gateway.v1.GetChatRequest": ("table_id",),
+    "bg.gateway.v1.ReportChatRequest": ("table_id", "message_id"),
+    "bg.gateway.v1.MuteChatRequest": ("player_id",),
+    "bg.gateway.v1.FollowRequest": ("player_id",),
+    "bg.gateway.v1.BlockRequest": ("player_id",),
+    "bg.gateway.v1.ChallengeRequest": ("player_id",),
+    "bg.gateway.v1.AnswerChallengeRequest": ("challenge_id",),
+    "bg.gateway.v1.ExportMatchRequest": ("match_id",),
+    "bg.table.v1.GetMatchRecordRequest": ("table_id", "match_id"),
+    "bg.leaderboard.v1.ArchivedMatchRequest": ("match_id",),
+    "bg.analysis.v1.GetAnalysisRequest": ("match_id",),
+}
 
 
 def bounded(value: str, field: str, limit: int = DEFAULT_MAX) -> str:
@@ -39,7 +66,11 @@ def table_id(value: str, field: str = "table_id") -> str:
 
 def check(request: Message, bounds: Mapping[str, int] = MAX_BY_FIELD, prefix: str = "") -> None:
     """Every string in `request` (nested messages included) within its limit: `bounds` by
-    field name, DEFAULT_MAX for the rest."""
+    field name, DEFAULT_MAX for the rest; every field it must name (REQUIRED) named."""
+    if not prefix:
+        for name in REQUIRED.get(request.DESCRIPTOR.full_name, ()):
+            if not getattr(request, name):
+                raise InvalidArgument("MISSING", f"{name} is required", field=name)
     for fd, value in request.ListFields():
         name = prefix + fd.name
         if fd.type == FieldDescriptor.TYPE_STRING:
@@ -58,8 +89,18 @@ def _repeated(fd: FieldDescriptor) -> bool:
 
 
 def reason(text: str) -> str:
-    """Why an operator acts or a player reports: 1..200 characters, trimmed."""
+    """Why an operator acts or a player reports: 1..REASON_MAX characters, trimmed."""
     words = text.strip()
-    if not 1 <= len(words) <= 200:
-        raise InvalidArgument("REASON_REQUIRED", "say why, in 1..200 characters", field="reason")
-    return words
+    if not words:
+        raise InvalidArgument(
+            "REASON_REQUIRED", f"say why, in 1..{bounds.REASON_MAX} characters", field="reason"
+        )
+    return bounded(words, "reason", bounds.REASON_MAX)
+
+
+def required_table() -> str:
+    """docs/protocol.md's table of what each request must name, as made from REQUIRED."""
+    rows = ["| request | must name |", "|---|---|"]
+    for message, fields in REQUIRED.items():
+        rows.append(f"| `{message}` | {', '.join(f'`{f}`' for f in fields)} |")
+    return "\n".join(rows) + "\n"

@@ -1,6 +1,7 @@
 """Lobby tables as a client sees them: the lobby does not know players' privacy (the gateway
 keeps it), so a table one of whose players hides from spectators is not watchable, as Watch
-already treats it; the live list keeps only matches still in play."""
+already treats it; the live list keeps only matches still in play with a player at the table
+(one nobody is at is waiting for the away rules to end it, I-41, W-2: nothing to watch)."""
 
 from __future__ import annotations
 
@@ -48,13 +49,14 @@ class LobbyViews:
     async def _watchable(self, table: matchmaking_pb2.LobbyTable) -> bool:
         if await self.privacy.any_hidden(list(table.player_ids)):
             return False
-        return await self._in_play(
-            table_pb2.GetViewRequest(table_id=table.table_id, spectator=True)
-        )
+        request = table_pb2.GetViewRequest(table_id=table.table_id, spectator=True)
+        return await self._in_play(request, somebody_here=True)
 
-    async def _in_play(self, request: table_pb2.GetViewRequest) -> bool:
+    async def _in_play(
+        self, request: table_pb2.GetViewRequest, somebody_here: bool = False
+    ) -> bool:
         try:
             view = await remote_call(self.tables.GetView(request, timeout=5))
         except ServiceError:
             return False  # gone (forgotten an hour after its end) or unreachable: not listed
-        return view.phase not in FINISHED
+        return view.phase not in FINISHED and not (somebody_here and all(view.away))

@@ -90,11 +90,18 @@ class PlayStreams:
         except StopAsyncIteration:
             return
         sub = await self.feed.subscribe(table_id)
+        stream = stream_id()
         try:
-            view = await self._seat_view(table_id, player)
+            view = await self._seat_view(table_id, player)  # the seat is the caller's
+            # At the table before the first update is sent (I-41: a player is away until their
+            # first stream), so that update holds the player_back and a command decided on its
+            # view is not STALE_SEQ.
+            first_here = await self.presence.opened(table_id, player, stream)
+            if first_here and await self.report(table_id, player, True) > view.seq:
+                view = await self._seat_view(table_id, player)
             backlog = await self.feed.events_between(table_id, first.join.from_seq, view.seq)
         except (ServiceError, RedisError) as exc:
-            await self.feed.unsubscribe(sub)
+            await self._stream_closed(sub, player, stream)
             await abort(context, infrastructure_failure(exc) or cast(ServiceError, exc))
             return
         seat = view.seat
@@ -102,10 +109,7 @@ class PlayStreams:
         await queue.put(
             play_update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
         )
-        stream = stream_id()
         self.live.opened(player, queue, table_id, stream)
-        if await self.presence.opened(table_id, player, stream):
-            await self.report(table_id, player, True)
         with contextlib.suppress(RedisError):  # at most once, as the notice itself
             await self.feed.take_seat(table_id, player, stream)
         commands = asyncio.create_task(self._commands(requests, sub, player, seat))
@@ -230,28 +234,29 @@ class PlayStreams:
         if await self.presence.closed(sub.table_id, player, stream):
             await self.report(sub.table_id, player, False)
 
-    async def report(self, table_id: str, player: str, connected: bool) -> None:
+    async def report(self, table_id: str, player: str, connected: bool) -> int:
         """Tell the table a player (dis)connected (also the presence sweeper's, when a lease
         expires or comes back); retried while the table service restarts, since a lost
-        disconnect would never start the away rule (I-8)."""
+        disconnect would never start the away rule (I-8). The table's seq after it (0: not
+        told)."""
         request = table_pb2.SetPresenceRequest(
             table_id=table_id, player_id=player, connected=connected
         )
         for attempt in range(5):
             try:
-                await remote_call(self.tables.SetPresence(request, timeout=5))
-                return
+                return int((await remote_call(self.tables.SetPresence(request, timeout=5))).seq)
             except grpc.aio.UsageError:
                 # The channel is closed: this gateway is stopping. The stream's presence lease
                 # runs out and a live gateway's sweeper reports the disconnect instead.
-                return
+                return 0
             except ServiceError as err:
                 if err.status != grpc.StatusCode.UNAVAILABLE or attempt == 4:
                     log.warning(
                         "presence report lost", extra={"table_id": table_id, "code": err.code}
                     )
-                    return
+                    return 0
             await asyncio.sleep(1.0 + attempt)
+        return 0
 
     # -- watching (I-35) ---------------------------------------------------------------------
 

@@ -86,3 +86,7 @@ class FriendsLobby(Protocol):
         """The table as spectators may know it (watchable with the players' privacy), or None
         when the lobby does not know it."""
         ...
+
+    async def seated(self, player_id: str) -> list[matchmaking_pb2.LobbyTable]:
+        """The tables `player_id` sits at that are not closed (as spectators may know them)."""
+        ...

@@ -119,7 +119,7 @@ class Presence:
         return gone
 
     async def run(
-        self, report: Callable[[str, str, bool], Awaitable[None]], stop: asyncio.Event
+        self, report: Callable[[str, str, bool], Awaitable[object]], stop: asyncio.Event
     ) -> None:
         """Renew this gateway's lease and sweep lapsed gateways' streams, every `ttl_s / 3`."""
         while not stop.is_set():

@@ -15,6 +15,7 @@ from services.common.settings import (
     table_addrs_setting,
     wallet_addr_setting,
 )
+from services.contracts.bounds import CHAT_LIMIT, CHAT_MAX
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,11 @@ class GatewaySettings(ServiceSettings):
         min=0.1,
     )
     chat_max_chars: int = setting(
-        "BG_CHAT_MAX_CHARS", 300, "Characters a chat message may hold.", min=1, max=2000
+        "BG_CHAT_MAX_CHARS",
+        CHAT_MAX,
+        "Characters a chat message may hold.",
+        min=1,
+        max=CHAT_LIMIT,
     )
     chat_per_s: float = setting(
         "BG_CHAT_PER_S",

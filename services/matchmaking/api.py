@@ -33,6 +33,7 @@ def to_proto(t: Table, invite_base: str) -> matchmaking_pb2.LobbyTable:
         close_reason=t.close_reason,
         code_expires_ms=t.code_expires_ms,
         watchable=t.watchable,
+        tournament_id=t.tournament_id,
     )
 
 

@@ -51,6 +51,7 @@ from bg.table.v1 import table_pb2
 from services.common.clock import now_ms
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
 from services.contracts import money_keys
+from services.contracts.bounds import TOURNAMENT_NAME_MAX
 from services.contracts.table_options import rules_from_proto
 from services.matchmaking.bracket import MAX_FIELD, Bracket, prizes
 from services.matchmaking.lobby import Lobby, LobbyStatus
@@ -64,6 +65,9 @@ REGISTERING, RUNNING, FINISHED, CANCELLED = "registering", "running", "finished"
 PROFILES = ("casual", "scored", "wagered")
 # A wagered tournament's money (TournamentDoc.money): "" for none (casual, scored).
 OPEN, POOL_RUNNING, PAID, REFUNDED = "open", "running", "paid", "refunded"
+# A registration under way may sit for JOIN_SIT_MS (a wallet's hold inside it); its mark keeps
+# the player's claim from other tournaments twice as long (replicas' clocks differ a little).
+JOIN_SIT_MS, JOIN_HELD_MS = 30_000, 60_000
 
 
 @dataclass
@@ -93,6 +97,7 @@ class TournamentDoc:
     # The result's record on the event log, once finished: {"sent": Sent's fields, "read": bool}
     announced: dict[str, Any] = field(default_factory=dict)
     freed: bool = False  # ended, and every player's claim let go (free to enter another)
+    joining: dict[str, int] = field(default_factory=dict)  # player -> ms a registration began
 
     def bracket(self) -> Bracket:
         winners = {
@@ -168,8 +173,10 @@ class Tournaments:
 
     async def create(self, request: matchmaking_pb2.CreateTournamentRequest) -> TournamentDoc:
         name = request.name.strip()
-        if not 1 <= len(name) <= 40:
-            raise InvalidArgument("INVALID_NAME", "a name of 1..40 characters", field="name")
+        if not 1 <= len(name) <= TOURNAMENT_NAME_MAX:
+            raise InvalidArgument(
+                "INVALID_NAME", f"a name of 1..{TOURNAMENT_NAME_MAX} characters", field="name"
+            )
         opts = request.options
         if opts.profile not in PROFILES:
             raise InvalidArgument(
@@ -240,18 +247,27 @@ class Tournaments:
 
     async def register(self, player_id: str, tournament_id: str) -> TournamentDoc:
         doc = await self.get(tournament_id)
-        if player_id in doc.players:
+        if player_id in doc.players and doc.status in (REGISTERING, RUNNING):
             return doc  # a retry: registered (and, wagered, paid) once
         if doc.status != REGISTERING:
             raise ServiceError("TOURNAMENT_CLOSED", f"the tournament is {doc.status}")
-        held = await self.store.claim_player(player_id, tournament_id, "")
-        if held is not None and held != tournament_id:
-            if await self._still_holds(held, player_id):
-                raise ServiceError(
-                    "TOURNAMENT_ELSEWHERE", "you are in another tournament",
-                    tournament_id=held,
-                )  # fmt: skip
-            await self.store.claim_player(player_id, tournament_id, held)  # a stale claim
+        # Joining is marked in the document before the claim is taken, so a registration for
+        # another tournament racing this one finds the claim live, never a leftover (I-39).
+        doc = await self._update(tournament_id, _joining(player_id, self.now()))
+        if player_id in doc.players:
+            return doc
+        try:
+            held = await self.store.claim_player(player_id, tournament_id, "")
+            if held is not None and held != tournament_id:
+                if await self._still_holds(held, player_id):
+                    raise ServiceError(
+                        "TOURNAMENT_ELSEWHERE", "you are in another tournament",
+                        tournament_id=held,
+                    )  # fmt: skip
+                await self.store.claim_player(player_id, tournament_id, held)  # a stale claim
+        except ServiceError:
+            await self._update(tournament_id, _unjoin(player_id))
+            raise
 
         def sit(d: TournamentDoc) -> None:
             if player_id in d.players:
@@ -260,8 +276,9 @@ class Tournaments:
                 raise ServiceError("TOURNAMENT_CLOSED", f"the tournament is {d.status}")
             if len(d.players) >= d.size:
                 raise ServiceError("TOURNAMENT_FULL", "the tournament is full")
-            if d.buyin_key(player_id) != held_key:
+            if d.buyin_key(player_id) != held_key or not _joins(d, player_id, self.now()):
                 raise ServiceError("BUSY", "your registration changed meanwhile; try again")
+            d.joining.pop(player_id, None)
             d.players.append(player_id)
 
         held_key = doc.buyin_key(player_id)
@@ -275,6 +292,7 @@ class Tournaments:
                     await self._release_buyin(held_key)
                 raise
         except ServiceError:
+            await self._update(tournament_id, _unjoin(player_id))
             await self.store.release_player(player_id, tournament_id)
             raise
         if doc.kind == SIT_AND_GO and len(doc.players) == doc.size:
@@ -310,7 +328,7 @@ class Tournaments:
         except NotFound:
             return False
         if other.status == REGISTERING:
-            return player_id in other.players
+            return player_id in other.players or _joins(other, player_id, self.now(), JOIN_HELD_MS)
         if other.status == RUNNING:
             return player_id in other.seeded and player_id not in other.bracket().ranks()
         return False
@@ -468,7 +486,7 @@ class Tournaments:
                 return
             seeded = list(d.players)
             random.Random(d.tournament_id).shuffle(seeded)  # the same seeding on every replica
-            d.status, d.seeded = RUNNING, seeded
+            d.status, d.seeded, d.joining = RUNNING, seeded, {}
 
         return await self._update(doc.tournament_id, start)
 
@@ -558,6 +576,37 @@ def _pool_closed(tournament_id: str, err: ServiceError) -> None:
         "the tournament's pool was settled by someone else",
         extra={"tournament_id": tournament_id, "pool_status": err.metadata.get("pool_status")},
     )
+
+
+def _joining(player_id: str, at_ms: int) -> Callable[[TournamentDoc], None]:
+    """Mark a registration under way (kept if one already is: a retry racing its first)."""
+
+    def change(d: TournamentDoc) -> None:
+        if d.status != REGISTERING:
+            raise ServiceError("TOURNAMENT_CLOSED", f"the tournament is {d.status}")
+        if player_id in d.players:
+            return
+        if len(d.players) >= d.size:
+            raise ServiceError("TOURNAMENT_FULL", "the tournament is full")
+        if not _joins(d, player_id, at_ms, JOIN_HELD_MS):
+            d.joining[player_id] = at_ms
+
+    return change
+
+
+def _unjoin(player_id: str) -> Callable[[TournamentDoc], None]:
+    def change(d: TournamentDoc) -> None:
+        d.joining.pop(player_id, None)
+
+    return change
+
+
+def _joins(d: TournamentDoc, player_id: str, now: int, within_ms: int = 0) -> bool:
+    """Whether a registration of the player is under way: it may sit only within JOIN_SIT_MS of
+    its start, and holds the player's claim against other tournaments for JOIN_HELD_MS, longer,
+    so a claim is never taken over while its registration can still sit (a crash's mark lapses)."""
+    began = d.joining.get(player_id)
+    return began is not None and now - began < (within_ms or JOIN_SIT_MS)
 
 
 def _freed(d: TournamentDoc) -> None:

@@ -120,7 +120,7 @@ def table_event(
         value = getattr(event, name)
         if how == "scalar":
             if value is None:
-                value = -1 if name == "starter" else 0
+                value = -1 if name in ("starter", "left_by") else 0
             setattr(body, proto_name, value)
         elif how == "repeated":
             getattr(body, proto_name).extend(value or ())
@@ -180,6 +180,7 @@ def view_proto(
         can_confirm=v.can_confirm,
         deadline_ms=v.deadline_ms or 0,
         deadline_kind=to_proto(v.deadline_kind, DeadlineKind),
+        clock_ms=v.clock_ms or 0,
         lit=[_lit(k, d) for k, d in v.lit.items()],
         boosts_left=v.boosts_left,
         auto_roll=v.auto_roll,

@@ -39,6 +39,7 @@ from services.common.errors import (
 )
 from services.common.metrics import ServiceMetrics
 from services.contracts import money_keys
+from services.contracts.seats import is_computer
 from services.contracts.shards import shard_of
 from services.contracts.vocabulary import to_proto
 from services.table import convert
@@ -197,7 +198,10 @@ class TableCore:
             prefs = [await self.store.get_prefs(p) for p in players]
             auto = (prefs[0].get("auto_roll") == "1", prefs[1].get("auto_roll") == "1")
             now = self.now()
-            applied = new_match(rules, secrets.token_bytes(16), now, auto_roll=auto)
+            applied = new_match(
+                rules, secrets.token_bytes(16), now, auto_roll=auto,
+                absent=_absent_at_deal(loaded, players),
+            )  # fmt: skip
             meta = TableMeta(table_id=table_id, match_id=match_id, player_ids=list(players))
             base = Loaded(0, applied.state, meta, 0) if loaded is None else loaded
             return Change(base, applied, now, meta=meta, create=loaded is None)
@@ -649,3 +653,20 @@ def _check_id(name: str, value: str) -> None:
             f"{name} must be 1..{MAX_ID} characters without {{}}: or spaces",
             field=name,
         )
+
+
+def _absent_at_deal(loaded: Loaded | None, players: list[str]) -> tuple[bool, bool]:
+    """Who is away from the deal (I-41): on a new table nobody has a Play stream yet (one opens
+    only once a match exists), so every person is, until their first stream reports them back;
+    a rematch keeps each player's presence at the last match's end. The computer is never away
+    (the bots' streams come and go with their lease)."""
+    before = list(loaded.meta["player_ids"]) if loaded is not None else []
+
+    def absent(player: str) -> bool:
+        if is_computer(player):
+            return False
+        if loaded is not None and player in before:
+            return loaded.state.match.away_since_ms[before.index(player)] is not None
+        return True
+
+    return (absent(players[0]), absent(players[1]))

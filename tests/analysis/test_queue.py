@@ -128,7 +128,9 @@ async def test_the_worker_analyses_a_match_fails_a_bad_record_and_counts(
     other, kinds = commit_record([b"\xff not an event"], ["dice_rolled"])
     assert await enqueuer.handle_record(TABLE_EVENTS, other, kinds) == []
 
+    before_ms = time.time() * 1000 - 1
     assert await worker.step() and await worker.step() and not await worker.step()
+    await enqueuer.handle_event(events_pb2.TableEvent.FromString(_end("later", 4000)))
     good = await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id="good"))
     assert good.state == analysis_pb2.ANALYSIS_STATE_DONE and len(good.decisions) == 1
     assert good.decisions[0].move_index == 2 and good.decisions[0].played == "8/5 6/5"
@@ -136,14 +138,22 @@ async def test_the_worker_analyses_a_match_fails_a_bad_record_and_counts(
     assert failed.state == analysis_pb2.ANALYSIS_STATE_FAILED
     assert list(failed.player_ids) == ["ann", "bob"]  # its players may read why (the gateway)
     assert "not a legal play" in failed.failure
+    # Issue 41, item 9: analysed_ms is 0 only until done (or failed), then when it was.
+    assert before_ms <= good.analysed_ms <= time.time() * 1000
+    assert before_ms <= failed.analysed_ms <= time.time() * 1000
+    queued = await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id="later"))
+    assert queued.state == analysis_pb2.ANALYSIS_STATE_QUEUED and queued.analysed_ms == 0
     assert registry.get_sample_value("bg_analysis_decisions_total") == 1
     assert registry.get_sample_value("bg_analysis_matches_total", {"result": "done"}) == 1
     assert registry.get_sample_value("bg_analysis_matches_total", {"result": "failed"}) == 1
     await worker.gauge()
-    assert registry.get_sample_value("bg_analysis_backlog") == 0
+    assert registry.get_sample_value("bg_analysis_backlog") == 1  # "later", still queued
     with pytest.raises(grpc.aio.AioRpcError) as unknown:
         await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id="never"))
     assert error_of(unknown.value).code == "UNKNOWN_MATCH"
+    with pytest.raises(grpc.aio.AioRpcError) as missing:
+        await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id=""))
+    assert (error_of(missing.value).code, error_of(missing.value).field) == ("MISSING", "match_id")
     with pytest.raises(grpc.aio.AioRpcError) as too_many:
         await api.PlayerTrend(analysis_pb2.PlayerTrendRequest(player_id="ann", limit=500))
     assert error_of(too_many.value).code == "INVALID_LIMIT"

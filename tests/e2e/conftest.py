@@ -11,13 +11,20 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.browser import browser, chromium  # noqa: F401  (the pages' fixtures)
 from tests.helpers import running_cluster
 
 SECRET = "e2e-token-secret-0123456789-abcdef"
 BOTS_SECRET = "e2e-bots-secret-0123456789-abcdef"
 
 
-SHARED = ("test_admin.py", "test_contract.py", "test_gateway.py", "test_play_protocol.py")
+SHARED = (
+    "test_admin.py",
+    "test_contract.py",
+    "test_gateway.py",
+    "test_no_shows.py",
+    "test_play_protocol.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -695,3 +695,150 @@ async def test_quick_matches_whose_answers_are_lost_stake_once(
     for p in players:
         balance = await p.stub.GetBalance(gateway_pb2.BalanceRequest(), metadata=p.auth)
         assert balance.balance == 2_000 - bet.bet, p.player_id
+
+
+# -- issue 41: every documented bound is the gateway's, and an empty id is MISSING everywhere ---
+
+
+async def _code_of(call: Any) -> str:
+    """The code a call is refused with, "" when it is answered."""
+    try:
+        await call
+    except grpc.aio.AioRpcError as exc:
+        return str(refusal(exc).code)
+    return ""
+
+
+async def test_every_documented_bound_is_the_gateways_at_its_edges(
+    cluster: dict[str, Any], gw: grpc.aio.Channel
+) -> None:
+    """docs/protocol.md's Bounds table is made from services/contracts/bounds.py; here each
+    bound's edges go to the real gateway: the value just outside gets the documented code, the
+    value at the bound gets past it (answered, or refused for something else). A bound with no
+    probe here fails the test, so the list and this check cannot drift apart."""
+    from bg.gateway.v1 import gateway_pb2_grpc
+    from services.contracts.bounds import BOUNDS
+
+    stub = gateway_pb2_grpc.GatewayServiceStub(gw)
+    guest = await GrpcPlayer(gw).login()
+    account = await stub.Login(
+        gateway_pb2.LoginRequest(device_id=device_id(), display_name="Bounded")
+    )
+    mine = [("authorization", f"Bearer {account.token}")]
+    admin = admin_pb2_grpc.AdminServiceStub(gw)
+    operator = await admin.OperatorLogin(
+        admin_pb2.OperatorLoginRequest(name=cluster["admin"]["name"], key=cluster["admin"]["key"])
+    )
+    ops = [("authorization", f"Bearer {operator.token}")]
+
+    def name_login(n: int) -> Any:
+        return stub.Login(gateway_pb2.LoginRequest(device_id=device_id(), display_name="N" * n))
+
+    def guest_login(n: int) -> Any:
+        return stub.Login(gateway_pb2.LoginRequest(guest_name="g" * n))
+
+    def report(n: int) -> Any:
+        ask = gateway_pb2.ReportChatRequest(table_id="t-none", message_id="m", reason="r" * n)
+        return stub.ReportChat(ask, metadata=guest.auth)
+
+    def hint(n: int) -> Any:
+        ask = gateway_pb2.HintRequest(table_id="t-none", limit=n)
+        return stub.GetHint(ask, metadata=guest.auth)
+
+    async def tournament(n: int) -> Any:
+        ask = matchmaking_pb2.CreateTournamentRequest(
+            name="T" * n, kind="sit_and_go", size=4,
+            options=table_pb2.TableOptions(profile="casual"), request_id=secrets.token_hex(4),
+        )  # fmt: skip
+        made = await admin.CreateTournament(ask, metadata=ops)
+        cancel = matchmaking_pb2.CancelTournamentRequest(
+            tournament_id=made.tournament_id, reason="a bound's probe"
+        )
+        await admin.CancelTournament(cancel, metadata=ops)  # no other test meets it
+
+    def code(n: int) -> Any:
+        ask = matchmaking_pb2.JoinByCodeRequest(code="C" * n)
+        return stub.JoinByCode(ask, metadata=guest.auth)
+
+    def email(n: int) -> Any:
+        local = "e" * max(1, min(64, n - 5))  # the longest a well-formed address can be
+        address = f"{local}@{'d' * (n - len(local) - 4)}.cd" if n >= 6 else "a@b"
+        ask = gateway_pb2.LinkEmailRequest(email=address, password="p" * 12)
+        return stub.LinkEmail(ask, metadata=mine)
+
+    def password(n: int) -> Any:
+        address = f"{secrets.token_hex(4)}@example.org"
+        ask = gateway_pb2.LinkEmailRequest(email=address, password="p" * n)
+        return stub.LinkEmail(ask, metadata=mine)
+
+    def device(n: int) -> Any:
+        return stub.Login(gateway_pb2.LoginRequest(device_id="d" * n, display_name="Devicer"))
+
+    def text(n: int) -> Any:
+        ask = gateway_pb2.SendChatRequest(
+            table_id="t-none", channel=gateway_pb2.CHAT_CHANNEL_TABLE, text="x" * n
+        )
+        return stub.SendChat(ask, metadata=mine)
+
+    def an_id(n: int) -> Any:
+        return stub.GetView(gateway_pb2.ViewRequest(table_id="t" * n), metadata=guest.auth)
+
+    probes = {
+        "display_name": name_login, "guest_name": guest_login, "reason": report, "limit": hint,
+        "name": tournament, "code": code, "email": email, "password": password,
+        "device_id": device, "text": text,
+        "table_id, player_id, match_id, request_id, command_id, ...": an_id,
+    }  # fmt: skip
+    assert sorted(probes) == sorted(b.field for b in BOUNDS)
+    for bound in BOUNDS:
+        probe = probes[bound.field]
+        outside = [(bound.high + 1, bound.over)]
+        if bound.low > 0 or bound.field == "limit":
+            outside.append((bound.low - 1, bound.under))
+        for n, expected in outside:
+            assert await _code_of(probe(n)) == expected, (bound.field, n)
+        for n in {bound.low, bound.high} - {0}:
+            got = await _code_of(probe(n))
+            assert got not in (bound.under, bound.over), (bound.field, n, got)
+
+
+async def test_an_empty_id_is_missing_naming_its_field_on_every_call(
+    cluster: dict[str, Any], gw: grpc.aio.Channel
+) -> None:
+    """Issue 41, item 11: every call that names something, sent with it empty, is
+    INVALID_ARGUMENT / MISSING with `field` naming it (it was MALFORMED, UNKNOWN_MESSAGE,
+    UNKNOWN_TOURNAMENT, UNKNOWN_TABLE or INVALID_ID depending on the call), over gRPC; the
+    list of what each request must name is the one the docs are made from."""
+    from bg.gateway.v1 import gateway_pb2_grpc
+    from services.gateway.limits import REQUIRED
+
+    stub = gateway_pb2_grpc.GatewayServiceStub(gw)
+    player = await GrpcPlayer(gw).login()
+    service = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
+    checked = set()
+    for method in service.methods:
+        fields = REQUIRED.get(method.input_type.full_name)
+        if not fields or method.client_streaming:
+            continue
+        empty = _message_class(method.input_type)
+        call = getattr(stub, method.name)(empty, metadata=player.auth)
+        try:
+            if method.server_streaming:
+                async for _ in call:
+                    pass
+            else:
+                await call
+        except grpc.aio.AioRpcError as exc:
+            error = refusal(exc)
+            assert exc.code() == grpc.StatusCode.INVALID_ARGUMENT, method.name
+            assert (error.code, error.field) == ("MISSING", fields[0]), method.name
+            checked.add(method.input_type.full_name)
+            continue
+        raise AssertionError(f"{method.name} answered an empty request")
+    assert checked == set(REQUIRED)  # every request that must name something was sent
+
+
+def _message_class(descriptor: Any) -> Any:
+    from google.protobuf import message_factory
+
+    return message_factory.GetMessageClass(descriptor)()

@@ -92,6 +92,8 @@ async def _newest_stream_takes_the_seat(
     second: Any = stub.Play(requests(), metadata=player.auth)
     assert (await second.read()).update.view.seat == 0
     told = await asyncio.wait_for(first.read(), 10)
+    while told.HasField("update"):  # updates pushed before it (the player_back of I-41, say)
+        told = await asyncio.wait_for(first.read(), 10)
     assert told.error.error.code == "SEAT_TAKEN"
     assert await first.read() is _EOF
     second.cancel()

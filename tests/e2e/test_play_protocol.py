@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
-from client.play_wire import PlaySession
+from client.play_wire import CommandRefused, PlaySession
 from services.common.errors import error_from
 from tests.e2e.test_gateway import _players
 from tests.helpers import error_of
@@ -52,6 +53,10 @@ async def test_oversized_ids_are_invalid_argument_naming_the_field(
         await session.close()
 
 
+def _newer_than(seq: int) -> Callable[[table_pb2.TableView], bool]:
+    return lambda view: view.seq > seq
+
+
 async def test_resuming_from_a_seq_sees_every_event_once(
     cluster: dict[str, Any],
 ) -> None:
@@ -65,11 +70,19 @@ async def test_resuming_from_a_seq_sees_every_event_once(
         play = asyncio.create_task(ann.play(table.table_id, 120))
         seen: list[int] = []
         async with PlaySession(bob.stub, table.table_id, bob.auth) as first:
-            for _ in range(3):  # play a few turns, then drop the stream
+            played = 0
+            while played < 3:  # play a few turns, then drop the stream
                 v = await first.wait_for(lambda v: v.decider == v.seat, 30)
                 cmd = bob.decide(v)
-                if cmd is not None:
+                if cmd is None:
+                    continue
+                try:
                     await first.send(cmd, v.seq)
+                except CommandRefused as refused:  # ann arrived meanwhile (I-41): look again
+                    assert refused.code == "STALE_SEQ"
+                    await first.wait_for(_newer_than(v.seq), 30)
+                    continue
+                played += 1
             seen = [e.seq for e in first.events]
         assert seen == list(range(1, len(seen) + 1))  # every event once, in order
         async with PlaySession(bob.stub, table.table_id, bob.auth, from_seq=seen[-1]) as again:

@@ -8,12 +8,12 @@ import pytest
 from engine import commands as c
 from engine import events as e
 from engine import profiles
-from engine.machine import next_deadline
+from engine.machine import Applied, new_match, next_deadline
 from engine.position import Position
 from engine.profiles import OptionsError, RulesOptions
-from engine.state import GameRecord, Phase
+from engine.state import GameRecord, Phase, TableState
 from engine.vocabulary import GameResult
-from tests.engine.scenario import clock, event, ok, refused, spot, types
+from tests.engine.scenario import SEED, clock, event, ok, refused, spot, types
 
 START = (Position.start().mover, Position.start().mover)
 W1 = profiles.wagered(1, 100)
@@ -218,3 +218,84 @@ def test_i10_an_operator_closes_a_stuck_match_undecided(profile: RulesOptions) -
     assert out.state.match.phase is Phase.CLOSED and out.state.match.winner is None
     refused(out.state, c.OperatorClose(), 20, "MATCH_OVER")
     refused(out.state, c.Roll(0), 20, "MATCH_OVER")
+
+
+def _played_out(state: TableState, budget: int = 400) -> Applied:
+    """Let the clock alone act (nobody sends a command) until the match is over or closed."""
+    out = None
+    for _ in range(budget):
+        out = clock(state)
+        state = out.state
+        if state.match.phase in (Phase.MATCH_OVER, Phase.CLOSED):
+            return out
+    raise AssertionError("the clock never ended the match")
+
+
+def test_i41_a_no_show_is_away_from_the_deal_and_forfeits_a_wagered_match_at_60_s() -> None:
+    dealt = new_match(W3, SEED, 1000, absent=(False, True))
+    away = [ev for ev in dealt.events if isinstance(ev, e.PlayerAway)]
+    assert away == [e.PlayerAway(1, 61_000)]  # told at once, with when it ends
+    assert dealt.state.match.away_since_ms == (None, 1000)
+    out = _played_out(dealt.state)
+    ended = _ended(out.events)
+    assert (ended.winner, ended.reason) == (0, "away")
+    assert out.state.match.ended_ms == 61_000  # not a moment early
+
+
+def test_i41_a_no_show_who_connects_in_time_plays_on() -> None:
+    dealt = new_match(W3, SEED, 1000, absent=(False, True))
+    back = ok(dealt.state, c.Reconnect(1), 20_000)
+    assert back.events == (e.PlayerBack(1),) and back.state.match.away_since_ms == (None, None)
+    due = next_deadline(back.state.match)
+    assert due is not None and due.kind != "away"
+
+
+def test_i41_i9_nobody_shows_up_to_a_wagered_match_it_closes_and_returns_the_stakes() -> None:
+    out = _played_out(new_match(W3, SEED, 0, absent=(True, True)).state)
+    closed = event(e.TableClosed, out.events[-1])
+    assert closed.reason == "both_away" and out.state.match.phase is Phase.CLOSED
+
+
+def test_i41_i18_a_scored_no_show_leaves_after_3_minutes_and_loses() -> None:
+    # A test game (no move timer), so only the away rule acts for the no-show
+    out = _played_out(new_match(profiles.scored(3, test=True), SEED, 0, absent=(True, False)).state)
+    ended = _ended(out.events)
+    assert (ended.winner, ended.reason) == (1, "away")  # I-18's loss (a test game: unrecorded)
+    assert out.state.match.ended_ms == 180_000
+
+
+def test_i41_w2_a_casual_table_nobody_joins_closes_after_10_minutes() -> None:
+    dealt = new_match(profiles.casual(), SEED, 0, absent=(True, True))
+    assert [ev for ev in dealt.events if isinstance(ev, e.PlayerAway)] == [
+        e.PlayerAway(0, None), e.PlayerAway(1, None),
+    ]  # fmt: skip
+    out = _played_out(dealt.state)
+    assert event(e.TableClosed, out.events[-1]).reason == "both_away"
+    assert out.state.match.ended_ms == 600_000
+
+
+def test_i41_w5_a_casual_tournament_no_show_loses_after_10_minutes() -> None:
+    """Casual has no clock: in a tournament a seat away 10 minutes loses the match, and leaving
+    forfeits it, so the bracket moves on (docs/protocol.md, W-5)."""
+    rules = profiles.tournament_match(profiles.casual(3))
+    out = _played_out(new_match(rules, SEED, 0, absent=(False, True)).state)
+    ended = _ended(out.events)
+    assert (ended.winner, ended.reason) == (0, "away") and out.state.match.ended_ms == 600_000
+    left = ok(spot(rules, START), c.Leave(0), 10)
+    assert (_ended(left.events).winner, _ended(left.events).reason) == (1, "left")
+    # Outside a tournament one casual player away is waited for (RULES 'leaving': Leave is free).
+    plain = new_match(profiles.casual(3), SEED, 0, absent=(False, True)).state
+    due = next_deadline(plain.match)
+    assert due is None or due.kind != "away"
+
+
+def test_w6_a_casual_game_and_one_against_the_computer_may_be_resigned_as_i5_says() -> None:
+    """Issue 41, item 16: resigning gives the game as a single times the cube (I-5), in casual
+    play and against the computer; the next game follows in a longer match. Scored play has no
+    resign (RULES 'resign' row: use leave)."""
+    for rules in (profiles.casual(3, cube=True), profiles.casual(3, cpu="expert")):
+        out = ok(spot(rules, START, cube=2, cube_owner=0), c.Resign(1), 10)
+        game = next(ev for ev in out.events if isinstance(ev, e.GameEnded))
+        assert (game.winner, game.result, game.points) == (0, "resign", 2 if rules.cube else 1)
+        assert out.state.match.phase is Phase.BETWEEN_GAMES
+    refused(spot(profiles.scored(3), START), c.Resign(0), 10, "NOT_AVAILABLE")

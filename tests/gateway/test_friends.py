@@ -76,6 +76,11 @@ class Lobby:
     async def table(self, table_id: str) -> matchmaking_pb2.LobbyTable | None:
         return self.tables.get(table_id)
 
+    async def seated(self, player_id: str) -> list[matchmaking_pb2.LobbyTable]:
+        return [
+            t for t in self.tables.values() if player_id in t.player_ids and t.status != "closed"
+        ]
+
 
 @dataclass
 class Clock:
@@ -186,8 +191,16 @@ async def test_a_followed_players_presence_comes_from_the_gateways_live_streams(
     await _view_until(bob_online, lambda v: True)
     assert _statuses(await a.friends.view("ann")) == {"bob": (ONLINE, "")}
 
+    # Issue 41, item 6: seated at a table waiting for an opponent, with no Play stream (there
+    # is no match to stream before the deal): waiting, and at a public table, which one.
+    public = lobby.add("bob", "open", watchable=True)
+    await asyncio.sleep(2.1)  # past the seats' cache
+    assert _statuses(await a.friends.view("ann")) == {"bob": (WAITING, public)}
+    lobby.tables[public].status = "closed"
     waiting = lobby.add("bob", "open", watchable=False)
-    await b.presence.opened(waiting, "bob", "play-1")  # bob's Play stream at his table
+    await asyncio.sleep(2.1)
+    assert _statuses(await a.friends.view("ann")) == {"bob": (WAITING, "")}
+    await b.presence.opened(waiting, "bob", "play-1")  # a stream at it changes nothing
     assert _statuses(await a.friends.view("ann")) == {"bob": (WAITING, "")}
 
     # Dealt at a table anyone may watch: playing, and ann is told which table to watch.
@@ -204,6 +217,8 @@ async def test_a_followed_players_presence_comes_from_the_gateways_live_streams(
     # The match ends and his streams close: online again (the Friends stream), then offline.
     await b.presence.closed(waiting, "bob", "play-1")
     await b.presence.closed(watched, "bob", "play-2")
+    lobby.tables[waiting].status = lobby.tables[watched].status = "closed"
+    await asyncio.sleep(2.1)
     assert _statuses(await a.friends.view("ann")) == {"bob": (ONLINE, "")}
     b.tasks.pop().cancel()
     await asyncio.sleep(0.1)
@@ -406,7 +421,8 @@ async def test_a_block_ends_follows_and_challenges_and_hides_chat_on_the_other_g
     ):
         with pytest.raises(ServiceError) as refused:
             await call
-        assert refused.value.code in ("FRIEND_BLOCKED", "CHALLENGE_NOT_FOLLOWED")
+        # Issue 41, item 12: a block is said as such, though it also ended the follow.
+        assert refused.value.code == "FRIEND_BLOCKED"
     assert len(lobby.tables) == tables  # no challenge table opened
 
     await a.friends.block("ann", "bob", False)

@@ -72,3 +72,30 @@ async def test_a_scored_test_game_gets_one_but_not_after_a_step_or_on_the_other_
         with pytest.raises(ServiceError) as refused:
             await Hints().for_view(view, 3)
         assert refused.value.code == "HINT_NOT_NOW"
+
+
+@pytest.mark.parametrize("limit", [-1, 11, 1_000_000])
+async def test_a_limit_outside_0_to_10_is_refused(limit: int) -> None:
+    """Issue 41, item 7: HintRequest.limit is 0 (= 3) or 1..10, as the proto says."""
+    with pytest.raises(ServiceError) as refused:
+        await Hints().for_view(_view(profile="casual", level="expert"), limit)
+    assert (refused.value.code, refused.value.field) == ("INVALID_LIMIT", "limit")
+
+
+@pytest.mark.parametrize("limit", [0, 5, 10])
+async def test_every_listed_play_has_its_equity_from_its_own_chances_best_first(
+    limit: int,
+) -> None:
+    """Issue 41, item 8: each listed play's equity and six chances come from one evaluation
+    (one roll deeper for every listed play), so they agree, and the list never rises."""
+    view = _view(profile="casual", level="expert")
+    view.dice[:] = [6, 2]
+    got = await Hints().for_view(view, limit)
+    assert len(got.plays) == (limit or 3)
+    points = (1, 2, 3, -1, -2, -3)
+    for play in got.plays:
+        assert len(play.probabilities) == 6 and abs(sum(play.probabilities) - 1) < 1e-3
+        from_chances = sum(w * p for w, p in zip(points, play.probabilities, strict=True))
+        assert abs(from_chances - play.equity) < 1e-3, play
+    equities = [p.equity for p in got.plays]
+    assert equities == sorted(equities, reverse=True)

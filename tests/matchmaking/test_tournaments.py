@@ -577,3 +577,58 @@ async def test_the_result_is_announced_until_read_and_again_if_the_broker_forgot
     assert event.placings[0].rank == 1 and event.at_ms == done.finished_ms
     await a.drive_all()
     assert len(results.published) == 2  # left the director's work: nothing more
+
+
+@pytest.mark.parametrize("profile", ["wagered", "scored"])
+async def test_two_registrations_sent_together_seat_the_player_in_one_tournament(
+    parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock],
+    ledger: Ledger,
+    pool: LedgerPool,
+    profile: str,
+) -> None:
+    """RULES I-39 (W-4): one tournament per player at a time, even for two requests at once
+    (issue 41, item 3). The wallet takes a while to hold a buy-in, as a real one does: the
+    second registration must not take the first one's claim, still being held, for a leftover."""
+    a, b, _, _, _ = parts
+    pool.latency_s = 0.05
+    await _fund(ledger, ["racer"])
+    for attempt in range(6):
+        make = _wagered if profile == "wagered" else (lambda name, **_: _sng(4, name))
+        one = await a.create(make(f"one{attempt}"))
+        two = await a.create(make(f"two{attempt}"))
+        got = await asyncio.gather(
+            a.register("racer", one.tournament_id),
+            b.register("racer", two.tournament_id),
+            return_exceptions=True,
+        )
+        won = [g for g in got if not isinstance(g, BaseException)]
+        lost = [g for g in got if isinstance(g, BaseException)]
+        assert len(won) == 1, got
+        assert isinstance(lost[0], ServiceError) and lost[0].code == "TOURNAMENT_ELSEWHERE"
+        seated = [t for t in (one, two) if "racer" in (await a.get(t.tournament_id)).players]
+        assert [t.tournament_id for t in seated] == [won[0].tournament_id]
+        assert await a.store.player_tournament("racer") == won[0].tournament_id
+        if profile == "wagered":  # one buy-in held, the other released (or never taken)
+            assert await ledger.balance("racer") == 900
+        await a.unregister("racer", won[0].tournament_id)
+        if profile == "wagered":
+            assert await ledger.balance("racer") == 1000
+
+
+async def test_registering_for_a_cancelled_tournament_is_closed_even_for_its_players(
+    parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock],
+    ledger: Ledger,
+) -> None:
+    """Issue 41, item 10: a player registered in a tournament an operator cancelled (and
+    refunded) who registers again is told TOURNAMENT_CLOSED, with nothing held again."""
+    a, _, _, _, _ = parts
+    await _fund(ledger, ["back"])
+    doc = await a.create(_wagered("Gone"))
+    await a.register("back", doc.tournament_id)
+    await a.cancel(doc.tournament_id, "venue closed")
+    assert await ledger.balance("back") == 1000
+    with pytest.raises(ServiceError) as closed:
+        await a.register("back", doc.tournament_id)
+    assert closed.value.code == "TOURNAMENT_CLOSED"
+    assert await ledger.balance("back") == 1000
+    assert await a.store.player_tournament("back") is None

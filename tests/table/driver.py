@@ -17,6 +17,17 @@ from services.table.tables import Rejected, TableCore
 from tests.table.memory_store import MemoryTableStore
 
 
+async def deal(
+    core: TableCore, table_id: str, match_id: str, players: list[str], rules: RulesOptions
+) -> tuple[str, int, bool]:
+    """A match whose players are connected, as their Play streams report them (I-41: a player
+    with no stream is away from the deal)."""
+    made = await core.create_match(table_id, match_id, players, rules)
+    for player in players:
+        await core.presence(table_id, player, connected=True)
+    return made
+
+
 async def play(
     core: TableCore, table_id: str, players: list[str], rng: random.Random, budget: int = 4000
 ) -> str:

@@ -153,6 +153,11 @@ async def test_presence_and_preferences(stub: table_pb2_grpc.TableServiceAsyncSt
     )
     view = await stub.GetView(table_pb2.GetViewRequest(table_id="g3", player_id="alice"))
     assert view.auto_roll
+    assert list(view.away) == [True, True]  # I-41: nobody has connected to a new match yet
+    for player in P:
+        await stub.SetPresence(
+            table_pb2.SetPresenceRequest(table_id="g3", player_id=player, connected=True)
+        )
     away = await stub.SetPresence(
         table_pb2.SetPresenceRequest(table_id="g3", player_id="bob", connected=False)
     )

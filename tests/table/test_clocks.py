@@ -14,7 +14,7 @@ from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.tables import TableCore
 from tests.helpers import kind, load_table
-from tests.table.driver import options, redis_store
+from tests.table.driver import deal, options, redis_store
 from tests.table.fakes import FakeWallet
 
 pytestmark = pytest.mark.integration
@@ -73,7 +73,7 @@ def _assert_one_timeout_per_turn(events: list[events_pb2.TableEvent]) -> None:
 
 async def test_idle_wagered_match_is_played_by_the_clock_to_the_end(clocked: TableCore) -> None:
     """I-7 turn timeouts and the 3 s next-game deal, with nobody touching the table."""
-    await clocked.create_match("t1", "m1", P, options("wagered", match_length=3, bet=100))
+    await deal(clocked, "t1", "m1", P, options("wagered", match_length=3, bet=100))
     events = await _until(clocked, "t1", lambda evs: "match_ended" in _types(evs), timeout_s=60)
     types = _types(events)
     assert types.count("game_started") >= 2  # next games dealt by the clock
@@ -145,7 +145,7 @@ async def test_casual_auto_roll_after_25_s(clocked: TableCore) -> None:
 
 
 async def test_presence_window_forfeits_after_60_s(clocked: TableCore) -> None:
-    await clocked.create_match("t1", "m1", P, options("wagered", match_length=3, bet=100))
+    await deal(clocked, "t1", "m1", P, options("wagered", match_length=3, bet=100))
     await clocked.presence("t1", "bob", connected=False)
     await clocked.presence("t1", "bob", connected=False)  # idempotent
     events = await _until(clocked, "t1", lambda evs: "match_ended" in _types(evs))

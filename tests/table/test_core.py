@@ -22,7 +22,7 @@ from services.table.convert import options_to_proto
 from services.table.ports import MatchRecord, OutcomeState
 from services.table.tables import TableCore
 from tests.helpers import kind, load_table
-from tests.table.driver import deadline_of, options, play
+from tests.table.driver import deadline_of, deal, options, play
 from tests.table.fakes import FakeProducer, FakeWallet
 from tests.table.memory_store import MemoryTableStore
 
@@ -80,7 +80,7 @@ async def test_a_whole_match_on_redis_with_its_clock_worker(redis_core: TableCor
 
 
 async def _whole_match(core: TableCore, opts: RulesOptions) -> None:
-    fingerprint, seq, existed = await core.create_match("t1", "m1", P, opts)
+    fingerprint, seq, existed = await deal(core, "t1", "m1", P, opts)
     assert len(fingerprint) == 64 and seq > 0 and not existed
     phase = await _with_clock(core, play(core, "t1", P, random.Random(1)))
     assert phase == "match_over"

@@ -179,6 +179,10 @@ async def test_kill_9_one_replica_mid_match(
                         options=scored,
                     )
                 )  # fmt: skip
+                for player in P:  # connected, as their Play streams report (I-41)
+                    await stub.SetPresence(
+                        table_pb2.SetPresenceRequest(table_id=t, player_id=player, connected=True)
+                    )
         await asyncio.sleep(0.05)
         procs[0].send_signal(signal.SIGKILL)  # A dies with every deadline pending
         procs[0].wait(10)

@@ -18,7 +18,7 @@ from services.table.relay import EventRelay
 from services.table.shard_leases import MEMBERS, ShardLeases, assign
 from services.table.tables import TableCore
 from tests.helpers import Valkey, kind
-from tests.table.driver import options, redis_store
+from tests.table.driver import deal, options, redis_store
 from tests.table.fakes import FakeProducer, FakeWallet
 
 P = ["alice", "bob"]
@@ -94,7 +94,7 @@ async def test_a_replica_killed_mid_run_loses_no_deadline_and_doubles_none(
     tables = [f"k{i}" for i in range(40)]
     try:
         for t in tables:
-            await cores[0].create_match(t, f"m-{t}", P, options("wagered", match_length=1, bet=100))
+            await deal(cores[0], t, f"m-{t}", P, options("wagered", match_length=1, bet=100))
         await asyncio.sleep(0.5)
         victim = set(leases[2].owned())
         orphans = [t for t in tables if shard_of(t) in victim]

@@ -95,3 +95,22 @@ def test_help_lists_every_command_including_auto() -> None:
                  "drop", "boost", "resign", "auto on / auto off", "rematch / accept", "leave",
                  "help", "quit", "hint"):  # fmt: skip
         assert word in HELP, word
+
+
+def test_a_player_reads_sentences_never_codes_or_rule_numbers() -> None:
+    """Issue 41, item 21: the terminal says what the browser says (one table of sentences),
+    never an error code, the server's developer message, or a rule's number."""
+    from pathlib import Path
+
+    from client import terminal
+    from client.words import UNKNOWN, closed_sentence, says, sentence
+
+    assert sentence("NOT_YOUR_TURN") == "Wait for your turn." and len(says()) > 80
+    assert sentence("A_CODE_FROM_A_NEWER_SERVER") == UNKNOWN
+    assert closed_sentence("cannot_cover:p1") == says("CLOSED_SAYS")["cannot_cover"]
+    assert closed_sentence("whatever") == "The table closed."
+    assert not any("I-" in s or "_" in s for s in says().values())
+    view = table_pb2.TableView(phase="PHASE_MOVING")
+    assert "I-" not in goodbye(view) and "RULES" not in goodbye(view)
+    source = Path(terminal.__file__).read_text()
+    assert ".details()" not in source and ".message" not in source

@@ -168,6 +168,7 @@ class SqlAnalyses:
                         analyses.c.queued_ms,
                         analyses.c.result,
                         analyses.c.event,
+                        analyses.c.analysed_ms,
                     ).where(analyses.c.match_id == match_id)
                 )
             ).first()
@@ -176,8 +177,9 @@ class SqlAnalyses:
         result = None if row.result is None else bytes(row.result)
         event = None if row.event is None else bytes(row.event)
         return Stored(
-            row.match_id, row.table_id, row.state, row.ended_ms, row.queued_ms, result, event
-        )
+            row.match_id, row.table_id, row.state, row.ended_ms, row.queued_ms, result, event,
+            row.analysed_ms,
+        )  # fmt: skip
 
     async def ahead_of(self, queued_ms: int, match_id: str) -> int:
         """Queued matches before this one."""

@@ -37,6 +37,11 @@ class MatchmakingFriendsLobby:
         request = matchmaking_pb2.TableRequest(player_id=player_id, table_id=table_id)
         await remote_call(self.lobby.LeaveTable(request, timeout=10))
 
+    async def seated(self, player_id: str) -> list[matchmaking_pb2.LobbyTable]:
+        request = matchmaking_pb2.ListTablesRequest(player_id=player_id, mine=True)
+        found = await remote_call(self.lobby.ListTables(request, timeout=10))
+        return [await self.shown.shown(t) for t in found.tables]
+
     async def table(self, table_id: str) -> matchmaking_pb2.LobbyTable | None:
         request = matchmaking_pb2.TableRequest(table_id=table_id)
         try:

@@ -53,6 +53,11 @@ const state = {
   tournamentId: "", // the tournament this player is in: its next match opens by itself
   bracketOf: "", // the tournament whose bracket the lobby shows
   opened: new Set(), // tournament tables opened by themselves once (not again after the match)
+  guest: false, // a guest has no account: nothing to rename or save
+  accountNote: "", // said once in the lobby's Account card (a name taken by another player)
+  lastMove: null, // the other side's last turn: {seat, steps (the mover's numbering, with hit)}
+  tournamentOf: {}, // table id -> its tournament id ("" for none), asked once per table
+  next: null, // the end panel's tournament: {tournamentId, tableId, opensAt} of the next match
 };
 
 const conn = new Connection(
@@ -71,7 +76,7 @@ function show(screen) {
 function save() {
   sessionStorage.setItem("bg", JSON.stringify({
     token: conn.token, playerId: state.playerId, name: state.name, tableId: state.tableId,
-    watching: state.watching,
+    watching: state.watching, guest: state.guest,
   }));
 }
 
@@ -124,10 +129,15 @@ async function learnNames(ids) {
     const reply = await conn.call("GetNames", { playerIds: missing.slice(0, 16) });
     Object.assign(state.names, reply.names || {});
   } catch { /* ids stand in */ }
-  // Lines written before the names came (a reload's backlog) name the players now.
+  // Lines written before the names came (a reload's backlog, a spectator's first word) name
+  // the players now.
   for (const li of $("log").children) {
     const said = logged.get(li);
     if (said) li.textContent = describe(said[0], said[1]) || li.textContent;
+  }
+  for (const li of $("chat-log").children) {
+    const who = li.querySelector(".who");
+    if (who && li.dataset.sender !== state.playerId) who.textContent = nameOf(li.dataset.sender);
   }
   if (state.view) renderTable();
 }
@@ -195,6 +205,11 @@ function deviceId() {
 async function login(name, guest) {
   const request = guest ? { guestName: name } : { deviceId: deviceId(), displayName: name };
   loggedIn(await conn.call("Login", request));
+  const asked = name.split(/\s+/).filter(Boolean).join(" ");
+  state.accountNote = !guest && asked && state.name.toLowerCase() !== asked.toLowerCase()
+    ? `The name ${asked} belongs to another player, so you play as ${state.name} on this device. `
+      + `If ${asked} is you on another device, sign out and sign in with its email and password.`
+    : "";
 }
 
 let renewal = null;
@@ -203,6 +218,7 @@ function loggedIn(reply) {
   conn.token = reply.token;
   state.playerId = reply.playerId;
   state.name = reply.displayName || state.name;
+  state.guest = !reply.refreshToken;
   if (reply.refreshToken) {
     localStorage.setItem("bg-refresh", reply.refreshToken);
     clearTimeout(renewal);
@@ -239,6 +255,8 @@ async function logout() {
   sessionStorage.removeItem("bg");
   state.playerId = "";
   state.name = "";
+  state.accountNote = "";
+  $("login-error").textContent = "";
   show("login");
 }
 
@@ -278,6 +296,75 @@ function offerWhatIsAffordable() {
     : `Wagered tables need the bet in diamonds: you have ${have}.`;
 }
 
+// -- the account: one player on every device (a name, an email and password to sign in with) --
+
+function renderAccount() {
+  $("rename").value = state.name;
+  $("rename-form").hidden = state.guest;
+  $("link-form").hidden = state.guest;
+  const note = $("account-note");
+  note.textContent = state.guest
+    ? "You play as a guest: your diamonds and matches end when you sign out. Play with a name "
+      + "to keep them on this device, then save an email and password here to take them to another."
+    : state.accountNote;
+  note.hidden = !note.textContent;
+}
+
+async function rename() {
+  $("account-error").textContent = "";
+  try {
+    loggedIn(await conn.call("SetDisplayName", { displayName: $("rename").value.trim() }));
+    state.accountNote = "";
+    state.names[state.playerId] = state.name;
+    renderAccount();
+    $("account-note").textContent = `You are ${state.name} now.`;
+    $("account-note").hidden = false;
+    await refreshMe();
+  } catch (err) {
+    fail("account-error", err, $("rename-form"));
+  }
+}
+
+async function linkEmail() {
+  $("account-error").textContent = "";
+  const email = $("link-email").value.trim();
+  try {
+    await conn.call("LinkEmail", { email, password: $("link-password").value });
+    $("link-password").value = "";
+    $("link-state").textContent = `Saved: on another device, choose “Sign in” with ${email} `
+      + "and this password to play as yourself.";
+  } catch (err) {
+    fail("account-error", err, $("link-form"));
+  }
+}
+
+async function signIn() {
+  $("signin-error").textContent = "";
+  try {
+    loggedIn(await conn.call("Login", {
+      email: $("signin-email").value.trim(), password: $("signin-password").value,
+    }));
+  } catch (err) {
+    fail("signin-error", err);
+    return;
+  }
+  $("signin-password").value = "";
+  state.accountNote = "";
+  await toLobby();
+  await joinFromLink();
+}
+
+async function copyInvite() {
+  const link = $("invite-link");
+  try {
+    await navigator.clipboard.writeText(link.value);
+  } catch { // no clipboard permission (an insecure page, an old browser): the selection's copy
+    link.select();
+    document.execCommand("copy");
+  }
+  $("copy-state").textContent = "Copied: send it to your friend.";
+}
+
 async function toLobby() {
   state.tableId = "";
   state.watching = false;
@@ -287,6 +374,7 @@ async function toLobby() {
   save();
   show("lobby");
   $("end").hidden = true;
+  renderAccount();
   conn.openFriends(); // online to the players who follow this one
   await refreshMe();
   await listMine();
@@ -357,6 +445,8 @@ async function waitForDeal(table) {
           : sharing ? `Share the code ${table.code} or the link below.` : "Finding an opponent…";
     $("invite-link").value = sharing ? `${location.origin}/?join=${table.code}` : "";
     $("invite-link").hidden = !sharing;
+    $("copy-invite").hidden = !sharing;
+    if (!sharing) $("copy-state").textContent = "";
     offerFollow("follow-friend", full ? (host ? friend : table.hostId) : "");
     const startable = full && host && casual;
     $("start-table").hidden = !startable;
@@ -386,6 +476,9 @@ async function openTable(tableId, watching = false) {
   state.verify = "";
   state.confirming = null; // a question left open at another table is not this one's
   state.taken = false;
+  state.lastMove = null;
+  state.next = null; // a tournament's next match is looked for again at this one's end
+  $("end-tournament").textContent = "";
   save();
   $("log").replaceChildren();
   $("end").hidden = true;
@@ -418,11 +511,15 @@ function viewerSeat(v) {
   return v.spectator ? 0 : seatOf(v);
 }
 
-// A step as the labels on this page's board read it: the mover's point numbers are turned
-// around for the other side (bar and off are the same for both).
-function stepText(step, seat, v) {
-  const turn = (p) => (seat === viewerSeat(v) || p === 0 || p === 25 ? p : 25 - p);
-  return stepNotation(step, step.hit, (p) => pointName(turn(p)));
+// A step in the usual notation: from the mover's side, as the replay and the analysis write it
+// ("24/18" is the opponent's 6 off their back point, whichever side this page shows).
+function stepText(step) {
+  return stepNotation(step, step.hit, pointName);
+}
+
+// A point of `seat`'s numbering as this page's board numbers it (bar and off are the same).
+function onBoard(point, seat, v) {
+  return seat === viewerSeat(v) || point === 0 || point === 25 ? point : 25 - point;
 }
 
 // Which of a move's steps hit, from the board the events so far leave (`sides`: the viewer's
@@ -457,15 +554,20 @@ function describe(event, v) {
     }
     case "diceRolled": return `${seat} rolled ${(e.dice || []).join("-")}${e.auto ? " (auto)" : ""}`;
     case "checkersMoved":
-      return `${seat} moved ${(e.steps || []).map((st) => stepText(st, e.seat || 0, v)).join(" ")}`;
+      return `${seat} moved ${(e.steps || []).map((st) => stepText(st)).join(" ")}`;
     case "turnPassed": return `${seat} cannot move`;
     case "timedOut": return `${seat} ran out of time`;
     case "doubleOffered": return `${seat} doubled to ${e.cube}`;
     case "doubleTaken": return `${seat} took`;
     case "doubleDropped": return `${seat} dropped`;
     case "boostApplied": return `${seat} boosted the clock`;
-    case "playerAway": return `${seat} disconnected`;
-    case "playerBack": return `${seat} ${says(seat, "are", "is")} back`;
+    case "playerAway": {
+      if (seat === "You") return null; // this page is here: it reports itself back at once
+      const left = Number(e.deadlineMs || 0) && Number(event.atMs || 0)
+        ? Math.round((Number(e.deadlineMs) - Number(event.atMs)) / 1000) : 0;
+      return `${seat} is not at the table${left > 0 ? ` (${left} s to come back)` : ""}`;
+    }
+    case "playerBack": return seat === "You" ? null : `${seat} is at the table`;
     case "gameEnded": {
       const winner = who(v, e.winnerSeat);
       const points = `${e.points} point${e.points === 1 ? "" : "s"}`;
@@ -476,7 +578,7 @@ function describe(event, v) {
       const why = e.reason && e.reason !== "END_REASON_POINTS" ? `: ${REASONS[e.reason] || ""}` : "";
       return `${winner} ${says(winner, "win", "wins")} the match${why}`;
     }
-    case "matchClosed": return "The match closed";
+    case "matchClosed": return `The match closed: ${closedWhy(v, e)}`;
     case "rematchOffered": return `${seat} ${says(seat, "offer", "offers")} a rematch`;
     case "rematchAgreed": return "Rematch agreed";
     default: return null;
@@ -517,6 +619,42 @@ function track(event) {
   }
 }
 
+// The other side's last turn stays marked on the board (from, to, hits) until this player moves
+// a checker (a spectator: until the other side moves), or a new game starts.
+let turnSteps = { seat: -1, steps: [] };
+
+function lastMove(event, steps, v) {
+  const me = viewerSeat(v);
+  if (event.gameStarted) { state.lastMove = null; turnSteps = { seat: -1, steps: [] }; return; }
+  if (event.checkersMoved) {
+    const seat = event.checkersMoved.seat || 0;
+    if (turnSteps.seat !== seat) turnSteps = { seat, steps: [] };
+    turnSteps.steps.push(...steps);
+    if (state.lastMove && (v.spectator ? state.lastMove.seat !== seat : seat === me)) state.lastMove = null;
+  } else if (event.stepsUndone) {
+    turnSteps.steps.splice(-((event.stepsUndone.steps || []).length || 0));
+  } else if (event.turnEnded) {
+    const seat = event.turnEnded.seat || 0;
+    if ((v.spectator || seat !== me) && turnSteps.seat === seat && turnSteps.steps.length) {
+      state.lastMove = { seat, steps: turnSteps.steps };
+    }
+    turnSteps = { seat: -1, steps: [] };
+  }
+}
+
+function marksOf(v) {
+  const m = state.lastMove;
+  if (!m) return null;
+  const marks = { from: new Set(), to: new Set(), hit: new Set() };
+  for (const st of m.steps) {
+    const to = onBoard(st.to ?? 0, m.seat, v);
+    marks.from.add(onBoard(st.from ?? 0, m.seat, v));
+    marks.to.add(to);
+    if (st.hit) marks.hit.add(to);
+  }
+  return marks;
+}
+
 // The view as the page draws it: with the steps of a turn in play that the view does not show.
 function shown(v) {
   const { seat, steps } = state.moving;
@@ -541,6 +679,7 @@ function onUpdate(tableId, update) {
     if (event.gameStarted) sides = { own: START.slice(), opponent: START.slice() };
     if (event.stepsUndone || event.turnTakenBack) sides = null; // known again from the next view
     const steps = event.checkersMoved ? markHits(sides, event.checkersMoved, view) : [];
+    lastMove(event, steps, view);
     track(event);
     if (event.openingRoll) state.seenRolls.push(event.openingRoll.dice || []);
     if (event.diceRolled) state.seenRolls.push(event.diceRolled.dice || []);
@@ -621,7 +760,10 @@ function showChat(message) {
   const kibitz = message.channel === "CHAT_CHANNEL_KIBITZ" && !state.watching;
   const name = message.senderId === state.playerId ? "You" : nameOf(message.senderId);
   const said = document.createElement("span");
-  said.textContent = `${kibitz ? "(spectator) " : ""}${name}: ${message.text}`;
+  const whoSaid = document.createElement("bdi"); // a name, whatever its script
+  whoSaid.className = "who";
+  whoSaid.textContent = name;
+  said.append(kibitz ? "(spectator) " : "", whoSaid, `: ${message.text}`);
   li.append(said);
   if (message.senderId !== state.playerId) {
     const mute = document.createElement("button");
@@ -693,11 +835,39 @@ function button(label, command, opts = {}) {
   return b;
 }
 
-function clockText(v) {
-  const deadline = Number(v.deadlineMs || 0);
-  if (!deadline) return "";
-  const left = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
-  return ` · ${left} s left`;
+// What the acting seat's clock does when it runs out, in words, with the seconds left: the next
+// deadline when it is the acting seat's own (an auto roll, a confirm window), else its clock.
+const CLOCK_WORDS = {
+  DEADLINE_KIND_AUTO_ROLL: ["rolls for you in", "rolls in"],
+  DEADLINE_KIND_CONFIRM: ["your turn ends in", "the turn ends in"],
+  DEADLINE_KIND_NO_MOVE: ["the turn passes in", "the turn passes in"],
+  DEADLINE_KIND_TURN: ["the clock plays for you in", "the clock plays in"],
+  DEADLINE_KIND_ANSWER: ["counts as a drop in", "counts as a drop in"],
+  DEADLINE_KIND_MOVE_TIME: ["out of time (a loss) in", "out of time in"],
+};
+
+function clockText(v, mine) {
+  const next = Number(v.deadlineMs || 0);
+  const own = ["DEADLINE_KIND_AUTO_ROLL", "DEADLINE_KIND_CONFIRM", "DEADLINE_KIND_NO_MOVE"]
+    .includes(v.deadlineKind) && next;
+  const clock = Number(v.clockMs || 0);
+  const at = own ? next : clock || next;
+  if (!at) return "";
+  const kind = own || !clock ? v.deadlineKind : v.phase === "PHASE_DOUBLE_OFFERED"
+    ? "DEADLINE_KIND_ANSWER" : (v.options || {}).profile === "scored"
+      ? "DEADLINE_KIND_MOVE_TIME" : "DEADLINE_KIND_TURN";
+  const words = CLOCK_WORDS[kind];
+  if (!words) return "";
+  const left = Math.max(0, Math.ceil((at - Date.now()) / 1000));
+  return ` · ${words[mine ? 0 : 1]} ${left} s`;
+}
+
+// An away seat with a window running: when it loses the match (I-41, I-9, I-18).
+function awayText(v, seat) {
+  if (!(v.away || [])[seat]) return "";
+  const at = v.deadlineKind === "DEADLINE_KIND_AWAY" ? Number(v.deadlineMs || 0) : 0;
+  if (!at) return " · away";
+  return ` · away: loses in ${Math.max(0, Math.ceil((at - Date.now()) / 1000))} s unless back`;
 }
 
 function renderSeats() {
@@ -705,16 +875,18 @@ function renderSeats() {
   if (!v) return;
   const acting = v.decider || 0;
   const pips = v.pips || [];
-  const away = v.away || [];
   const me = seatOf(v);
   const mine = v.spectator ? nameOf((v.playerIds || [])[0]) : "You";
-  $("seat-me").textContent = `${mine} · ${pips[0] || 0} pips${acting === me && !WAITING.has(phaseOf(v)) ? clockText(v) : ""}`;
-  $("seat-them").textContent = `${opponentName(v)} · ${pips[1] || 0} pips${away[other(v)] ? " · away" : ""}`
-    + `${acting !== me && !WAITING.has(phaseOf(v)) ? clockText(v) : ""}`;
+  const live = !WAITING.has(phaseOf(v));
+  $("seat-me").textContent = `${mine} · ${pips[0] || 0} pips`
+    + `${acting === me && live ? clockText(v, !v.spectator) : ""}`;
+  $("seat-them").textContent = `${opponentName(v)} · ${pips[1] || 0} pips${live ? awayText(v, other(v)) : ""}`
+    + `${acting !== me && live ? clockText(v, false) : ""}`;
   $("seat-me").classList.toggle("acting", acting === me);
   $("seat-them").classList.toggle("acting", acting !== me);
   // The last seconds look like it: the acting seat's box turns urgent.
-  const left = Number(v.deadlineMs || 0) ? (Number(v.deadlineMs) - Date.now()) / 1000 : Infinity;
+  const due = Number(v.clockMs || 0) || Number(v.deadlineMs || 0);
+  const left = due ? (due - Date.now()) / 1000 : Infinity;
   const hurry = !WAITING.has(phaseOf(v)) && left <= HURRY_S;
   $("seat-me").classList.toggle("hurry", hurry && acting === me);
   $("seat-them").classList.toggle("hurry", hurry && acting !== me);
@@ -725,7 +897,7 @@ function renderTable() {
   if (!v) return;
   const hint = $("hint");
   if (hint.dataset.seq !== String(v.seq || 0)) { hint.hidden = true; hint.replaceChildren(); }
-  board.render(shown(v));
+  board.render(shown(v), marksOf(v));
   renderSeats();
   const score = v.score || [];
   const me = seatOf(v);
@@ -784,8 +956,11 @@ function renderTable() {
     renderEnd(v);
     return;
   }
-  if (wagered && !WAITING.has(p)) {
-    actions.appendChild(button("Resign", null, { action: "resign", run: () => confirmFirst("resign") }));
+  // Resign gives the game (I-5): wagered and casual, against the computer too (W-6); scored
+  // play has none (RULES.md: leave).
+  if ((v.options || {}).profile !== "scored" && !WAITING.has(p)) {
+    actions.appendChild(button("Resign game", null, { action: "resign", run: () => confirmFirst("resign"),
+      aria: "Resign this game" }));
   }
   if (wagered && !OVER.has(p)) {
     const auto = button(v.autoRoll ? "Auto roll: on" : "Auto roll: off", { setAutoRoll: { on: !v.autoRoll } }, { action: "autoRoll" });
@@ -880,11 +1055,19 @@ function askToConfirm(v, actions) {
   }));
 }
 
+// Why a match closed with no winner: who left (a casual party abandoned), or the reason.
+function closedWhy(v, closed) {
+  const by = closed && closed.reason === "END_REASON_ABANDONED" ? closed.leftBy ?? 0 : -1;
+  if (by >= 0) return `${who(v, by)} left the table`;
+  return REASONS[(closed && closed.reason) || v.endReason] || "ended";
+}
+
 // How the last game was won ("ann resigned", "a gammon"), or why the match ended otherwise.
 function howItEnded(v) {
   const games = (state.ended && state.ended.games) || [];
   const last = games[games.length - 1];
   const reason = v.endReason || "";
+  if (phaseOf(v) === "PHASE_CLOSED") return `: ${closedWhy(v, state.ended)}`;
   if (reason && reason !== "END_REASON_POINTS") return `: ${REASONS[reason] || "ended"}`;
   if (!last) return "";
   const loser = who(v, 1 - (last.winnerSeat || 0));
@@ -897,13 +1080,26 @@ function howItEnded(v) {
   }
 }
 
-// wagered: what the match won or cost in diamonds (against the balance before the deal), and
-// the balance now.
+// wagered: the pot, the house fee and what the match won or cost (I-11: 8% of each side's
+// final stake), and the balance now.
+const FEE_PERCENT = 8;
+
 function moneyOf(v) {
-  if (!wageredView(v) || state.balance === null) return "";
-  if (state.balanceBefore === null) return ` · ${state.balance} diamonds`;
-  const net = state.balance - state.balanceBefore;
-  return ` · ${net > 0 ? "+" : ""}${net} diamonds (now ${state.balance})`;
+  const stake = stakeOf(v);
+  if (!wageredView(v) || !stake || v.spectator) return "";
+  // The balance once the settlement has come (it follows the match's end through the event
+  // log): until then it would say the stake is still held.
+  const settledAt = (net) => (state.balanceBefore !== null && state.balance === state.balanceBefore + net
+    ? ` You have ${state.balance} diamonds.` : "");
+  if (phaseOf(v) === "PHASE_CLOSED" || (v.winner ?? 0) < 0) {
+    return `Every stake was returned: nobody won or paid a fee.${settledAt(0)}`;
+  }
+  const fee = 2 * Math.round((stake * FEE_PERCENT) / 100);
+  const pot = 2 * stake;
+  const won = (v.winner ?? 0) === seatOf(v);
+  const net = won ? pot - fee - stake : -stake;
+  const result = won ? `you won +${net} (${pot - fee} paid to you)` : `you lost your stake of ${stake}`;
+  return `Pot ${pot} diamonds (${stake} each) · house fee ${fee} · ${result}.${settledAt(net)}`;
 }
 
 function renderEnd(v) {
@@ -912,12 +1108,19 @@ function renderEnd(v) {
   const me = seatOf(v);
   const winner = v.winner ?? 0;
   const closed = p === "PHASE_CLOSED" || winner < 0;
-  $("end-title").textContent = closed ? "Match closed"
-    : v.spectator ? `${who(v, winner)} won the match`
-      : winner === me ? "You won the match" : "You lost the match";
+  $("end-title").textContent = state.next && state.next.title ? state.next.title
+    : closed ? "Match closed"
+      : v.spectator ? `${who(v, winner)} won the match`
+        : winner === me ? "You won the match" : "You lost the match";
   const score = v.score || [];
   $("end-detail").textContent = `${score[me] || 0}-${score[1 - me] || 0} (match to ${v.matchLength || 1})`
-    + `${howItEnded(v)}${moneyOf(v)}`;
+    + `${howItEnded(v)}`;
+  $("end-money").textContent = moneyOf(v);
+  $("end-money").hidden = !$("end-money").textContent;
+  const tournament = !!(v.options || {}).tournament;
+  $("end-tournament").hidden = !tournament || !!v.spectator;
+  $("next-match").hidden = !(state.next && state.next.tableId);
+  if (tournament && !v.spectator && !state.next) followTournament();
   $("end-seed").textContent = (state.ended && state.ended.seedHex) || "";
   $("end-fingerprint").textContent = v.fingerprint || "";
   $("verify-result").textContent = state.verify;
@@ -930,6 +1133,109 @@ function renderEnd(v) {
   rematch.disabled = offeredBy === me || !!v.rematchAgreed;
   offerFollow("follow-them", v.spectator ? "" : (v.playerIds || [])[1 - me] || "");
   $("end").hidden = false;
+}
+
+// -- a tournament's match over: the next round reaches the player on the end panel -----------
+// The director deals each round by itself; this says where the bracket goes next (the next
+// opponent, or whose match decides them) and opens the next table when it is dealt.
+
+const NEXT_OPENS_S = 5;
+
+function roundName(t, r) {
+  if (r === t.rounds) return "the final";
+  if (r === t.rounds - 1) return "the semifinal";
+  return `round ${r}`;
+}
+
+async function followTournament() {
+  const tableId = state.tableId;
+  if (state.next && state.next.from === tableId) return; // following already
+  state.next = { from: tableId, tableId: "", title: "" };
+  while (state.screen === "table" && state.tableId === tableId) {
+    try {
+      if (!(tableId in state.tournamentOf)) {
+        const table = await conn.call("GetTable", { tableId });
+        state.tournamentOf[tableId] = table.tournamentId || "";
+      }
+      const tournamentId = state.tournamentOf[tableId];
+      if (!tournamentId) return;
+      const t = await conn.call("GetTournament", { tournamentId });
+      if (state.tableId !== tableId || !state.next) return;
+      if (await sayNext(t, tableId)) return;
+    } catch { /* asked again in a moment */ }
+    await new Promise((r) => setTimeout(r, 1500));
+  }
+}
+
+// Says what comes next for this player; true when nothing more will change.
+async function sayNext(t, tableId) {
+  const matches = t.matches || [];
+  await learnNames(matches.flatMap((m) => [m.topId, m.bottomId]).filter(Boolean));
+  const me = state.playerId;
+  const line = $("end-tournament");
+  const ranked = (t.ranks || []).find((r) => r.playerId === me);
+  const prize = (t.prizes || []).find((x) => x.playerId === me);
+  const paying = Number(t.buyIn || 0) > 0 && !["paid", "refunded"].includes(t.money);
+  if (t.status === "cancelled") {
+    line.textContent = `${t.name} was cancelled${Number(t.buyIn || 0) ? ": every buy-in is returned" : ""}.`;
+    return true;
+  }
+  if (ranked) {
+    const money = prize ? ` and won ${prize.amount} diamonds` : paying ? " (prizes are being paid)" : "";
+    if (ranked.rank === 1) {
+      state.next.title = `You won the tournament ${t.name}`;
+      line.textContent = `You are the champion of ${t.name}${money}.`;
+    } else {
+      line.textContent = `${t.name}: you finished ${ORDINAL(ranked.rank)}${money}.`;
+    }
+    renderEnd(state.view);
+    return t.status !== "running" && !paying;
+  }
+  const mine = matches.filter((m) => [m.topId, m.bottomId].includes(me) && !m.winnerId
+    && m.tableId !== tableId);
+  const next = mine.sort((a, b) => a.round - b.round)[0];
+  if (!next) {
+    line.textContent = `${t.name}: waiting for the bracket to move on.`;
+    return false;
+  }
+  const rival = next.topId === me ? next.bottomId : next.topId;
+  if (!rival || !next.tableId) {
+    const feeder = matches.find((m) => m.round === next.round - 1 && !m.winnerId
+      && ![m.topId, m.bottomId].includes(me));
+    const who = feeder && feeder.topId && feeder.bottomId
+      ? `the winner of ${nameOf(feeder.topId)} vs ${nameOf(feeder.bottomId)}` : nameOf(rival);
+    line.textContent = `${t.name}: you are through to ${roundName(t, next.round)} against ${who}. `
+      + "It is dealt as soon as that match ends.";
+    return false;
+  }
+  state.next.tableId = next.tableId;
+  const opens = Date.now() + NEXT_OPENS_S * 1000;
+  const say = () => {
+    const left = Math.max(0, Math.ceil((opens - Date.now()) / 1000));
+    line.textContent = `${t.name}: ${roundName(t, next.round)} against ${nameOf(rival)} is dealt. `
+      + `It opens in ${left} s.`;
+  };
+  say();
+  $("next-match").textContent = `Play ${roundName(t, next.round)} against ${nameOf(rival)}`;
+  $("next-match").hidden = false;
+  const wanted = next.tableId;
+  const tick = setInterval(() => {
+    if (!state.next || state.next.tableId !== wanted || state.tableId !== tableId) {
+      clearInterval(tick);
+      return;
+    }
+    say();
+    if (Date.now() >= opens) { clearInterval(tick); openNext(); }
+  }, 250);
+  return true;
+}
+
+async function openNext() {
+  const next = state.next;
+  if (!next || !next.tableId) return;
+  state.opened.add(next.tableId);
+  state.balanceBefore = null;
+  await openTable(next.tableId);
 }
 
 // The revealed seed must reproduce the record's rolls, and the record must hold every roll
@@ -1459,15 +1765,22 @@ function wire() {
   });
   $("login-form").addEventListener("submit", async (e) => {
     e.preventDefault();
+    $("login-error").textContent = "";
     try {
       await login($("guest-name").value.trim(), e.submitter && e.submitter.id === "guest-login");
-      await toLobby();
-      await joinFromLink();
-    } catch (err) {
-      fail("lobby-error", err);
-      show("login");
+    } catch (err) { // a refused name is said beside the form, which stays (an invite too)
+      fail("login-error", err);
+      $("guest-name").focus();
+      return;
     }
+    await toLobby();
+    await joinFromLink();
   });
+  $("signin-form").addEventListener("submit", (e) => { e.preventDefault(); signIn(); });
+  $("rename-form").addEventListener("submit", (e) => { e.preventDefault(); rename(); });
+  $("link-form").addEventListener("submit", (e) => { e.preventDefault(); linkEmail(); });
+  $("copy-invite").addEventListener("click", copyInvite);
+  $("next-match").addEventListener("click", () => openNext());
   for (const b of document.querySelectorAll("[data-quick]")) {
     b.addEventListener("click", () => lobbyAction(() => {
       state.quick = true; // a stranger is being found: no code to share
@@ -1566,6 +1879,7 @@ async function boot() {
   if (localStorage.getItem("bg-refresh")) renew(); // a fresh access token, and its timer
   state.playerId = saved.playerId;
   state.name = saved.name;
+  state.guest = !!saved.guest;
   if (!saved.tableId) {
     await toLobby();
     await joinFromLink();
@@ -1596,6 +1910,11 @@ window.bg = {
     board: state.view ? { own: shown(state.view).own, opponent: shown(state.view).opponent } : null,
     friends: state.friends ? (state.friends.friends || []).map((f) => [f.playerId, f.status]) : [],
     tournamentId: state.tournamentId,
+    name: state.name,
+    guest: state.guest,
+    lastMove: state.lastMove
+      ? state.lastMove.steps.map((st) => [st.from ?? 0, st.to ?? 0, !!st.hit]) : null,
+    next: state.next ? { tableId: state.next.tableId, title: state.next.title } : null,
     replay: state.screen === "replay" ? {
       at: replay.at, frames: replay.frames.length, best: replay.best,
       analysed: !!replay.analysis, mark: $("replay-mark").textContent,

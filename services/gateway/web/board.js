@@ -72,9 +72,11 @@ export class Board {
     return out;
   }
 
-  render(view) {
+  // marks: the other side's last turn in this board's numbering, {from, to, hit} (Sets), or null.
+  render(view, marks = null) {
     const keepSelection = this.view && view.seq === this.view.seq;
     this.view = view;
+    this.marks = marks;
     if (!keepSelection || !this._lit().has(this.selected)) this.selected = null;
     this._draw();
   }
@@ -163,12 +165,18 @@ export class Board {
       const { col, top } = place(p);
       const x = columnX(col);
       const classes = ["point"];
+      const marks = this.marks;
+      const last = marks ? [marks.from.has(p) ? "from" : "", marks.to.has(p) ? "to" : ""].filter(Boolean) : [];
+      for (const l of last) classes.push(`last-${l}`);
+      if (marks && marks.hit.has(p)) classes.push("last-hit");
       if (lit.has(p)) classes.push("movable");
       if (this.selected === p) classes.push("selected");
       if (targets.has(p)) classes.push("target");
       const label = `Point ${p}: ${mine ? `${mine} yours` : theirs ? `${theirs} theirs` : "empty"}`
-        + (lit.has(p) ? ", can move" : "") + (targets.has(p) ? ", move here" : "");
+        + (lit.has(p) ? ", can move" : "") + (targets.has(p) ? ", move here" : "")
+        + (last.length ? `, last move ${last.join(" and ")}${marks.hit.has(p) ? ", a hit" : ""}` : "");
       const g = el("g", { class: classes.join(" "), "data-point": p, "aria-label": label }, svg);
+      if (last.length) g.setAttribute("data-last", last.join(" "));
       if (lit.has(p) || targets.has(p)) {
         g.setAttribute("tabindex", "0");
         g.setAttribute("role", "button");

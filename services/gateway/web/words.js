@@ -31,7 +31,7 @@ export const SAYS = {
   MISSING: "Fill this in first.",
   INVALID_OPTION: "Those table options are not allowed.",
   INVALID_CODE: "A party code is 6 letters or digits, or paste the whole invite link.",
-  INVALID_NAME: "Choose another name: letters, digits and spaces, up to 32.",
+  INVALID_NAME: "Choose another name: 3 to 20 letters or digits (a space, _ or - inside), not starting with cpu, guest or admin.",
   INVALID_DEVICE: "This browser's device id is damaged: clear the site's data and log in again.",
   INVALID_EMAIL: "That does not look like an email address.",
   WEAK_PASSWORD: "Choose a longer password.",
@@ -137,6 +137,7 @@ export const SAYS = {
   STORE_FULL: "The server is full right now: try again later.",
   LEDGER_UNAVAILABLE: "The wallet is busy or restarting: try again in a moment.",
   UNAVAILABLE: "The server is busy or restarting: try again in a moment.",
+  INTERNAL: "Something went wrong on the server: try again.",
 };
 
 // Codes a player never needs to read: the page already shows what happened (a second click of

@@ -1,0 +1,603 @@
+"""Issue 41: what a careful player finds, walked in Chromium by clicks only, at 1280x800 and at
+390x844, each journey a test with a screenshot of every step (BG_ARTIFACTS/journeys/):
+
+- signing in on one device and going on with the same account on another;
+- a whole match against the expert: the computer's last move marked on the board, every move
+  written from the mover's side, the clock saying what it does when it runs out;
+- a friend invited by link (a refused name said beside the form), chat, a spectator's kibitz
+  under their own name, and a casual game resigned;
+- following, a waiting friend seen as waiting, and a challenge accepted;
+- a sit-and-go of four played to its champion with every player staying on the end panel
+  between rounds (the next round reaches them there);
+- a wagered match with a double taken and the pot, the fee and the winnings on the end panel;
+- the history, a replay and its analysis.
+
+The rules a journey leans on are named where it does (RULES.md's I-n, docs/protocol.md's W-n)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import re
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from infra.cluster.status import collect
+from tests.e2e.browser import (
+    ARTIFACTS,
+    OVER,
+    _act,
+    _in_table,
+    _state,
+    _tab,
+    browser_cluster,
+)
+from tests.e2e.test_chaos import _await_back
+
+pytestmark = pytest.mark.e2e
+SIZES = {"wide": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+FITS = Path(__file__).parent / "fits.js"
+_names = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, valkey_url: str, kafka_bootstrap: str
+) -> Iterator[dict[str, Any]]:
+    data = tmp_path_factory.mktemp("journeys-cluster")
+    with browser_cluster(data, valkey_url, kafka_bootstrap) as running:
+        yield running
+
+
+class Journey:
+    """One journey's pages at one size, and its numbered screenshots."""
+
+    def __init__(self, browser: Any, url: str, name: str, size: str) -> None:
+        self.browser, self.url, self.size = browser, url, size
+        self.folder = ARTIFACTS / "journeys"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.name = f"{name}-{size}"
+        self.steps = 0
+        self.pages: list[Any] = []
+
+    async def device(self) -> Any:
+        """A new device (browser context) at the site, on its login page."""
+        context = await self.browser.new_context(viewport=SIZES[self.size])
+        page = await _tab(context, self.url)
+        self.pages.append(page)
+        return page
+
+    async def player(self, stem: str) -> tuple[Any, str]:
+        """A new device whose player logged in with a fresh name (Play: a device account)."""
+        page = await self.device()
+        name = f"{stem}{self.size[0]}{next(_names)}"
+        await page.get_by_label("Your name").fill(name)
+        await page.get_by_role("button", name="Play", exact=True).click()
+        await page.wait_for_function("() => bg.state().screen === 'lobby'")
+        return page, name
+
+    async def shot(self, page: Any, what: str) -> None:
+        self.steps += 1
+        path = self.folder / f"{self.name}-{self.steps:02d}-{what}.png"
+        await page.screenshot(path=str(path), full_page=True)
+
+    def clean(self) -> None:
+        for page in self.pages:
+            assert page.errors == [], page.errors
+
+
+def _journey(browser: Any, cluster: dict[str, Any], request: pytest.FixtureRequest) -> Journey:
+    name = request.node.originalname.removeprefix("test_")[:40]
+    return Journey(browser, cluster["url"], name, request.node.callspec.params["size"])
+
+
+async def _admin(cluster: dict[str, Any], channel: grpc.aio.Channel) -> tuple[Any, Any]:
+    admin = admin_pb2_grpc.AdminServiceStub(channel)
+    login = await admin.OperatorLogin(
+        admin_pb2.OperatorLoginRequest(name=cluster["admin"]["name"], key=cluster["admin"]["key"])
+    )
+    return admin, [("authorization", f"Bearer {login.token}")]
+
+
+async def _balance(cluster: dict[str, Any], player_id: str) -> int:
+    async with grpc.aio.insecure_channel(cluster["wallet"]) as channel:
+        wallet = wallet_pb2_grpc.WalletServiceStub(channel)
+        return int(
+            (await wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=player_id))).balance
+        )
+
+
+async def _until_my_turn_to_move(page: Any, budget_s: float = 90) -> None:
+    """Act (roll, or answer what is asked) until this page has a checker to move."""
+    end = time.monotonic() + budget_s
+    while time.monotonic() < end:
+        if await page.locator("[data-movable]").count():
+            return
+        st = await _state(page)
+        if st["phase"] in OVER:
+            raise AssertionError("the match ended first")
+        if st["myTurn"] and await page.locator('[data-action="roll"]').count():
+            await page.locator('[data-action="roll"]').click()
+        await page.wait_for_timeout(150)
+    raise AssertionError("no move came")
+
+
+async def _open_chat(page: Any) -> None:
+    """Unfold the chat (folded under the log on a phone)."""
+    if await page.locator("#chat").get_attribute("open") is None:
+        await page.locator("#chat summary").click()
+
+
+async def _resign(page: Any) -> None:
+    await page.locator('[data-action="resign"]').click()
+    await page.get_by_role("button", name="Yes, resign").click()
+
+
+def _point(p: int) -> str:
+    return "bar" if p == 25 else "off" if p == 0 else str(p)
+
+
+async def _fits(page: Any) -> list[str]:
+    return list(await page.evaluate(FITS.read_text()))
+
+
+# -- one account on every device (item 13) -------------------------------------------------
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_an_account_is_the_same_player_on_a_second_device(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """A player saves an email and password in the lobby's Account card and signs in with them
+    on another device: the same player, name and diamonds. A wrong password is said beside the
+    form; a name taken by that player, typed on a third device, is a new account that says so;
+    the name is changed in the page; Sign out returns to the login."""
+    j = _journey(browser, cluster, request)
+    first, name = await j.player("ann")
+    me = await _state(first)
+    await j.shot(first, "lobby")
+    email = f"{name.lower()}@example.org"
+    account = first.locator("#account-card")
+    await account.get_by_label("Email").fill(email)
+    await account.get_by_label("Password (10 characters or more)").fill("short")
+    await first.get_by_role("button", name="Save email and password").click()
+    await first.locator("#account-error").get_by_text("Choose a longer password.").wait_for()
+    await account.get_by_label("Password (10 characters or more)").fill("correct horse battery")
+    await first.get_by_role("button", name="Save email and password").click()
+    await first.locator("#link-state").get_by_text(f"choose “Sign in” with {email}").wait_for()
+    await j.shot(first, "saved")
+
+    second = await j.device()
+    signin = second.locator("#signin-form")
+    await signin.get_by_label("Email").fill(email)
+    await signin.get_by_label("Password").fill("not the password")
+    await second.get_by_role("button", name="Sign in").click()
+    await second.locator("#signin-error").get_by_text("Wrong email or password.").wait_for()
+    assert (await _state(second))["screen"] == "login"
+    await j.shot(second, "wrong-password")
+    await signin.get_by_label("Password").fill("correct horse battery")
+    await second.get_by_role("button", name="Sign in").click()
+    await second.wait_for_function("() => bg.state().screen === 'lobby'")
+    there = await _state(second)
+    assert (there["playerId"], there["name"]) == (me["playerId"], name)
+    await second.wait_for_function("() => bg.state().balance !== null")
+    assert (await _state(second))["balance"] == await _balance(cluster, me["playerId"])
+    assert name in (await second.locator("#me").text_content() or "")
+    await j.shot(second, "signed-in")
+
+    # The same name typed on yet another device is another player, and the page says so.
+    third = await j.device()
+    await third.get_by_label("Your name").fill(name)
+    await third.get_by_role("button", name="Play", exact=True).click()
+    await third.wait_for_function("() => bg.state().screen === 'lobby'")
+    assert (await _state(third))["playerId"] != me["playerId"]
+    note = await third.locator("#account-note").text_content() or ""
+    assert f"The name {name} belongs to another player" in note, note
+    await j.shot(third, "name-taken")
+
+    renamed = f"{name}x"
+    await second.get_by_label("New name").fill(renamed)
+    await second.get_by_role("button", name="Change name").click()
+    await second.locator("#account-note").get_by_text(f"You are {renamed} now.").wait_for()
+    await second.locator("#me").get_by_text(renamed).wait_for()
+    await second.get_by_role("button", name="Sign out").click()
+    await second.wait_for_function("() => bg.state().screen === 'login'")
+    await j.shot(second, "signed-out")
+    j.clean()
+
+
+# -- a whole match against the expert (items 14, 15, 16, 17) --------------------------------
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_a_whole_match_against_the_expert(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """Play vs CPU, expert, a match to 1, by clicks: the computer's last move is marked on the
+    board (from and to) until the player moves; the log writes every move from the mover's
+    side, as the replay does; the clock says what it does when it runs out; Resign is offered
+    (W-6). Played to its end."""
+    j = _journey(browser, cluster, request)
+    page, _ = await j.player("exp")
+    await page.get_by_role("button", name="Casual, expert").click()
+    await _in_table(page)
+    await j.shot(page, "table")
+    assert await page.locator('[data-action="resign"]').count() == 1  # casual: W-6
+    marked = False
+    end = time.monotonic() + 240
+    while time.monotonic() < end:
+        st = await _state(page)
+        if st["phase"] in OVER:
+            break
+        last = st["lastMove"]
+        if st["myTurn"] and last and not marked:
+            # The computer's last turn, from its side: marked on this board turned around.
+            on_board = {25 - to for _, to, _ in last if 0 < to < 25}
+            found = await page.evaluate(
+                "() => [...document.querySelectorAll('[data-last~=\"to\"]')]"
+                ".map((g) => Number(g.dataset.point))"
+            )
+            if on_board:
+                assert on_board == set(found), (last, found)
+                # The log writes that turn from the computer's own side (as the replay does).
+                written = " ".join(
+                    f"{_point(f)}/{_point(t)}{'*' if hit else ''}" for f, t, hit in last
+                )
+                lines = await page.locator("#log li").all_text_contents()
+                said = [t for t in lines if t.startswith("CPU (expert) moved ")]
+                assert said and said[-1] == f"CPU (expert) moved {written}", (said, last)
+                marked = True
+                await j.shot(page, "last-move-marked")
+        if st["myTurn"] and await page.locator('[data-action="roll"]').count():
+            seat = await page.locator("#seat-me").text_content() or ""
+            assert re.search(r"rolls for you in \d+ s", seat), seat  # I-21's auto roll, said
+        if not await _act(page):
+            await page.wait_for_timeout(100)
+    st = await _state(page)
+    assert st["phase"] == "PHASE_MATCH_OVER", st
+    assert marked, "the computer's move was never marked"
+    await j.shot(page, "match-end")
+    j.clean()
+
+
+# -- a friend by link, chat, a spectator's kibitz (items 2, 18, 20) -------------------------
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_a_friend_invited_by_link_chats_and_a_spectator_kibitzes(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """The host copies the invite link; the friend opens it, is told a refused name beside the
+    form (and stays on it), then sits down with a good one; they chat; a spectator watches from
+    the lobby's list and kibitzes; the host resigns the casual game (W-6), and the players read
+    the kibitz under the spectator's own name."""
+    j = _journey(browser, cluster, request)
+    host, host_name = await j.player("host")
+    await host.get_by_role("button", name="Create", exact=True).click()
+    await host.wait_for_function("() => bg.state().screen === 'waiting'")
+    link = await host.locator("#invite-link").input_value()
+    await host.get_by_role("button", name="Copy link").click()
+    await host.locator("#copy-state").get_by_text("Copied").wait_for()
+    await j.shot(host, "invite")
+
+    friend = await j.device()
+    await friend.goto(link)
+    assert "invited" in (await friend.locator("#invite-note").text_content() or "")
+    for refused in ("ab", "Ann!", "Guesty", "cpu", "Admin Joe"):
+        await friend.get_by_label("Your name").fill(refused)
+        await friend.get_by_role("button", name="Play", exact=True).click()
+        said = friend.locator("#login-error")
+        await said.get_by_text("Choose another name: 3 to 20 letters or digits").wait_for()
+        assert await said.is_visible() and (await _state(friend))["screen"] == "login"
+        assert await said.get_attribute("data-code") == "INVALID_NAME"
+    await j.shot(friend, "name-refused")
+    friend_name = f"frnd{size[0]}{next(_names)}"
+    await friend.get_by_label("Your name").fill(friend_name)
+    await friend.get_by_role("button", name="Play", exact=True).click()
+    await friend.wait_for_function("() => bg.state().screen === 'waiting'")
+    await host.get_by_role("button", name=f"Start the match with {friend_name}").click()
+    await asyncio.gather(_in_table(host), _in_table(friend))
+
+    for page, text in ((host, "good luck"), (friend, "you too")):
+        await _open_chat(page)
+        await page.get_by_label("Message").fill(text)
+        await page.get_by_role("button", name="Send").click()
+    for page in (host, friend):
+        await page.locator("#chat-log").get_by_text("you too").wait_for()
+    await j.shot(friend, "chat")
+
+    spectator, spectator_name = await j.player("kib")
+    await spectator.get_by_role("button", name="Matches in play").click()
+    table_id = (await _state(host))["tableId"]
+    await spectator.locator(f'[data-watch="{table_id}"]').click()
+    await _in_table(spectator)
+    await _open_chat(spectator)
+    await spectator.get_by_label("Message").fill("nice opening")
+    await spectator.get_by_role("button", name="Send").click()
+    await spectator.locator("#chat-log").get_by_text("You: nice opening").wait_for()
+    await j.shot(spectator, "kibitz")
+
+    await _resign(host)  # a match to 1: resigning the game ends it
+    for page in (host, friend):
+        await page.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'")
+        await _open_chat(page)
+        kibitz = page.locator("#chat-log li", has_text="nice opening")
+        await kibitz.wait_for()
+        await page.wait_for_function(
+            "n => [...document.querySelectorAll('#chat-log li')]"
+            ".some((li) => li.textContent.includes(`(spectator) ${n}: nice opening`))",
+            arg=spectator_name,
+        )
+    said = await friend.locator("#end-detail").text_content() or ""
+    assert f"{host_name} resigned" in said, said
+    await j.shot(friend, "end-with-kibitz")
+    j.clean()
+
+
+# -- follow, a waiting friend, a challenge (items 6, 12) -----------------------------------
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_a_followed_friend_is_seen_waiting_and_accepts_a_challenge(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """Two players meet at a table and one follows the other; the followed one opens a public
+    table and waits: the follower's Friends card says so (WAITING, with no Play stream before
+    the deal); after they leave it, a challenge is sent and accepted, and both sit at its table."""
+    j = _journey(browser, cluster, request)
+    fan, _ = await j.player("fan")
+    star, star_name = await j.player("star")
+    await fan.get_by_role("button", name="Create", exact=True).click()
+    await fan.wait_for_function("() => bg.state().screen === 'waiting'")
+    link = await fan.locator("#invite-link").input_value()
+    await star.get_by_label("Party code or invite link").fill(link)
+    await star.get_by_role("button", name="Join", exact=True).click()
+    await fan.get_by_role("button", name="Follow").click()
+    await fan.get_by_role("button", name="Following").wait_for()
+    await j.shot(fan, "followed")
+    await fan.get_by_role("button", name="Leave").click()
+    await fan.wait_for_function("() => bg.state().screen === 'lobby'")
+    await star.wait_for_function("() => bg.state().screen === 'lobby'")
+
+    await star.get_by_role("button", name="Create", exact=True).click()  # public by default
+    await star.wait_for_function("() => bg.state().screen === 'waiting'")
+    star_id = (await _state(star))["playerId"]
+    await fan.wait_for_function(
+        "id => bg.state().friends.some(([p, s]) => p === id && s === 'FRIEND_STATUS_WAITING')",
+        arg=star_id, timeout=20_000,
+    )  # fmt: skip
+    await fan.locator("#friends").get_by_text("waiting at a table").wait_for()
+    await j.shot(fan, "friend-waiting")
+    await star.get_by_role("button", name="Leave").click()
+    await star.wait_for_function("() => bg.state().screen === 'lobby'")
+
+    await fan.get_by_role("button", name=f"Challenge {star_name}").click()
+    await fan.wait_for_function("() => bg.state().screen === 'waiting'")
+    accept = star.get_by_role("button", name=re.compile("^Accept"))
+    await accept.wait_for(timeout=20_000)
+    await j.shot(star, "challenged")
+    await accept.click()
+    await fan.get_by_role("button", name=re.compile("^Start the match with")).click()
+    await asyncio.gather(_in_table(fan), _in_table(star))
+    assert (await _state(fan))["tableId"] == (await _state(star))["tableId"]
+    await j.shot(star, "challenge-table")
+    j.clean()
+
+
+# -- a sit-and-go of four to its champion, everyone on the end panel (item 1) --------------
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_a_sit_and_go_reaches_players_on_the_end_panel_to_its_champion(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """A wagered sit-and-go of 4 (buy-in 100): each page's first match opens by itself; every
+    match ends by a resignation and every player stays on the end panel. The semi-final winners
+    are told there whom they meet next and the final opens by itself; the director deals it
+    whatever the pages do (I-39), even killed -9 between the two semi-finals' ends. The
+    champion's end panel says they won the tournament and their prize (the pool of 400 less 8%:
+    368); the others, their rank."""
+    j = _journey(browser, cluster, request)
+    async with grpc.aio.insecure_channel(cluster["grpc"]) as channel:
+        admin, auth = await _admin(cluster, channel)
+        made = await admin.CreateTournament(
+            matchmaking_pb2.CreateTournamentRequest(
+                name=f"Panel cup {size}", kind="sit_and_go", size=4,
+                options=table_pb2.TableOptions(profile="wagered", match_length=1, bet=100),
+            ),
+            metadata=auth,
+        )  # fmt: skip
+    pages = [(await j.player(f"sg{n}"))[0] for n in range(4)]
+    for page in pages:
+        await page.get_by_role("button", name=f"Register for Panel cup {size}").click()
+    await asyncio.gather(*(_in_table(p) for p in pages))  # the semi-finals, opened by themselves
+    await j.shot(pages[0], "semi-final")
+    ids = {(await _state(p))["playerId"]: p for p in pages}
+
+    async def round_of(players: list[Any]) -> list[Any]:
+        """Each table of these players ends by one resigning; the winners, who stay on the end
+        panel (nobody clicks anything else)."""
+        tables: dict[str, list[Any]] = {}
+        for p in players:
+            tables.setdefault((await _state(p))["tableId"], []).append(p)
+        winners = []
+        for at in tables.values():
+            loser = at[0]
+            await loser.locator('[data-action="resign"]').wait_for(timeout=30_000)
+            await _resign(loser)
+            for p in at:
+                await p.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'")
+            winners.append(at[1])
+        return winners
+
+    # The first semi-final ends; its winner sits on the end panel while the director (the
+    # matchmaking process) is killed -9 before the other ends: the runner starts it again and
+    # it deals the final all the same.
+    tables: dict[str, list[Any]] = {}
+    for p in pages:
+        tables.setdefault((await _state(p))["tableId"], []).append(p)
+    first, second = tables.values()
+    finalists = await round_of(first)
+    dead = next(r["pid"] for r in await collect(cluster["data"]) if r["instance"] == "matchmaking")
+    os.kill(dead, signal.SIGKILL)
+    finalists += await round_of(second)
+    await _await_back(cluster["data"], "matchmaking", dead, time.monotonic() + 60)
+    for page in finalists:  # told on the end panel, then the final opens by itself
+        await (
+            page.locator("#end-tournament")
+            .get_by_text(re.compile("the final"))
+            .wait_for(timeout=60_000)
+        )
+    await j.shot(finalists[0], "told-the-final")
+    first_table = {p: (await _state(p))["tableId"] for p in finalists}
+    for page in finalists:
+        await page.wait_for_function(
+            "t => bg.state().tableId !== t && bg.state().screen === 'table' && bg.state().seq > 0",
+            arg=first_table[page], timeout=60_000,
+        )  # fmt: skip
+    assert (await _state(finalists[0]))["tableId"] == (await _state(finalists[1]))["tableId"]
+    await j.shot(finalists[1], "final")
+    (champion,) = await round_of(finalists)
+    await (
+        champion.locator("#end-title")
+        .get_by_text("You won the tournament")
+        .wait_for(timeout=60_000)
+    )
+    await (
+        champion.locator("#end-tournament").get_by_text("won 368 diamonds").wait_for(timeout=60_000)
+    )
+    await j.shot(champion, "champion")
+    runner_up = next(p for p in finalists if p is not champion)
+    await runner_up.locator("#end-tournament").get_by_text("you finished 2nd").wait_for()
+    for page in pages:
+        if page not in finalists:
+            await page.locator("#end-tournament").get_by_text("you finished 3rd").wait_for()
+    champion_id = next(i for i, p in ids.items() if p is champion)
+    assert await _balance(cluster, champion_id) == 1000 - 100 + 368
+    if size == "wide":
+        assert await _fits(champion) == []  # the end panel without a scroll at 1280x800
+    assert (await _state(champion))["next"]["title"] == f"You won the tournament {made.name}"
+    j.clean()
+
+
+# -- a wagered match: a double taken, the money on the end panel (items 18, 20) -------------
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_a_wagered_double_taken_and_the_money_on_the_end_panel(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """Two players quick-match a wagered table (bet 100, a match to 1: the cube, I-1); the one
+    on roll after the opening doubles, the other takes (the stake doubles, I-4), then resigns.
+    Both end panels show the pot of 400, the fee of 32 (I-11) and what each won or lost, and
+    the ledger agrees; at 1280x800 the end panel needs no scroll."""
+    j = _journey(browser, cluster, request)
+    one, _ = await j.player("wga")
+    two, _ = await j.player("wgb")
+    for page in (one, two):
+        await page.locator("#qm-bet").select_option("100")
+        await page.get_by_role("button", name="Wagered").click()
+    await asyncio.gather(_in_table(one), _in_table(two))
+    doubler = taker = None
+    end = time.monotonic() + 60
+    while doubler is None and time.monotonic() < end:
+        for page, other in ((one, two), (two, one)):
+            if await page.locator('[data-action="offerDouble"]').count():
+                await j.shot(page, "may-double")
+                await page.locator('[data-action="offerDouble"]').click()
+                doubler, taker = page, other
+                break
+            if (await _state(page))["myTurn"]:
+                await _act(page)
+        await asyncio.sleep(0.05)
+    assert doubler is not None and taker is not None, "nobody could double"
+    take = taker.get_by_role("button", name="Take: play on for 200 each")
+    await take.wait_for()
+    await j.shot(taker, "double-offered")
+    await take.click()
+    await taker.locator('[data-action="resign"]').wait_for()
+    await _resign(taker)
+    ids = [(await _state(p))["playerId"] for p in (doubler, taker)]
+    for _ in range(200):  # the settlement comes through the event log (the raise before it)
+        if await _balance(cluster, ids[0]) > 1000:
+            break
+        await asyncio.sleep(0.1)
+    assert [await _balance(cluster, i) for i in ids] == [1000 + 168, 1000 - 200]
+    for page, money in ((doubler, "you won +168 (368 paid to you)"),
+                        (taker, "you lost your stake of 200")):  # fmt: skip
+        await page.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'")
+        line = page.locator("#end-money")
+        await line.get_by_text(f"Pot 400 diamonds (200 each) · house fee 32 · {money}.").wait_for()
+        await j.shot(page, "end-money")
+        if size == "wide":
+            assert await _fits(page) == []
+    j.clean()
+
+
+# -- the history, a replay and its analysis -------------------------------------------------
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_the_history_a_replay_and_its_analysis(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """A few moves against the computer, then the game resigned (W-6); in the lobby the finished
+    match is in the history; its replay steps through the moves (in the same notation as the
+    live log) and, once analysed, marks the player's decisions and shows the best play."""
+    j = _journey(browser, cluster, request)
+    page, _ = await j.player("hist")
+    await page.get_by_role("button", name="Casual, normal").click()
+    await _in_table(page)
+    for _ in range(3):
+        await _until_my_turn_to_move(page)
+        while (await _state(page))["myTurn"] and await page.locator("[data-movable]").count():
+            await _act(page)
+    live = [t for t in await page.locator("#log li").all_text_contents() if " moved " in t]
+    await _resign(page)
+    await page.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'")
+    table_id = (await _state(page))["tableId"]
+    await page.get_by_role("button", name="Back to the lobby").click()
+    replay = page.locator(f'[data-replay="{table_id}-1"]')
+    for _ in range(60):  # the archive comes through the event log
+        await page.get_by_role("button", name="Finished matches").click()
+        await page.wait_for_timeout(500)
+        if await replay.count():
+            break
+    await j.shot(page, "history")
+    await replay.click()
+    await page.wait_for_function("() => bg.state().screen === 'replay'")
+    await page.wait_for_function("() => bg.state().replay.analysed", timeout=60_000)
+    summary = await page.locator("#replay-summary").text_content() or ""
+    assert "error rate" in summary and "decision" in summary, summary
+    frames = (await _state(page))["replay"]["frames"]
+    texts, best_shown = [], False
+    for _ in range(frames):
+        texts.append(await page.locator("#replay-text").text_content() or "")
+        best = page.locator("#replay-best")
+        if not best_shown and await best.is_enabled():  # a play of the player's not the best
+            await best.click()
+            assert await best.get_attribute("aria-pressed") == "true"
+            shown = await page.locator("#replay-mark").text_content() or ""
+            assert shown.startswith("Best play shown: "), shown
+            await j.shot(page, "best-play")
+            await best.click()  # back to the play made
+            best_shown = True
+        await page.get_by_role("button", name="Next move").click()
+    played = [t.split(" played ", 1)[1] for t in texts if " played " in t]
+    for line in live:  # the live log's moves read as the replay writes them (the mover's side)
+        steps = sorted(line.split(" moved ", 1)[1].split())
+        assert any(sorted(p.split()) == steps for p in played), (line, played)
+    assert best_shown, texts
+    await j.shot(page, "replay-analysis")
+    j.clean()
