@@ -47,7 +47,7 @@ BOUNDS = (
     Bound("limit", "GetHint", 0, HINT_MAX, "INVALID_LIMIT", "INVALID_LIMIT",
           f"plays; 0 asks for {HINT_DEFAULT}"),
     Bound("name", "CreateTournament (operators)", 1, TOURNAMENT_NAME_MAX, "INVALID_NAME",
-          "INVALID_NAME", "trimmed"),
+          "TOO_LONG", "trimmed"),
     Bound("code", "JoinByCode", 1, CODE_MAX, "MISSING", "TOO_LONG",
           "a party code, or the whole invite link"),
     Bound("email", "LinkEmail", 6, EMAIL_MAX, "INVALID_EMAIL", "TOO_LONG", "an address"),

@@ -32,6 +32,7 @@ from services.common.errors import (
     remote_call,
 )
 from services.contracts import money_keys
+from services.contracts.bounds import REASON_MAX, TOURNAMENT_NAME_MAX
 from services.gateway import limits
 from services.gateway.accounts import Accounts
 from services.gateway.audit import AuditLog, Detail
@@ -47,7 +48,9 @@ OPERATOR_PREFIX = "op:"
 MIN_KEY = 32
 # Every string an operator sends is bounded, as players' are (services/gateway/limits.py): the
 # rest (ids, keys, the audit filter) take the default of 64 characters.
-ADMIN_BOUNDS = {"name": 32, "key": 256, "reason": 200}
+# `name` is an operator's at login (1..32, and unknown ones fail as credentials) and a
+# tournament's at its creation (bounds.TOURNAMENT_NAME_MAX): the longer of the two.
+ADMIN_BOUNDS = {"name": TOURNAMENT_NAME_MAX, "key": 256, "reason": REASON_MAX}
 
 
 def parse_operator_keys(spec: str) -> dict[str, str]:

@@ -179,6 +179,12 @@ async def test_an_account_is_the_same_player_on_a_second_device(
     await j.shot(first, "saved")
 
     second = await j.device()
+    # Item 20: the words under a field are words, not boxed like a field.
+    looks = await second.evaluate(
+        """() => { const s = getComputedStyle(document.getElementById('name-rule'));
+          return [s.borderStyle, s.backgroundColor]; }"""
+    )
+    assert looks == ["none", "rgba(0, 0, 0, 0)"], looks
     signin = second.locator("#signin-form")
     await signin.get_by_label("Email").fill(email)
     await signin.get_by_label("Password").fill("not the password")
@@ -356,7 +362,7 @@ async def test_a_followed_friend_is_seen_waiting_and_accepts_a_challenge(
     table and waits: the follower's Friends card says so (WAITING, with no Play stream before
     the deal); after they leave it, a challenge is sent and accepted, and both sit at its table."""
     j = _journey(browser, cluster, request)
-    fan, _ = await j.player("fan")
+    fan, fan_name = await j.player("fan")
     star, star_name = await j.player("star")
     await fan.get_by_role("button", name="Create", exact=True).click()
     await fan.wait_for_function("() => bg.state().screen === 'waiting'")
@@ -392,6 +398,13 @@ async def test_a_followed_friend_is_seen_waiting_and_accepts_a_challenge(
     await asyncio.gather(_in_table(fan), _in_table(star))
     assert (await _state(fan))["tableId"] == (await _state(star))["tableId"]
     await j.shot(star, "challenge-table")
+    # The challenger walks out of the casual match: the other's page says who left (item 18).
+    await fan.locator('[data-action="leave"]').click()
+    await fan.get_by_role("button", name="Yes, leave").click()
+    await star.wait_for_function("() => bg.state().phase === 'PHASE_CLOSED'")
+    said = await star.locator("#end-detail").text_content() or ""
+    assert f"{fan_name} left the table" in said, said
+    await j.shot(star, "host-left")
     j.clean()
 
 
@@ -488,6 +501,20 @@ async def test_a_sit_and_go_reaches_players_on_the_end_panel_to_its_champion(
     if size == "wide":
         assert await _fits(champion) == []  # the end panel without a scroll at 1280x800
     assert (await _state(champion))["next"]["title"] == f"You won the tournament {made.name}"
+    # Back in the lobby the bracket shows every round whole, nothing clipped (item 20).
+    await champion.get_by_role("button", name="Back to the lobby").click()
+    await champion.locator("#bracket").get_by_text(re.compile("won$")).first.wait_for()
+    clipped = await champion.evaluate(
+        """() => { const b = document.getElementById('bracket'), r = b.getBoundingClientRect();
+          const out = [...b.querySelectorAll('li')].filter((li) => {
+            const x = li.getBoundingClientRect();
+            return x.left < r.left - 1 || x.right > r.right + 1
+              || li.scrollWidth > li.clientWidth + 1;
+          }).map((li) => li.textContent);
+          return b.scrollWidth > b.clientWidth + 1 ? ['the bracket scrolls', ...out] : out; }"""
+    )
+    assert clipped == []
+    await j.shot(champion, "bracket")
     j.clean()
 
 
@@ -514,6 +541,9 @@ async def test_a_wagered_double_taken_and_the_money_on_the_end_panel(
     while doubler is None and time.monotonic() < end:
         for page, other in ((one, two), (two, one)):
             if await page.locator('[data-action="offerDouble"]').count():
+                seat = await page.locator("#seat-me").text_content() or ""
+                # Item 17: the turn clock says what it does when it runs out (I-7).
+                assert re.search(r"the clock plays for you in \d+ s", seat), seat
                 await j.shot(page, "may-double")
                 await page.locator('[data-action="offerDouble"]').click()
                 doubler, taker = page, other

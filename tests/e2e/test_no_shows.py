@@ -42,15 +42,7 @@ async def _came_and_waited(player: Player, table_id: str, budget_s: float) -> An
         return view, list(session.events)
 
 
-@pytest.mark.parametrize(
-    ("options", "window_s"),
-    [
-        (table_pb2.TableOptions(profile="wagered", match_length=1, bet=100), 3.0),
-        (table_pb2.TableOptions(profile="scored", match_length=1, move_time_s=600), 9.0),
-    ],
-    ids=["wagered", "scored"],
-)
-async def test_a_no_show_loses_on_the_away_clock(
+async def _a_no_show_loses_on_the_away_clock(
     cluster: dict[str, Any], options: table_pb2.TableOptions, window_s: float
 ) -> None:
     async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
@@ -76,7 +68,7 @@ async def test_a_no_show_loses_on_the_away_clock(
             assert list(ended.match_ended.scored_points)[1 - view.seat] == -1
 
 
-async def test_a_casual_table_nobody_opens_closes_and_leaves_the_lists(
+async def _a_casual_table_nobody_opens_closes_and_leaves_the_lists(
     cluster: dict[str, Any],
 ) -> None:
     """W-2 with I-41: dealt, never opened by either player: closed with no winner after 10
@@ -104,15 +96,7 @@ async def test_a_casual_table_nobody_opens_closes_and_leaves_the_lists(
         assert table.table_id not in [t.table_id for t in mine.tables]
 
 
-@pytest.mark.parametrize(
-    "options",
-    [
-        table_pb2.TableOptions(profile="wagered", match_length=3, bet=100),
-        table_pb2.TableOptions(profile="casual", match_length=1),
-    ],
-    ids=["wagered", "casual"],
-)
-async def test_a_tournaments_no_show_loses_and_the_one_who_came_is_champion(
+async def _a_tournaments_no_show_loses_and_the_one_who_came_is_champion(
     cluster: dict[str, Any], options: table_pb2.TableOptions
 ) -> None:
     """A scheduled knockout of two: one registered player never opens the final. The no-show
@@ -159,3 +143,21 @@ async def test_a_tournaments_no_show_loses_and_the_one_who_came_is_champion(
                 [came, absent], {came.player_id: 1084, absent.player_id: 900}
             )
             assert settled == {came.player_id: 1084, absent.player_id: 900}
+
+
+async def test_a_no_show_loses_by_each_profiles_away_rule(cluster: dict[str, Any]) -> None:
+    """Every case at once (each waits on the clock, the casual ones 30 s): a wagered and a
+    scored no-show, a casual table nobody opens, and a wagered and a casual tournament's."""
+    wagered = table_pb2.TableOptions(profile="wagered", match_length=1, bet=100)
+    scored = table_pb2.TableOptions(profile="scored", match_length=1, move_time_s=600)
+    await asyncio.gather(
+        _a_no_show_loses_on_the_away_clock(cluster, wagered, 3.0),
+        _a_no_show_loses_on_the_away_clock(cluster, scored, 9.0),
+        _a_casual_table_nobody_opens_closes_and_leaves_the_lists(cluster),
+        _a_tournaments_no_show_loses_and_the_one_who_came_is_champion(
+            cluster, table_pb2.TableOptions(profile="wagered", match_length=3, bet=100)
+        ),
+        _a_tournaments_no_show_loses_and_the_one_who_came_is_champion(
+            cluster, table_pb2.TableOptions(profile="casual", match_length=1)
+        ),
+    )

@@ -32,3 +32,10 @@ def test_every_setting_is_documented() -> None:
     envs = {env for cls in classes for env, _, _ in describe(cls)}
     missing = sorted(env for env in envs if f"`{env}`" not in README)
     assert missing == []
+
+
+def test_the_readme_says_where_bgcluster_lives() -> None:
+    """Issue 41, item 21: `bgcluster play` answered "command not found"; the README names the
+    command by its path (it is not on PATH until the venv is activated)."""
+    assert ".venv/bin/bgcluster play --vs-cpu expert" in README
+    assert "source .venv/bin/activate" in README

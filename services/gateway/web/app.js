@@ -1379,11 +1379,15 @@ let tournamentTimer = null;
 
 async function listTournaments() {
   clearTimeout(tournamentTimer);
-  tournamentTimer = setTimeout(() => { if (state.screen === "lobby") listTournaments(); }, 2000);
+  // Kept fresh in the lobby, and on the replay screen while a tournament of yours goes on: its
+  // next match opens wherever you are (at a table, the end panel says so: followTournament).
+  tournamentTimer = setTimeout(() => {
+    if (state.screen === "lobby" || (state.tournamentId && state.screen === "replay")) listTournaments();
+  }, 2000);
   try {
     const reply = await conn.call("ListTournaments", { limit: 10 });
     const tournaments = (reply.tournaments || []).filter((t) => t.status !== "cancelled");
-    if (state.screen !== "lobby") return;
+    if (!["lobby", "replay"].includes(state.screen)) return;
     const entered = tournaments.filter((t) => (t.playerIds || []).includes(state.playerId));
     const live = entered.find((t) => ["registering", "running"].includes(t.status));
     state.tournamentId = live ? live.tournamentId : "";
@@ -1442,7 +1446,7 @@ async function nextMatch(t) {
       : `${t.name}: registered, waiting for the start.${held}`;
   const match = (t.matches || []).find((m) => m.tableId && !m.winnerId
     && [m.topId, m.bottomId].includes(state.playerId) && !state.opened.has(m.tableId));
-  if (match && state.screen === "lobby") {
+  if (match && ["lobby", "replay"].includes(state.screen)) {
     state.opened.add(match.tableId);
     state.balanceBefore = null;
     await openTable(match.tableId);
