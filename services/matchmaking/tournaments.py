@@ -579,7 +579,8 @@ def _pool_closed(tournament_id: str, err: ServiceError) -> None:
 
 
 def _joining(player_id: str, at_ms: int) -> Callable[[TournamentDoc], None]:
-    """Mark a registration under way (kept if one already is: a retry racing its first)."""
+    """Mark a registration under way: kept if one still may sit (a retry racing its first),
+    else marked anew (one past its time can no longer sit, so nothing depends on it)."""
 
     def change(d: TournamentDoc) -> None:
         if d.status != REGISTERING:
@@ -588,7 +589,7 @@ def _joining(player_id: str, at_ms: int) -> Callable[[TournamentDoc], None]:
             return
         if len(d.players) >= d.size:
             raise ServiceError("TOURNAMENT_FULL", "the tournament is full")
-        if not _joins(d, player_id, at_ms, JOIN_HELD_MS):
+        if not _joins(d, player_id, at_ms):
             d.joining[player_id] = at_ms
 
     return change

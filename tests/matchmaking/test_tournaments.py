@@ -632,3 +632,28 @@ async def test_registering_for_a_cancelled_tournament_is_closed_even_for_its_pla
     assert closed.value.code == "TOURNAMENT_CLOSED"
     assert await ledger.balance("back") == 1000
     assert await a.store.player_tournament("back") is None
+
+
+async def test_a_registration_that_died_midway_holds_the_player_a_minute_then_lets_go(
+    parts: tuple[Tournaments, Tournaments, Lobby, FakeTables, Clock],
+) -> None:
+    """A registration that marked itself and took the player's claim, then died (its replica
+    killed): for JOIN_HELD_MS the claim is live and another tournament refuses the player
+    (TOURNAMENT_ELSEWHERE: it might still sit); a retry of that registration after JOIN_SIT_MS
+    marks itself anew and sits; past JOIN_HELD_MS the leftover is taken over."""
+    from services.matchmaking.tournaments import JOIN_HELD_MS, JOIN_SIT_MS, _joining
+
+    a, _, _, _, clock = parts
+    one, two = await a.create(_sng(4, "died-1")), await a.create(_sng(4, "died-2"))
+    for player in ("crashy", "later"):
+        await a._update(one.tournament_id, _joining(player, clock.ms))
+        await a.store.claim_player(player, one.tournament_id, "")
+    with pytest.raises(ServiceError) as elsewhere:
+        await a.register("crashy", two.tournament_id)
+    assert elsewhere.value.code == "TOURNAMENT_ELSEWHERE"
+    clock.ms += JOIN_SIT_MS + 1  # too late for the dead registration to sit: a retry re-marks
+    assert "crashy" in (await a.register("crashy", one.tournament_id)).players
+    clock.ms += JOIN_HELD_MS  # the other leftover lapsed: taken over by a new registration
+    assert "later" in (await a.register("later", two.tournament_id)).players
+    assert await a.store.player_tournament("later") == two.tournament_id
+    assert "later" not in (await a.get(one.tournament_id)).players
