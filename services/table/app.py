@@ -23,6 +23,7 @@ from services.table.metrics import TableMetrics
 from services.table.relay import EventRelay
 from services.table.settings import TableSettings, load_settings
 from services.table.shard_leases import ShardLeases
+from services.table.store_clock import StoreClock, redis_times
 from services.table.tables import TableCore
 
 log = logging.getLogger("bg.table")
@@ -52,7 +53,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         if core is not None:  # another replica's tables now: their states would only go stale
             core.cache.keep_shards(set(owned))
 
-    leases = ShardLeases(redis, settings.replica, on_change=shards_changed)
+    # One reference time for the rules, the clocks and the leases: the store's (I-40).
+    store_clock = StoreClock(redis_times(redis))
+    leases = ShardLeases(redis, settings.replica, now=store_clock, on_change=shards_changed)
 
     # The events' way out: one topic on a durable Kafka; generations, bounded, on a broker that
     # may forget, with this service's relays and keepers looking after them.
@@ -94,6 +97,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             settings.clock_scale,
             cache_size=settings.cache_size,
             on_commit=relay.committed if settings.relay else None,
+            now=store_clock,
         )
         table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(core), server)
         return [SERVICE_NAME]
@@ -101,12 +105,15 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     async def start() -> None:
         assert core is not None  # the host registers before it starts
         leases.address = f"{_advertised(settings)}:{app.ports['grpc']}"
-        with contextlib.suppress(Exception):  # Redis not up yet: the lease task keeps trying
+        with contextlib.suppress(Exception):  # Redis not up yet: the tasks keep trying
+            await store_clock.sync()
             await leases.renew()
         background = app.background
+        background.spawn("store-clock", store_clock.run(background.stop))
         background.spawn("shard-leases", leases.run(background.stop))
         if settings.clock_workers:
-            background.spawn("clock", ClockWorker(store, core, leases).run(background.stop))
+            worker = ClockWorker(store, core, leases, now=store_clock)
+            background.spawn("clock", worker.run(background.stop))
         if settings.relay:  # the per-table event streams into Kafka
             background.spawn("relay", relay.run(background.stop))
         if keeper is not None:

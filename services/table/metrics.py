@@ -21,6 +21,13 @@ class TableMetrics:
         self.rejections = Counter(
             "bg_table_rejections_total", "Refused commands by reason code.", ["reason"], registry=r
         )
+        self.clock_refusals = Counter(
+            "bg_table_clock_refusals_total",
+            "Commits the store refused for their time: ahead of its clock, or trailing it too far "
+            "(the replica syncs its estimate of the store's clock and decides again).",
+            ["how"],
+            registry=r,
+        )
         self.cas_conflicts = Counter(
             "bg_table_cas_conflicts_total",
             "Compare-and-set conflicts (another replica won).",

@@ -40,6 +40,10 @@ class CommitStatus(StrEnum):
     DUP = "DUP"  # the command was applied before: its result, nothing written
     NO_TABLE = "NO_TABLE"
     EXISTS = "EXISTS"  # a create found the table there
+    # The commit's `now` is ahead of the store's clock (a timeout would fire early), or trails
+    # it past the bound (a stalled estimate): refused; `seq` carries the store's clock, ms.
+    CLOCK_AHEAD = "CLOCK_AHEAD"
+    CLOCK_BEHIND = "CLOCK_BEHIND"
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,11 @@ from services.table.ports import (
     WalletPort,
     command_field,
 )
+from services.table.store_clock import StoreClock
 
 log = logging.getLogger("bg.table")
 MAX_ATTEMPTS = 50
+CLOCK_REFUSED = (CommitStatus.CLOCK_AHEAD, CommitStatus.CLOCK_BEHIND)
 BOOST_REASON = "boost"
 MAX_ID = 64  # characters in a table, match or command id
 # Commands whose wallet calls (coverage, a boost's spend, a take's raise) are made before the
@@ -337,10 +339,26 @@ class TableCore:
                 result, update = await self._commit(table_id, decision)
                 if result.status is CommitStatus.OK or result.status is CommitStatus.DUP:
                     return await done(decision, result, update)
+                if result.status in CLOCK_REFUSED:  # decide again on the store's time
+                    self.metrics.clock_refusals.labels(result.status.value).inc()
+                    await self._store_time(result)
+                    continue
                 if result.status is not CommitStatus.NO_TABLE:  # read again: the step decides
                     self.metrics.cas_conflicts.inc()  # CONFLICT, or EXISTS for a create
             loaded, fresh = await self._read(table_id), True
         raise ServiceError("BUSY", f"{busy}; try again")
+
+    async def _store_time(self, refused: CommitResult) -> None:
+        """The store refused our time (I-40): bring the estimate back to its clock."""
+        clock = self.now
+        if not isinstance(clock, StoreClock):
+            return  # the wall clock (one host, tests): read afresh at the next decision
+        log.warning("the store refused this replica's time", extra={"how": refused.status.value})
+        if refused.status is CommitStatus.CLOCK_AHEAD:
+            clock.stalled()
+            await clock.sync()
+        else:
+            clock.seen(refused.seq)
 
     def _check_seat(self, loaded: Loaded, player_id: str, seat: int) -> None:
         players = loaded.meta["player_ids"]

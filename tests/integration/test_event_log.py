@@ -21,6 +21,7 @@ from bg.events.v1 import events_pb2
 from engine import profiles
 from engine.machine import new_match
 from services.common import kafka
+from services.common.clock import now_ms
 from services.common.event_log import (
     DELIVERY_SLACK_S,
     Committed,
@@ -94,7 +95,8 @@ async def commit(store: TableStore, table_id: str, count: int = 1) -> int:
         ev.turn_started.seat = 0
     result = await store.commit(Commit(
         table_id, None if loaded is None else seq, STATE, None, "",
-        [e.SerializeToString() for e in events], 1, meta=META if loaded is None else None,
+        [e.SerializeToString() for e in events], now_ms(),
+        meta=META if loaded is None else None,
         kinds=["turn_started"] * count,
     ))  # fmt: skip
     assert result.status == "OK"

@@ -12,6 +12,7 @@ import pytest
 from engine import profiles
 from engine.machine import new_match
 from engine.state import TableState
+from services.common.clock import now_ms
 from services.table.adapters.redis_store import TableStore
 from services.table.ports import Commit, MatchRecord, TableMeta, TableRepository
 from tests.helpers import flushed_client
@@ -31,6 +32,12 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[TableRepository
     await client.aclose()
 
 
+def _now(step: int) -> int:
+    """A commit's time: the wall clock (the store's, on this one host; the commit refuses one
+    ahead of it or far behind), a few ms apart per step."""
+    return now_ms() - 100 + step
+
+
 def _state() -> TableState:
     return new_match(profiles.casual(1), b"\x01" * 16, 0).state
 
@@ -42,15 +49,17 @@ async def test_a_table_is_created_once_then_moves_by_compare_and_set(
     store: TableRepository,
 ) -> None:
     state = _state()
-    made = await store.commit(Commit("t1", None, state, 5000, "", [b"e1", b"e2"], 1, meta=META))
+    made = await store.commit(
+        Commit("t1", None, state, 5000, "", [b"e1", b"e2"], _now(1), meta=META)
+    )
     assert (made.status, made.seq) == ("OK", 2)
-    again = await store.commit(Commit("t1", None, state, None, "", [b"x"], 2))
+    again = await store.commit(Commit("t1", None, state, None, "", [b"x"], _now(2)))
     assert (again.status, again.seq) == ("EXISTS", 2)
-    stale = await store.commit(Commit("t1", 1, state, None, "", [b"x"], 3))
+    stale = await store.commit(Commit("t1", 1, state, None, "", [b"x"], _now(3)))
     assert (stale.status, stale.seq) == ("CONFLICT", 2)
-    missing = await store.commit(Commit("t9", 0, state, None, "", [b"x"], 3))
+    missing = await store.commit(Commit("t9", 0, state, None, "", [b"x"], _now(3)))
     assert missing.status == "NO_TABLE"
-    moved = await store.commit(Commit("t1", 2, state, None, "0:c1", [b"e3"], 4))
+    moved = await store.commit(Commit("t1", 2, state, None, "0:c1", [b"e3"], _now(4)))
     assert (moved.status, moved.seq) == ("OK", 3)
     loaded = await store.load("t1")
     assert loaded is not None and (loaded.seq, loaded.meta, loaded.relayed) == (3, META, 0)
@@ -62,11 +71,11 @@ async def test_a_table_is_created_once_then_moves_by_compare_and_set(
 
 async def test_a_command_id_is_applied_once(store: TableRepository) -> None:
     state = _state()
-    await store.commit(Commit("t1", None, state, None, "", [b"e1"], 1))
-    first = await store.commit(Commit("t1", 1, state, None, "1:abc", [b"e2", b"e3"], 2))
+    await store.commit(Commit("t1", None, state, None, "", [b"e1"], _now(1)))
+    first = await store.commit(Commit("t1", 1, state, None, "1:abc", [b"e2", b"e3"], _now(2)))
     assert (first.status, first.seq) == ("OK", 3)
     dup = await store.commit(
-        Commit("t1", 3, state, None, "1:abc", [b"x"], 3)
+        Commit("t1", 3, state, None, "1:abc", [b"x"], _now(3))
     )  # a retry, seq moved on
     assert (dup.status, dup.seq, dup.count) == ("DUP", 3, 2)
     assert await store.command_result("t1", "1:abc") == (3, 2)
@@ -76,7 +85,7 @@ async def test_a_command_id_is_applied_once(store: TableRepository) -> None:
 
 async def test_deadlines_records_and_preferences(store: TableRepository) -> None:
     state = _state()
-    await store.commit(Commit("t1", None, state, 9000, "", [b"e1"], 1))
+    await store.commit(Commit("t1", None, state, 9000, "", [b"e1"], _now(1)))
     assert await deadline_of(store, "t1") == 9000
     assert not await store.reschedule("t1", 0, 100)  # stale seq: left alone
     assert await store.reschedule("t1", 1, 7000) and await deadline_of(store, "t1") == 7000
@@ -84,11 +93,11 @@ async def test_deadlines_records_and_preferences(store: TableRepository) -> None
         "t1", "m1", ("ann", "bob"), "wagered", "00" * 16, "f" * 64, ((3, 1), (6, 6)),
         winner=1, end_reason="resign", score=(0, 1), cube=2, boosts=((1, 0, 1),),
     )  # fmt: skip
-    await store.commit(Commit("t1", 1, state, None, "", [b"e2"], 2, record=record))
+    await store.commit(Commit("t1", 1, state, None, "", [b"e2"], _now(2), record=record))
     assert await deadline_of(store, "t1") is None
     assert await store.get_record("t1", "m1") == record
     assert await store.get_record("t1", "m2") is None
-    await store.commit(Commit("t1", 2, state, 100, "", [], 3))
+    await store.commit(Commit("t1", 2, state, 100, "", [], _now(3)))
     await store.unschedule("t1")
     assert await deadline_of(store, "t1") is None
     await store.set_prefs("alice", auto_roll="1")

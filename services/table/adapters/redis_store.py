@@ -43,8 +43,16 @@ WAKE_CHANNEL = "clocks:wake"  # "<shard>:<deadline ms>" when a commit sets its s
 # clients, the wallet's consumer and reconciler. The leaderboard's archive keeps the history.
 FINISHED_TTL_S = money_keys.FINISHED_TTL_S
 RECORD_TTL_S = 86_400  # the record's own bound, should the relay never catch up
+# The commit refuses a `now` ahead of the store's clock (TIME: the reference, I-40) and one
+# trailing it by more than this (a replica's estimate gone stale): services/table/store_clock.py.
+CLOCK_MAX_BEHIND_MS = 10_000
 
 _COMMIT = """
+local t = redis.call('TIME')
+local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = tonumber(ARGV[6])
+if now > clock then return {'CLOCK_AHEAD', tostring(clock)} end
+if now < clock - MAX_BEHIND then return {'CLOCK_BEHIND', tostring(clock)} end
 local cur = redis.call('HGET', KEYS[1], 'seq')
 if ARGV[1] == '-1' then
   if cur then return {'EXISTS', cur} end
@@ -89,7 +97,7 @@ if ARGV[5] ~= '' then redis.call('HSET', KEYS[4], ARGV[5], new .. ':' .. n) end
 if n > 0 then redis.call('ZADD', KEYS[5], 'NX', ARGV[6], ARGV[4]) end
 if ARGV[8] ~= '' then redis.call('PUBLISH', KEYS[6], ARGV[8]) end
 return {'OK', tostring(new)}
-""".replace("RECORD_TTL", str(RECORD_TTL_S))
+""".replace("RECORD_TTL", str(RECORD_TTL_S)).replace("MAX_BEHIND", str(CLOCK_MAX_BEHIND_MS))
 
 # Put the clocks entry back in line with the state (a replica saw a stale deadline).
 _RESCHEDULE = """
