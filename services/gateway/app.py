@@ -28,6 +28,7 @@ from services.common.balanced import (
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
+from services.common.store_clock import StoreClock, redis_times
 from services.gateway.accounts import Accounts, successor_keys
 from services.gateway.adapters.friends_lobby import MatchmakingFriendsLobby
 from services.gateway.adapters.redis_presence import RedisPresenceStore
@@ -85,7 +86,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     )
     live = LiveStreams()  # the Play streams here, which a ban ends at once
     bans = Bans(redis, settings.ban_sync_s, on_ban=live.cut_off)
-    presence = Presence(RedisPresenceStore(redis), settings.presence_ttl_s)
+    # Presence leases expire by the store's clock (I-40): a gateway whose wall clock is off
+    # would take the others' leases for lapsed and report their players away.
+    store_clock = StoreClock(redis_times(redis))
+    presence = Presence(RedisPresenceStore(redis), settings.presence_ttl_s, clock=store_clock)
     limits = RateLimits(
         redis,
         settings.rate_per_s,
@@ -148,6 +152,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             redis, presence.store,
             MatchmakingFriendsLobby(lobby, LobbyViews(privacy, table_stub)),
             display_names.lookup, settings.friends_max, settings.challenge_ttl_s,
+            now=store_clock,  # presence leases and challenges' expiry: the store's time
         )  # fmt: skip
         servicer = GatewayServicer(
             callers, sign_in, streams, lobby, wallet_stub, table_stub,
@@ -184,6 +189,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         log.info("websocket listening", extra={"ws_port": app.ports["ws"]})
         background = app.background
         background.spawn("bans", bans.run(background.stop))
+        background.spawn("store-clock", store_clock.run(background.stop))
         background.spawn("presence", presence.run(servicer.streams.report, background.stop))
         background.spawn("rate-limits", limits.run(background.stop))
         background.spawn("chat-limits", chat.limiter.run(background.stop))

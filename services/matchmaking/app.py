@@ -13,6 +13,7 @@ from services.common.balanced import table_channel, wallet_channel
 from services.common.deps import redis_check, redis_client
 from services.common.event_log import forgetful_of
 from services.common.service import ServiceApp, base_app
+from services.common.store_clock import StoreClock, redis_times
 from services.matchmaking.adapters.grpc_clients import GrpcPool, GrpcTables, GrpcWallet
 from services.matchmaking.adapters.redis_lobby import RedisLobbyStore
 from services.matchmaking.adapters.redis_tournaments import RedisTournamentStore
@@ -40,6 +41,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     )
     app.closes(redis.aclose)
     store = RedisLobbyStore(redis)
+    store_clock = StoreClock(redis_times(redis))
     event_log = kafka.event_log(settings)
     results = TournamentEvents(
         lambda: kafka.producer(
@@ -75,6 +77,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             GrpcTables(tables),
             GrpcPool(wallet),
             results,
+            now=store_clock,  # a scheduled start by the store's clock (I-40), not this machine's
             metrics=TournamentMetrics(app.metrics),
         )
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
@@ -87,6 +90,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         assert lobby is not None  # the host registers before it starts
         app.background.every("deal-sweeper", SWEEP_INTERVAL_S, lobby.sweep_deals, log)
         assert tournaments is not None
+        app.background.spawn("store-clock", store_clock.run(app.background.stop))
         app.background.every("tournaments", settings.tournament_pass_s, tournaments.drive_all, log)
 
     app.register = register

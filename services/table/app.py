@@ -14,6 +14,7 @@ from services.common.balanced import wallet_channel
 from services.common.deps import redis_check, redis_client
 from services.common.event_log import Forgetful, TopicKeeper, forgetful_of
 from services.common.service import ServiceApp, base_app
+from services.common.store_clock import StoreClock, redis_times
 from services.common.topics import TABLE_EVENTS
 from services.table.adapters.grpc_wallet import GrpcWallet
 from services.table.adapters.redis_store import TableStore
@@ -23,7 +24,6 @@ from services.table.metrics import TableMetrics
 from services.table.relay import EventRelay
 from services.table.settings import TableSettings, load_settings
 from services.table.shard_leases import ShardLeases
-from services.table.store_clock import StoreClock, redis_times
 from services.table.tables import TableCore
 
 log = logging.getLogger("bg.table")

@@ -38,6 +38,7 @@ from services.common.errors import (
     ServiceError,
 )
 from services.common.metrics import ServiceMetrics
+from services.common.store_clock import StoreClock
 from services.contracts import money_keys
 from services.contracts.seats import is_computer
 from services.contracts.shards import shard_of
@@ -57,7 +58,6 @@ from services.table.ports import (
     WalletPort,
     command_field,
 )
-from services.table.store_clock import StoreClock
 
 log = logging.getLogger("bg.table")
 MAX_ATTEMPTS = 50

@@ -86,3 +86,32 @@ async def test_where_a_player_is_counts_only_live_gateways_streams(
     await store.close_stream("g2", "t2", "bob", "s4")
     await store.close_stream("g2", "", "ann", "s2")
     assert await store.tables_of(["ann", "bob"], 1500) == {}
+
+
+async def test_a_gateway_off_by_30_s_takes_no_live_lease_for_lapsed_on_the_store_clock(
+    valkey_url: str,
+) -> None:
+    """Issue 42 (I-40): leases expire by the store's clock. On it, a gateway whose own clocks
+    run 30 s off takes no live gateway's lease for lapsed; reading its wall clock 30 s fast
+    (the old way, shown last) it would, and report that gateway's players away."""
+    import time
+
+    import redis.asyncio as redis_asyncio
+
+    from services.common.clock import now_ms
+    from services.common.store_clock import StoreClock, redis_times
+    from services.gateway.presence import Presence
+
+    client = redis_asyncio.Redis.from_url(valkey_url)
+    await client.flushdb()
+    store = RedisPresenceStore(client)
+    live = Presence(store, ttl_s=15, clock=now_ms)
+    await live.opened("t1", "ann", "s1")
+    skewed = StoreClock(redis_times(client), local=lambda: time.monotonic() + 30.0)
+    await skewed.sync()
+    steady = Presence(store, ttl_s=15, clock=skewed)
+    assert await steady.expired() == []
+    assert (await store.tables_of(["ann"], skewed())) == {"ann": {"t1"}}
+    wall_fast = Presence(store, ttl_s=15, clock=lambda: now_ms() + 30_000)
+    assert await wall_fast.expired() == [("t1", "ann")]  # the old way: a false disconnect
+    await client.aclose()

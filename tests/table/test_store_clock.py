@@ -22,9 +22,9 @@ import redis.asyncio as redis_asyncio
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from engine.state import TableState
+from services.common.store_clock import StoreClock, redis_times
 from services.table.adapters.redis_store import CLOCK_MAX_BEHIND_MS, TableStore
 from services.table.ports import Commit, CommitStatus
-from services.table.store_clock import StoreClock, redis_times
 from services.table.tables import TableCore
 from tests.helpers import Valkey
 from tests.table.driver import options
