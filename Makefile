@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 BUF_VERSION := 1.75.0
 BUF := .tools/node_modules/.bin/buf
 
-.PHONY: setup up test chaos bench soak load lint proto-release protos clean
+.PHONY: setup up test chaos partitions bench soak load lint proto-release protos clean
 
 setup: $(VENV)/.installed bg/.generated
 
@@ -41,6 +41,14 @@ test: setup
 CHAOS_SECONDS ?= 20
 chaos: setup
 	BG_CHAOS_SECONDS=$(CHAOS_SECONDS) $(BIN)/python -m pytest -q -s tests/e2e/test_chaos.py
+
+# Issue 42's partition suite with each fault held longer, in both event-log modes; prints the
+# figures (what players saw per fault) and writes .partitions-<mode>.json. Needs root.
+PARTITION_SECONDS ?= 8
+PARTITION_MODES ?= kafka,embedded
+partitions: setup
+	BG_PARTITION_SECONDS=$(PARTITION_SECONDS) BG_PARTITION_MODES=$(PARTITION_MODES) \
+		BG_PARTITION_OUT=$(CURDIR) $(BIN)/python -m pytest -q -s tests/e2e/test_partitions.py
 
 bench: setup
 	$(BIN)/python -m benchmarks

@@ -204,13 +204,17 @@ class PlaySession:
         return await self.wait_for(lambda v: v.seq > seq, timeout_s)
 
     async def send(
-        self, cmd: table_pb2.Command, expected_seq: int = 0, timeout_s: float = 30.0
+        self,
+        cmd: table_pb2.Command,
+        expected_seq: int = 0,
+        timeout_s: float = 30.0,
+        command_id: str = "",
     ) -> gateway_pb2.CommandResult:
-        """Send a command; returns its result once the pushed view shows it (CommandRefused
-        when the gateway or the table refused it)."""
+        """Send a command (`command_id`: a fresh one unless given); returns its result once the
+        pushed view shows it (CommandRefused when the gateway or the table refused it)."""
         if self.closed is not None:
             raise self.closed  # the stream is gone: no answer would ever come
-        command_id = uuid.uuid4().hex
+        command_id = command_id or uuid.uuid4().hex
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._answers[command_id] = future
         command = gateway_pb2.PlayCommand(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from engine.profiles import CPU_LEVELS
 from infra.cli import admin as admin_cli
+from infra.cli import fault as fault_cli
 from infra.cluster.runner import SERVICES, Cluster, ClusterConfig, StartupError
 from infra.cluster.status import (
     NoCluster,
@@ -102,6 +103,13 @@ def _parser() -> argparse.ArgumentParser:
         help="diamonds each new account is given once (a demo amount; production: 0)",
     )
     up.add_argument(
+        "--hosts",
+        action="store_true",
+        help="every process on its own test host (a network namespace with its own address on "
+        "a private bridge, as on separate machines; needs root): `bgcluster fault` then cuts "
+        "the network between them",
+    )
+    up.add_argument(
         "--startup-timeout", type=float, default=60.0,
         help="seconds to wait for every service to report SERVING before giving up",
     )  # fmt: skip
@@ -150,6 +158,7 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--gateway", default="", help="gateway address (default: the running cluster)"
     )
+    fault_cli.add_parser(sub, common)
     admin_cli.add_parser(sub, common)
     return p
 
@@ -190,6 +199,7 @@ async def _up(args: argparse.Namespace) -> int:
         kafka_storage=args.kafka_storage,
         database_url=args.database_url, startup_timeout_s=args.startup_timeout,
         prometheus=args.prometheus, postgres=args.postgres, starter_grant=args.starter_grant,
+        hosts=args.hosts,
     ))  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -280,7 +290,7 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     handler = {
         "up": _up, "status": _status, "restart": _restart, "demo": _demo, "play": _play,
-        "admin": admin_cli.run,
+        "admin": admin_cli.run, "fault": fault_cli.run,
     }[args.command]  # fmt: skip
     raise SystemExit(asyncio.run(handler(args)))
 

@@ -88,20 +88,25 @@ def tansu_binary() -> str:
 VALKEY_MAXMEMORY = "1gb"  # `noeviction`: past it writes fail loudly; an alert fires at 80%
 
 
-def valkey_argv(port: int, workdir: Path, maxmemory: str = VALKEY_MAXMEMORY) -> list[str]:
-    """Valkey on loopback, durable: an append-only file fsynced every second, in `workdir`."""
+def valkey_argv(
+    port: int, workdir: Path, maxmemory: str = VALKEY_MAXMEMORY, host: str = "127.0.0.1"
+) -> list[str]:
+    """Valkey on `host` (loopback, or a test host's address), durable: an append-only file
+    fsynced every second, in `workdir`."""
     workdir.mkdir(parents=True, exist_ok=True)
     return [
         valkey_binary(),
         "--port", str(port),
-        "--bind", "127.0.0.1",
+        "--bind", host,
         "--save", "",
         "--appendonly", "yes",
         "--appendfsync", "everysec",
         "--maxmemory", maxmemory,
         "--maxmemory-policy", "noeviction",
         "--dir", str(workdir),
-        "--protected-mode", "yes",
+        # Off the loopback only on a test host's private bridge (--hosts), which nothing but the
+        # cluster's hosts and this machine reach; a real deployment sets a password instead.
+        "--protected-mode", "yes" if host == "127.0.0.1" else "no",
         "--loglevel", "warning",
     ]  # fmt: skip
 
@@ -116,10 +121,10 @@ S3_CREDENTIALS = {
 }
 
 
-def tansu_argv(port: int, storage: str = "memory://tansu/") -> list[str]:
+def tansu_argv(port: int, storage: str = "memory://tansu/", host: str = "127.0.0.1") -> list[str]:
     """Tansu on `storage`: `memory://` (a fresh, empty broker every start: unit fixtures) or
     `s3://bucket/` with `tansu_env(s3_url)` (durable: `bgcluster up`)."""
-    url = f"tcp://127.0.0.1:{port}"
+    url = f"tcp://{host}:{port}"
     return [
         tansu_binary(),
         "broker",
@@ -157,18 +162,24 @@ class SeaweedPorts:
     filer_grpc: int
     s3: int
     s3_grpc: int
+    host: str = "127.0.0.1"  # the address every part binds (a test host's, with --hosts)
+
+    @classmethod
+    def of(cls, ports: list[int]) -> SeaweedPorts:
+        master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc = ports
+        return cls(master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc)
 
     @classmethod
     def free(cls) -> SeaweedPorts:
-        return cls(*(free_port() for _ in range(8)))
+        return cls.of([free_port() for _ in range(8)])
 
     @classmethod
     def from_base(cls, base: int) -> SeaweedPorts:
-        return cls(*range(base, base + 8))
+        return cls.of(list(range(base, base + 8)))
 
     @property
     def s3_url(self) -> str:
-        return f"http://127.0.0.1:{self.s3}"
+        return f"http://{self.host}:{self.s3}"
 
 
 def seaweed_argv(ports: SeaweedPorts, workdir: Path) -> list[str]:
@@ -181,7 +192,7 @@ def seaweed_argv(ports: SeaweedPorts, workdir: Path) -> list[str]:
         # Its info chatter goes to files in `logs`; errors still reach the cluster's output.
         weed_binary(), f"-logdir={logs}", "-alsologtostderr=false", "-stderrthreshold=ERROR",
         "-log_max_files=3", "server",
-        f"-dir={workdir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+        f"-dir={workdir}", f"-ip={p.host}", f"-ip.bind={p.host}",
         f"-master.port={p.master}", f"-master.port.grpc={p.master_grpc}",
         f"-volume.port={p.volume}", f"-volume.port.grpc={p.volume_grpc}",
         "-filer", f"-filer.port={p.filer}", f"-filer.port.grpc={p.filer_grpc}",
@@ -529,8 +540,11 @@ async def create_databases(url: str, names: tuple[str, ...]) -> None:
         await conn.close()
 
 
-def postgres_argv(workdir: Path, port: int, durable: bool = False) -> list[str]:
-    """initdb (once) then the `postgres` command line, on loopback, data in `workdir`. Tests run
+def postgres_argv(
+    workdir: Path, port: int, durable: bool = False, host: str = "127.0.0.1"
+) -> list[str]:
+    """initdb (once) then the `postgres` command line, on `host` (loopback, or a test host's
+    address: then the hosts of its network are trusted too), data in `workdir`. Tests run
     without fsync; `durable` (the cluster's wallet ledger) keeps PostgreSQL's own defaults, so a
     committed transfer survives a machine crash."""
     import pwd
@@ -551,11 +565,25 @@ def postgres_argv(workdir: Path, port: int, durable: bool = False) -> list[str]:
             [_pg_bin("initdb"), "-D", str(pgdata), "--auth=trust", "-U", "postgres", "-E", "UTF8"],
             check=True, capture_output=True, timeout=120, **as_user(user),
         )  # fmt: skip
+    if host != "127.0.0.1":
+        _trust_own_network(pgdata)
     return [
-        _pg_bin("postgres"), "-D", str(pgdata), "-p", str(port), "-h", "127.0.0.1",
+        _pg_bin("postgres"), "-D", str(pgdata), "-p", str(port), "-h", host,
         "-k", str(pgdata), "-c", "max_connections=200",
         *([] if durable else ["-c", "fsync=off"]),
     ]  # fmt: skip
+
+
+SAMENET_RULE = "host all all samenet trust  # bgcluster --hosts: the cluster's own hosts\n"
+
+
+def _trust_own_network(pgdata: Path) -> None:
+    """Let the hosts on the server's own network in (the test hosts' private bridge), as the
+    default pg_hba.conf lets loopback in."""
+    hba = pgdata / "pg_hba.conf"
+    if SAMENET_RULE not in hba.read_text():
+        with hba.open("a") as out:
+            out.write(SAMENET_RULE)
 
 
 def os_chown(path: Path, uid: int, gid: int) -> None:

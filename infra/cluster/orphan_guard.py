@@ -17,6 +17,21 @@ import sys
 PR_SET_PDEATHSIG = 1
 PARENT_ENV = "BG_ORPHAN_GUARD_PARENT"  # the runner's pid, set by infra.cluster.processes
 USER_ENV = "BG_ORPHAN_GUARD_USER"  # run CMD as this system user (PostgreSQL refuses root)
+NETNS_ENV = "BG_ORPHAN_GUARD_NETNS"  # run CMD in this network namespace (a test host)
+CLONE_NEWNET = 0x40000000
+
+
+def _enter(namespace: str) -> None:
+    """Join the network namespace `ip netns add` made (as `ip netns exec` does, without its
+    mount namespace: the files are the machine's). Before the change of user: it needs root."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(f"/run/netns/{namespace}", os.O_RDONLY)
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise SystemExit(f"cannot enter network namespace {namespace}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
 
 
 def _become(user: str) -> None:
@@ -34,6 +49,8 @@ def _become(user: str) -> None:
 def main(argv: list[str]) -> None:
     if not argv:
         raise SystemExit("usage: python -m infra.cluster.orphan_guard CMD [ARG...]")
+    if namespace := os.environ.pop(NETNS_ENV, ""):
+        _enter(namespace)
     if user := os.environ.pop(USER_ENV, ""):
         _become(user)
     if sys.platform.startswith("linux"):

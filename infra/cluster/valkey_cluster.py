@@ -31,12 +31,14 @@ SLOTS = 16_384
 NODE_TIMEOUT_MS = 2000
 
 
-def cluster_node_argv(port: int, bus_port: int, workdir: Path) -> list[str]:
+def cluster_node_argv(
+    port: int, bus_port: int, workdir: Path, host: str = "127.0.0.1"
+) -> list[str]:
     """A durable Valkey node (see valkey_argv) in cluster mode. Partial coverage is allowed: while
     a dead primary's replica takes over, the other primaries keep serving their slots. The bus
     port is named (the default, port + 10,000, may be any process's: an outgoing connection's)."""
     return [
-        *valkey_argv(port, workdir),
+        *valkey_argv(port, workdir, host=host),
         "--cluster-enabled", "yes",
         "--cluster-port", str(bus_port),
         "--cluster-config-file", "nodes.conf",
@@ -64,17 +66,23 @@ async def _info(client: Any) -> dict[str, str]:
 
 
 async def form_cluster(
-    ports: list[int], bus_ports: list[int], primaries: int, timeout: float = 60.0
+    ports: list[int],
+    bus_ports: list[int],
+    primaries: int,
+    timeout: float = 60.0,
+    hosts: list[str] | None = None,
 ) -> None:
-    """Join the nodes on `ports` (cluster buses on `bus_ports`) into a cluster whose first
-    `primaries` nodes own the slots and the rest replicate them in turn. Does nothing to a
-    cluster already formed (a restart)."""
+    """Join the nodes on `ports` (cluster buses on `bus_ports`; on loopback, or each on its
+    address in `hosts`) into a cluster whose first `primaries` nodes own the slots and the rest
+    replicate them in turn. Does nothing to a cluster already formed (a restart)."""
     import redis.asyncio as redis_asyncio
 
-    clients: list[Any] = [redis_asyncio.Redis(host="127.0.0.1", port=p) for p in ports]
+    hosts = hosts or ["127.0.0.1"] * len(ports)
+    nodes = list(zip(hosts, ports, strict=True))
+    clients: list[Any] = [redis_asyncio.Redis(host=h, port=p) for h, p in nodes]
     try:
-        for port in ports:
-            await wait_redis(f"redis://127.0.0.1:{port}/0")
+        for host, port in nodes:
+            await wait_redis(f"redis://{host}:{port}/0")
         if (await _info(clients[0])).get("cluster_state") == "ok":
             return
         ids = [_text(await c.execute_command("CLUSTER", "MYID")) for c in clients]
@@ -82,7 +90,7 @@ async def form_cluster(
             if int((await _info(client)).get("cluster_slots_assigned", "0")) == 0:
                 await client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
         for client in clients[1:]:
-            await client.execute_command("CLUSTER", "MEET", "127.0.0.1", ports[0], bus_ports[0])
+            await client.execute_command("CLUSTER", "MEET", hosts[0], ports[0], bus_ports[0])
         deadline = time.monotonic() + timeout
         while True:  # every node must know every other before a replica can name its primary
             known = [len(_text(await c.execute_command("CLUSTER", "NODES")).splitlines())

@@ -18,14 +18,20 @@ from services.leaderboard.consumer import EventHandler, rebuild
 
 
 async def assert_boards_equal_a_rebuild(
-    live_db: Path, scratch: Path, redis_url: str, player_ids: Iterable[str], settle_s: float = 30
+    live_db: Path | str,
+    scratch: Path,
+    redis_url: str,
+    player_ids: Iterable[str],
+    settle_s: float = 30,
 ) -> None:
-    """Rebuild the boards from `live_db`'s archive into a fresh database (Redis db 1) and
-    compare every player's profile. The live leaderboard archives an event, then applies it,
-    and may still be reading (a wallet event published late): the two may differ for a moment,
-    so the rebuild is made again until they agree, for at most `settle_s`. An event applied
-    twice or missed never agrees."""
-    live_engine = sql_engine(f"sqlite+aiosqlite:///{live_db}")
+    """Rebuild the boards from `live_db`'s archive (a SQLite file, or a database URL) into a
+    fresh database (Redis db 1) and compare every player's profile. The live leaderboard
+    archives an event, then applies it, and may still be reading (a wallet event published
+    late): the two may differ for a moment, so the rebuild is made again until they agree, for
+    at most `settle_s`. An event applied twice or missed never agrees."""
+    live_engine = sql_engine(
+        live_db if isinstance(live_db, str) else f"sqlite+aiosqlite:///{live_db}"
+    )
     fresh_engine = sql_engine(f"sqlite+aiosqlite:///{scratch / 'rebuilt.db'}")
     fresh_redis = redis_asyncio.Redis.from_url(redis_url.rsplit("/", 1)[0] + "/1")
     players = list(player_ids)

@@ -71,7 +71,11 @@ class _Scripted(PlaySession):
         self.sent: list[tuple[int, float]] = []  # (expected seq, loop time)
 
     async def send(
-        self, cmd: table_pb2.Command, expected_seq: int = 0, timeout_s: float = 30.0
+        self,
+        cmd: table_pb2.Command,
+        expected_seq: int = 0,
+        timeout_s: float = 30.0,
+        command_id: str = "",
     ) -> Any:
         self.sent.append((expected_seq, asyncio.get_running_loop().time()))
         self.view = table_pb2.TableView(seq=expected_seq + 1, phase=FINISHED[0])

@@ -1,0 +1,106 @@
+"""The partition suite's checker (issue 42): what must hold once every fault has healed, read from
+the tables' durable streams and the players' history (tests/e2e/history.py). Each check returns
+the problems it found (an empty list: it holds), so one failure names every table it saw."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as redis_asyncio
+
+from bg.events.v1 import events_pb2
+from services.contracts.table_feed import read_events
+from tests.e2e.history import History
+
+# The player's acts each clock bounds: a turn's (moves, undo, the end of the turn, a double
+# offered in it) and the taker's answer to a double.
+TURN_ACTS = frozenset({"checkers_moved", "steps_undone", "turn_ended", "double_offered"})
+ANSWER_ACTS = frozenset({"double_taken", "double_dropped"})
+TURN_CLOCKS = frozenset({"turn_started", "awaiting_confirm", "boost_applied"})
+
+
+async def read_streams(redis_url: str, table_ids: list[str]) -> dict[str, list[Any]]:
+    """Every table's whole event stream (its durable outbox), parsed."""
+    client = redis_asyncio.Redis.from_url(redis_url)
+    try:
+        return {
+            t: [events_pb2.TableEvent.FromString(raw) for _, raw in await read_events(client, t, 0)]
+            for t in table_ids
+        }
+    finally:
+        await client.aclose()
+
+
+def contiguous(streams: dict[str, list[Any]]) -> list[str]:
+    """Each table's events are seq 1, 2, ... n, with no gap and no repeat."""
+    return [
+        f"{t}: seqs {[e.seq for e in events][:50]}"
+        for t, events in streams.items()
+        if [e.seq for e in events] != list(range(1, len(events) + 1))
+    ]
+
+
+def acknowledged_kept(history: History, streams: dict[str, list[Any]]) -> list[str]:
+    """No acknowledged command lost (its result's seq is in the table's durable stream) and
+    none applied twice (no two acknowledged commands answered with one seq). An answer marked
+    `duplicate` to a command the client sent once is the gateway's own retry of a call whose
+    answer a fault lost: the table applied it once and says so (its first result's seq)."""
+    problems = []
+    by_table: dict[str, dict[int, str]] = defaultdict(dict)
+    for call in history.acknowledged():
+        last = len(streams.get(call.table_id, []))
+        if call.seq > last:
+            problems.append(f"{call.table_id}: command {call.command_id} at seq {call.seq} lost")
+        other = by_table[call.table_id].setdefault(call.seq, call.command_id)
+        if other != call.command_id:
+            problems.append(f"{call.table_id}: {other} and {call.command_id} at seq {call.seq}")
+    return problems
+
+
+@dataclass
+class Deadlines:
+    timeouts: int = 0  # clocks that fired
+    acts_on_clock: int = 0  # players' acts checked against a running clock
+    problems: list[str] = field(default_factory=list)
+
+
+def deadlines_kept(streams: dict[str, list[Any]]) -> Deadlines:
+    """By the reference clock (the store's, I-40, in every event's `at_ms`): no timeout before
+    its deadline as announced, and no act of a player accepted at or after the deadline in force
+    (the last one a clock event announced for that kind of act). A clock's own commit (a timeout,
+    and what it does: the turn passed, moves made for the seat) is not a player's act."""
+    out = Deadlines()
+    for table, events in streams.items():
+        turn = answer = 0
+        clock_commit = -1
+        for e in events:
+            kind = e.WhichOneof("body") or ""
+            body: Any = getattr(e, kind) if kind else None
+            if kind == "timed_out":
+                out.timeouts += 1
+                clock_commit = e.at_ms
+                if body.now_ms < body.deadline_ms or e.at_ms < body.deadline_ms:
+                    out.problems.append(
+                        f"{table} seq {e.seq}: timed out at {body.now_ms}, "
+                        f"{body.deadline_ms - body.now_ms} ms before its deadline"
+                    )
+                continue
+            due = turn if kind in TURN_ACTS else answer if kind in ANSWER_ACTS else 0
+            if due and e.at_ms != clock_commit:  # a clock's own commit acts for the seat
+                out.acts_on_clock += 1
+                if e.at_ms >= due:
+                    out.problems.append(
+                        f"{table} seq {e.seq}: {kind} accepted {e.at_ms - due} ms after "
+                        "its deadline"
+                    )
+            if kind in TURN_CLOCKS:
+                turn = body.deadline_ms
+            elif kind == "double_offered":
+                answer = body.deadline_ms
+            elif kind in ("turn_ended", "match_ended", "match_closed"):
+                turn = 0
+            elif kind in ANSWER_ACTS:
+                answer = 0
+    return out

@@ -1,0 +1,69 @@
+"""The partition suite's checker (tests/e2e/partition_checks.py) catches what it is there to
+catch: a gap or repeat in a table's events, an acknowledged command lost or two sharing a seq,
+a timeout before its deadline, an act after one; and lets a clock's own commit act for a seat."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bg.events.v1 import events_pb2
+from tests.e2e.history import Call, History
+from tests.e2e.partition_checks import acknowledged_kept, contiguous, deadlines_kept
+
+
+def _event(seq: int, at_ms: int, **body: Any) -> events_pb2.TableEvent:
+    return events_pb2.TableEvent(table_id="t1", seq=seq, at_ms=at_ms, **body)
+
+
+def _turn(seq: int, at_ms: int, deadline_ms: int) -> events_pb2.TableEvent:
+    return _event(seq, at_ms, turn_started=events_pb2.TurnStarted(deadline_ms=deadline_ms))
+
+
+def _moved(seq: int, at_ms: int) -> events_pb2.TableEvent:
+    return _event(seq, at_ms, checkers_moved=events_pb2.CheckersMoved())
+
+
+def _timed_out(seq: int, at_ms: int, deadline_ms: int) -> events_pb2.TableEvent:
+    body = events_pb2.TimedOut(deadline_ms=deadline_ms, now_ms=at_ms)
+    return _event(seq, at_ms, timed_out=body)
+
+
+def test_a_gap_or_a_repeat_in_a_stream_is_found() -> None:
+    good = [_moved(1, 0), _moved(2, 0)]
+    assert contiguous({"t1": good}) == []
+    assert contiguous({"t1": [_moved(1, 0), _moved(3, 0)]}) != []
+    assert contiguous({"t1": [_moved(1, 0), _moved(1, 0)]}) != []
+
+
+def test_a_lost_or_doubled_acknowledged_command_is_found() -> None:
+    stream = {"t1": [_moved(1, 0), _moved(2, 0)]}
+    history = History([Call("p", "g", "command", "t1", 0, 1, command_id="a", seq=2)])
+    assert acknowledged_kept(history, stream) == []
+    history.calls.append(Call("p", "g", "command", "t1", 0, 1, command_id="b", seq=2))
+    assert acknowledged_kept(history, stream) == ["t1: a and b at seq 2"]
+    lost = History([Call("p", "g", "command", "t1", 0, 1, command_id="c", seq=3)])
+    assert acknowledged_kept(lost, stream) == ["t1: command c at seq 3 lost"]
+    refused = History([Call("p", "g", "command", "t1", 0, 1, code="UNAVAILABLE", seq=0)])
+    assert acknowledged_kept(refused, stream) == []  # never acknowledged: nothing promised
+
+
+def test_early_timeouts_and_late_acts_are_found_and_a_clocks_commit_is_not_an_act() -> None:
+    on_time = [_turn(1, 1000, 5000), _moved(2, 4999), _turn(3, 4999, 9000)]
+    result = deadlines_kept({"t1": on_time})
+    assert (result.problems, result.acts_on_clock) == ([], 1)
+    late = [_turn(1, 1000, 5000), _moved(2, 5000)]
+    assert deadlines_kept({"t1": late}).problems == [
+        "t1 seq 2: checkers_moved accepted 0 ms after its deadline"
+    ]
+    early = [_turn(1, 1000, 5000), _timed_out(2, 4990, 5000)]
+    assert deadlines_kept({"t1": early}).problems == [
+        "t1 seq 2: timed out at 4990, 10 ms before its deadline"
+    ]
+    # The clock fires, plays for the seat in the same commit and starts the next turn, whose
+    # deadline the next act is held to.
+    fired = [
+        _turn(1, 1000, 5000), _timed_out(2, 5001, 5000), _moved(3, 5001),
+        _turn(4, 5001, 9000), _moved(5, 8000),
+    ]  # fmt: skip
+    result = deadlines_kept({"t1": fired})
+    assert (result.problems, result.timeouts, result.acts_on_clock) == ([], 1, 1)
