@@ -62,11 +62,14 @@ from tests.e2e.test_tournament_faults import _ledger
 from tests.helpers import awaited, retried
 
 pytestmark = pytest.mark.e2e
-SECONDS = float(os.environ.get("BG_PARTITION_SECONDS", "2"))
+SECONDS = float(os.environ.get("BG_PARTITION_SECONDS", "1.5"))
 MODES = os.environ.get("BG_PARTITION_MODES", "kafka").split(",")
 BET, FUNDS, BUY_IN, ENTRANT_FUNDS = 100, 100_000, 100, 1000
 OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
 GATEWAYS = ("gateway-1", "gateway-2")
+# The pairs' tables, in turn on gateway-1 and gateway-2 (make partitions plays one more).
+PROFILES = ["wagered", "wagered", "casual", "wagered"]
+PAIRS = 3 if SECONDS < 5 else 4
 
 
 @dataclass
@@ -318,13 +321,13 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
     try:
         tag = uuid.uuid4().hex[:4]
         players: list[RecordedPlayer] = []
-        for i in range(12):  # 8 in pairs (one gateway each), 4 in the tournament (both)
-            gateway = GATEWAYS[(i // 2) % 2] if i < 8 else GATEWAYS[i % 2]
+        for i in range(2 * PAIRS + 4):  # pairs (one gateway each), 4 in the tournament (both)
+            gateway = GATEWAYS[(i // 2) % 2] if i < 2 * PAIRS else GATEWAYS[i % 2]
             channels.append(grpc.aio.insecure_channel(address[gateway], options=OPTIONS))
             player = RecordedPlayer(channels[-1], f"p{tag}{i}", gateway, traffic.history, i)
             await player.login()
             players.append(player)
-        pairs, entrants = players[:8], players[8:]
+        pairs, entrants = players[: 2 * PAIRS], players[2 * PAIRS :]
         for p in pairs:
             await _deposit(address["wallet"], cluster.operator_token, p.player_id, FUNDS)
         tournament_id = await _open_tournament(address["gateway-1"], cluster.operator_key)
@@ -334,10 +337,9 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
                 p.stub.RegisterTournament,
                 matchmaking_pb2.TournamentRequest(tournament_id=tournament_id),
             )
-        profiles = ["casual", "wagered", "wagered", "wagered"]
         tasks = [
-            asyncio.create_task(_pair(pairs[2 * n : 2 * n + 2], profiles[n], traffic))
-            for n in range(4)
+            asyncio.create_task(_pair(pairs[2 * n : 2 * n + 2], PROFILES[n], traffic))
+            for n in range(PAIRS)
         ] + [asyncio.create_task(_compete(p, tournament_id, traffic)) for p in entrants]
         await asyncio.sleep(SECONDS)
         for fault in FAULTS:
@@ -350,8 +352,8 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
             window.healed = time.time()
             await asyncio.sleep(SECONDS)
         traffic.stop.set()
-        await asyncio.wait_for(asyncio.gather(*tasks[:4], return_exceptions=True), 120)
-        await asyncio.wait_for(asyncio.gather(*tasks[4:]), 300)
+        await asyncio.wait_for(asyncio.gather(*tasks[:PAIRS], return_exceptions=True), 120)
+        await asyncio.wait_for(asyncio.gather(*tasks[PAIRS:]), 300)
 
         # Quiescence: abandoned matches end by their clocks; every escrow and hold closes.
         url = cluster.postgres_url
