@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 BUF_VERSION := 1.75.0
 BUF := .tools/node_modules/.bin/buf
 
-.PHONY: setup up test chaos partitions bench soak load lint proto-release protos clean
+.PHONY: setup up test test-fast chaos partitions bench soak load lint proto-release protos clean
 
 setup: $(VENV)/.installed bg/.generated
 
@@ -36,6 +36,10 @@ up: setup
 
 test: setup
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The developers' loop: everything but the whole-cluster tests (tests/e2e), a few minutes.
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not e2e" $(PYTEST_ARGS)
 
 # The chaos test with more play between faults than `make test` gives it; prints the figures.
 CHAOS_SECONDS ?= 20

@@ -869,8 +869,35 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
         return
     assert in_match is not None
     _need(not ctx.m.finished, RejectionCode.MATCH_OVER, "the match is over")
+    if kind in _TIMED and (ran_out := _clock_ran_out(ctx.m, ctx.now)) is not None:
+        # I-40: an act counts only before its deadline. The clock worker may fire a moment
+        # after it (its lateness); until then the act is refused, never taken in its place.
+        raise _Reject(
+            RejectionCode.TIME_UP, f"the clock ran out at {ran_out}; the timeout decides the turn"
+        )
     ctx.set(last_activity_ms=ctx.now)
     in_match(ctx, cmd)
+
+
+# The acts a running clock bounds (I-40): a turn's, a double's and its answer, a boost of the
+# clock itself. Leaving, presence and preferences are never refused for the time.
+_TIMED: frozenset[type[c.Command]] = frozenset({
+    c.Roll, c.Move, c.Undo, c.Confirm, c.SubmitPlay, c.OfferDouble, c.Take, c.Drop, c.Resign,
+    c.Boost, c.TakeBack,
+})  # fmt: skip
+
+
+def _clock_ran_out(m: MatchState, now: int) -> int | None:
+    """The deadline a shown clock passed at `now` and the clock has not acted on yet (the
+    turn's, the answer's or the move time; the confirm window's), else None."""
+    live = m.phase in (Phase.AWAIT_ROLL, Phase.MOVING, Phase.DOUBLE_OFFERED)
+    if live and m.clock_deadline_ms is not None and now >= m.clock_deadline_ms:
+        return m.clock_deadline_ms
+    if m.phase is Phase.CONFIRMING:
+        at = m.phase_started_ms + m.options.confirm_window_ms
+        if now >= at:
+            return at
+    return None
 
 
 def apply(state: TableState, command: c.Command, now_ms: int) -> Applied | Rejection:

@@ -91,3 +91,4 @@ class RejectionCode(StrEnum):
     NO_DICE_LEFT = "NO_DICE_LEFT"
     ILLEGAL_STEP = "ILLEGAL_STEP"
     NOTHING_TO_UNDO = "NOTHING_TO_UNDO"
+    TIME_UP = "TIME_UP"  # the seat's clock ran out before the act (I-40); the table plays it

@@ -18,28 +18,34 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     acts = fault.add_subparsers(dest="action", required=True)
     acts.add_parser("hosts", help="the hosts and their addresses (JSON)")
     p = acts.add_parser("isolate", help="cut a host off from every other and from this machine")
-    p.add_argument("host")
+    p.add_argument("host", help="a host's name, as `bgcluster fault hosts` lists it")
     p = acts.add_parser(
         "partition", help="hosts reach their own group only: partition a,b c,d (others untouched)"
     )
-    p.add_argument("groups", nargs="+", metavar="HOST,HOST")
+    p.add_argument(
+        "groups", nargs="+", metavar="HOST,HOST", help="each group: its hosts, comma-separated"
+    )
     p = acts.add_parser("drop", help="lose the packets from SOURCE to DESTINATION (one way)")
-    p.add_argument("source")
-    p.add_argument("destination")
+    p.add_argument("source", help="the host whose packets are lost")
+    p.add_argument("destination", help="the host they no longer reach")
     acts.add_parser("heal", help="remove every network fault")
     p = acts.add_parser("flap", help="isolate a host and heal it, TIMES times, PERIOD s each")
-    p.add_argument("host")
-    p.add_argument("--times", type=int, default=5)
-    p.add_argument("--period", type=float, default=2.0)
+    p.add_argument("host", help="the host whose link flaps")
+    p.add_argument("--times", type=int, default=5, help="how many cuts (1..100)")
+    p.add_argument(
+        "--period", type=float, default=2.0, help="seconds of each cut and heal (0.2..60)"
+    )
     for name, help_text in (
         ("pause", "SIGSTOP a process (a stalled machine)"),
         ("resume", "SIGCONT a paused process"),
         ("kill", "kill -9 a process (the runner starts it again)"),
     ):
-        acts.add_parser(name, help=help_text).add_argument("name")
+        acts.add_parser(name, help=help_text).add_argument(
+            "name", help="a process's name, as `bgcluster status` lists it"
+        )
     p = acts.add_parser("skew", help="restart a process with its wall clock MS off (0: true)")
-    p.add_argument("name")
-    p.add_argument("ms", type=int)
+    p.add_argument("name", help="a process's name, as `bgcluster status` lists it")
+    p.add_argument("ms", type=int, help="milliseconds its clock is off (negative: slow)")
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,9 @@ from client.player import Player
 
 # Refusals that are the table's answer to a client acting on a view a clock or the other
 # player had already moved on (the client's race, not the cluster's failure).
-RULES_ANSWERS = frozenset({"STALE_SEQ", "NOT_YOUR_TURN", "MATCH_OVER", "RATE_LIMITED"})
+RULES_ANSWERS = frozenset(
+    {"STALE_SEQ", "NOT_YOUR_TURN", "MATCH_OVER", "RATE_LIMITED", "TIME_UP"}
+)
 
 
 @dataclass
@@ -50,6 +52,7 @@ class Window:
     hosts: frozenset[str]  # the hosts the fault touches
     start: float
     healed: float = 0.0
+    figures: dict[str, Any] = field(default_factory=dict)  # the fault's own measurements
 
 
 @dataclass
@@ -91,6 +94,7 @@ class History:
                 "all_succeed_after_heal_s": round(max(0.0, last - w.healed), 1),
                 "slowest_call_s": round(max((c.end - c.start for c in during), default=0), 1),
                 "calls_over_1s": slow_by,
+                **w.figures,
             })  # fmt: skip
         return out
 
@@ -111,9 +115,15 @@ class RecordedPlayer(Player):
     """A scripted player whose every call goes into `history`."""
 
     def __init__(
-        self, channel: grpc.aio.Channel, name: str, gateway: str, history: History, seed: int
+        self,
+        channel: grpc.aio.Channel,
+        name: str,
+        gateway: str,
+        history: History,
+        seed: int,
+        think_s: float = 0.0,
     ) -> None:
-        super().__init__(channel, name, seed=seed)
+        super().__init__(channel, name, seed=seed, think_s=think_s)
         self.gateway = gateway
         self.history = history
 

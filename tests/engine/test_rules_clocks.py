@@ -7,7 +7,7 @@ from __future__ import annotations
 from engine import commands as c
 from engine import events as e
 from engine import profiles
-from engine.machine import next_deadline
+from engine.machine import Applied, apply, next_deadline
 from engine.position import Position
 from engine.state import Phase
 from engine.turn import Turn
@@ -149,3 +149,39 @@ def test_scaled_options_run_every_clock_fast() -> None:
     assert (fast.turn_clock_ms, fast.grace_ms, fast.disconnect_ms) == (450, 15, 600)
     _st, events = start(fast, 4, 1)
     assert events[2] == e.TurnStarted(0, 465)
+
+
+def test_i40_an_act_at_or_after_its_deadline_is_refused_before_the_clock_fires() -> None:
+    """I-40: a move counts only if it reached the table before its deadline. The clock worker
+    fires a moment late (its lateness); an act in that moment is TIME_UP and changes nothing,
+    and the timeout then decides the turn. Leaving is never refused for the time."""
+    st = rig(spot(W3, START, turn=0, now=0), 3, 1)  # deadline 46_500
+    deadline = 45_000 + 1_500
+    rolled = ok(st, c.Roll(0), deadline - 1)  # a millisecond before: it counts
+    assert rolled.state.match.phase is Phase.MOVING
+    whole = Turn(rolled.state.match.position(0), (3, 1)).plays[0].steps
+    for act in (c.Move(0, 8, 5), c.SubmitPlay(0, whole), c.Resign(0)):
+        refused(rolled.state, act, deadline, "TIME_UP")
+        refused(rolled.state, act, deadline + 95, "TIME_UP")  # the suite's finding: 95 ms late
+    refused(st, c.Roll(0), deadline, "TIME_UP")
+    cubed = spot(W1, START, turn=0, now=0)  # the cube is in play in a match to one (I-1)
+    refused(cubed, c.OfferDouble(0), deadline + 1, "TIME_UP")
+    out = clock(rolled.state)  # the clock fires: the first legal play, the turn ends
+    assert types(out.events)[:2] == ["timed_out", "checkers_moved"]
+    assert isinstance(apply(rolled.state, c.Leave(0), deadline + 95), Applied)
+    # An answer to a double is bound by its own clock the same way (I-2).
+    offered = ok(cubed, c.OfferDouble(0), 1_000)
+    answer_by = event(e.DoubleOffered, offered.events[-1]).deadline_ms
+    assert answer_by is not None
+    refused(offered.state, c.Take(1), answer_by, "TIME_UP")
+    assert isinstance(apply(offered.state, c.Take(1), answer_by - 1), Applied)
+
+
+def test_i40_the_scored_confirm_window_bounds_an_undo() -> None:
+    st = rig(spot(profiles.scored(3), START, turn=0, now=0), 3, 1)
+    moving = ok(st, c.Roll(0), 10)
+    done = ok(ok(moving.state, c.Move(0, 8, 5), 20).state, c.Move(0, 6, 5), 30)
+    assert done.state.match.phase is Phase.CONFIRMING
+    ends = event(e.AwaitingConfirm, done.events[-1]).deadline_ms
+    assert isinstance(apply(done.state, c.Undo(0), ends - 1), Applied)
+    refused(done.state, c.Undo(0), ends, "TIME_UP")

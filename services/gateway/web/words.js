@@ -9,6 +9,7 @@ export const SAYS = {
   INCOMPLETE_PLAY: "Play every die you can before you finish the turn.",
   NO_DICE_LEFT: "Both dice are played: finish the turn.",
   NOTHING_TO_UNDO: "There is nothing to take back.",
+  TIME_UP: "Your time ran out: the table plays for you.",
   CANNOT_DOUBLE: "You cannot double now.",
   CANNOT_COVER: "Not enough diamonds to cover the raise.",
   NOT_AVAILABLE: "This table does not offer that.",
