@@ -20,9 +20,7 @@ from client.player import Player
 
 # Refusals that are the table's answer to a client acting on a view a clock or the other
 # player had already moved on (the client's race, not the cluster's failure).
-RULES_ANSWERS = frozenset(
-    {"STALE_SEQ", "NOT_YOUR_TURN", "MATCH_OVER", "RATE_LIMITED", "TIME_UP"}
-)
+RULES_ANSWERS = frozenset({"STALE_SEQ", "NOT_YOUR_TURN", "MATCH_OVER", "RATE_LIMITED", "TIME_UP"})
 
 
 @dataclass
