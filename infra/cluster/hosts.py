@@ -143,3 +143,10 @@ def sweep(prefix: str) -> None:
         if name.startswith(f"{prefix}-"):
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
     subprocess.run(["ip", "link", "del", f"{prefix}br"], capture_output=True)
+    # A namespace a dying process still held outlives its `del` for a moment, and with it the
+    # host end of its veth pair: delete those by name (either end takes the pair down).
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True)
+    for line in links.stdout.splitlines():
+        name = line.split(":")[1].strip().split("@")[0] if line.count(":") >= 2 else ""
+        if name.startswith(prefix) and name[len(prefix) :].isdigit():
+            subprocess.run(["ip", "link", "del", name], capture_output=True)

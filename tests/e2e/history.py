@@ -80,6 +80,9 @@ class History:
             slow_by: dict[str, int] = {}
             for c in slow:
                 slow_by[c.gateway] = slow_by.get(c.gateway, 0) + 1
+            codes: dict[str, int] = {}
+            for c in failed:
+                codes[f"{c.op} {c.code}"] = codes.get(f"{c.op} {c.code}", 0) + 1
             last = max((c.end for c in failed), default=w.healed)
             by_gateway: dict[str, int] = {}
             for c in failed:
@@ -88,6 +91,7 @@ class History:
                 "fault": w.name,
                 "held_s": round(w.healed - w.start, 1),
                 "failed_calls": by_gateway,
+                "failures": codes,  # "<call> <code>": how many
                 "players_failed": len({c.player for c in failed}),
                 "all_succeed_after_heal_s": round(max(0.0, last - w.healed), 1),
                 "slowest_call_s": round(max((c.end - c.start for c in during), default=0), 1),

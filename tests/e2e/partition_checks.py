@@ -73,7 +73,7 @@ def deadlines_kept(streams: dict[str, list[Any]]) -> Deadlines:
     and what it does: the turn passed, moves made for the seat) is not a player's act."""
     out = Deadlines()
     for table, events in streams.items():
-        turn = answer = 0
+        turn = answer = paused = 0
         clock_commit = -1
         for e in events:
             kind = e.WhichOneof("body") or ""
@@ -97,8 +97,11 @@ def deadlines_kept(streams: dict[str, list[Any]]) -> Deadlines:
                     )
             if kind in TURN_CLOCKS:
                 turn = body.deadline_ms
-            elif kind == "double_offered":
-                answer = body.deadline_ms
+            elif kind == "double_offered":  # the doubler's clock stops while the taker answers
+                answer, paused = body.deadline_ms, max(0, turn - e.at_ms) if turn else 0
+                turn = 0
+            elif kind in ("double_taken", "double_withdrawn"):  # and runs on from the answer
+                turn, answer = (e.at_ms + paused if paused else 0), 0
             elif kind in ("turn_ended", "match_ended", "match_closed"):
                 turn = 0
             elif kind in ANSWER_ACTS:

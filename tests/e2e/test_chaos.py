@@ -172,6 +172,7 @@ async def _every_match_analysed_once(data: Path, until: float) -> int:
     return len(wanted)
 
 
+@pytest.mark.timeout(int(360 + 30 * SECONDS))  # make chaos's longer plays too
 @pytest.mark.parametrize("mode", MODES)
 async def test_chaos_every_part_killed_in_turn_loses_nothing(
     mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -328,6 +328,7 @@ async def _tournament_checked(
     return {"pairings": len(played), "prizes": sorted(prizes.values(), reverse=True)}
 
 
+@pytest.mark.timeout(1200 if LONG else 600)
 @pytest.mark.parametrize("mode", MODES)
 async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
     mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

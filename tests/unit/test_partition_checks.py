@@ -67,3 +67,20 @@ def test_early_timeouts_and_late_acts_are_found_and_a_clocks_commit_is_not_an_ac
     ]  # fmt: skip
     result = deadlines_kept({"t1": fired})
     assert (result.problems, result.timeouts, result.acts_on_clock) == ([], 1, 1)
+
+
+def test_the_doublers_clock_stops_while_the_taker_answers_and_runs_on_after() -> None:
+    """The turn's deadline moves by the time the answer took (the engine resumes the doubler
+    with the time they had left; no event restates it)."""
+    offer = events_pb2.DoubleOffered(seat=0, cube=2, deadline_ms=9000)
+    taken = events_pb2.DoubleTaken(seat=1, cube=2)
+    stream = [
+        _turn(1, 1000, 5000), _event(2, 2000, double_offered=offer),
+        _event(3, 4000, double_taken=taken),  # 3 s left when offered: the turn runs to 7000
+        _moved(4, 6500),
+    ]  # fmt: skip
+    assert deadlines_kept({"t1": stream}).problems == []
+    late = [*stream[:3], _moved(4, 7000)]
+    assert deadlines_kept({"t1": late}).problems == [
+        "t1 seq 4: checkers_moved accepted 0 ms after its deadline"
+    ]
