@@ -74,6 +74,9 @@ GATEWAYS = ("gateway-1", "gateway-2")
 # turns run into the wagered clock (45 s x 0.05 + 1.5 s grace) and acts meet deadlines.
 PROFILES = ["wagered", "wagered", "casual", "wagered"]
 THINK_S = [0.05, 0.8, 0.05, 0.05]
+# The embedded log's generations: a period short enough for the broker's cut to outlive one,
+# its history (30 periods) long enough for the analysis's lag under this load.
+EMBEDDED_ROTATE_S = 10.0
 LONG = SECONDS >= 5  # make partitions: every skew the issue names, and a fourth pair
 PAIRS = 4 if LONG else 3
 
@@ -84,6 +87,7 @@ class Fault:
     hosts: frozenset[str]
     make: Callable[[Faults], Awaitable[dict[str, Any] | None]]  # figures of its own, if any
     heal: bool = True  # a network fault, healed after SECONDS (a skew stays)
+    embedded_hold_s: float = 0.0  # in embedded mode, held at least this long
 
 
 async def _partition(faults: Faults, *groups: list[str]) -> None:
@@ -145,7 +149,12 @@ FAULTS = [
         _cut(["gateway-1"], ["table-1", "table-2"]),
     ),
     Fault("wallet | postgres", frozenset({"wallet", "postgres"}), _cut(["wallet"], ["postgres"])),
-    Fault("kafka isolated", frozenset({"kafka"}), lambda f: _isolate(f, "kafka")),
+    Fault(
+        "kafka isolated",
+        frozenset({"kafka"}),
+        lambda f: _isolate(f, "kafka"),
+        embedded_hold_s=EMBEDDED_ROTATE_S + 2,  # longer than a generation is written
+    ),
     Fault("matchmaking isolated", frozenset({"matchmaking"}), lambda f: _isolate(f, "matchmaking")),
     Fault(
         "valkey -> table-2 dropped (one way)",
@@ -337,8 +346,7 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
     monkeypatch.setenv("BG_LOG_LEVEL", "WARNING")
     monkeypatch.setenv("BG_WALLET_ESCROW_BOUND_S", "15")
     monkeypatch.setenv("BG_WALLET_RECONCILE_INTERVAL_S", "1")
-    # The broker's cut outlives a generation of the embedded log.
-    monkeypatch.setenv("BG_KAFKA_ROTATE_S", str(max(0.5, SECONDS / 3)))
+    monkeypatch.setenv("BG_KAFKA_ROTATE_S", str(EMBEDDED_ROTATE_S))
     data = tmp_path / "data"
     log = (tmp_path / "cluster.log").open("w")
     config = ClusterConfig(
@@ -382,7 +390,8 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
             traffic.history.windows.append(window)
             window.figures = await fault.make(faults) or {}
             if fault.heal:
-                await asyncio.sleep(SECONDS)
+                held = fault.embedded_hold_s if mode == "embedded" else 0.0
+                await asyncio.sleep(max(SECONDS, held))
                 faults.heal()
             window.healed = time.time()
             await asyncio.sleep(SECONDS)
