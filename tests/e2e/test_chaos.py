@@ -40,6 +40,7 @@ from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.status import collect
 from services.contracts.vocabulary import FINISHED
 from tests.e2e.boards import assert_boards_equal_a_rebuild
+from tests.e2e.drivers import play_tables
 from tests.e2e.money import books, settle_down
 from tests.helpers import retried
 
@@ -81,47 +82,6 @@ class Run:
             self.current.failed_calls += 1
             if table_id:
                 self.current.tables_affected.add(table_id)
-
-
-async def _play_pair(pair: list[Player], profile: str, run: Run, stop: asyncio.Event) -> None:
-    """Table after table until `stop`: create, join, play to the end from pushed views; a
-    broken stream reconnects and resumes; a table that cannot go on is left to the clocks."""
-    a, b = pair
-    while not stop.is_set():
-        table_id = ""
-        try:
-            opts = table_pb2.TableOptions(profile=profile, match_length=1)
-            if profile == "wagered":
-                opts.bet = BET
-            table = await a.create_table(opts)
-            table_id = str(table.table_id)
-            run.tables[table_id] = profile
-            await b.join(table.code)
-            if profile == "casual":
-                await a.rpc(a.stub.StartTable, matchmaking_pb2.TableRequest(table_id=table_id))
-            deadline = time.monotonic() + 60
-            for player in pair:
-                player.session = None
-            await asyncio.gather(*(_play_on(p, table_id, deadline, run) for p in pair))
-        except (grpc.aio.AioRpcError, TimeoutError, ConnectionError, AssertionError):
-            run.failed(table_id)
-            await asyncio.sleep(0.5)
-
-
-async def _play_on(player: Player, table_id: str, deadline: float, run: Run) -> None:
-    while time.monotonic() < deadline:
-        try:
-            view = await player.play(table_id, timeout_s=max(1.0, deadline - time.monotonic()))
-            if view.phase in FINISHED:
-                return
-        except grpc.aio.AioRpcError as exc:
-            if exc.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED):
-                return  # the deal was undone: no match here
-            run.failed(table_id)
-            await asyncio.sleep(0.5)
-        except Exception:  # a stream the chaos broke: resume on a new one
-            run.failed(table_id)
-            await asyncio.sleep(0.5)
 
 
 async def _await_back(data_dir: Path, name: str, dead_pid: int, until: float) -> float:
@@ -214,7 +174,11 @@ async def test_chaos_every_part_killed_in_turn_loses_nothing(
                 )
         pairs = [players[i : i + 2] for i in range(0, len(players), 2)]
         drivers = [
-            asyncio.create_task(_play_pair(pair, "casual" if i == 0 else "wagered", run, stop))
+            asyncio.create_task(
+                play_tables(
+                    pair, "casual" if i == 0 else "wagered", BET, stop, run.tables, run.failed
+                )
+            )
             for i, pair in enumerate(pairs)
         ]
         await asyncio.sleep(SECONDS)

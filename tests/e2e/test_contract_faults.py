@@ -29,8 +29,9 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.status import collect
+from tests.e2e.drivers import play_tables
 from tests.e2e.money import books, settle_down
-from tests.e2e.test_chaos import Run, _play_pair
+from tests.e2e.test_chaos import Run
 from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e
@@ -119,7 +120,10 @@ async def test_postgres_and_seaweedfs_killed_under_load(
 
         run = Run()
         pairs = [players[i : i + 2] for i in range(0, len(players), 2)]
-        drivers = [asyncio.create_task(_play_pair(pair, "wagered", run, stop)) for pair in pairs]
+        drivers = [
+            asyncio.create_task(play_tables(pair, "wagered", BET, stop, run.tables, run.failed))
+            for pair in pairs
+        ]
         drivers.append(asyncio.create_task(poll_wallet()))
         await asyncio.sleep(SECONDS)
 

@@ -28,8 +28,9 @@ from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.status import collect
 from services.common.topics import TOPICS, Namespace
 from tests.e2e.boards import assert_boards_equal_a_rebuild
+from tests.e2e.drivers import play_tables
 from tests.e2e.money import books, settle_down
-from tests.e2e.test_chaos import Run, _play_pair
+from tests.e2e.test_chaos import Run
 from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e
@@ -109,7 +110,9 @@ async def test_valkey_and_kafka_killed_lose_nothing(
                     metadata=[("x-operator-token", cluster.operator_token)],
                 )
         run = Run()
-        drivers.append(asyncio.create_task(_play_pair(players, "wagered", run, stop)))
+        drivers.append(
+            asyncio.create_task(play_tables(players, "wagered", BET, stop, run.tables, run.failed))
+        )
         await asyncio.sleep(2 * ROTATE_S)
         for _ in range(2):
             await _kill_and_await_restart(cluster, data, "kafka")

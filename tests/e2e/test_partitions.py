@@ -43,15 +43,15 @@ from bg.events.v1 import events_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from client.tournament import done_with, next_match, settled
+from client.tournament import settled
 from infra.cluster.faults import Faults
 from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.status import read_state
 from services.common.deps import sql_engine
 from services.contracts.lobby_keys import lobby_key
 from services.contracts.shards import MEMBERS, live_members
-from services.contracts.vocabulary import FINISHED
 from tests.e2e.boards import assert_boards_equal_a_rebuild
+from tests.e2e.drivers import compete, play_tables
 from tests.e2e.history import History, RecordedPlayer, Window
 from tests.e2e.money import books, settle_down
 from tests.e2e.partition_checks import (
@@ -179,63 +179,6 @@ class Traffic:
     history: History
     stop: asyncio.Event
     tables: dict[str, str]  # table id -> profile
-
-
-async def _pair(pair: list[RecordedPlayer], profile: str, traffic: Traffic) -> None:
-    """Table after table until stopped: create, join, play to the end from pushed views; a
-    failed call or broken stream is tried again, as a client would."""
-    a, b = pair
-    while not traffic.stop.is_set():
-        try:
-            opts = table_pb2.TableOptions(profile=profile, match_length=1)
-            if profile == "wagered":
-                opts.bet = BET
-            table = await a.create_table(opts)
-            table_id = str(table.table_id)
-            traffic.tables[table_id] = profile
-            await b.join(table.code)
-            if profile == "casual":
-                await a.rpc(a.stub.StartTable, matchmaking_pb2.TableRequest(table_id=table_id))
-            until = time.monotonic() + 60
-            await asyncio.gather(*(_play_on(p, table_id, until) for p in pair))
-        except Exception:
-            await asyncio.sleep(0.5)
-
-
-async def _play_on(player: RecordedPlayer, table_id: str, until: float) -> None:
-    while time.monotonic() < until:
-        try:
-            view = await player.play(table_id, timeout_s=max(1.0, until - time.monotonic()))
-            if view.phase in FINISHED:
-                return
-        except grpc.aio.AioRpcError as exc:
-            if exc.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED):
-                return  # the deal was undone: no match here
-            await asyncio.sleep(0.5)
-        except Exception:  # a stream the fault broke: resume on a new one
-            await asyncio.sleep(0.5)
-
-
-async def _compete(p: RecordedPlayer, tournament_id: str, traffic: Traffic) -> None:
-    request = matchmaking_pb2.TournamentRequest(tournament_id=tournament_id)
-    done: set[str] = set()
-    end = time.monotonic() + 600
-    while time.monotonic() < end:
-        try:
-            found = await p.rpc(p.stub.GetTournament, request)
-            if done_with(found, p.player_id):
-                return
-            match = next_match(found, p.player_id, done)
-            if match is None:
-                await asyncio.sleep(0.3)
-                continue
-            traffic.tables.setdefault(match.table_id, "tournament")
-            view = await p.play(match.table_id, 60)
-            if view.phase in FINISHED:
-                done.add(match.table_id)
-        except Exception:
-            await asyncio.sleep(0.5)
-    raise AssertionError(f"{p.name}: the tournament did not end")
 
 
 async def _deposit(wallet: str, token: str, player_id: str, amount: int) -> None:
@@ -381,9 +324,13 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
                 matchmaking_pb2.TournamentRequest(tournament_id=tournament_id),
             )
         tasks = [
-            asyncio.create_task(_pair(pairs[2 * n : 2 * n + 2], PROFILES[n], traffic))
+            asyncio.create_task(
+                play_tables(
+                    pairs[2 * n : 2 * n + 2], PROFILES[n], BET, traffic.stop, traffic.tables
+                )
+            )
             for n in range(PAIRS)
-        ] + [asyncio.create_task(_compete(p, tournament_id, traffic)) for p in entrants]
+        ] + [asyncio.create_task(compete(p, tournament_id, 600, traffic.tables)) for p in entrants]
         await asyncio.sleep(SECONDS)
         for fault in FAULTS:
             window = Window(fault.name, fault.hosts, time.time())

@@ -26,13 +26,13 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
-from client.tournament import done_with, next_match, settled
+from client.tournament import settled
 from infra.cluster.runner import Cluster, ClusterConfig
 from services.common.deps import sql_engine
 from services.contracts.lobby_keys import lobby_key
-from services.contracts.vocabulary import FINISHED
 from services.wallet.ledger import Ledger, check_invariants
 from services.wallet.schema import operations
+from tests.e2e.drivers import compete
 from tests.e2e.test_chaos import _await_back, _pid_of
 from tests.helpers import awaited, retried
 
@@ -79,29 +79,6 @@ def decided_as(outcome: table_pb2.MatchOutcome, match: matchmaking_pb2.Tournamen
         assert outcome.winner_id == match.winner_id, (match, outcome)
 
 
-async def _compete(p: Player, tournament_id: str) -> None:
-    """Play each match the bracket seats the player at until out or over, through faults: a
-    failed call or a broken stream is tried again."""
-    request = matchmaking_pb2.TournamentRequest(tournament_id=tournament_id)
-    done: set[str] = set()
-    end = time.monotonic() + 300
-    while time.monotonic() < end:
-        try:
-            found = await p.rpc(p.stub.GetTournament, request)
-            if done_with(found, p.player_id):
-                return
-            match = next_match(found, p.player_id, done)
-            if match is None:
-                await asyncio.sleep(0.3)
-                continue
-            view = await p.play(match.table_id, 60)
-            if view.phase in FINISHED:
-                done.add(match.table_id)
-        except Exception:  # the chaos broke a call or the stream: look again
-            await asyncio.sleep(0.5)
-    raise AssertionError(f"{p.name}: the tournament did not end")
-
-
 async def test_a_wagered_sit_and_go_survives_kill_9_of_the_director_wallet_table_and_gateway(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -140,7 +117,7 @@ async def test_a_wagered_sit_and_go_survives_kill_9_of_the_director_wallet_table
                 p.stub.RegisterTournament,
                 matchmaking_pb2.TournamentRequest(tournament_id=made.tournament_id),
             )
-        tasks = [asyncio.create_task(_compete(p, made.tournament_id)) for p in players]
+        tasks = [asyncio.create_task(compete(p, made.tournament_id)) for p in players]
         faults = []
         for name in FAULTS:
             await asyncio.sleep(0.5)

@@ -29,6 +29,7 @@ from services.table.tables import TableCore
 from tests.helpers import Valkey
 from tests.table.driver import options
 from tests.table.fakes import FakeWallet
+from tests.table.test_replicas import _serving
 
 pytestmark = pytest.mark.integration
 P = ["alice", "bob"]
@@ -125,23 +126,6 @@ def _spawn(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
         [sys.executable, "-m", "services.table"],
         env={**os.environ, **env}, stdout=log.open("w"), stderr=subprocess.STDOUT,
     )  # fmt: skip
-
-
-async def _serving(port: int) -> None:
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-    for _ in range(300):
-        try:
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
-                reply = await health_pb2_grpc.HealthStub(ch).Check(
-                    health_pb2.HealthCheckRequest(), timeout=1
-                )
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-        except grpc.aio.AioRpcError:
-            pass
-        await asyncio.sleep(0.1)
-    raise AssertionError("the replica did not serve")
 
 
 @pytest.mark.parametrize("skew_ms", [2_000, -2_000, 30_000, -30_000])

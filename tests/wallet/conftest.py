@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -35,3 +37,17 @@ def ledger(engine: AsyncEngine) -> Ledger:
 async def fund(ledger: Ledger, **balances: int) -> None:
     for player, amount in balances.items():
         await ledger.deposit(f"fund:{player}:{amount}", player, amount)
+
+
+@pytest.fixture
+async def pg_engine(postgres_url: str) -> AsyncIterator[AsyncEngine]:
+    """A fresh, migrated wallet database on the session's PostgreSQL; the books checked after."""
+    name = f"wallet_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(postgres_url.replace("+asyncpg", ""))
+    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.close()
+    engine = sql_engine(postgres_url.rsplit("/", 1)[0] + f"/{name}")
+    await migrate(engine, MIGRATIONS)
+    yield engine
+    assert await check_invariants(engine) == []
+    await engine.dispose()

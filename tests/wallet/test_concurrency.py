@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -17,19 +16,6 @@ from services.wallet.app import MIGRATIONS
 from services.wallet.ledger import Ledger, check_invariants
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def pg_engine(postgres_url: str) -> AsyncIterator[AsyncEngine]:
-    name = f"wallet_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(postgres_url.replace("+asyncpg", ""))
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    engine = sql_engine(postgres_url.rsplit("/", 1)[0] + f"/{name}")
-    await migrate(engine, MIGRATIONS)
-    yield engine
-    assert await check_invariants(engine) == []
-    await engine.dispose()
 
 
 async def test_fifty_concurrent_spends_and_escrows_against_one_account(

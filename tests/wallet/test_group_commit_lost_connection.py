@@ -8,39 +8,19 @@ and after every write, before the commit."""
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
-import asyncpg
 import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from services.common.deps import sql_engine
 from services.common.errors import infrastructure_failure
-from services.common.migrate import migrate
 from services.wallet import ledger as ledger_module
 from services.wallet import ledger_sql
-from services.wallet.app import MIGRATIONS
 from services.wallet.ledger import Ledger, check_invariants
 from services.wallet.schema import operations, outbox
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def engine(postgres_url: str) -> AsyncIterator[AsyncEngine]:
-    name = f"wallet_cut_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(postgres_url.replace("+asyncpg", ""))
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    eng = sql_engine(postgres_url.rsplit("/", 1)[0] + f"/{name}")
-    await migrate(eng, MIGRATIONS)
-    try:
-        yield eng
-    finally:
-        await eng.dispose()
 
 
 async def _terminate(engine: AsyncEngine, conn: AsyncConnection) -> None:
@@ -58,8 +38,9 @@ async def _count(engine: AsyncEngine, table: Any) -> int:
 
 @pytest.mark.parametrize("where", ["before_writes", "before_commit"])
 async def test_a_batch_whose_connection_dies_applies_nothing_and_its_calls_apply_once_again(
-    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch, where: str
+    pg_engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
+    engine = pg_engine
     ledger = Ledger(engine, fee_bps=800)
     await ledger.deposit("fund:alice", "alice", 1000)
     await ledger.deposit("fund:bob", "bob", 1000)
