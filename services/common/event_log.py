@@ -45,7 +45,7 @@ from aiokafka.errors import KafkaError, UnknownTopicOrPartitionError
 
 from services.common.clock import now_ms
 from services.common.kafka_clients import never_create_topics
-from services.common.topics import CONSUMERS, TOPICS, Namespace
+from services.common.topics import CONSUMERS, GENERATION, TOPICS, Namespace
 
 log = logging.getLogger("bg.event_log")
 LogMode = Literal["kafka", "embedded"]
@@ -256,35 +256,90 @@ class Committed:
         self._observers.clear()
 
 
+class StaleGeneration(KafkaError):
+    """A generation older than the live ones: it is never (re)made."""
+
+
+def series_of(topic: str) -> tuple[str, str, int] | None:
+    """(logical topic's name, incarnation, generation) of a generation's topic name."""
+    match = GENERATION.search(topic)
+    if match is None:
+        return None
+    return topic[: match.start()], match.group(2), int(match.group(1))
+
+
+def newest_generations(topics: Iterable[str]) -> dict[tuple[str, str], int]:
+    """The newest generation of each (logical topic's name, incarnation) among `topics`."""
+    newest: dict[tuple[str, str], int] = {}
+    for topic in topics:
+        found = series_of(topic)
+        if found is not None:
+            name, incarnation, gen = found
+            newest[(name, incarnation)] = max(gen, newest.get((name, incarnation), gen))
+    return newest
+
+
 class Topics:
     """Makes sure the topics a producer is about to write exist (a restarted broker has none
-    until a keeper's next step): each is created once, idempotently, then remembered."""
+    until a keeper's next step): each is created once, idempotently, then remembered.
+
+    A generation is never made once a newer one than the next exists: it may have been read
+    and deleted, and one made again under the same name starts at offset 0 under the groups'
+    old committed offsets, which pass over what it gets (the loss a table replica whose clock
+    ran 30 s slow caused, measured in make partitions)."""
 
     def __init__(self, bootstrap: str, partitions: int) -> None:
         self.bootstrap = bootstrap
         self.partitions = partitions
         self._known: set[str] = set()
+        self._newest: dict[tuple[str, str], int] = {}
         self._admin: AIOKafkaAdminClient | None = None
+        self.looked_at = 0.0  # time.monotonic() of the last look
 
     def knows(self, topic: str) -> bool:
         return topic in self._known
+
+    def newest(self, topic: str) -> int | None:
+        """The newest generation of `topic`'s series seen, if any."""
+        found = series_of(topic)
+        return None if found is None else self._newest.get(found[:2])
+
+    async def look(self) -> None:
+        """Learn the topics the broker has."""
+        existing = await (await self._admin_client()).list_topics()
+        self.looked_at = time.monotonic()
+        if len(self._known) > 256:  # a few per period: keep the memory bounded
+            self._known.clear()
+        self._known.update(t for t in existing if series_of(t) is not None)
+        self._newest = newest_generations(existing)
 
     async def ensure(self, topics: Iterable[str]) -> None:
         missing = sorted(set(topics) - self._known)
         if not missing:
             return
+        await self.look()
+        missing = sorted(set(missing) - self._known)
+        if not missing:
+            return
+        for topic in missing:
+            newest, found = self.newest(topic), series_of(topic)
+            if newest is not None and found is not None and found[2] < newest - 1:
+                raise StaleGeneration(f"{topic}: generations up to {newest} exist")
+        await create(await self._admin_client(), missing, self.partitions)
+        self._known.update(missing)
+        self._newest = newest_generations([*self._known])
+
+    async def _admin_client(self) -> AIOKafkaAdminClient:
         if self._admin is None:
             admin = _admin(self.bootstrap)
             await admin.start()
             self._admin = admin
-        await create(self._admin, missing, self.partitions)
-        if len(self._known) > 256:  # a few per period: keep the memory bounded
-            self._known.clear()
-        self._known.update(missing)
+        return self._admin
 
     def forget(self) -> None:
-        """The broker restarted: nothing is known to exist any more."""
+        """The broker restarted, or a topic went: nothing is known to exist any more."""
         self._known.clear()
+        self._newest.clear()
 
     async def close(self) -> None:
         if self._admin is not None:
@@ -308,11 +363,22 @@ class Forgetful:
         topic is still to be made, the incarnation is asked afresh: the broker may be a new one
         the cached incarnation has not seen yet, and a topic named for the old one would be
         made on it and read by nobody (seen: a produce right after a restart)."""
-        gen = self.log.generation_at(at_ms)
+        own = self.log.generation_at(at_ms)
         incarnation = await self.incarnation.current()
-        if not self.topics.knows(self.log.topic(logical, gen, incarnation)):
+        gen = self._live(logical, own, incarnation)
+        stale = gen > own and time.monotonic() - self.topics.looked_at >= self.log.rotate_s / 4
+        if stale or not self.topics.knows(self.log.topic(logical, gen, incarnation)):
             incarnation = await self.incarnation.current(fresh=True)
+            await self.topics.look()
+            gen = self._live(logical, own, incarnation)
         return gen, incarnation
+
+    def _live(self, logical: str, gen: int, incarnation: str) -> int:
+        """`gen`, or the oldest that may be written when it is older (the newest made, less
+        one: keepers make the current and the next): a clock behind the keepers' (theirs is
+        the store's) would otherwise ask for one read and deleted already."""
+        newest = self.topics.newest(self.log.topic(logical, gen, incarnation))
+        return gen if newest is None else max(gen, newest - 1)
 
     async def target(self, logical: str, at_ms: int) -> tuple[int, str, str]:
         """(generation, topic, incarnation) a record of `logical` goes to now, the topic made
@@ -373,7 +439,7 @@ class TopicKeeper:
         live = 0
         for logical in TOPICS:
             generations = self.log.namespace.generations(logical, existing)
-            for gen in (current, current + 1):
+            for gen in self._to_make(current, [g for i, g in generations if i == incarnation]):
                 topic = self.log.topic(logical, gen, incarnation)
                 if topic not in existing:
                     wanted.append(topic)
@@ -398,6 +464,14 @@ class TopicKeeper:
             self.deleted += len(doomed)
             log.info("event log generations deleted", extra={"topics": len(doomed)})
         self.live = live + len(wanted)
+
+    @staticmethod
+    def _to_make(current: int, made: list[int]) -> range:
+        """The generations to make: the current and the next, but none older than the newest
+        made less one (one older may be read and deleted, never to be made again: see Topics;
+        a producer writes no older one either: Forgetful)."""
+        lo = current if not made else max(current, max(made) - 1)
+        return range(lo, current + 2)
 
     async def _done(self, logical: str, topic: str, gen: int, current: int) -> bool:
         if gen <= current - MAX_GENERATIONS:
@@ -587,9 +661,7 @@ class GenerationConsumer:
             # Its outcome is of no use now (a stop of this call itself still propagates).
             await asyncio.gather(self._looking, return_exceptions=True)
             self._looking = None
-        try:
-            with contextlib.suppress(KafkaError, TimeoutError, OSError):
-                await self.commit()
-        finally:
-            # Always: a client left running retries its commits to forgotten topics forever.
-            await self.inner.stop()
+        # No commit here: a consumer stopped by a failure of its handler has positions past
+        # records the handler never finished (consume_records commits what it processed).
+        # Always stopped: a client left running retries its commits to forgotten topics forever.
+        await self.inner.stop()

@@ -51,6 +51,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         ),
         event_log.namespace,
         forgetful_of(settings.kafka_bootstrap, event_log) if event_log.embedded else None,
+        now=store_clock,  # the generations by the store's clock, as the keepers'
     )
     app.closes(results.close)
     lobby: Lobby | None = None

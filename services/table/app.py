@@ -77,6 +77,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         leases=leases,
         forgetful=forgetful,
         sweep_s=settings.relay_sweep_s,
+        now=store_clock,  # the generations by the store's clock, as the keepers' (I-40)
     )
     if forgetful is not None and keeper is not None:
         app.closes(forgetful.close)
@@ -117,7 +118,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         if settings.relay:  # the per-table event streams into Kafka
             background.spawn("relay", relay.run(background.stop))
         if keeper is not None:
-            background.every("topic-keeper", max(1.0, event_log.rotate_s / 4), keeper.step, log)
+            # By the store's clock: a keeper whose own ran ahead would let go of generations
+            # still written; one behind, make again ones already read and deleted.
+            step = lambda: keeper.step(store_clock())  # noqa: E731
+            background.every("topic-keeper", max(1.0, event_log.rotate_s / 4), step, log)
         background.every("gauges", GAUGE_S, lambda: _gauges(store, leases, metrics))
 
     app.register = register

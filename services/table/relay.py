@@ -90,7 +90,7 @@ class EventRelay:
         self.interval_s = interval_s
         self.topic = topic  # kafka mode: the one topic (with the namespace's prefix)
         self.forgetful = forgetful
-        self.now = now  # the wall clock the generations go by
+        self.now = now  # the generations go by it: the store's clock (a StoreClock) in a replica
         self.sweep_s = sweep_s
         self.producer: Any = None
         self.token = secrets.token_hex(8)
@@ -205,6 +205,8 @@ class EventRelay:
                     gen = HOLD
                 # else a group is MAX_HOLD periods behind: its order is given up (its lag
                 # alert fired long ago) rather than stopping every table for it.
+            elif state.incarnation == incarnation and state.gen > gen:
+                gen = state.gen  # never back: a table's records are read in generations' order
             out[table_id] = (gen, f.log.topic(TABLE_EVENTS, gen, incarnation))
         await f.topics.ensure({topic for gen, topic in out.values() if gen != HOLD})
         return out

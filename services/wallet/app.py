@@ -15,7 +15,7 @@ from services.common import kafka, tracing
 from services.common.balanced import table_channel
 from services.common.clock import now_ms
 from services.common.deps import sql_check, sql_engine
-from services.common.event_log import Forgetful, TopicKeeper, forgetful_of
+from services.common.event_log import Forgetful, forgetful_of
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS, Namespace
@@ -52,15 +52,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         on_batch=metrics.batch_size.observe,
     )
     # On a broker that may forget: where the outbox's rows went, confirmed by the groups'
-    # offsets, and a keeper of the topics' generations (the table service runs them too).
+    # offsets. The topics' generations are kept by the table service's keepers, on the store's
+    # clock (this service has none: a keeper on a clock of its own that ran ahead would let go
+    # of generations still written).
     event_log = kafka.event_log(settings)
     forgetful: Forgetful | None = None
-    keeper: TopicKeeper | None = None
     if event_log.embedded:
         forgetful = forgetful_of(settings.kafka_bootstrap, event_log)
-        keeper = TopicKeeper(
-            settings.kafka_bootstrap, event_log, forgetful.incarnation, forgetful.committed
-        )
     relay = OutboxRelay(
         engine,
         lambda: kafka.producer(
@@ -71,9 +69,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         namespace=namespace,
         forgetful=forgetful,
     )
-    if forgetful is not None and keeper is not None:
+    if forgetful is not None:
         app.closes(forgetful.close)
-        app.closes(keeper.close)
     app.closes(relay.close)
 
     def _operated(outcome: Outcome) -> None:
@@ -109,8 +106,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         await _audit(metrics, ledger)  # gauges set before start completes (then every AUDIT_S)
         background = app.background
         background.spawn("outbox-relay", relay.run(background.stop))
-        if keeper is not None:
-            background.every("topic-keeper", max(1.0, event_log.rotate_s / 4), keeper.step, log)
         if settings.consume_table_events:
             background.spawn(
                 "consumer",

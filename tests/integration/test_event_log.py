@@ -29,6 +29,7 @@ from services.common.event_log import (
     Forgetful,
     GenerationConsumer,
     Incarnation,
+    StaleGeneration,
     TopicKeeper,
     Topics,
 )
@@ -228,6 +229,119 @@ async def test_the_keeper_keeps_a_few_generations_and_deletes_only_what_is_read(
         assert len(gens) <= 4
     finally:
         await keeper.close()
+
+
+async def test_a_producer_whose_clock_runs_behind_never_makes_a_read_generation_again(
+    parts: tuple[TableStore, EventRelay, Forgetful, Clock], broker: list[Any]
+) -> None:
+    """Issue 42: a generation read and deleted, made again under its name, would start at
+    offset 0 under the groups' old committed offsets, which pass over what it gets (make
+    partitions lost two matches' analyses so, from a table replica 30 s slow)."""
+    _, _, f, clock = parts
+    boot, log = broker[0].address, f.log
+    keeper = TopicKeeper(boot, log, f.incarnation, f.committed)
+    behind = Forgetful(
+        log, Incarnation(boot, log), Committed(boot, log.namespace), Topics(boot, 1)
+    )  # another process's, its clock five periods behind the keeper's
+    try:
+        incarnation = await f.incarnation.current()
+        start = log.generation_at(clock())
+        first = log.topic(TABLE_EVENTS, start, incarnation)
+        await keeper.step(clock())
+        producer = kafka.producer(boot, False, "t")
+        await producer.start()
+        await producer.send_and_wait(first, b"x", key=b"k")
+        await groups_read(boot, log, first)
+        clock.ms = log.written_until(start) + int(DELIVERY_SLACK_S * 1000) + 1
+        await keeper.step(clock())
+        gens = log.namespace.generations(TABLE_EVENTS, await _topics(boot))
+        assert (incarnation, start) not in gens  # read, and deleted
+        late = clock() - 5 * PERIOD_MS  # the first generation's time
+        assert log.generation_at(late) == start
+        gen, topic, _ = await behind.target(TABLE_EVENTS, late)
+        assert gen == log.generation_at(clock())  # the oldest live one: the keeper's current
+        await producer.send_and_wait(topic, b"y", key=b"k")
+        await producer.stop()
+        live = log.namespace.generations(TABLE_EVENTS, await _topics(boot))
+        assert (incarnation, start) not in live and (incarnation, gen) in live
+        with pytest.raises(StaleGeneration):
+            await behind.topics.ensure([first])
+        assert first not in await _topics(boot)
+    finally:
+        await keeper.close()
+        await behind.close()
+
+
+async def test_a_table_never_goes_back_a_generation(
+    parts: tuple[TableStore, EventRelay, Forgetful, Clock], broker: list[Any]
+) -> None:
+    """Issue 42: a table whose relay's clock steps back (another replica's, slower) keeps to
+    the generation it reached: consumers read the generations side by side, so one written
+    after a newer one could be read before it."""
+    store, relay, f, clock = parts
+    boot, log = broker[0].address, f.log
+    incarnation = await f.incarnation.current()
+    gen = log.generation_at(clock())
+    topic = [log.topic(TABLE_EVENTS, g, incarnation) for g in (gen, gen + 1)]
+    await commit(store, "t1")
+    assert await relay_now(relay) == 1
+    await groups_read(boot, log, topic[0])
+    clock.next_generation()
+    await commit(store, "t1")
+    assert await relay_now(relay) == 1
+    clock.ms -= PERIOD_MS  # the clock steps back a period
+    await commit(store, "t1")
+    assert await relay_now(relay) == 1
+    assert await read_all(boot, topic[0]) == [1]
+    assert await read_all(boot, topic[1]) == [2, 3]
+
+
+async def test_a_consumer_whose_handler_fails_mid_batch_gets_the_rest_again(
+    broker: list[Any],
+) -> None:
+    """A consumer stopped by its handler's failure commits nothing: its positions are past
+    records the handler never got to (they were lost so before)."""
+    boot = broker[0].address
+    log = EventLog(Namespace("h" + uuid.uuid4().hex[:6]), "embedded", 60.0, 1)
+    producing = Forgetful(
+        log, Incarnation(boot, log), Committed(boot, log.namespace), Topics(boot, 1)
+    )
+    reading = Incarnation(boot, log)
+    producer = kafka.producer(boot, False, "p")
+    await producer.start()
+    try:
+        _, topic, _ = await producing.target(TABLE_EVENTS, kafka_now())
+        for n in range(20):
+            await producer.send(topic, b"%d" % n, key=b"k")
+        await producer.flush()
+    finally:
+        await producer.stop()
+    got: list[int] = []
+    failed: list[int] = []
+    stop = asyncio.Event()
+
+    async def handle(record: Any) -> None:
+        n = int(record.value)
+        if n == 5 and not failed:
+            failed.append(n)
+            raise RuntimeError("the handler's store went away")
+        got.append(n)
+        if set(got) >= set(range(20)):
+            stop.set()
+
+    def make() -> GenerationConsumer:
+        inner = kafka.consumer(boot, log.namespace.group("analysis"), client_id="c")
+        return GenerationConsumer(inner, log, [TABLE_EVENTS], reading)
+
+    try:
+        await asyncio.wait_for(
+            kafka.keep_consuming(make, lambda c: kafka.consume_records(c, handle, stop), stop, "h"),
+            60,
+        )
+    finally:
+        await producing.close()
+        await reading.close()
+    assert failed == [5] and set(got) == set(range(20))
 
 
 async def _topics(boot: str) -> list[str]:
