@@ -308,9 +308,7 @@ class Topics:
         """Learn the topics the broker has."""
         existing = await (await self._admin_client()).list_topics()
         self.looked_at = time.monotonic()
-        if len(self._known) > 256:  # a few per period: keep the memory bounded
-            self._known.clear()
-        self._known.update(t for t in existing if series_of(t) is not None)
+        self._known = set(existing)  # what was deleted since the last look is known no more
         self._newest = newest_generations(existing)
 
     async def ensure(self, topics: Iterable[str]) -> None:
