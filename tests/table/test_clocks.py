@@ -10,8 +10,14 @@ import redis.asyncio as redis_asyncio
 
 from bg.events.v1 import events_pb2
 from engine import commands as c
-from services.table.adapters.redis_store import TableStore
+from engine import profiles
+from engine.machine import new_match
+from services.common.clock import now_ms
+from services.common.deps import reply_text
+from services.contracts.shards import shard_of
+from services.table.adapters.redis_store import WAKE_CHANNEL, TableStore
 from services.table.clock import ClockWorker
+from services.table.ports import Commit, CommitStatus, TableMeta
 from services.table.tables import TableCore
 from tests.helpers import kind, load_table
 from tests.table.driver import deal, options, redis_store
@@ -164,3 +170,37 @@ async def test_async_table_expires_after_45_idle_days(redis: redis_asyncio.Redis
     finally:
         stop.set()
         await task
+
+
+async def test_a_commit_wakes_the_clock_workers_only_when_its_shard_is_due_sooner(
+    redis: redis_asyncio.Redis,
+) -> None:
+    """The wake-up is published when a commit makes its shard's earliest deadline sooner; one
+    that moves a deadline later (every move pushes the mover's on) wakes nobody, and a worker
+    that wakes at the old one finds nothing due and reads the shard again."""
+    store = TableStore(redis)
+    pubsub = redis.pubsub()
+    await pubsub.subscribe(WAKE_CHANNEL)
+    await pubsub.get_message(timeout=1.0)  # the subscription's confirmation
+    state = new_match(profiles.casual(1), b"\x01" * 16, 0).state
+    meta = TableMeta(table_id="woken", match_id="woken-1", player_ids=P)
+    shard = shard_of("woken")
+    seq: int | None = None
+    heard: list[str] = []
+    try:
+        for deadline in (20_000, 30_000, 10_000, 10_000):  # first, later, sooner, the same
+            now = now_ms()
+            result = await store.commit(
+                Commit(
+                    "woken", seq, state, now + deadline, "", [], now,
+                    meta=meta if seq is None else None,
+                )
+            )  # fmt: skip
+            assert result.status is CommitStatus.OK
+            seq = result.seq
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
+            if message is not None:
+                heard.append(reply_text(message["data"]))
+        assert [h.split(":")[0] for h in heard] == [str(shard), str(shard)]  # first and sooner
+    finally:
+        await pubsub.aclose()  # type: ignore[no-untyped-call]

@@ -37,7 +37,8 @@ from services.contracts.table_feed import stream_entries, stream_key, table_key,
 from services.table.adapters import state_codec as codec
 from services.table.ports import Commit, CommitResult, CommitStatus, Loaded, MatchRecord
 
-WAKE_CHANNEL = "clocks:wake"  # "<shard>:<deadline ms>" when a commit sets its shard's earliest
+# "<shard>:<deadline ms>" when a commit makes its shard's earliest deadline sooner
+WAKE_CHANNEL = "clocks:wake"
 # A finished match's keys (state, stream, command ids, record) expire FINISHED_TTL_S after all
 # its events are on Kafka: time enough for a rematch (which persists them again), resuming
 # clients, the wallet's consumer and reconciler. The leaderboard's archive keeps the history.
@@ -89,9 +90,14 @@ end
 if ARGV[3] == '' then
   redis.call('ZREM', KEYS[3], ARGV[4])
 else
+  -- Wake the clock workers only when the shard's earliest deadline comes sooner: one that
+  -- moves later (every move pushes the mover's on) would only wake them early for nothing,
+  -- and a worker that wakes at the old one reads the shard again anyway.
+  local before = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-  local first = redis.call('ZRANGE', KEYS[3], 0, 0)
-  if first[1] == ARGV[4] then redis.call('PUBLISH', ARGV[10], ARGV[11] .. ':' .. ARGV[3]) end
+  if before[1] == nil or tonumber(ARGV[3]) < tonumber(before[2]) then
+    redis.call('PUBLISH', ARGV[10], ARGV[11] .. ':' .. ARGV[3])
+  end
 end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[4], ARGV[5], new .. ':' .. n) end
 if n > 0 then redis.call('ZADD', KEYS[5], 'NX', ARGV[6], ARGV[4]) end
