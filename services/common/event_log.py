@@ -284,9 +284,9 @@ class Topics:
     until a keeper's next step): each is created once, idempotently, then remembered.
 
     A generation is never made once a newer one than the next exists: it may have been read
-    and deleted, and one made again under the same name starts at offset 0 under the groups'
-    old committed offsets, which pass over what it gets (the loss a table replica whose clock
-    ran 30 s slow caused, measured in make partitions)."""
+    and deleted, and one made again under the same name starts at offset 0 while the groups'
+    commits to the old one, which aiokafka retries until they land, put them past what it gets
+    (the loss a table replica whose clock ran 30 s slow caused, measured in make partitions)."""
 
     def __init__(self, bootstrap: str, partitions: int) -> None:
         self.bootstrap = bootstrap
@@ -582,9 +582,29 @@ class GenerationConsumer:
                 # Keep what was processed: a new assignment starts each partition at its
                 # committed offset (a new one at the earliest).
                 await self.commit()
+            added = wanted - self._assigned
             self.inner.assign(sorted(wanted))
             self._assigned = wanted
+            await self._from_start_if_made_again(added)
         self._incarnation = incarnation
+
+    async def _from_start_if_made_again(self, tps: set[TopicPartition]) -> None:
+        """A partition whose group's committed offset is past its end is a topic made again
+        under a name read and deleted before (a commit to the old one, which aiokafka retries
+        until it lands, landed on it): read it from its start, or what it got would be passed
+        over. Keepers and producers never make one again (Topics); this is the consumers' own
+        guard."""
+        if not tps:
+            return
+        ends = await asyncio.wait_for(self.inner.end_offsets(sorted(tps)), CALL_TIMEOUT_S)
+        for tp in sorted(tps):
+            committed = await asyncio.wait_for(self.inner.committed(tp), CALL_TIMEOUT_S)
+            if committed is not None and committed > ends[tp]:
+                log.warning(
+                    "a topic made again: read from its start",
+                    extra={"topic": tp.topic, "committed": committed, "end": ends[tp]},
+                )
+                self.inner.seek(tp, 0)
 
     async def _wanted(self) -> tuple[str, set[TopicPartition]]:
         """The broker's incarnation and the partitions of its live generations this consumer

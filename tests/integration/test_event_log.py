@@ -32,6 +32,7 @@ from services.common.event_log import (
     StaleGeneration,
     TopicKeeper,
     Topics,
+    create,
 )
 from services.common.topics import CONSUMERS, TABLE_EVENTS, TOPICS, Namespace
 from services.contracts.event_records import table_events
@@ -342,6 +343,62 @@ async def test_a_consumer_whose_handler_fails_mid_batch_gets_the_rest_again(
         await producing.close()
         await reading.close()
     assert failed == [5] and set(got) == set(range(20))
+
+
+async def test_a_consumer_reads_a_topic_made_again_from_its_start(broker: list[Any]) -> None:
+    """The consumers' own guard against a generation made again (the keepers and producers
+    never make one: above). aiokafka retries a commit to a deleted topic until it succeeds, so
+    one made again under the name gets the group's old offset (make partitions: 270 on a topic
+    whose records were at 139 and 157); the consumer finds the group past the topic's end and
+    reads it from its start."""
+    boot = broker[0].address
+    log = EventLog(Namespace("m" + uuid.uuid4().hex[:6]), "embedded", 60.0, 1)
+    reading = Incarnation(boot, log)
+    incarnation = await reading.current()
+    topic = log.topic(TABLE_EVENTS, log.generation_at(kafka_now()), incarnation)
+    tp = TopicPartition(topic, 0)
+    topics = Topics(boot, 1)
+    group = log.namespace.group("analysis")
+    producer = kafka.producer(boot, False, "p")
+    await producer.start()
+    try:
+        await topics.ensure([topic])
+        for n in range(30):
+            await producer.send(topic, b"old %d" % n, key=b"k")
+        await producer.flush()
+        admin = await topics._admin_client()
+        await admin.delete_topics([topic])
+        for _ in range(100):  # the deletion takes a moment
+            if topic not in await _topics(boot):
+                break
+            await asyncio.sleep(0.1)
+        await create(admin, [topic], 1)  # made again (what no keeper or producer does now)
+        member = kafka.consumer(boot, group, client_id="m")
+        await member.start()
+        member.assign([tp])
+        await member.commit({tp: 30})  # the old topic's commit, retried until it landed
+        await member.stop()
+        for n in range(3):
+            await producer.send(topic, b"new %d" % n, key=b"k")
+        await producer.flush()
+    finally:
+        await producer.stop()
+        await topics.close()
+    consumer = GenerationConsumer(
+        kafka.consumer(boot, group, client_id="c"), log, [TABLE_EVENTS], reading
+    )
+    await consumer.start()
+    got: list[bytes] = []
+    try:
+        for _ in range(30):
+            batch = await consumer.getmany(timeout_ms=100)
+            got += [r.value for records in batch.values() for r in records]
+            if len(got) >= 3:
+                break
+    finally:
+        await consumer.stop()
+        await reading.close()
+    assert got == [b"new 0", b"new 1", b"new 2"]
 
 
 async def _topics(boot: str) -> list[str]:

@@ -58,6 +58,12 @@ class Inner:
     async def commit(self) -> None:
         self.steps.append("commit")
 
+    async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: 0 for tp in tps}
+
+    async def committed(self, tp: TopicPartition) -> int | None:
+        return None
+
     async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
         out, self.queued = self.queued, {}
         return out
