@@ -34,12 +34,15 @@ protos: $(VENV)/.installed
 up: setup
 	$(BIN)/bgcluster up $(ARGS)
 
+# Two pytest-xdist workers: the whole-cluster tests (tests/e2e) in order on one, everything else
+# beside them on the other (tests/conftest.py). `make test XDIST=` runs it all in one process.
+XDIST := -n 2 --dist loadscope
 test: setup
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --durations=25 $(XDIST) $(PYTEST_ARGS)
 
 # The developers' loop: everything but the whole-cluster tests (tests/e2e), a few minutes.
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not e2e" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not e2e" $(XDIST) $(PYTEST_ARGS)
 
 # The chaos test with more play between faults than `make test` gives it; prints the figures.
 CHAOS_SECONDS ?= 20

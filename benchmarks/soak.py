@@ -11,7 +11,8 @@ Valkey primary that holds one table's slot until its replica takes over, then ki
 Prints (and writes as JSON with --json) memory per open stream and per live table (gateways,
 table replicas, Valkey), clock lateness p50/p99/max from the `timed_out` events the streams
 receive, commands/s, errors, and deadlines doubled (two timeouts of one deadline) or missed (a
-table whose announced deadline is long past at the end).
+table whose announced deadline is long past at the end), and every process's garbage
+collections during the run (pauses and the collector's CPU, those over 20 ms).
 """
 
 from __future__ import annotations
@@ -190,6 +191,67 @@ def _cpu(cluster: Cluster) -> dict[str, float]:
         if proc.pid is not None:
             out[kind] = out.get(kind, 0.0) + tree(proc.pid)
     return out
+
+
+GC_BOUND_S = 0.02  # issue 43: no collection may stop a process for longer
+
+
+def _gc_histograms(cluster: Cluster) -> dict[str, dict[str, dict[str, float]]]:
+    """Each instance's collections so far: {instance: {"<metric>:<generation>": {count, sum,
+    over}}}, `over` being the collections longer than GC_BOUND_S."""
+    from urllib.request import urlopen
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for inst in cluster.instances:
+        try:
+            with urlopen(f"http://{inst.host}:{inst.metrics_port}/metrics", timeout=5) as reply:
+                text = reply.read().decode()
+        except OSError:
+            continue
+        found: dict[str, dict[str, float]] = {}
+        for family in text_string_to_metric_families(text):
+            if family.name not in ("bg_gc_pause_seconds", "bg_gc_cpu_seconds"):
+                continue
+            for sample in family.samples:
+                key = f"{family.name}:{sample.labels.get('generation')}"
+                row = found.setdefault(key, {"count": 0.0, "sum": 0.0, "within": 0.0})
+                if sample.name.endswith("_count"):
+                    row["count"] = sample.value
+                elif sample.name.endswith("_sum"):
+                    row["sum"] = sample.value
+                elif sample.name.endswith("_bucket") and float(sample.labels["le"]) == GC_BOUND_S:
+                    row["within"] = sample.value
+        out[inst.name] = {
+            k: {"count": r["count"], "sum": r["sum"], "over": r["count"] - r["within"]}
+            for k, r in found.items()
+        }
+    return out
+
+
+def _gc_report(
+    before: dict[str, dict[str, dict[str, float]]], after: dict[str, dict[str, dict[str, float]]]
+) -> dict[str, dict[str, Any]]:
+    """Collections during the run by instance and generation: how many, the mean pause and CPU
+    (ms), and how many stopped the process for longer than GC_BOUND_S (an instance restarted
+    meanwhile counts from its restart)."""
+    report: dict[str, dict[str, Any]] = {}
+    for name, rows in sorted(after.items()):
+        old = before.get(name, {})
+        restarted = any(rows[k]["count"] < old.get(k, {}).get("count", 0) for k in rows)
+        for key, row in sorted(rows.items()):
+            metric, generation = key.split(":")
+            base = {} if restarted else old.get(key, {})
+            n = row["count"] - base.get("count", 0)
+            if n <= 0:
+                continue
+            entry = report.setdefault(name, {}).setdefault(f"gen{generation}", {})
+            what = "pause" if metric == "bg_gc_pause_seconds" else "cpu"
+            entry["collections"] = int(n)
+            entry[f"{what}_mean_ms"] = round(1000 * (row["sum"] - base.get("sum", 0)) / n, 2)
+            entry[f"{what}_over_20ms"] = int(row["over"] - base.get("over", 0))
+    return report
 
 
 def _memory(cluster: Cluster) -> dict[str, int]:
@@ -457,6 +519,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         run_from_ms = int(time.time() * 1000)
         commands0 = sum(p.commands_sent for p in players)
         cpu0 = _cpu(cluster)
+        gc0 = await asyncio.to_thread(_gc_histograms, cluster)
         await asyncio.sleep(run_s / 3)
         failovers: list[tuple[int, int]] = []  # (from, to) wall ms: a part dead, and after
         killed_ms = int(time.time() * 1000)
@@ -473,6 +536,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         elapsed = time.monotonic() - t0
         commands = sum(p.commands_sent for p in players) - commands0
         cpu = {k: v - cpu0.get(k, 0.0) for k, v in _cpu(cluster).items()}
+        result["gc_during_run"] = _gc_report(gc0, await asyncio.to_thread(_gc_histograms, cluster))
         result["cpu_percent_of_a_core"] = {  # a killed process's own seconds are lost
             k: round(100 * v / elapsed, 1) for k, v in sorted(cpu.items(), key=lambda kv: -kv[1])
         }

@@ -1,4 +1,5 @@
-"""Session fixtures: real Valkey and Tansu on free ports, started once per test run."""
+"""Session fixtures: real Valkey and Tansu on free ports, started once per test run (once per
+worker under pytest-xdist), and the order `make test` runs in on two workers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,25 @@ import pytest
 from infra.cluster import embedded
 from infra.cluster.valkey_cluster import RunningCluster, start_valkey_cluster
 from tests.helpers import Valkey
+
+
+@pytest.hookimpl(optionalhook=True)  # a run without xdist (-p no:xdist) has no such hook
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`make test` (`-n 2 --dist loadscope`): the whole-cluster tests (tests/e2e) are one scope,
+    so they run in their package's order on one worker and two clusters never share the two
+    cores; every other test is a scope of its own and runs on the other worker beside them (the
+    e2e tests wait on clocks and processes more than they compute). The largest scope is dealt
+    first. (xdist's loadgroup would do this, but its group marks do not reach pytest 9's node
+    ids.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class E2eTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "e2e" if nodeid.startswith("tests/e2e/") else nodeid
+
+    return E2eTogether(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -12,17 +12,20 @@ from collections.abc import Callable
 from typing import Any
 
 
-def watch(pauses: Any) -> Callable[[], None]:
-    """Observe every collection's duration on `pauses` (a Histogram labelled by generation);
-    returns the function that stops watching."""
-    started = 0.0
+def watch(pauses: Any, cpu: Any | None = None) -> Callable[[], None]:
+    """Observe every collection's duration on `pauses` and its thread's CPU on `cpu` (Histograms
+    labelled by generation); returns the function that stops watching."""
+    started = started_cpu = 0.0
 
     def callback(phase: str, info: dict[str, int]) -> None:
-        nonlocal started
+        nonlocal started, started_cpu
         if phase == "start":
-            started = time.perf_counter()
-        else:
-            pauses.labels(str(info["generation"])).observe(time.perf_counter() - started)
+            started, started_cpu = time.perf_counter(), time.thread_time()
+            return
+        generation = str(info["generation"])
+        pauses.labels(generation).observe(time.perf_counter() - started)
+        if cpu is not None:
+            cpu.labels(generation).observe(time.thread_time() - started_cpu)
 
     gc.callbacks.append(callback)
     return lambda: gc.callbacks.remove(callback)

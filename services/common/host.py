@@ -186,7 +186,7 @@ def main(name: str, build: Callable[[dict[str, str] | None], ServiceApp]) -> Non
         print(f"{name}: configuration error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     configure_logs(name, app.settings)
-    gc_pauses.watch(app.metrics.gc_pause_seconds)
+    gc_pauses.watch(app.metrics.gc_pause_seconds, app.metrics.gc_cpu_seconds)
     with asyncio.Runner(loop_factory=_loop_factory(app.settings.event_loop)) as runner:
         runner.run(ServiceHost(app).run())
 

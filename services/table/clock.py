@@ -115,8 +115,8 @@ class ClockWorker:
         self._merge(owned, read)
 
     async def run_once(self) -> int:
-        """Fire everything due now in the owned shards (sweeping first when the in-memory view
-        is older than SWEEP_S); returns how many tables were due."""
+        """Fire what is due now in the owned shards, the most overdue first and at most BATCH
+        (sweeping first when the in-memory view is older than SWEEP_S); returns how many fired."""
         now = self.now()
         owned = set(self.leases.owned())
         if now - self._swept_ms >= SWEEP_S * 1000 or owned != self._owned:

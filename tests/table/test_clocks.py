@@ -204,3 +204,36 @@ async def test_a_commit_wakes_the_clock_workers_only_when_its_shard_is_due_soone
         assert [h.split(":")[0] for h in heard] == [str(shard), str(shard)]  # first and sooner
     finally:
         await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+
+async def test_due_tables_come_most_overdue_first_across_shards(
+    redis: redis_asyncio.Redis,
+) -> None:
+    """After a backlog the clock worker fires the latest deadlines first, whichever shard holds
+    them, and at most its batch at a time (issue 43: the deal's first deadlines)."""
+    store = TableStore(redis)
+    state = new_match(profiles.casual(1), b"\x01" * 16, 0).state
+    by_shard: dict[int, str] = {}
+    for n in range(200):
+        by_shard.setdefault(shard_of(f"overdue-{n}"), f"overdue-{n}")
+        if len(by_shard) == 5:
+            break
+    tables = list(by_shard.values())
+    now = now_ms()
+    overdue_s = {tables[0]: 1, tables[1]: 5, tables[2]: 3, tables[3]: 4, tables[4]: 2}
+    for table_id, late_s in overdue_s.items():
+        meta = TableMeta(table_id=table_id, match_id=f"{table_id}-1", player_ids=P)
+        made = await store.commit(
+            Commit(table_id, None, state, now - late_s * 1000, "", [], now, meta=meta)
+        )
+        assert made.status is CommitStatus.OK
+    shards = list(by_shard)
+    assert await store.due(shards, now_ms(), 3) == [tables[1], tables[3], tables[2]]
+    assert await store.due(shards, now_ms(), 10) == [
+        tables[1],
+        tables[3],
+        tables[2],
+        tables[4],
+        tables[0],
+    ]
+    assert await store.due(shards, now - 4500, 10) == [tables[1]]  # only what is due by then

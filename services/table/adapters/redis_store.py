@@ -340,12 +340,20 @@ class TableStore:
         await self.redis.zrem(clocks_key(shard_of(table_id)), table_id)
 
     async def due(self, shards: Iterable[int], now_ms: int, limit: int) -> list[str]:
-        """Tables whose deadline has come, over `shards` (at most `limit` each). One round
-        trip (a pipeline: on a Valkey Cluster, one per node)."""
+        """Tables whose deadline has come over `shards`, the most overdue first, at most `limit`
+        in all: after a backlog (a deal's first deadlines, a failover) the latest are fired
+        first, whichever shard holds them. One round trip (a pipeline: on a Valkey Cluster, one
+        per node)."""
         replies = await self._each(
-            shards, lambda pipe, s: pipe.zrangebyscore(clocks_key(s), "-inf", now_ms, 0, limit)
+            shards,
+            lambda pipe, s: pipe.zrangebyscore(
+                clocks_key(s), "-inf", now_ms, 0, limit, withscores=True
+            ),
         )
-        return [i.decode() for items in replies.values() for i in items]
+        found = sorted(
+            ((score, item) for items in replies.values() for item, score in items),
+        )
+        return [item.decode() for _, item in found[:limit]]
 
     async def earliest(self, shards: Iterable[int]) -> dict[int, int]:
         """Each shard's earliest deadline (shards without one are left out). One round trip."""
