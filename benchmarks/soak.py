@@ -196,15 +196,20 @@ def _cpu(cluster: Cluster) -> dict[str, float]:
 GC_BOUND_S = 0.02  # issue 43: no collection may stop a process for longer
 
 
-def _gc_histograms(cluster: Cluster) -> dict[str, dict[str, dict[str, float]]]:
-    """Each instance's collections so far: {instance: {"<metric>:<generation>": {count, sum,
-    over}}}, `over` being the collections longer than GC_BOUND_S."""
+Histograms = dict[str, tuple[int, dict[str, dict[str, float]]]]
+
+
+def _gc_histograms(cluster: Cluster) -> Histograms:
+    """Each instance's process and its collections so far: {instance: (pid,
+    {"<metric>:<generation>": {count, sum, over}})}, `over` being the collections longer than
+    GC_BOUND_S."""
     from urllib.request import urlopen
 
     from prometheus_client.parser import text_string_to_metric_families
 
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    out: Histograms = {}
     for inst in cluster.instances:
+        pid = inst.process.pid if inst.process is not None else None
         try:
             with urlopen(f"http://{inst.host}:{inst.metrics_port}/metrics", timeout=5) as reply:
                 text = reply.read().decode()
@@ -223,23 +228,21 @@ def _gc_histograms(cluster: Cluster) -> dict[str, dict[str, dict[str, float]]]:
                     row["sum"] = sample.value
                 elif sample.name.endswith("_bucket") and float(sample.labels["le"]) == GC_BOUND_S:
                     row["within"] = sample.value
-        out[inst.name] = {
+        out[inst.name] = (pid or 0, {
             k: {"count": r["count"], "sum": r["sum"], "over": r["count"] - r["within"]}
             for k, r in found.items()
-        }
+        })  # fmt: skip
     return out
 
 
-def _gc_report(
-    before: dict[str, dict[str, dict[str, float]]], after: dict[str, dict[str, dict[str, float]]]
-) -> dict[str, dict[str, Any]]:
+def _gc_report(before: Histograms, after: Histograms) -> dict[str, dict[str, Any]]:
     """Collections during the run by instance and generation: how many, the mean pause and CPU
     (ms), and how many stopped the process for longer than GC_BOUND_S (an instance restarted
     meanwhile counts from its restart)."""
     report: dict[str, dict[str, Any]] = {}
-    for name, rows in sorted(after.items()):
-        old = before.get(name, {})
-        restarted = any(rows[k]["count"] < old.get(k, {}).get("count", 0) for k in rows)
+    for name, (pid, rows) in sorted(after.items()):
+        old_pid, old = before.get(name, (0, {}))
+        restarted = pid != old_pid
         for key, row in sorted(rows.items()):
             metric, generation = key.split(":")
             base = {} if restarted else old.get(key, {})
@@ -464,23 +467,20 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         deal_cpu0 = _cpu(cluster)
         sem = asyncio.Semaphore(args.concurrency)
 
+        # Which tables play; the others sit idle on their clocks. Each table's streams open as
+        # soon as it is dealt: a player with no stream is away from the deal (I-41), and a
+        # table whose players are both away past the window ends (I-9).
+        playing = set(random.Random(7).sample(range(args.tables), int(args.playing * args.tables)))
+        players: list[Player] = []
+
         async def deal(i: int) -> tuple[Player, Player, str] | None:
             async with sem:
-                return await _deal(channels, i, wallet, cluster.operator_token, stats, args.think)
-
-        dealt = [d for d in await asyncio.gather(*(deal(i) for i in range(args.tables))) if d]
-        dealt_ms = int(time.time() * 1000)
-        result["tables_dealt"] = len(dealt)
-        result["deal_s"] = round(time.monotonic() - started, 1)
-        result["deal_cpu_percent_of_a_core"] = {
-            k: round(100 * (v - deal_cpu0.get(k, 0.0)) / result["deal_s"], 1)
-            for k, v in sorted(_cpu(cluster).items(), key=lambda kv: -kv[1])
-        }
-        playing = set(random.Random(7).sample(range(len(dealt)), int(args.playing * len(dealt))))
-        players: list[Player] = []
-        for i, (a, b, table_id) in enumerate(dealt):
+                made = await _deal(channels, i, wallet, cluster.operator_token, stats, args.think)
+            if made is None:
+                return None
+            a, b, table_id = made
             if i in playing:
-                players += [a, b]
+                players.extend((a, b))
                 tasks.append(asyncio.create_task(_playing_pair(
                     (a, b), table_id, wallet, cluster.operator_token, stats, stop
                 )))  # fmt: skip
@@ -489,8 +489,19 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
                     tasks.append(asyncio.create_task(
                         _idle_stream(p.stub, p.token, table_id, report, stats, stop)
                     ))  # fmt: skip
+            return made
+
+        dealt = [d for d in await asyncio.gather(*(deal(i) for i in range(args.tables))) if d]
+        idle = len([i for i in range(args.tables) if i not in playing])
+        dealt_ms = int(time.time() * 1000)
+        result["tables_dealt"] = len(dealt)
+        result["deal_s"] = round(time.monotonic() - started, 1)
+        result["deal_cpu_percent_of_a_core"] = {
+            k: round(100 * (v - deal_cpu0.get(k, 0.0)) / result["deal_s"], 1)
+            for k, v in sorted(_cpu(cluster).items(), key=lambda kv: -kv[1])
+        }
         for _ in range(600):  # every stream open (playing sessions open their own)
-            if stats.streams_open >= 2 * (len(dealt) - len(playing)):
+            if stats.streams_open >= 2 * idle - 2 * (args.tables - len(dealt)):
                 break
             await asyncio.sleep(0.5)
         await asyncio.sleep(5)

@@ -29,3 +29,19 @@ def watch(pauses: Any, cpu: Any | None = None) -> Callable[[], None]:
 
     gc.callbacks.append(callback)
     return lambda: gc.callbacks.remove(callback)
+
+
+def freeze_survivors() -> Callable[[], None]:
+    """After each collection of generation 1 or 2, freeze what survived it (`gc.freeze`, as a
+    service does with what its start built): the long-lived objects (a table replica's cached
+    states, connections, caches) then never enter a scan again, and no collection's pause grows
+    with their number. Right after such a collection the younger generations are empty, so only
+    survivors are frozen; a frozen object freed by its reference count goes as usual, and only
+    cyclic garbage among frozen objects is never collected. Returns the function that stops."""
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and info["generation"] >= 1:
+            gc.freeze()
+
+    gc.callbacks.append(callback)
+    return lambda: gc.callbacks.remove(callback)

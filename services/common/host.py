@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("bg.host")
 
-GC_OLDER = (20, 20)  # young collections between gen-1 ones, gen-1 between full ones
+GC_OLDER = (5, 10)  # young collections between gen-1 ones, gen-1 between full ones
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
@@ -187,6 +187,8 @@ def main(name: str, build: Callable[[dict[str, str] | None], ServiceApp]) -> Non
         raise SystemExit(2) from None
     configure_logs(name, app.settings)
     gc_pauses.watch(app.metrics.gc_pause_seconds, app.metrics.gc_cpu_seconds)
+    if app.settings.gc_freeze:
+        gc_pauses.freeze_survivors()
     with asyncio.Runner(loop_factory=_loop_factory(app.settings.event_loop)) as runner:
         runner.run(ServiceHost(app).run())
 

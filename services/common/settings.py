@@ -187,10 +187,18 @@ class ServiceSettings:
     )
     gc_young: int = setting(
         "BG_GC_YOUNG",
-        20_000,
+        5_000,
         "Allocations between young garbage collections (after start; the objects built at "
         "start are frozen out of the collector). bg_gc_pause_seconds shows what each costs.",
         min=100,
+    )
+    gc_freeze: bool = setting(
+        "BG_GC_FREEZE",
+        True,
+        "Freeze what survives each middle (generation 1) collection out of the collector, as "
+        "what start built is: later scans never walk the long-lived objects (cached table "
+        "states, connections), so no collection pauses for their number. Cyclic garbage among "
+        "them is never collected; bg_gc_frozen_objects shows how many are frozen.",
     )
     event_loop: EventLoop = setting(
         "BG_EVENT_LOOP",

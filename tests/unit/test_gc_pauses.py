@@ -4,6 +4,7 @@ watch removes its callback."""
 from __future__ import annotations
 
 import gc
+import weakref
 
 from prometheus_client import CollectorRegistry
 
@@ -34,3 +35,32 @@ def test_a_full_collection_is_observed_once_and_the_watch_can_stop() -> None:
     assert len(gc.callbacks) == callbacks
     gc.collect()
     assert _count(registry, "2") == before + 1  # no longer watched
+
+
+def test_what_survives_a_middle_collection_is_frozen_and_young_garbage_is_not() -> None:
+    """BG_GC_FREEZE: survivors of a generation-1 collection leave the collector's scans; cyclic
+    garbage still young at that moment is collected first, never frozen."""
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the collector frees it
+
+    gc.collect()
+    frozen = gc.get_freeze_count()
+    stop = gc_pauses.freeze_survivors()
+    try:
+        kept = [Node() for _ in range(1000)]  # long-lived, tracked
+        garbage = Node()
+        gone = weakref.ref(garbage)
+        del garbage  # young cyclic garbage
+        gc.collect(1)
+        assert gone() is None  # collected, not frozen
+        after = gc.get_freeze_count()
+        assert after >= frozen + 2 * len(kept)  # each Node and its __dict__
+        gc.collect(0)  # a young collection freezes nothing
+        assert gc.get_freeze_count() == after
+    finally:
+        stop()
+        gc.unfreeze()
+    gc.collect(1)
+    assert gc.get_freeze_count() == 0  # stopped: nothing frozen any more
