@@ -34,11 +34,21 @@ protos: $(VENV)/.installed
 up: setup
 	$(BIN)/bgcluster up $(ARGS)
 
-# Two pytest-xdist workers: the whole-cluster tests (tests/e2e) in order on one, everything else
-# beside them on the other (tests/conftest.py). `make test XDIST=` runs it all in one process.
+# Two phases. First, on two pytest-xdist workers, the whole-cluster tests (tests/e2e) in order on
+# one and everything else beside them on the other (tests/conftest.py); then the fault and load
+# suites alone, in one process: they kill, cut and pause processes and check clocks to a bound,
+# so they get the cores to themselves. Both phases always run; either failing fails the target.
+# `make test XDIST=` runs the first phase in one process.
 XDIST := -n 2 --dist loadscope
+FAULT_SUITES := $(addprefix tests/e2e/,test_chaos.py test_partitions.py test_load_smoke.py \
+	test_contract_faults.py test_durability.py test_distributed.py test_tournament_faults.py \
+	test_fault_cli.py)
 test: setup
-	$(BIN)/python -m pytest -q --durations=25 $(XDIST) $(PYTEST_ARGS)
+	@rc=0; \
+	$(BIN)/python -m pytest -q --durations=15 $(XDIST) $(addprefix --ignore=,$(FAULT_SUITES)) \
+		$(PYTEST_ARGS) || rc=1; \
+	$(BIN)/python -m pytest -q --durations=10 $(FAULT_SUITES) $(PYTEST_ARGS) || rc=1; \
+	exit $$rc
 
 # The developers' loop: everything but the whole-cluster tests (tests/e2e), a few minutes.
 test-fast: setup
