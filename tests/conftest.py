@@ -18,10 +18,9 @@ from tests.helpers import Valkey
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`-n 2 --dist loadscope` (`make test-fast`, or the whole suite by hand): the whole-cluster
     tests (tests/e2e) are one scope, so they run in their package's order on one worker and two
-    clusters never share the two cores; every other test is a scope of its own and runs on the other worker beside them (the
-    e2e tests wait on clocks and processes more than they compute). The largest scope is dealt
-    first. (xdist's loadgroup would do this, but its group marks do not reach pytest 9's node
-    ids.)"""
+    clusters never share the two cores; every other test is a scope of its own and runs on the
+    other worker beside them. The largest scope is dealt first. (xdist's loadgroup would do this,
+    but its group marks do not reach pytest 9's node ids.)"""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
