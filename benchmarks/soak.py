@@ -203,17 +203,15 @@ def _gc_histograms(cluster: Cluster) -> Histograms:
     """Each instance's process and its collections so far: {instance: (pid,
     {"<metric>:<generation>": {count, sum, over}})}, `over` being the collections longer than
     GC_BOUND_S."""
-    from urllib.request import urlopen
-
     from prometheus_client.parser import text_string_to_metric_families
+
+    from infra.cluster.local_cluster import metrics_page
 
     out: Histograms = {}
     for inst in cluster.instances:
         pid = inst.process.pid if inst.process is not None else None
-        try:
-            with urlopen(f"http://{inst.host}:{inst.metrics_port}/metrics", timeout=5) as reply:
-                text = reply.read().decode()
-        except OSError:
+        text = metrics_page(f"http://{inst.host}:{inst.metrics_port}/metrics")
+        if not text:
             continue
         found: dict[str, dict[str, float]] = {}
         for family in text_string_to_metric_families(text):

@@ -1,5 +1,5 @@
 """Session fixtures: real Valkey and Tansu on free ports, started once per test run (once per
-worker under pytest-xdist), and the order `make test` runs in on two workers."""
+worker under pytest-xdist), and how tests are dealt to two xdist workers (`make test-fast`)."""
 
 from __future__ import annotations
 

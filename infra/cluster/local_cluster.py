@@ -66,15 +66,19 @@ def cpu_of(pids: dict[str, int]) -> dict[str, float]:
     return {name: cpu_seconds(pid) for name, pid in pids.items()}
 
 
-def scrape_total(url: str, metric: str) -> float:
-    """The sum of every sample of `metric` a /metrics page exports (0 when unreachable)."""
+def metrics_page(url: str) -> str:
+    """A /metrics page's text ("" when unreachable)."""
     try:
         with urllib.request.urlopen(url, timeout=5) as reply:
-            text = reply.read().decode()
+            return str(reply.read().decode())
     except OSError:
-        return 0.0
+        return ""
+
+
+def scrape_total(url: str, metric: str) -> float:
+    """The sum of every sample of `metric` a /metrics page exports (0 when unreachable)."""
     total = 0.0
-    for line in text.splitlines():
+    for line in metrics_page(url).splitlines():
         if line.startswith(metric + "{") or line.startswith(metric + " "):
             total += float(line.rsplit(" ", 1)[1])
     return total
