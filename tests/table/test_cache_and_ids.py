@@ -106,7 +106,7 @@ async def test_each_commit_publishes_events_and_both_views(redis: redis_asyncio.
             update.ParseFromString(message["data"])
             updates.append(update)
             break
-    await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+    await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # redis-py leaves it unannotated
     assert updates, "no update published"
     first = updates[0]
     assert [v.seat for v in first.views] == [0, 1] and first.views[0].seq == first.seq

@@ -203,7 +203,7 @@ async def test_a_commit_wakes_the_clock_workers_only_when_its_shard_is_due_soone
                 heard.append(reply_text(message["data"]))
         assert [h.split(":")[0] for h in heard] == [str(shard), str(shard)]  # first and sooner
     finally:
-        await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]
 
 
 async def test_due_tables_come_most_overdue_first_across_shards(
