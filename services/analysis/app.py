@@ -3,7 +3,6 @@ fills the queue, the worker that empties it, the gRPC API."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from services.analysis.consumer import Enqueuer, consume
 from services.analysis.metrics import AnalysisMetrics
 from services.analysis.settings import load_settings
 from services.analysis.worker import Worker
-from services.common import kafka
+from services.common import kafka, priority
 from services.common.deps import sql_check, sql_engine
 from services.common.event_log import Incarnation
 from services.common.migrate import migrate
@@ -65,7 +64,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         )
 
     async def start() -> None:
-        os.nice(settings.analysis_nice)  # threads made from here on (the worker's) inherit it
+        priority.lower(settings.analysis_nice)  # the worker's threads, made later, inherit it
         await migrate(engine, MIGRATIONS)
         stop = app.background.stop
         app.background.spawn(
