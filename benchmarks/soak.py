@@ -46,7 +46,7 @@ BET = 100
 FUNDS = 1_000_000  # diamonds each simulated player is given: match after match, never short
 MISSED_AFTER_MS = 10_000  # a deadline this far past at the end was missed (not merely late)
 # A deadline due within this long of a kill (or of the end of a Valkey primary's freeze) counts
-# as "in a failover": the shard lease (2 s) or the cluster's failover must pass first.
+# as "in a failover": the shard lease (0.75 s) or the cluster's failover must pass first.
 FAILOVER_WINDOW_MS = 10_000
 
 

@@ -55,7 +55,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     # One reference time for the rules, the clocks and the leases: the store's (I-40).
     store_clock = StoreClock(redis_times(redis))
-    leases = ShardLeases(redis, settings.replica, now=store_clock, on_change=shards_changed)
+    leases = ShardLeases(
+        redis,
+        settings.replica,
+        ttl_ms=settings.shard_lease_ms,
+        now=store_clock,
+        on_change=shards_changed,
+    )
 
     # The events' way out: one topic on a durable Kafka; generations, bounded, on a broker that
     # may forget, with this service's relays and keepers looking after them.

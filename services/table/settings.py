@@ -49,6 +49,15 @@ class TableSettings(ServiceSettings):
         "own commits leave at once; this finds those of replicas that died before relaying).",
         min=0.05,
     )
+    shard_lease_ms: int = setting(
+        "BG_SHARD_LEASE_MS",
+        750,
+        "Milliseconds a replica's claim on its shards lasts unrenewed (renewed every quarter of "
+        "it): a replica killed outright leaves its shards' deadlines waiting up to 1.25x this. "
+        "A replica paused longer loses its shards meanwhile (correct still: the compare-and-set "
+        "decides, not the owner).",
+        min=100,
+    )
     advertise_host: str = setting(
         "BG_ADVERTISE_HOST",
         "",

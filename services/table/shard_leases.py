@@ -3,7 +3,8 @@
 Each replica renews a membership lease (a score in `table:replicas`: its expiry) every
 `ttl_ms / 4`; the live members divide the shards by rendezvous hashing, so when a replica
 comes or goes only its share moves. A replica killed outright holds its shards until its lease
-runs out (TTL_MS): that long, at worst, its shards' deadlines wait, unless it comes back first
+runs out (TTL_MS, BG_SHARD_LEASE_MS) and the others' next renewal sees it: that long, at worst
+(1.25x the TTL), its shards' deadlines wait, unless it comes back first
 under the same name (a supervised restart, a StatefulSet pod) and takes them up again. A replica
 that stops cleanly hands them over at once.
 
@@ -31,7 +32,7 @@ from services.common.clock import now_ms
 from services.contracts.shards import ADDRESSES, MEMBERS, VIRTUAL_SHARDS, assign, live_members
 
 log = logging.getLogger("bg.table.shards")
-TTL_MS = 2000
+TTL_MS = 750  # a failover's deadlines wait at most 1.25x this (issue 43: < 1 s)
 __all__ = ["MEMBERS", "AllShards", "ShardLeases", "assign"]
 
 
