@@ -194,6 +194,8 @@ def _cpu(cluster: Cluster) -> dict[str, float]:
 
 
 GC_BOUND_S = 0.02  # issue 43: no collection may stop a process for longer
+GC_METRICS = ("bg_gc_pause_seconds", "bg_gc_cpu_seconds")
+LAG_METRIC, STALLS_METRIC = "bg_event_loop_lag_seconds", "bg_event_loop_stalls"
 
 
 Histograms = dict[str, tuple[int, dict[str, dict[str, float]]]]
@@ -215,19 +217,25 @@ def _gc_histograms(cluster: Cluster) -> Histograms:
             continue
         found: dict[str, dict[str, float]] = {}
         for family in text_string_to_metric_families(text):
-            if family.name not in ("bg_gc_pause_seconds", "bg_gc_cpu_seconds"):
+            if family.name not in (*GC_METRICS, LAG_METRIC, STALLS_METRIC):
                 continue
             for sample in family.samples:
-                key = f"{family.name}:{sample.labels.get('generation')}"
+                label = sample.labels.get("generation") or sample.labels.get("cause") or ""
+                key = f"{family.name}:{label}"
                 row = found.setdefault(key, {"count": 0.0, "sum": 0.0, "within": 0.0})
-                if sample.name.endswith("_count"):
+                if sample.name.endswith(("_count", "_total")):
                     row["count"] = sample.value
                 elif sample.name.endswith("_sum"):
                     row["sum"] = sample.value
                 elif sample.name.endswith("_bucket") and float(sample.labels["le"]) == GC_BOUND_S:
                     row["within"] = sample.value
+                elif sample.name.endswith("_bucket") and float(sample.labels["le"]) == 0.05:
+                    row["within_50ms"] = sample.value
         out[inst.name] = (pid or 0, {
-            k: {"count": r["count"], "sum": r["sum"], "over": r["count"] - r["within"]}
+            k: {
+                "count": r["count"], "sum": r["sum"], "over": r["count"] - r["within"],
+                "over_50ms": r["count"] - r.get("within_50ms", r["count"]),
+            }
             for k, r in found.items()
         })  # fmt: skip
     return out
@@ -243,6 +251,8 @@ def _gc_report(before: Histograms, after: Histograms) -> dict[str, dict[str, Any
         restarted = pid != old_pid
         for key, row in sorted(rows.items()):
             metric, generation = key.split(":")
+            if metric not in GC_METRICS:
+                continue
             base = {} if restarted else old.get(key, {})
             n = row["count"] - base.get("count", 0)
             if n <= 0:
@@ -252,6 +262,32 @@ def _gc_report(before: Histograms, after: Histograms) -> dict[str, dict[str, Any
             entry["collections"] = int(n)
             entry[f"{what}_mean_ms"] = round(1000 * (row["sum"] - base.get("sum", 0)) / n, 2)
             entry[f"{what}_over_20ms"] = int(row["over"] - base.get("over", 0))
+    return report
+
+
+def _loop_report(before: Histograms, after: Histograms) -> dict[str, dict[str, Any]]:
+    """Each instance's event loop during the run (services/common/loop_lag.py): probes, their
+    mean lateness (ms), how many ran more than 20 and 50 ms late, and the stalls (over 20 ms)
+    by cause: busy (Python held the loop) or waiting (no core)."""
+    report: dict[str, dict[str, Any]] = {}
+    for name, (pid, rows) in sorted(after.items()):
+        old_pid, old = before.get(name, (0, {}))
+        old = {} if pid != old_pid else old
+
+        def delta(key: str, field: str, rows: Any = rows, old: Any = old) -> float:
+            return float(rows.get(key, {}).get(field, 0.0) - old.get(key, {}).get(field, 0.0))
+
+        probes = delta(f"{LAG_METRIC}:", "count")
+        if probes <= 0:
+            continue
+        report[name] = {
+            "probes": int(probes),
+            "lag_mean_ms": round(1000 * delta(f"{LAG_METRIC}:", "sum") / probes, 2),
+            "over_20ms": int(delta(f"{LAG_METRIC}:", "over")),
+            "over_50ms": int(delta(f"{LAG_METRIC}:", "over_50ms")),
+            "stalls_busy": int(delta(f"{STALLS_METRIC}:busy", "count")),
+            "stalls_waiting": int(delta(f"{STALLS_METRIC}:waiting", "count")),
+        }
     return report
 
 
@@ -543,9 +579,12 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         failovers.append((frozen_ms, int(time.time() * 1000) + FAILOVER_WINDOW_MS))
         await asyncio.sleep(max(0.0, run_s - (time.monotonic() - t0)))
         elapsed = time.monotonic() - t0
+        run_to_ms = int(time.time() * 1000)
         commands = sum(p.commands_sent for p in players) - commands0
         cpu = {k: v - cpu0.get(k, 0.0) for k, v in _cpu(cluster).items()}
-        result["gc_during_run"] = _gc_report(gc0, await asyncio.to_thread(_gc_histograms, cluster))
+        gc1 = await asyncio.to_thread(_gc_histograms, cluster)
+        result["gc_during_run"] = _gc_report(gc0, gc1)
+        result["event_loops_during_run"] = _loop_report(gc0, gc1)
         result["cpu_percent_of_a_core"] = {  # a killed process's own seconds are lost
             k: round(100 * v / elapsed, 1) for k, v in sorted(cpu.items(), key=lambda kv: -kv[1])
         }
@@ -564,18 +603,23 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             return view.phase not in FINISHED and bool(view.deadline_ms) and late
 
         missed = sum(await asyncio.gather(*(missed_on(a, t) for a, _, t in dealt)))
+        # The run's deadlines only: those due while the tables were dealt are reported apart,
+        # and those due after it met the harness's own final reads of every table.
+        in_run = [(at, late) for at, late in stats.lateness_ms if run_from_ms <= at <= run_to_ms]
         result.update({
-            "clock_lateness_ms": _lateness([late for _, late in stats.lateness_ms]),
+            "clock_lateness_while_dealing_ms": _lateness([
+                late for at, late in stats.lateness_ms if at < run_from_ms
+            ]),
+            "clock_lateness_ms": _lateness([late for _, late in in_run]),
             "clock_lateness_steady_ms": _lateness([
-                late for at, late in stats.lateness_ms
-                if not any(a <= at <= b for a, b in failovers)
+                late for at, late in in_run if not any(a <= at <= b for a, b in failovers)
             ]),
             "clock_lateness_in_failovers_ms": _lateness([
-                late for at, late in stats.lateness_ms if any(a <= at <= b for a, b in failovers)
+                late for at, late in in_run if any(a <= at <= b for a, b in failovers)
             ]),
             # Each 10 s of the run: when the late deadlines fell (a failover's tail beyond its
             # window, a pause of one part), offsets in s from the run's start.
-            "clock_lateness_by_10s": _timeline(stats.lateness_ms, run_from_ms, failovers),
+            "clock_lateness_by_10s": _timeline(in_run, run_from_ms, failovers),
             "deadlines_doubled": stats.doubled, "deadlines_missed": missed,
             "commands_per_s": round(commands / elapsed, 1), "events_received": stats.events,
             "errors": stats.error_counts(dealt_ms, run_from_ms, failovers), "restarts": {

@@ -22,7 +22,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
-from services.common import gc_pauses, logs, tracing
+from services.common import gc_pauses, logs, loop_lag, tracing
 from services.common.balanced import SERVER_KEEPALIVE_OPTIONS
 from services.common.metrics import MetricsInterceptor
 from services.common.service import ServiceApp
@@ -89,6 +89,11 @@ class ServiceHost:
         log.debug("settings", extra={"settings": redacted(s)})  # BG_LOG_LEVEL=DEBUG shows them
         await self._check_once()
         self._readiness = asyncio.create_task(self._readiness_loop(), name="readiness")
+        metrics = self.app.metrics
+        self.app.background.spawn(
+            "loop-lag",
+            loop_lag.watch(self.app.background.stop, metrics.loop_lag_seconds, metrics.loop_stalls),
+        )
         # Everything built so far (modules, servers, caches) lives as long as the process: keep
         # it out of the collector's scans, and collect young objects less often. Measured on
         # the command path (benchmarks/bench_gateway.py): the collector was a visible share.

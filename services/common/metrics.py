@@ -74,6 +74,20 @@ class ServiceMetrics:
             buckets=GC_BUCKETS,
             registry=self.registry,
         )
+        self.loop_lag_seconds = Histogram(
+            "bg_event_loop_lag_seconds",
+            "How late the event loop ran a probe due every 50 ms: what anything due (a deadline, "
+            "a reply) waits beyond its time.",
+            buckets=GC_BUCKETS,
+            registry=self.registry,
+        )
+        self.loop_stalls = Counter(
+            "bg_event_loop_stalls_total",
+            "Probes more than 20 ms late, by cause: busy (Python held the loop for most of it) "
+            "or waiting (no core for the process, or a system call).",
+            ["cause"],
+            registry=self.registry,
+        )
         self.redis_round_trips = Counter(
             "bg_redis_round_trips_total",
             "Requests this process sent to Redis and waited for (a pipeline or script is one).",
