@@ -138,6 +138,6 @@ async def _main(cluster: RunningCluster) -> None:
 
 def run() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-bots-seats-"))
-    env = {"BG_RATE_PER_S": "100000", "BG_LOG_LEVEL": "WARNING", "BG_ANALYSIS_NICE": "19"}
+    env = {"BG_RATE_PER_S": "100000", "BG_LOG_LEVEL": "WARNING", "BG_NICE": "19"}
     with local_cluster(workdir, env) as cluster:
         asyncio.run(_main(cluster))

@@ -16,7 +16,7 @@ from services.analysis.consumer import Enqueuer, consume
 from services.analysis.metrics import AnalysisMetrics
 from services.analysis.settings import load_settings
 from services.analysis.worker import Worker
-from services.common import kafka, priority
+from services.common import kafka
 from services.common.deps import sql_check, sql_engine
 from services.common.event_log import Incarnation
 from services.common.migrate import migrate
@@ -64,7 +64,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         )
 
     async def start() -> None:
-        priority.lower(settings.analysis_nice)  # the worker's threads, made later, inherit it
         await migrate(engine, MIGRATIONS)
         stop = app.background.stop
         app.background.spawn(

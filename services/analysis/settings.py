@@ -24,11 +24,12 @@ class AnalysisSettings(EventReaderSettings):
         "Seconds a worker holds a match it analyses; a worker that died lets it go after this.",
         min=1,
     )
-    analysis_nice: int = setting(
-        "BG_ANALYSIS_NICE",
+    nice: int = setting(
+        "BG_NICE",
         10,
-        "Niceness the analysis process takes on start: on a shared box, play goes first.",
-        min=0,
+        "CPU niceness the process (and its autogroup, when it leads its session) takes at "
+        "start: on a shared box, play goes first.",
+        min=-20,
         max=19,
     )
     analysis_attempts: int = setting(

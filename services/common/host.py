@@ -22,7 +22,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
-from services.common import gc_pauses, logs, loop_lag, tracing
+from services.common import gc_pauses, logs, loop_lag, priority, tracing
 from services.common.balanced import SERVER_KEEPALIVE_OPTIONS
 from services.common.metrics import MetricsInterceptor
 from services.common.service import ServiceApp
@@ -191,6 +191,7 @@ def main(name: str, build: Callable[[dict[str, str] | None], ServiceApp]) -> Non
         print(f"{name}: configuration error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     configure_logs(name, app.settings)
+    priority.apply(app.settings.nice)  # before any thread starts: they inherit it
     gc_pauses.watch(app.metrics.gc_pause_seconds, app.metrics.gc_cpu_seconds)
     if app.settings.gc_freeze:
         gc_pauses.freeze_survivors()

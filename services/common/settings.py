@@ -200,6 +200,15 @@ class ServiceSettings:
         "states, connections), so no collection pauses for their number. Cyclic garbage among "
         "them is never collected; bg_gc_frozen_objects shows how many are frozen.",
     )
+    nice: int = setting(
+        "BG_NICE",
+        0,
+        "CPU niceness the process (and its autogroup, when it leads its session as under "
+        "bgcluster) takes at start: on a shared box the clock keepers first, batch work last. "
+        "Below the current needs CAP_SYS_NICE; without it the process keeps its own.",
+        min=-20,
+        max=19,
+    )
     event_loop: EventLoop = setting(
         "BG_EVENT_LOOP",
         "asyncio",

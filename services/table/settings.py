@@ -29,6 +29,15 @@ class TableSettings(ServiceSettings):
     event_loop: EventLoop = setting(
         "BG_EVENT_LOOP", "uvloop", "Event loop: uvloop (measured faster here) or asyncio."
     )
+    nice: int = setting(
+        "BG_NICE",
+        -5,
+        "CPU niceness the process (and its autogroup, when it leads its session) takes at "
+        "start: on a shared box the clocks fire first (needs CAP_SYS_NICE; without it the "
+        "process keeps its own).",
+        min=-20,
+        max=19,
+    )
     redis_url: str = redis_url_setting()
     kafka_bootstrap: str = kafka_bootstrap_setting()
     kafka_namespace: str = kafka_namespace_setting()

@@ -84,7 +84,7 @@ async def test_kill_9_mid_match_analyses_every_match_exactly_once(
         "BG_GRPC_PORT": str(free_port()), "BG_METRICS_PORT": str(metrics_port),
         "BG_DATABASE_URL": f"sqlite+aiosqlite:///{db}", "BG_KAFKA_BOOTSTRAP": kafka_bootstrap,
         "BG_KAFKA_LOG": "kafka", "BG_KAFKA_NAMESPACE": namespace, "BG_REPLICA": "analysis-1",
-        "BG_LOG_FORMAT": "text", "BG_ANALYSIS_NICE": "0",
+        "BG_LOG_FORMAT": "text", "BG_NICE": "0",
     }  # fmt: skip
     log = tmp_path / "analysis.log"
     proc = _spawn(env, log)

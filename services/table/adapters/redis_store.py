@@ -422,8 +422,8 @@ class TableStore:
             return {}
         if not self._cluster:
             flat = await self._run(self._each_script, [key(s) for s in listed], [command, *args])
-            found = zip(flat[::2], flat[1::2], strict=True)
-            return {listed[int(i) - 1]: reply for i, reply in found}
+            indexed = zip(flat[::2], flat[1::2], strict=True)
+            return {listed[int(i) - 1]: reply for i, reply in indexed}
         found: dict[int, Any] = {}
         for at in range(0, len(listed), CLUSTER_CHUNK):
             chunk = listed[at : at + CLUSTER_CHUNK]
