@@ -12,7 +12,9 @@ Prints (and writes as JSON with --json) memory per open stream and per live tabl
 table replicas, Valkey), clock lateness p50/p99/max from the `timed_out` events the streams
 receive, commands/s, errors, and deadlines doubled (two timeouts of one deadline) or missed (a
 table whose announced deadline is long past at the end), and every process's garbage
-collections during the run (pauses and the collector's CPU, those over 20 ms).
+collections during the run (pauses and the collector's CPU, those over 20 ms) and event-loop
+stalls (probes over 20 ms late: busy, or waiting for a core). Lateness counts the run's
+deadlines: those due while dealing are reported apart.
 """
 
 from __future__ import annotations
