@@ -377,8 +377,8 @@ class TableStore:
     async def due(self, shards: Iterable[int], now_ms: int, limit: int) -> list[str]:
         """Tables whose deadline has come over `shards`, the most overdue first, at most `limit`
         in all: after a backlog (a deal's first deadlines, a failover) the latest are fired
-        first, whichever shard holds them. One round trip (a pipeline: on a Valkey Cluster, one
-        per node)."""
+        first, whichever shard holds them. One round trip (on a Valkey Cluster, one per
+        CLUSTER_CHUNK shards: `_each`)."""
         replies = await self._each(
             shards, clocks_key, "ZRANGEBYSCORE", "-inf", now_ms, "WITHSCORES", "LIMIT", 0, limit
         )
