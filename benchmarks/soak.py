@@ -203,10 +203,10 @@ LAG_METRIC, STALLS_METRIC = "bg_event_loop_lag_seconds", "bg_event_loop_stalls"
 Histograms = dict[str, tuple[int, dict[str, dict[str, float]]]]
 
 
-def _gc_histograms(cluster: Cluster) -> Histograms:
-    """Each instance's process and its collections so far: {instance: (pid,
-    {"<metric>:<generation>": {count, sum, over}})}, `over` being the collections longer than
-    GC_BOUND_S."""
+def _process_histograms(cluster: Cluster) -> Histograms:
+    """Each instance's process, its collections and its event-loop probes so far: {instance:
+    (pid, {"<metric>:<generation or cause>": {count, sum, over, over_50ms}})}, `over` being those
+    longer than GC_BOUND_S (a counter's value is its count)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     from infra.cluster.local_cluster import metrics_page
@@ -566,7 +566,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         run_from_ms = int(time.time() * 1000)
         commands0 = sum(p.commands_sent for p in players)
         cpu0 = _cpu(cluster)
-        gc0 = await asyncio.to_thread(_gc_histograms, cluster)
+        gc0 = await asyncio.to_thread(_process_histograms, cluster)
         await asyncio.sleep(run_s / 3)
         failovers: list[tuple[int, int]] = []  # (from, to) wall ms: a part dead, and after
         killed_ms = int(time.time() * 1000)
@@ -584,7 +584,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         run_to_ms = int(time.time() * 1000)
         commands = sum(p.commands_sent for p in players) - commands0
         cpu = {k: v - cpu0.get(k, 0.0) for k, v in _cpu(cluster).items()}
-        gc1 = await asyncio.to_thread(_gc_histograms, cluster)
+        gc1 = await asyncio.to_thread(_process_histograms, cluster)
         result["gc_during_run"] = _gc_report(gc0, gc1)
         result["event_loops_during_run"] = _loop_report(gc0, gc1)
         result["cpu_percent_of_a_core"] = {  # a killed process's own seconds are lost
