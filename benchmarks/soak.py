@@ -274,23 +274,27 @@ def _loop_report(before: Histograms, after: Histograms) -> dict[str, dict[str, A
     report: dict[str, dict[str, Any]] = {}
     for name, (pid, rows) in sorted(after.items()):
         old_pid, old = before.get(name, (0, {}))
-        old = {} if pid != old_pid else old
-
-        def delta(key: str, field: str, rows: Any = rows, old: Any = old) -> float:
-            return float(rows.get(key, {}).get(field, 0.0) - old.get(key, {}).get(field, 0.0))
-
-        probes = delta(f"{LAG_METRIC}:", "count")
-        if probes <= 0:
+        base = {} if pid != old_pid else old  # restarted meanwhile: counts from its restart
+        lag = _during(rows, base, f"{LAG_METRIC}:")
+        if lag["count"] <= 0:
             continue
         report[name] = {
-            "probes": int(probes),
-            "lag_mean_ms": round(1000 * delta(f"{LAG_METRIC}:", "sum") / probes, 2),
-            "over_20ms": int(delta(f"{LAG_METRIC}:", "over")),
-            "over_50ms": int(delta(f"{LAG_METRIC}:", "over_50ms")),
-            "stalls_busy": int(delta(f"{STALLS_METRIC}:busy", "count")),
-            "stalls_waiting": int(delta(f"{STALLS_METRIC}:waiting", "count")),
+            "probes": int(lag["count"]),
+            "lag_mean_ms": round(1000 * lag["sum"] / lag["count"], 2),
+            "over_20ms": int(lag["over"]),
+            "over_50ms": int(lag["over_50ms"]),
+            "stalls_busy": int(_during(rows, base, f"{STALLS_METRIC}:busy")["count"]),
+            "stalls_waiting": int(_during(rows, base, f"{STALLS_METRIC}:waiting")["count"]),
         }
     return report
+
+
+def _during(
+    rows: dict[str, dict[str, float]], base: dict[str, dict[str, float]], key: str
+) -> dict[str, float]:
+    """One histogram or counter row's change over the run (fields absent count as 0)."""
+    now, then = rows.get(key, {}), base.get(key, {})
+    return {f: now.get(f, 0.0) - then.get(f, 0.0) for f in ("count", "sum", "over", "over_50ms")}
 
 
 def _memory(cluster: Cluster) -> dict[str, int]:
