@@ -12,10 +12,12 @@ from services.common import priority
 
 PROBE = (
     "import os, sys; from pathlib import Path; from services.common import priority; "
-    "group = Path('/proc/self/autogroup'); "
-    "print(priority.apply(int(sys.argv[1])), os.getpriority(os.PRIO_PROCESS, 0), "
-    "group.read_text().split()[-1] if group.exists() else '-')"
+    "group = Path('/proc/self/autogroup'); set = priority.apply(int(sys.argv[1])); "
+    "words = group.read_text().split() if group.exists() else []; "
+    "print(set, os.getpriority(os.PRIO_PROCESS, 0), words[-1] if words else '-')"
 )
+# The file is empty, not absent, for a process in the boot-time default group (a container's or
+# CI runner's session that never called setsid): there is no autogroup of its own, shown "-".
 AUTOGROUPS = Path("/proc/self/autogroup").exists()  # a kernel with autogroup scheduling
 CAP_SYS_NICE = 23
 
@@ -39,7 +41,8 @@ def _probe(nice: int, new_session: bool) -> list[str]:
 
 
 def _group_now() -> str:
-    return Path("/proc/self/autogroup").read_text().split()[-1] if AUTOGROUPS else "-"
+    words = Path("/proc/self/autogroup").read_text().split() if AUTOGROUPS else []
+    return words[-1] if words else "-"
 
 
 def test_a_session_leader_lowers_its_own_scheduling_group() -> None:
