@@ -50,6 +50,7 @@ MISSED_AFTER_MS = 10_000  # a deadline this far past at the end was missed (not 
 # A deadline due within this long of a kill (or of the end of a Valkey primary's freeze) counts
 # as "in a failover": the shard lease (0.75 s) or the cluster's failover must pass first.
 FAILOVER_WINDOW_MS = 10_000
+STILL_FROZEN_S = 5.0
 
 
 @dataclass
@@ -437,8 +438,9 @@ async def _deal(
 
 
 async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
-    """Freeze the Valkey primary of `table_id`'s slot until the cluster promotes its replica,
-    then kill it -9 (the supervisor brings it back as a replica). Returns the seconds frozen."""
+    """Freeze the Valkey primary of `table_id`'s slot until the cluster promotes its replica and
+    STILL_FROZEN_S more, then kill it -9 (the supervisor brings it back as a replica). Returns
+    the seconds until the promotion."""
     from redis.crc import key_slot
 
     from infra.cluster.valkey_cluster import primary_of
@@ -468,6 +470,9 @@ async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
             pass
         await asyncio.sleep(0.2)
     frozen = time.monotonic() - started
+    # Still frozen a while after it (a node cut off answers nothing and resets nothing): the
+    # services' calls and subscriptions on it must time out, not wait for the kill.
+    await asyncio.sleep(STILL_FROZEN_S)
     os.kill(victim.pid, signal.SIGKILL)
     return frozen
 
@@ -483,7 +488,8 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
     config = ClusterConfig(
         replicas={"table": 3, "gateway": 2, "wallet": 2, "leaderboard": 2},
         data_dir=data / "data", base_port=0,
-        valkey_cluster=3, startup_timeout_s=120,
+        valkey_cluster=3, valkey_node_timeout_ms=args.valkey_node_timeout_ms,
+        startup_timeout_s=120,
     )  # fmt: skip
     cluster = Cluster(config, log)
     await cluster.start()
@@ -499,7 +505,11 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
     wallet_address = ",".join(i.address for i in cluster.instances if i.service == "wallet")
     wallet_channel = balanced.wallet_channel(wallet_address)
     wallet = wallet_pb2_grpc.WalletServiceStub(wallet_channel)
-    result: dict[str, Any] = {"tables": args.tables, "minutes": args.minutes}
+    result: dict[str, Any] = {
+        "tables": args.tables,
+        "minutes": args.minutes,
+        "valkey_node_timeout_ms": args.valkey_node_timeout_ms,
+    }
     try:
         before = _memory(cluster)
         valkey_before = await _valkey_used(cluster)
@@ -656,6 +666,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--think", type=float, default=2.0, help="playing seats' seconds a command")
     p.add_argument("--connections", type=int, default=16, help="channels per gateway")
     p.add_argument("--concurrency", type=int, default=64, help="deals in flight")
+    p.add_argument(
+        "--valkey-node-timeout-ms", type=int, default=2000, help="silence before a failover"
+    )
     p.add_argument("--data-dir")
     p.add_argument("--json", help="also write the summary here")
     args = p.parse_args(argv)

@@ -62,6 +62,14 @@ def _parser() -> argparse.ArgumentParser:
         help="run a Valkey Cluster of this many primaries, each with a replica, "
         "instead of one Valkey",
     )
+    up.add_argument(
+        "--valkey-node-timeout-ms",
+        type=int,
+        default=2000,
+        metavar="MS",
+        help="with --valkey-cluster: a primary silent this long is failed over to its replica "
+        "(shorter fails over sooner; a node starved of CPU that long is failed over too)",
+    )
     up.add_argument("--redis-url", help="use this Redis/Valkey instead of the embedded Valkey")
     up.add_argument("--kafka-bootstrap", help="use this Kafka instead of the embedded Tansu")
     up.add_argument(
@@ -188,13 +196,16 @@ async def _up(args: argparse.Namespace) -> int:
     if not re.fullmatch(NAMESPACE_PATTERN, args.kafka_namespace):
         print(f"bgcluster: --kafka-namespace must match {NAMESPACE_PATTERN}", file=sys.stderr)
         return 2
+    if not 100 <= args.valkey_node_timeout_ms <= 60_000:
+        print("bgcluster: --valkey-node-timeout-ms must be 100..60000", file=sys.stderr)
+        return 2
     if args.valkey_cluster and args.redis_url:
         print("bgcluster: --valkey-cluster and --redis-url exclude each other", file=sys.stderr)
         return 2
     cluster = Cluster(ClusterConfig(
         data_dir=args.data_dir, base_port=args.base_port,
-        valkey_cluster=args.valkey_cluster, replicas=replicas,
-        redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
+        valkey_cluster=args.valkey_cluster, valkey_node_timeout_ms=args.valkey_node_timeout_ms,
+        replicas=replicas, redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
         kafka_namespace=args.kafka_namespace, kafka_log=args.kafka_log,
         kafka_storage=args.kafka_storage,
         database_url=args.database_url, startup_timeout_s=args.startup_timeout,

@@ -81,6 +81,7 @@ class ClusterConfig:
     # table replicas (DEFAULT_REPLICAS).
     replicas: dict[str, int] = field(default_factory=dict)
     valkey_cluster: int = 0  # primaries of an embedded Valkey Cluster (each with a replica)
+    valkey_node_timeout_ms: int = 2000  # a primary silent this long is failed over
     redis_url: str | None = None  # external Redis/Valkey instead of the embedded one
     kafka_bootstrap: str | None = None  # external Kafka instead of the embedded Tansu
     kafka_namespace: str = ""  # prefix of the topics and groups (clusters sharing a broker)
@@ -401,7 +402,9 @@ class Cluster:
         hosts = [self.host_of(f"valkey-{i + 1}") for i in range(len(ports))]
         for i, (port, bus) in enumerate(zip(ports, buses, strict=True)):
             folder = self.data_dir / "valkey-cluster" / f"node-{i}"
-            argv = valkey_cluster.cluster_node_argv(port, bus, folder, hosts[i])
+            argv = valkey_cluster.cluster_node_argv(
+                port, bus, folder, hosts[i], self.config.valkey_node_timeout_ms
+            )
             await self._spawn_infra(f"valkey-{i + 1}", argv)
             self.infra_addresses[f"valkey-{i + 1}"] = f"redis://{hosts[i]}:{port}/0"
         self.redis_url = f"redis://{hosts[0]}:{ports[0]}/0"

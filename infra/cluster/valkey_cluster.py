@@ -6,7 +6,7 @@ primaries (CLUSTER ADDSLOTSRANGE), every node introduced to the first (CLUSTER M
 replica attached to its primary (CLUSTER REPLICATE), then wait until every node says
 `cluster_state:ok`. Nodes keep `nodes.conf` and their append-only file in their own folder, so a
 restarted node (same port, same folder) rejoins as it was; a killed primary is replaced by its
-replica (cluster-node-timeout 2 s) and comes back as a replica.
+replica (after cluster-node-timeout, 2 s unless set) and comes back as a replica.
 """
 
 from __future__ import annotations
@@ -32,17 +32,25 @@ NODE_TIMEOUT_MS = 2000
 
 
 def cluster_node_argv(
-    port: int, bus_port: int, workdir: Path, host: str = "127.0.0.1"
+    port: int,
+    bus_port: int,
+    workdir: Path,
+    host: str = "127.0.0.1",
+    node_timeout_ms: int = NODE_TIMEOUT_MS,
 ) -> list[str]:
     """A durable Valkey node (see valkey_argv) in cluster mode. Partial coverage is allowed: while
     a dead primary's replica takes over, the other primaries keep serving their slots. The bus
-    port is named (the default, port + 10,000, may be any process's: an outgoing connection's)."""
+    port is named (the default, port + 10,000, may be any process's: an outgoing connection's).
+    A primary silent for `node_timeout_ms` is failed over: with one replica (Valkey 9) the
+    replica starts its election at once, so the slots move ~node_timeout_ms + a few gossip
+    rounds after the primary stopped; shorter fails over sooner, and a node starved of CPU
+    that long is failed over too."""
     return [
         *valkey_argv(port, workdir, host=host),
         "--cluster-enabled", "yes",
         "--cluster-port", str(bus_port),
         "--cluster-config-file", "nodes.conf",
-        "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
+        "--cluster-node-timeout", str(node_timeout_ms),
         "--cluster-require-full-coverage", "no",
     ]  # fmt: skip
 

@@ -112,6 +112,7 @@ def redis_client(
     max_connections: int = 200,
     round_trips: _Counted | None = None,
     cluster: bool = False,
+    timeout: float | None = 1.0,
 ) -> Any:
     """A pooled client; connects lazily, so building it does no I/O. At `max_connections`
     a caller waits (up to 5 s) for a free connection instead of failing at once. Replies are
@@ -120,23 +121,27 @@ def redis_client(
     3 times: safe, because every write the services make is a script that checks the table's
     `seq` or a command id, or is idempotent (stream acks, set adds).
     With `cluster`, `url` names any node of a Valkey Cluster: the client learns the slots and
-    follows MOVED/ASK redirections and failovers by itself (same retries)."""
+    follows MOVED/ASK redirections and failovers by itself (same retries).
+    A reply waits at most `timeout` seconds: a frozen or cut-off node keeps its sockets open, so
+    without it a call waits forever, even after the node's replica took over its slots (a
+    timeout makes the cluster client read the slots again); a new connection's handshake as well
+    (the kernel accepts it for the frozen process). Pub/sub reads pass their own."""
     retry = Retry(ExponentialBackoff(cap=1.0, base=0.1), 3)
     if cluster:
         node = make_url_parts(url)
         counted = CountingRedisCluster(
             host=node[0], port=node[1], max_connections=max_connections,
             require_full_coverage=False,  # a primary failing over: the other slots still serve
-            socket_connect_timeout=2.0, health_check_interval=10, retry=retry,
-            retry_on_error=[RedisConnectionError, RedisTimeoutError],
+            socket_connect_timeout=timeout or 2.0, socket_timeout=timeout, health_check_interval=10,
+            retry=retry, retry_on_error=[RedisConnectionError, RedisTimeoutError],
         )  # fmt: skip
         counted.counter = round_trips
         # Each call holds at most one connection per node; pub/sub connections come on top.
         counted.slots = asyncio.Semaphore(max(1, max_connections - PUBSUB_HEADROOM))
         return counted
     pool = redis_asyncio.BlockingConnectionPool.from_url(
-        url, max_connections=max_connections, timeout=5, socket_connect_timeout=2.0,
-        health_check_interval=10,
+        url, max_connections=max_connections, timeout=5, socket_connect_timeout=timeout or 2.0,
+        socket_timeout=timeout, health_check_interval=10,
         retry=retry,
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
     )  # fmt: skip

@@ -185,6 +185,14 @@ class ServiceSettings:
         False,
         "BG_REDIS_URL names a node of a Valkey/Redis Cluster (the client finds the others).",
     )
+    redis_timeout_s: float = setting(
+        "BG_REDIS_TIMEOUT_S",
+        1.0,
+        "Seconds a Redis/Valkey reply may take before the call is retried (3 times) and the "
+        "cluster's slots are read again: a frozen or cut-off node keeps its sockets open, and "
+        "without a limit a call to it waits forever, even after its replica took over.",
+        min=0.05,
+    )
     gc_young: int = setting(
         "BG_GC_YOUNG",
         5_000,

@@ -83,6 +83,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.redis_url,
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
+        timeout=settings.redis_timeout_s,
     )
     live = LiveStreams()  # the Play streams here, which a ban ends at once
     bans = Bans(redis, settings.ban_sync_s, on_ban=live.cut_off)

@@ -30,6 +30,7 @@ from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
 from services.common.deps import reply_text
+from services.common.pubsub_pulse import Pulse
 from services.contracts.table_feed import (
     chat_channel,
     read_events,
@@ -177,18 +178,24 @@ class TableFeed:
         return self._pubsub
 
     async def _read(self) -> None:
+        pulse = Pulse()  # a frozen or cut-off node would leave the feed silent, not broken
         while True:
             if not self.subscribers:
                 self._wake.clear()
                 await self._wake.wait()
+                pulse.heard()
                 continue
             try:
                 message = await self._channel().get_message(timeout=1.0)
+                if message is not None:
+                    pulse.heard()
+                await pulse.beat(self._channel())
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.warning("table feed broke; resubscribing", extra={"error": repr(exc)})
                 await self._reconnect()
+                pulse.heard()
                 continue
             if message is None or message.get("type") != "message":
                 continue

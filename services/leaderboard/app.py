@@ -41,6 +41,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.redis_url,
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
+        timeout=settings.redis_timeout_s,
     )
     app.closes(redis.aclose)
     store = SqlBoardStore(engine, redis)
@@ -108,7 +109,9 @@ async def rebuild_boards(environ: Mapping[str, str] | None = None) -> int:
     how many events it applied."""
     settings = load_settings(environ)
     engine = sql_engine(settings.database_url)
-    redis = redis_client(settings.redis_url, cluster=settings.redis_cluster)
+    redis = redis_client(
+        settings.redis_url, cluster=settings.redis_cluster, timeout=settings.redis_timeout_s
+    )
     try:
         await migrate(engine, MIGRATIONS)
         return await rebuild(EventHandler(SqlBoardStore(engine, redis), settings.season_ms))

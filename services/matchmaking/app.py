@@ -38,6 +38,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.redis_url,
         round_trips=app.metrics.redis_round_trips,
         cluster=settings.redis_cluster,
+        timeout=settings.redis_timeout_s,
     )
     app.closes(redis.aclose)
     store = RedisLobbyStore(redis)

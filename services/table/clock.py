@@ -19,6 +19,7 @@ from collections.abc import Callable
 from services.common.backoff import pause
 from services.common.clock import now_ms
 from services.common.deps import reply_text
+from services.common.pubsub_pulse import Pulse
 from services.table.adapters.redis_store import WAKE_CHANNEL, TableStore
 from services.table.shard_leases import AllShards, ShardLeases
 from services.table.tables import TableCore
@@ -63,10 +64,14 @@ class ClockWorker:
                 await self.store.redis.initialize()  # a cluster client learns its nodes first
                 pubsub = self.store.redis.pubsub()
                 await pubsub.subscribe(WAKE_CHANNEL)
+                pulse = Pulse()  # a frozen or cut-off node would only go quiet
                 while not stop.is_set():
                     message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
                     if message is not None:
-                        self.hint(message["data"])
+                        pulse.heard()
+                        if message["type"] == "message":
+                            self.hint(message["data"])
+                    await pulse.beat(pubsub)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -2,9 +2,9 @@
 primary with a replica), two gateways, three table replicas, and two replicas each of wallet and
 leaderboard on an embedded PostgreSQL (their Kafka consumers share a group). The two players of
 a wagered match sit on different gateways; the Valkey primary holding the table's slot is killed
--9 mid-match (frozen until its replica takes the slot over, then killed -9: the supervisor
-brings it back as a replica); the match plays to its end on both gateways, the winner is paid
-once and the books balance."""
+-9 mid-match (frozen, as a node cut off is, while its replica takes the slot over and the match
+plays to its end on both gateways; then killed -9: the supervisor brings it back as a replica);
+the winner is paid once and the books balance."""
 
 from __future__ import annotations
 
@@ -140,21 +140,27 @@ async def test_players_on_two_gateways_over_a_valkey_cluster_survive_a_primarys_
         finally:
             await redis.aclose()
 
-        opts = table_pb2.TableOptions(profile="wagered", match_length=1, bet=BET)
+        opts = table_pb2.TableOptions(profile="wagered", match_length=5, bet=BET)
         table = await alice.create_table(opts)
         await bob.join(table.code)
         table_id = str(table.table_id)
         await _newest_stream_takes_the_seat(alice, channels[1], table_id)
         until = time.monotonic() + 120
         games = [asyncio.create_task(_play_to_the_end(p, table_id, until)) for p in (alice, bob)]
-        await asyncio.sleep(1.0)  # some moves made
+        for _ in range(500):  # some moves made
+            if (await alice.view(table_id)).seq >= 10:
+                break
+            await asyncio.sleep(0.01)
         port = await primary_of(cluster.redis_url, key_slot(table_key(table_id).encode()))
         address = f"redis://127.0.0.1:{port}/0"
         victim = next(p for p in cluster.infra if cluster.infra_addresses.get(p.name) == address)
         assert victim.pid is not None
-        # Frozen first, so the cluster fails it over (node timeout 2 s) while the game goes on;
-        # then killed -9 and restarted by the supervisor: it must rejoin as a replica.
+        # Frozen, as a node cut off is: its sockets stay open and answer nothing. The cluster
+        # fails it over (node timeout 2 s) and the game goes on to its end while it is still
+        # frozen (calls to it time out, subscriptions on it are found silent by their pulse);
+        # then it is killed -9 and restarted by the supervisor: it must rejoin as a replica.
         os.kill(victim.pid, signal.SIGSTOP)
+        assert not any(g.done() for g in games)  # mid-match: the rest is played around it
         other = next(a for n, a in cluster.infra_addresses.items()
                      if n.startswith("valkey-") and a != address)  # fmt: skip
         slot = key_slot(table_key(table_id).encode())
@@ -164,10 +170,10 @@ async def test_players_on_two_gateways_over_a_valkey_cluster_survive_a_primarys_
                 break
             await asyncio.sleep(0.1)
         assert promoted not in (0, port)  # the replica took over the table's slot
-        os.kill(victim.pid, signal.SIGKILL)
         views = await asyncio.gather(*games)
         assert all(v.phase in FINISHED for v in views)
         assert len({v.seq for v in views}) == 1  # both gateways saw the table to its last event
+        os.kill(victim.pid, signal.SIGKILL)
         for _ in range(100):  # the supervisor brings the node back
             if cluster.supervisor.restarts(victim.name) >= 1:
                 break

@@ -4,11 +4,15 @@ errors are the drivers' own: asyncpg's, raised through SQLAlchemy's real wrappin
 server speaking PostgreSQL's wire protocol that refuses the startup as PostgreSQL does in crash
 recovery, at its connection limit or shutting down; a real PostgreSQL and a real SQLite; and
 redis-py's from real Valkey servers out of memory, demoted to a replica, in cluster mode without
-slots, or gone."""
+slots, or gone; and a frozen Valkey (a node cut off keeps its sockets open): calls to it time
+out and a subscription on it is found silent."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +26,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from infra.cluster import embedded, valkey_cluster
+from services.common.deps import redis_client
 from services.common.errors import Unavailable, infrastructure_failure, sqlstate
+from services.common.pubsub_pulse import Pulse, PulseLost
 
 pytestmark = pytest.mark.integration
 SSL_REQUEST = 80877103
@@ -189,3 +195,46 @@ async def test_a_valkey_cluster_node_serving_no_slot_is_unavailable(tmp_path: Pa
     finally:
         node.terminate()
         await node.wait()
+
+
+async def test_a_frozen_valkey_times_calls_out_and_its_quiet_subscription_is_caught(
+    tmp_path: Path,
+) -> None:
+    # A frozen (or cut-off) node keeps its sockets open: a call must time out (so a cluster
+    # client reads the slots again and finds the replica that took over), and a subscription on
+    # it must be found silent by its pulse rather than wait for messages that never come.
+    server = embedded.start_valkey(tmp_path / "valkey")
+    client: Any = redis_client(server.address, timeout=0.3)
+    pubsub = client.pubsub()
+    pulse = Pulse(every_s=0.05, timeout_s=0.3)
+    assert server.process is not None
+    try:
+        await pubsub.subscribe("quiet")
+        pongs = 0
+        for _ in range(20):  # alive: every ping is answered, nothing is raised
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.05)
+            if message is not None:
+                pulse.heard()
+                pongs += message["type"] == "pong"
+            await pulse.beat(pubsub)
+        assert pongs >= 1
+        assert await client.ping()  # a connection in the pool, as a running service has
+        os.kill(server.process.pid, signal.SIGSTOP)
+        with pytest.raises(redis_errors.TimeoutError):
+            await asyncio.wait_for(client.get("k"), 30)  # retried 3 times, then given up
+        lost = None
+        for _ in range(200):
+            try:
+                if await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.05):
+                    pulse.heard()
+                await pulse.beat(pubsub)
+            except PulseLost as exc:
+                lost = exc
+                break
+        assert isinstance(lost, PulseLost)
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+        with contextlib.suppress(Exception):
+            await pubsub.aclose()
+        await client.aclose()
+        server.stop()
