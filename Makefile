@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 BUF_VERSION := 1.75.0
 BUF := .tools/node_modules/.bin/buf
 
-.PHONY: setup up test test-fast chaos partitions bench soak load lint proto-release protos clean
+.PHONY: setup up test test-fast chaos partitions bench soak load lint proto-release protos docs clean
 
 setup: $(VENV)/.installed bg/.generated
 
@@ -30,6 +30,10 @@ bg/.generated: $(PROTOS) infra/tools/protogen.py $(VENV)/.installed
 
 protos: $(VENV)/.installed
 	$(BIN)/python -m infra.tools.protogen
+
+# Generated docs: the settings reference (docs/settings.md) from the services' typed settings.
+docs: setup
+	$(BIN)/python -m infra.tools.settings_reference
 
 up: setup
 	$(BIN)/bgcluster up $(ARGS)

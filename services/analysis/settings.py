@@ -1,4 +1,4 @@
-"""Settings of the analysis service (environment variables, see README)."""
+"""Settings of the analysis service (environment variables: docs/settings.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Settings of the bots worker (environment variables, see README)."""
+"""Settings of the bots worker (environment variables: docs/settings.md)."""
 
 from __future__ import annotations
 

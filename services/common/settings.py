@@ -116,7 +116,7 @@ def load(cls: type[T], environ: Mapping[str, str] | None = None) -> T:
 
 
 def describe(cls: type[Any]) -> list[tuple[str, str, str]]:
-    """(env var, default, help) for every setting of `cls`, for the README and `--help`."""
+    """(env var, default, help) for every setting of `cls`, for docs/settings.md and `--help`."""
     rows = []
     for f in dataclasses.fields(cls):
         if "env" in f.metadata:

@@ -1,4 +1,4 @@
-"""Settings of the gateway (environment variables, see README)."""
+"""Settings of the gateway (environment variables: docs/settings.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Settings of the leaderboard service (environment variables, see README)."""
+"""Settings of the leaderboard service (environment variables: docs/settings.md)."""
 
 from __future__ import annotations
 
