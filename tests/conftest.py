@@ -1,5 +1,6 @@
 """Session fixtures: real Valkey and Tansu on free ports, started once per test run (once per
-worker under pytest-xdist), and how tests are dealt to two xdist workers (`make test-fast`)."""
+worker under pytest-xdist), how tests are dealt to xdist workers (`make test-fast`), and each
+test's kind as a marker."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from tests.helpers import Valkey
 
 @pytest.hookimpl(optionalhook=True)  # a run without xdist (-p no:xdist) has no such hook
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`-n 2 --dist loadscope` (`make test-fast`, or the whole suite by hand): the whole-cluster
+    """`-n 4 --dist loadscope` (`make test-fast`, or the whole suite by hand): the whole-cluster
     tests (tests/e2e) are one scope, so they run in their package's order on one worker and two
     clusters never share the two cores; every other test is a scope of its own and runs on the
-    other worker beside them. The largest scope is dealt first. (xdist's loadgroup would do this,
+    other workers beside them. The largest scope is dealt first. (xdist's loadgroup would do this,
     but its group marks do not reach pytest 9's node ids.)"""
     if config.getvalue("dist") != "loadscope":
         return None
@@ -30,6 +31,23 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return "e2e" if nodeid.startswith("tests/e2e/") else nodeid
 
     return E2eTogether(config, log)
+
+
+KINDS = ("integration", "e2e")
+SERVERS = {"valkey_url", "valkey_cluster", "valkey", "redis", "kafka_bootstrap", "postgres_url"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test's kind is a marker: `e2e` (the cluster as processes), `integration` (real stores
+    and brokers: set by its module, or by using a server's fixture), and `unit` for every other
+    (`-m unit`: no server at all)."""
+    for item in items:
+        if any(item.get_closest_marker(kind) for kind in KINDS):
+            continue
+        if SERVERS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+        else:
+            item.add_marker(pytest.mark.unit)
 
 
 @pytest.fixture(scope="session")

@@ -89,6 +89,8 @@ async def test_idle_wagered_match_is_played_by_the_clock_to_the_end(clocked: Tab
 
 async def test_unanswered_double_is_dropped(clocked: TableCore) -> None:
     await clocked.create_match("t1", "m1", P, options("wagered", match_length=1, bet=100))
+    for player in P:  # at the table: I-41's away clock from the deal (60 ms here) must not race
+        await clocked.presence("t1", player, connected=True)
     loaded = await clocked.store.load("t1")
     assert loaded is not None
     m = loaded.state.match

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from infra.tools import settings_reference
+from infra.cli import settings_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -27,7 +27,7 @@ def _anchors(page: Path) -> set[str]:
 
 def test_the_settings_reference_is_generated_from_the_code() -> None:
     page = (ROOT / "docs" / "settings.md").read_text()
-    assert page == settings_reference.render(), "run python -m infra.tools.settings_reference"
+    assert page == settings_reference.render(), "run python -m infra.cli.settings_reference"
 
 
 def test_every_alert_has_a_runbook_section() -> None:

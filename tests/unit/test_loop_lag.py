@@ -43,9 +43,16 @@ async def test_stalls_are_counted_by_cause() -> None:
     time.sleep(0.3)  # noqa: ASYNC251 - the loop held, no Python running: as if without a core
     await asyncio.sleep(0.01)
     assert stalls.counts == {"waiting": 1}
+    started = time.monotonic()
     _spin(0.3)  # the loop held by Python: a long step
+    share = 0.3 / (time.monotonic() - started)  # of a core the spin got (tests share the box)
     await asyncio.sleep(0.01)
     stop.set()
     await watcher
-    assert stalls.counts == {"waiting": 1, "busy": 1}
+    if share >= 0.6:  # Python ran most of the stall: busy
+        assert stalls.counts == {"waiting": 1, "busy": 1}
+    elif share <= 0.4:  # the process mostly had no core, even while spinning: waiting
+        assert stalls.counts == {"waiting": 2}
+    else:  # about half: either, but one stall
+        assert stalls.counts.total() == 2
     assert sorted(lag.values)[-2] > 0.2  # both stalls were observed as lag, well past 20 ms
