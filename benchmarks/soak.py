@@ -41,6 +41,7 @@ from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from infra.cluster.runner import Cluster, ClusterConfig
+from infra.cluster.valkey_cluster import NODE_TIMEOUT_MS
 from services.common import balanced
 from services.contracts.vocabulary import FINISHED
 
@@ -667,7 +668,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--connections", type=int, default=16, help="channels per gateway")
     p.add_argument("--concurrency", type=int, default=64, help="deals in flight")
     p.add_argument(
-        "--valkey-node-timeout-ms", type=int, default=2000, help="silence before a failover"
+        "--valkey-node-timeout-ms", type=int, default=NODE_TIMEOUT_MS, help="silence to a failover"
     )
     p.add_argument("--data-dir")
     p.add_argument("--json", help="also write the summary here")

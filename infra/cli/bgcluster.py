@@ -24,6 +24,7 @@ from infra.cluster.status import (
     render,
     restart,
 )
+from infra.cluster.valkey_cluster import NODE_TIMEOUT_MS
 from services.common.topics import NAMESPACE_PATTERN
 
 
@@ -65,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--valkey-node-timeout-ms",
         type=int,
-        default=2000,
+        default=NODE_TIMEOUT_MS,
         metavar="MS",
         help="with --valkey-cluster: a primary silent this long is failed over to its replica "
         "(shorter fails over sooner; a node starved of CPU that long is failed over too)",

@@ -4,7 +4,6 @@ meaning (`make docs`). tests/unit/test_docs.py fails when the page and the code 
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -58,25 +57,19 @@ def _classes() -> dict[str, type[Any]]:
 
 
 def _rows(cls: type[Any]) -> dict[str, tuple[str, str]]:
-    """env -> (default, help) for every setting of `cls`."""
+    """env -> (default as shown, help on one line) for every setting of `cls`."""
+    from services.common.settings import describe
+
     rows = {}
-    for f in dataclasses.fields(cls):
-        if "env" not in f.metadata:
-            continue
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            default = None
+    for env, default, text, secret in describe(cls):
         if isinstance(default, bool):
             default = str(default).lower()
         elif isinstance(default, tuple):
             default = ",".join(map(str, default))
         shown = "empty" if default in ("", None) else f"`{default}`"
-        if f.metadata.get("secret") and default:
+        if secret and default:
             shown = "(secret)"
-        rows[f.metadata["env"]] = (shown, " ".join(str(f.metadata["help"]).split()))
+        rows[env] = (shown, " ".join(str(text).split()))
     return rows
 
 

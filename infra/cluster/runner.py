@@ -29,6 +29,7 @@ from infra.cluster import embedded, readiness, valkey_cluster
 from infra.cluster.hosts import NeedsRoot, Network
 from infra.cluster.processes import ManagedProcess, ProcSpec
 from infra.cluster.supervision import Supervisor
+from infra.cluster.valkey_cluster import NODE_TIMEOUT_MS
 from services.common.topics import Namespace
 
 SERVICES = ("gateway", "matchmaking", "table", "wallet", "leaderboard", "bots", "analysis")
@@ -81,7 +82,7 @@ class ClusterConfig:
     # table replicas (DEFAULT_REPLICAS).
     replicas: dict[str, int] = field(default_factory=dict)
     valkey_cluster: int = 0  # primaries of an embedded Valkey Cluster (each with a replica)
-    valkey_node_timeout_ms: int = 2000  # a primary silent this long is failed over
+    valkey_node_timeout_ms: int = NODE_TIMEOUT_MS  # silence before a primary is failed over
     redis_url: str | None = None  # external Redis/Valkey instead of the embedded one
     kafka_bootstrap: str | None = None  # external Kafka instead of the embedded Tansu
     kafka_namespace: str = ""  # prefix of the topics and groups (clusters sharing a broker)

@@ -115,12 +115,21 @@ def load(cls: type[T], environ: Mapping[str, str] | None = None) -> T:
     return cls(**values)
 
 
-def describe(cls: type[Any]) -> list[tuple[str, str, str]]:
-    """(env var, default, help) for every setting of `cls`, for docs/settings.md and `--help`."""
+def describe(cls: type[Any]) -> list[tuple[str, Any, str, bool]]:
+    """(env var, default value, help, secret) for every setting of `cls`, for docs/settings.md
+    (infra/cli/settings_reference.py)."""
     rows = []
     for f in dataclasses.fields(cls):
-        if "env" in f.metadata:
-            rows.append((f.metadata["env"], repr(f.default), f.metadata["help"]))
+        if "env" not in f.metadata:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = None
+        secret = bool(f.metadata.get("secret"))
+        rows.append((f.metadata["env"], default, f.metadata["help"], secret))
     return rows
 
 
