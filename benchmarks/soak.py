@@ -57,6 +57,7 @@ STILL_FROZEN_S = 5.0
 @dataclass
 class Stats:
     lateness_ms: list[tuple[int, int]] = field(default_factory=list)  # (deadline, lateness)
+    late_tables: list[str] = field(default_factory=list)  # lateness_ms's tables, in its order
     timeouts: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # table -> seen
     doubled: int = 0
     events: int = 0
@@ -91,6 +92,7 @@ class Stats:
         if (seq, deadline_ms) not in seen:
             seen.add((seq, deadline_ms))
             self.lateness_ms.append((deadline_ms, max(0, now_ms - deadline_ms)))
+            self.late_tables.append(table_id)
 
 
 def _gist(exc: BaseException) -> str:
@@ -438,13 +440,13 @@ async def _deal(
     return None if table_id is None else (a, b, table_id)
 
 
-async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
+async def _fail_a_primary(cluster: Cluster, table_id: str) -> tuple[float, list[tuple[int, int]]]:
     """Freeze the Valkey primary of `table_id`'s slot until the cluster promotes its replica and
     STILL_FROZEN_S more, then kill it -9 (the supervisor brings it back as a replica). Returns
-    the seconds until the promotion."""
+    the seconds until the promotion and the slot ranges the frozen primary served."""
     from redis.crc import key_slot
 
-    from infra.cluster.valkey_cluster import primary_of
+    from infra.cluster.valkey_cluster import primary_of, slots_served_by
     from services.contracts.table_feed import table_key
 
     slot = key_slot(table_key(table_id).encode())
@@ -460,6 +462,7 @@ async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
     victim_name = next(n for n, u in urls.items() if u.endswith(f":{port}/0"))
     victim = next(p for p in cluster.infra if p.name == victim_name)
     other = next(u for n, u in urls.items() if n != victim_name)
+    served = await slots_served_by(other, port)
     assert victim.pid is not None
     started = time.monotonic()
     os.kill(victim.pid, signal.SIGSTOP)
@@ -475,7 +478,33 @@ async def _fail_a_primary(cluster: Cluster, table_id: str) -> float:
     # services' calls and subscriptions on it must time out, not wait for the kill.
     await asyncio.sleep(STILL_FROZEN_S)
     os.kill(victim.pid, signal.SIGKILL)
-    return frozen
+    return frozen, served
+
+
+def _by_node(
+    stats: Stats, window: tuple[int, int], served: list[tuple[int, int]]
+) -> dict[str, dict[str, float]]:
+    inside = [
+        (table, late)
+        for (at, late), table in zip(stats.lateness_ms, stats.late_tables, strict=True)
+        if window[0] <= at <= window[1]
+    ]
+    frozen = _on_frozen_node([table for table, _ in inside], served)
+    return {
+        "frozen_node": _lateness([late for (_, late), f in zip(inside, frozen, strict=True) if f]),
+        "other_nodes": _lateness([
+            late for (_, late), f in zip(inside, frozen, strict=True) if not f
+        ]),
+    }  # fmt: skip
+
+
+def _on_frozen_node(tables: list[str], served: list[tuple[int, int]]) -> list[bool]:
+    from redis.crc import key_slot
+
+    from services.contracts.table_feed import table_key
+
+    slots = [key_slot(table_key(t).encode()) for t in tables]
+    return [any(low <= slot <= high for low, high in served) for slot in slots]
 
 
 async def soak(args: argparse.Namespace) -> dict[str, Any]:
@@ -592,8 +621,10 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         failovers.append((killed_ms, killed_ms + FAILOVER_WINDOW_MS))
         await asyncio.sleep(run_s / 3)
         frozen_ms = int(time.time() * 1000)
-        result["valkey_primary_frozen_s"] = round(await _fail_a_primary(cluster, dealt[0][2]), 1)
+        promoted_s, served = await _fail_a_primary(cluster, dealt[0][2])
+        result["valkey_primary_frozen_s"] = round(promoted_s, 1)
         failovers.append((frozen_ms, int(time.time() * 1000) + FAILOVER_WINDOW_MS))
+        valkey_window = failovers[-1]
         await asyncio.sleep(max(0.0, run_s - (time.monotonic() - t0)))
         elapsed = time.monotonic() - t0
         run_to_ms = int(time.time() * 1000)
@@ -637,6 +668,9 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             # Each 10 s of the run: when the late deadlines fell (a failover's tail beyond its
             # window, a pause of one part), offsets in s from the run's start.
             "clock_lateness_by_10s": _timeline(in_run, run_from_ms, failovers),
+            # The Valkey primary's window: the deadlines it served (which wait for its replica's
+            # promotion) apart from the other nodes' (which should not notice).
+            "clock_lateness_valkey_window_ms": _by_node(stats, valkey_window, served),
             "deadlines_doubled": stats.doubled, "deadlines_missed": missed,
             "commands_per_s": round(commands / elapsed, 1), "events_received": stats.events,
             "errors": stats.error_counts(dealt_ms, run_from_ms, failovers), "restarts": {

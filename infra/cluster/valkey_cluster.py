@@ -184,6 +184,24 @@ def start_valkey_cluster(workdir: Path, primaries: int = 3, replicas: int = 1) -
     return RunningCluster(nodes, ports, primaries, workdir)
 
 
+async def slots_served_by(node_url: str, port: int) -> list[tuple[int, int]]:
+    """The slot ranges (inclusive) the primary at `port` serves, as the node at `node_url` sees
+    the cluster."""
+    import redis.asyncio as redis_asyncio
+
+    client: Any = redis_asyncio.Redis.from_url(node_url, socket_connect_timeout=1)
+    try:
+        for line in _text(await client.execute_command("CLUSTER", "NODES")).splitlines():
+            fields = line.split()
+            if int(fields[1].split("@")[0].rsplit(":", 1)[1]) != port:
+                continue
+            ranges = [part.partition("-") for part in fields[8:] if part[0].isdigit()]
+            return [(int(low), int(high or low)) for low, _, high in ranges]
+    finally:
+        await client.aclose()
+    return []
+
+
 async def primary_of(node_url: str, slot: int) -> int:
     """The port of the primary serving `slot`, as the node at `node_url` sees the cluster
     (0 when none does: in the middle of a failover)."""

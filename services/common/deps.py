@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import AbstractAsyncContextManager, nullcontext
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -63,6 +64,14 @@ class CountingRedis(redis_asyncio.Redis):
         return pipe
 
 
+# Set while one of the client's own calls runs: redis-py's cluster client, when a node fails a
+# call (a timeout, a slot not covered mid-failover, a pipeline's part), closes every connection
+# of the client, those other calls in flight are using included; they then fail with uvloop's
+# RuntimeError or an AttributeError on a closed transport (UNKNOWN to their callers, on nodes
+# that were healthy). Inside a call, `aclose` only has the slots read again.
+_IN_CALL: ContextVar[bool] = ContextVar("bg_redis_in_call", default=False)
+
+
 class CountingClusterPipeline(ClusterPipeline):
     counter: _Counted | None = None
     slots: AbstractAsyncContextManager[Any] = nullcontext()
@@ -70,8 +79,12 @@ class CountingClusterPipeline(ClusterPipeline):
     async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
         if self.counter is not None and len(self):
             self.counter.inc()
-        async with self.slots:
-            return await super().execute(raise_on_error, allow_redirections)
+        token = _IN_CALL.set(True)
+        try:
+            async with self.slots:
+                return await super().execute(raise_on_error, allow_redirections)
+        finally:
+            _IN_CALL.reset(token)
 
 
 class CountingRedisCluster(RedisCluster):
@@ -89,8 +102,18 @@ class CountingRedisCluster(RedisCluster):
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         if self.counter is not None:
             self.counter.inc()
-        async with self.slots:
-            return await super().execute_command(*args, **kwargs)
+        token = _IN_CALL.set(True)
+        try:
+            async with self.slots:
+                return await super().execute_command(*args, **kwargs)
+        finally:
+            _IN_CALL.reset(token)
+
+    async def aclose(self) -> None:
+        if _IN_CALL.get():  # redis-py's failure handling, not the owner closing the client
+            self._initialize = True  # the next call reads the slots again
+            return
+        await super().aclose()
 
     def pipeline(
         self, transaction: Any | None = None, shard_hint: Any | None = None

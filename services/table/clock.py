@@ -5,14 +5,20 @@ fires what is due through the compare-and-set path (with replicas racing for a s
 shards rebalance, one applies the deadline and the others find it no longer due). A commit that
 sets its shard's earliest deadline publishes "<shard>:<ms>" on `clocks:wake`, so a sleeping
 worker learns of it at once; pub/sub is at most once, so every SWEEP_S the worker also reads
-every owned shard's earliest deadline afresh (one pipelined round trip). A replica that dies
-leaves its entries in the sets for the replicas that take its shards over.
+every owned shard's earliest deadline afresh. A replica that dies leaves its entries in the sets
+for the replicas that take its shards over.
+
+On a Valkey Cluster the work goes by node: each node's due shards are read and fired by a pass
+of their own, and the passes run side by side, so a frozen or cut-off primary holds only the
+deadlines it serves (it could not fire them anyway) while the other nodes' fire on time; a pass
+that failed reads the slots again before its next try, which finds the promoted replica.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable
 
@@ -32,6 +38,7 @@ MAX_SLEEP_S = 1.0  # re-check at least this often (a missed wake-up costs at mos
 # once. It runs on the firing path, one command per owned shard: at 1 s it cost a replica a
 # tenth of its CPU and put its duration on the lateness of the deadlines due meanwhile.
 SWEEP_S = 5.0
+REST_S = 0.05  # a node whose pass failed is tried again after this (the slots re-read first)
 
 
 class ClockWorker:
@@ -50,9 +57,12 @@ class ClockWorker:
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(concurrency)
         self._earliest: dict[int, int] = {}  # owned shard -> its earliest deadline, as last seen
-        self._hinted: dict[int, int] = {}  # wake-ups since the last read from Redis began
+        self._reads: dict[int, dict[int, int]] = {}  # per read in flight: wake-ups since it began
         self._swept_ms = 0
+        self._unswept: set[int] = set()  # owned shards the current sweep has not read yet
         self._owned: set[int] = set()
+        self._passes: dict[str, asyncio.Task[int]] = {}  # node -> its pass in flight
+        self._failed: dict[str, int] = {}  # node -> when its last pass failed
         self.fired = 0
 
     async def _listen(self, stop: asyncio.Event) -> None:
@@ -88,19 +98,28 @@ class ClockWorker:
         text = reply_text(data)
         with contextlib.suppress(ValueError):
             shard, at = (int(part) for part in text.split(":"))
-            for seen in (self._earliest, self._hinted):
+            for seen in (self._earliest, *self._reads.values()):
                 seen[shard] = min(at, seen.get(shard, at))
             self._wake.set()
 
-    def _merge(self, shards: list[int], read: dict[int, int]) -> None:
+    def _merge(self, shards: list[int], read: dict[int, int], hinted: dict[int, int]) -> None:
         """Take what Redis said for `shards`, keeping wake-ups that arrived while it was read
         (the read may have missed their commits)."""
         for shard in shards:
-            known = [t for t in (read.get(shard), self._hinted.get(shard)) if t is not None]
+            known = [t for t in (read.get(shard), hinted.get(shard)) if t is not None]
             if known:
                 self._earliest[shard] = min(known)
             else:
                 self._earliest.pop(shard, None)
+
+    async def _earliest_of(self, shards: list[int]) -> None:
+        hinted: dict[int, int] = {}
+        key = id(hinted)  # by identity: two reads' wake-ups may be equal
+        self._reads[key] = hinted
+        try:
+            self._merge(shards, await self.store.earliest(shards), hinted)
+        finally:
+            del self._reads[key]
 
     async def _fire(self, table_id: str) -> None:
         async with self._slots:
@@ -110,54 +129,85 @@ class ClockWorker:
             except Exception:
                 log.exception("deadline failed", extra={"table_id": table_id})
 
-    async def sweep(self) -> None:
-        """Read every owned shard's earliest deadline (forgets shards no longer owned)."""
-        self._swept_ms = self.now()
-        owned = self.leases.owned()
-        self._hinted.clear()
-        read = await self.store.earliest(owned)
-        self._earliest = {}
-        self._merge(owned, read)
+    async def _pass(self, node: str, due: list[int], unswept: list[int]) -> int:
+        """One node's turn: read the earliest deadlines of its `unswept` shards, fire what is due
+        among them and `due`, the most overdue first and at most BATCH, then read those shards'
+        earliest deadlines again; returns how many fired."""
+        try:
+            if node in self._failed:
+                await self.store.read_slots_again(node)  # its slots may have moved meanwhile
+            if unswept:
+                await self._earliest_of(unswept)
+                now = self.now()
+                due = sorted({*due, *(s for s in unswept if self._earliest.get(s, now + 1) <= now)})
+            if not due:
+                return 0
+            tables = await self.store.due(due, self.now(), BATCH)
+        except Exception:
+            self._unswept.update(unswept)  # the next pass to reach them sweeps them
+            raise
+        if tables:
+            await asyncio.gather(*(self._fire(t) for t in tables))
+        await self._earliest_of(due)
+        return len(tables)
 
-    async def run_once(self) -> int:
-        """Fire what is due now in the owned shards, the most overdue first and at most BATCH
-        (sweeping first when the in-memory view is older than SWEEP_S); returns how many fired."""
+    def _launch(self) -> float:
+        """Start a pass for each node that has due or unswept shards and no pass in flight
+        (nor a failure too recent); returns how long the loop may sleep (a pass ending wakes
+        it, so the due shards of a node in a pass do not count)."""
         now = self.now()
         owned = set(self.leases.owned())
         if now - self._swept_ms >= SWEEP_S * 1000 or owned != self._owned:
-            self._owned = owned  # new shards (a replica left): their deadlines may be due now
-            await self.sweep()
-        shards = [s for s, at in self._earliest.items() if at <= now and s in owned]
-        if not shards:
-            return 0
-        due = await self.store.due(shards, now, BATCH)
-        if due:
-            await asyncio.gather(*(self._fire(t) for t in due))
-        self._hinted.clear()
-        self._merge(shards, await self.store.earliest(shards))
-        return len(due)
+            self._swept_ms = now
+            if owned != self._owned:  # new shards (a replica left): their deadlines may be due
+                self._owned = owned
+                self._earliest = {s: at for s, at in self._earliest.items() if s in owned}
+            self._unswept = set(owned)
+        self._unswept &= owned
+        due = {s for s, at in self._earliest.items() if at <= now and s in owned}
+        wake = now + int(MAX_SLEEP_S * 1000)
+        for node, shards in self.store.nodes_of(due | self._unswept).items():
+            failed = self._failed.get(node)
+            if failed is not None and now - failed < REST_S * 1000:
+                wake = min(wake, failed + int(REST_S * 1000))
+                continue
+            if node in self._passes:
+                continue
+            unswept = [s for s in shards if s in self._unswept]
+            self._unswept.difference_update(unswept)
+            mine = [s for s in shards if s in due]
+            task = asyncio.create_task(self._pass(node, mine, unswept), name=f"clock-{node}")
+            self._passes[node] = task
+            task.add_done_callback(functools.partial(self._ended, node))
+        for node, at in list(self._failed.items()):  # long gone (its slots moved elsewhere)
+            if now - at > 60_000:
+                del self._failed[node]
+        later = (at for s, at in self._earliest.items() if at > now and s in owned)
+        return max(0.0, (min(wake, min(later, default=wake)) - now) / 1000)
 
-    def _delay_s(self) -> float:
-        owned = set(self.leases.owned())
-        first = min((at for s, at in self._earliest.items() if s in owned), default=None)
-        if first is None:
-            return MAX_SLEEP_S
-        return min(MAX_SLEEP_S, max(0.0, (first - self.now()) / 1000))
+    def _ended(self, node: str, task: asyncio.Task[int]) -> None:
+        self._passes.pop(node, None)
+        self._wake.set()  # more may be due (a full batch), or the node may be tried again
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is None:
+            self._failed.pop(node, None)
+            return
+        if node not in self._failed:
+            log.warning("clock pass failed; retrying", extra={"node": node, "error": repr(exc)})
+        self._failed[node] = self.now()
 
     async def run(self, stop: asyncio.Event) -> None:
         listener = asyncio.create_task(self._listen(stop), name="clock-wake")
         try:
             while not stop.is_set():
                 self._wake.clear()
-                try:
-                    if await self.run_once() >= BATCH:
-                        continue  # more may be due right now
-                except Exception:
-                    log.exception("clock worker: Redis call failed; retrying")
-                    self._swept_ms = 0  # read everything afresh once Redis answers
+                delay = self._launch()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._delay_s())
+                    await asyncio.wait_for(self._wake.wait(), delay)
         finally:
-            listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await listener
+            tasks = [listener, *self._passes.values()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -32,6 +32,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from engine.state import TableState
 from services.common.deps import evalsha, evalsha_many, reply_text
+from services.common.node_pipelines import node_of, raise_first, read_slots_again, run_by_node
 from services.contracts import money_keys
 from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
 from services.contracts.table_feed import stream_entries, stream_key, table_key, update_channel
@@ -416,7 +417,8 @@ class TableStore:
     ) -> dict[int, Any]:
         """`command key *args` on each shard's key: {shard: raw reply}, non-empty replies only.
         One round trip on a standalone Redis (one script call); on a cluster, a pipeline per
-        CLUSTER_CHUNK shards, one after another."""
+        CLUSTER_CHUNK shards, one after another, each node's part failing apart from the others'
+        (`node_pipelines`)."""
         listed = list(shards)
         if not listed:
             return {}
@@ -427,35 +429,45 @@ class TableStore:
         found: dict[int, Any] = {}
         for at in range(0, len(listed), CLUSTER_CHUNK):
             chunk = listed[at : at + CLUSTER_CHUNK]
-            pipe = self.redis.pipeline(transaction=False)
-            for shard in chunk:
-                pipe.execute_command(command, key(shard), *args)
-            replies = zip(chunk, await pipe.execute(), strict=True)
-            found.update((shard, reply) for shard, reply in replies if reply)
+            commands = [(command, key(shard), *args) for shard in chunk]
+            replies = raise_first(await run_by_node(self.redis, commands))
+            found.update((s, reply) for s, reply in zip(chunk, replies, strict=True) if reply)
         return found
+
+    def nodes_of(self, shards: Iterable[int]) -> dict[str, list[int]]:
+        """`shards` grouped by the node that serves them (one group on a standalone Redis)."""
+        groups: dict[str, list[int]] = {}
+        for shard in shards:
+            groups.setdefault(node_of(self.redis, clocks_key(shard)), []).append(shard)
+        return groups
+
+    async def read_slots_again(self, node: str) -> None:
+        """A node failed: learn where its slots are now (a replica may have taken them)."""
+        await read_slots_again(self.redis, [node])
 
     async def lease_for_relay(
         self, table_ids: list[str], token: str, ttl_ms: int
     ) -> dict[str, RelayState]:
         """Lease each table for relaying; {leased table: what the relay knows of it}. One round
-        trip."""
-        pipe = self.redis.pipeline(transaction=False)
+        trip. A table whose node failed is not leased (a lock it may have set expires)."""
+        commands: list[tuple[Any, ...]] = []
         for table_id in table_ids:
-            pipe.set(_relay_lock(table_id), token, nx=True, px=ttl_ms)
-            pipe.hmget(table_key(table_id), list(_RELAY_FIELDS))
-        replies = await pipe.execute()
+            commands.append(("SET", _relay_lock(table_id), token, "NX", "PX", ttl_ms))
+            commands.append(("HMGET", table_key(table_id), *_RELAY_FIELDS))
+        replies = await run_by_node(self.redis, commands)
         return {
             table_id: _relay_state(replies[2 * i + 1])
             for i, table_id in enumerate(table_ids)
-            if replies[2 * i]
-        }
+            if replies[2 * i] and not isinstance(replies[2 * i], Exception)
+            and not isinstance(replies[2 * i + 1], Exception)
+        }  # fmt: skip
 
     async def events_after(self, pointers: dict[str, int]) -> dict[str, list[Entry]]:
         """Each table's events after its pointer (at most 500 each). One round trip."""
-        pipe = self.redis.pipeline(transaction=False)
-        for table_id, after in pointers.items():
-            pipe.xrange(stream_key(table_id), min=f"({after}-0", count=500)
-        replies = await pipe.execute()
+        commands = [
+            ("XRANGE", stream_key(t), f"({n}-0", "+", "COUNT", 500) for t, n in pointers.items()
+        ]
+        replies = raise_first(await run_by_node(self.redis, commands))
         return {
             table_id: [_entry(eid, fields) for eid, fields in entries]
             for table_id, entries in zip(pointers, replies, strict=True)
@@ -491,10 +503,8 @@ class TableStore:
         if not found:
             return {}, None
         tables = [t for t, _ in found]
-        pipe = self.redis.pipeline(transaction=False)
-        for table_id in tables:
-            pipe.hmget(table_key(table_id), list(_RELAY_FIELDS))
-        states = await pipe.execute()
+        commands = [("HMGET", table_key(t), *_RELAY_FIELDS) for t in tables]
+        states = raise_first(await run_by_node(self.redis, commands))
         oldest = min(at for _, at in found)
         return {t: _relay_state(raw) for t, raw in zip(tables, states, strict=True)}, oldest
 
