@@ -97,6 +97,19 @@ def _consumer(bootstrap: str, **options: Any) -> AIOKafkaConsumer:
     return made
 
 
+async def _started(bootstrap: str, **options: Any) -> AIOKafkaConsumer:
+    """A started consumer; one that failed to start is stopped (else aiokafka logs "Unclosed
+    AIOKafkaConsumer" at ERROR when it is collected: a broker restarting is not an error)."""
+    made = _consumer(bootstrap, **options)
+    try:
+        await made.start()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await made.stop()
+        raise
+    return made
+
+
 def _admin(bootstrap: str) -> AIOKafkaAdminClient:
     made = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
     never_create_topics(made._client)
@@ -180,9 +193,7 @@ class Incarnation:
         # table replica's samples). It holds no assignment between reads, so nothing it
         # prefetched of a forgotten marker can answer a later read; it is dropped on any failure.
         if self._reader is None:
-            reader = _consumer(self.bootstrap, enable_auto_commit=False)
-            await reader.start()
-            self._reader = reader
+            self._reader = await _started(self.bootstrap, enable_auto_commit=False)
         reader = self._reader
         try:
             topic = self.log.marker()
@@ -244,8 +255,7 @@ class Committed:
     async def _observer(self, group: str) -> AIOKafkaConsumer:
         found = self._observers.get(group)
         if found is None:
-            found = _consumer(self.bootstrap, group_id=group, enable_auto_commit=False)
-            await found.start()
+            found = await _started(self.bootstrap, group_id=group, enable_auto_commit=False)
             self._observers[group] = found
         return found
 
@@ -493,9 +503,7 @@ class TopicKeeper:
 
     async def _end_reader(self) -> AIOKafkaConsumer:
         if self._reader is None:
-            reader = _consumer(self.bootstrap, enable_auto_commit=False)
-            await reader.start()
-            self._reader = reader
+            self._reader = await _started(self.bootstrap, enable_auto_commit=False)
         return self._reader
 
     async def close(self) -> None:

@@ -154,9 +154,9 @@ async def consume_records(
 ) -> None:
     """Consume until `stop`: each record to `handle` in order, the offsets committed after
     (at least once, see Committer); `lag` (a gauge), when given, set to the records behind."""
-    await consumer.start()
     committer = Committer(consumer)
     try:
+        await consumer.start()  # inside: one that fails to start is stopped too
         while not stop.is_set():
             batches = await consumer.getmany(timeout_ms=500, max_records=max_records)
             for records in batches.values():
