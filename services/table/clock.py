@@ -63,6 +63,7 @@ class ClockWorker:
         self._owned: set[int] = set()
         self._passes: dict[str, asyncio.Task[int]] = {}  # node -> its pass in flight
         self._failed: dict[str, int] = {}  # node -> when its last pass failed
+        self._wake_at = 0  # when the loop means to wake by itself (ms)
         self.fired = 0
 
     async def _listen(self, stop: asyncio.Event) -> None:
@@ -94,13 +95,17 @@ class ClockWorker:
                         await pubsub.aclose()
 
     def hint(self, data: bytes | str) -> None:
-        """A wake-up message: note the shard's new earliest deadline and wake the loop."""
+        """A wake-up message: note the shard's new earliest deadline, and wake the loop if it
+        is sooner than the loop means to wake anyway. Most are not (a turn's clock is seconds
+        away, the loop wakes every second), and every commit that starts a clock publishes one
+        to every replica: a pass over the owned shards for each was work per command."""
         text = reply_text(data)
         with contextlib.suppress(ValueError):
             shard, at = (int(part) for part in text.split(":"))
             for seen in (self._earliest, *self._reads.values()):
                 seen[shard] = min(at, seen.get(shard, at))
-            self._wake.set()
+            if at < self._wake_at:  # (the loop sets it before each sleep)
+                self._wake.set()
 
     def _merge(self, shards: list[int], read: dict[int, int], hinted: dict[int, int]) -> None:
         """Take what Redis said for `shards`, keeping wake-ups that arrived while it was read
@@ -204,6 +209,7 @@ class ClockWorker:
             while not stop.is_set():
                 self._wake.clear()
                 delay = self._launch()
+                self._wake_at = self.now() + int(delay * 1000)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
         finally:
