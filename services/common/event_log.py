@@ -53,6 +53,9 @@ MAX_GENERATIONS = 30  # a generation this many periods old is deleted, read or n
 MARKER = "bg-incarnation"  # the marker topic's logical name
 COMMIT_TIMEOUT_S = 5.0
 CALL_TIMEOUT_S = 10.0  # a call to the broker that takes longer is given up
+# A look asks whether each old generation is read to its end, one after another: a few ms each
+# when the generation is there; one deleted meanwhile is known gone after this.
+DONE_TIMEOUT_S = 1.0
 # The longest a produce may take (aiokafka's request timeout, 10 s, and a margin): a
 # generation is let go of and deleted only this long after its writers moved on.
 DELIVERY_SLACK_S = 15.0
@@ -635,10 +638,21 @@ class GenerationConsumer:
                         continue
                     # Written no more and read to its end: let it go (the keeper deletes it a
                     # slack later); one not read to its end yet stays until it is.
-                    if at >= self.log.written_until(gen) and await self._done(tp):
+                    if at >= self.log.written_until(gen) and await self._done_or_gone(tp):
                         continue
                     wanted.add(tp)
         return incarnation, wanted
+
+    async def _done_or_gone(self, tp: TopicPartition) -> bool:
+        """`_done`, bounded: a generation the keeper deleted after this look listed it makes
+        aiokafka wait for its leader until the whole look timed out (the consumer restarted,
+        an ERROR line, each time a deletion raced a look: 10-17 in five minutes a consumer with
+        5 s generations). One that does not answer in time is let go if it is gone."""
+        try:
+            return await asyncio.wait_for(self._done(tp), DONE_TIMEOUT_S)
+        except TimeoutError:
+            cluster = await self.inner._client.fetch_all_metadata()
+            return tp.topic not in cluster.topics()
 
     async def _done(self, tp: TopicPartition) -> bool:
         """Whether this group has read `tp` to its end (where it is, or where it committed)."""

@@ -88,17 +88,26 @@ class TextFormatter(logging.Formatter):
 
 class GoneGenerations(logging.Filter):
     """aiokafka logs at ERROR each metadata refresh that does not find a topic it was asked
-    about. On the embedded log that is a generation deleted once every group had read it: the
-    generation consumer lets it go at its next look, so the line is no error (it was ~75 a
-    minute under `make up`). Such lines become DEBUG; any other topic's stays an ERROR."""
+    about, and each commit to a partition the broker does not know. On the embedded log that is
+    a generation deleted once every group had read it: the generation consumer lets it go at its
+    next look, so the line is no error (it was ~75 a minute under `make up`). Such lines become
+    DEBUG; any other topic's stay ERRORs."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg == "Topic %s not found in cluster metadata" and record.args:
-            args = record.args if isinstance(record.args, tuple) else (record.args,)
-            if GENERATION.search(str(args[0])):
-                record.levelno, record.levelname = logging.DEBUG, "DEBUG"
-                return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
-        return True
+        args = record.args if isinstance(record.args, tuple) else (record.args,)
+        if record.msg == "Topic %s not found in cluster metadata":
+            gone = bool(GENERATION.search(str(args[0])))
+        elif str(record.msg).startswith("OffsetCommit failed for group %s on partition %s"):
+            # A commit to a generation deleted meanwhile: the consumer's commits are bounded and
+            # its next look drops the partition (`event_log`).
+            topic = getattr(args[1], "topic", "") if len(args) > 3 else ""
+            gone = bool(GENERATION.search(topic)) and args[3] == "UnknownTopicOrPartitionError"
+        else:
+            return True
+        if not gone:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
 
 
 def configure(service: str, level: str, fmt: str, replica: str = "") -> None:
@@ -112,6 +121,7 @@ def configure(service: str, level: str, fmt: str, replica: str = "") -> None:
     # browser connection opened and closed; alembic: every migration's docstring at each start).
     for noisy in ("aiokafka", "kafka", "asyncio", "websockets", "alembic"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
-    cluster_log = logging.getLogger("aiokafka.cluster")
-    if not any(isinstance(f, GoneGenerations) for f in cluster_log.filters):
-        cluster_log.addFilter(GoneGenerations())
+    for name in ("aiokafka.cluster", "aiokafka.consumer.group_coordinator"):
+        kafka_log = logging.getLogger(name)
+        if not any(isinstance(f, GoneGenerations) for f in kafka_log.filters):
+            kafka_log.addFilter(GoneGenerations())

@@ -6,6 +6,7 @@ import json
 import logging
 
 import pytest
+from aiokafka.structs import TopicPartition
 
 from services.common.logs import JsonFormatter, TextFormatter, configure, redact_text
 
@@ -69,3 +70,17 @@ def test_a_deleted_generation_missing_from_metadata_is_no_error(
     assert len(lines) == 1 and "ERROR" in lines[0] and "table-events not found" in lines[0]
     configure("t", "INFO", "text")  # configured again: the filter is not added twice
     assert sum(type(f).__name__ == "GoneGenerations" for f in cluster_log.filters) == 1
+
+
+def test_a_commit_to_a_deleted_generation_is_no_error(capsys: pytest.CaptureFixture[str]) -> None:
+    configure("t", "INFO", "text")
+    coordinator = logging.getLogger("aiokafka.consumer.group_coordinator")
+    template = "OffsetCommit failed for group %s on partition %s with offset %s: %s"
+    gone = TopicPartition("table-events.g359277648.ic540ccc8", 0)
+    coordinator.error(template, "wallet", gone, 0, "UnknownTopicOrPartitionError")
+    coordinator.error(template, "wallet", gone, 0, "NotCoordinatorForGroupError")
+    coordinator.error(template, "wallet", TopicPartition("table-events", 0), 0,
+                      "UnknownTopicOrPartitionError")  # fmt: skip
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all("ERROR" in line for line in lines)
+    assert "NotCoordinatorForGroupError" in lines[0] and "topic='table-events'" in lines[1]
