@@ -113,6 +113,9 @@ class CountingRedisCluster(RedisCluster):
         if _IN_CALL.get():  # redis-py's failure handling, not the owner closing the client
             self._initialize = True  # the next call reads the slots again
             return
+        # The owner closing it: redis-py closes only a client it believes initialized, which
+        # the line above may have left believing otherwise.
+        self._initialize = False
         await super().aclose()
 
     def pipeline(

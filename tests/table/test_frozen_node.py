@@ -195,3 +195,23 @@ async def test_a_failed_node_does_not_close_the_calls_in_flight_on_the_others(
     finally:
         await admin.aclose()
         await client.aclose()
+
+
+async def test_closing_the_client_after_a_failure_closes_its_connections(
+    cluster: RunningCluster,
+) -> None:
+    # A failed call leaves the client to read its slots again; closing it then must still close
+    # every connection (redis-py closes only a client it believes initialized: it left them).
+    client: Any = redis_client(cluster.url, cluster=True, timeout=0.3)
+    keys = [f"k{i}" for i in range(30)]
+    for key in keys:
+        await client.set(key, key)
+    frozen = await _serving(cluster, keys[0])
+    with _frozen(cluster, frozen), pytest.raises(NODE_FAILURES):
+        await client.get(keys[0])  # redis-py marks the client to read its slots again
+    healthy = next(
+        n for n in client.get_nodes() if not n.name.endswith(f":{cluster.ports[frozen]}")
+    )
+    assert any(c.is_connected for c in healthy._connections)
+    await client.aclose()
+    assert not any(c.is_connected for n in client.get_nodes() for c in n._connections)
