@@ -66,3 +66,12 @@ def test_the_readme_links_every_page_of_the_docs() -> None:
 def test_the_slug_follows_github() -> None:
     assert _slug("The admin API and CLI") == "the-admin-api-and-cli"
     assert _slug("`bgcluster` up: ports") == "bgcluster-up-ports"
+
+
+def test_the_operations_page_lists_every_alert() -> None:
+    rules = yaml.safe_load((ROOT / "infra" / "prometheus" / "alerts.yml").read_text())
+    alerts = {r["alert"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
+    page = (ROOT / "docs" / "operations.md").read_text()
+    listed = page[page.index("- Alerts (") : page.index("- Dashboards")]
+    assert set(re.findall(r"`([A-Z][A-Za-z]+)`", listed)) == alerts
+    assert f"- Alerts ({len(alerts)}," in listed
