@@ -547,6 +547,7 @@ class GenerationConsumer:
         self.refresh_s = refresh_s
         self._refreshed = 0.0
         self._assigned: set[TopicPartition] = set()
+        self._listed: set[str] = set()  # the topics the broker listed at the last look
         self._incarnation = ""  # of the topics assigned
         self._looking: asyncio.Task[tuple[str, set[TopicPartition]]] | None = None
 
@@ -591,8 +592,12 @@ class GenerationConsumer:
         if wanted != self._assigned:
             if self._assigned:
                 # Keep what was processed: a new assignment starts each partition at its
-                # committed offset (a new one at the earliest).
-                await self.commit()
+                # committed offset (a new one at the earliest). Not for a generation deleted
+                # meanwhile: aiokafka would retry that commit until COMMIT_TIMEOUT_S, the reads
+                # waiting (seen each time a deletion raced a look).
+                listed = self._listed  # empty before a look listed the topics: commit all
+                kept = {tp for tp in self._assigned if tp.topic in listed} if listed else None
+                await self.commit(kept)
             added = wanted - self._assigned
             self.inner.assign(sorted(wanted))
             self._assigned = wanted
@@ -626,6 +631,7 @@ class GenerationConsumer:
         at = now_ms()
         cluster = await self.inner._client.fetch_all_metadata()  # every topic, not the assigned
         topics = cluster.topics()
+        self._listed = set(topics)
         mine, count = self.share
         wanted: set[TopicPartition] = set()
         for logical in self.logicals:
@@ -670,17 +676,21 @@ class GenerationConsumer:
             return {}
         return await self.inner.getmany(timeout_ms=timeout_ms, max_records=max_records)
 
-    async def commit(self) -> None:
-        """Commit what was read. aiokafka retries a commit to a topic that is gone forever:
-        bounded here, and the next refresh drops what is gone; nothing is committed for topics
-        of a broker incarnation that has ended."""
-        if not self._assigned:
+    async def commit(self, only: set[TopicPartition] | None = None) -> None:
+        """Commit what was read (of `only`'s partitions, when given). aiokafka retries a commit
+        to a topic that is gone forever: bounded here, and the next refresh drops what is gone;
+        nothing is committed for topics of a broker incarnation that has ended."""
+        if not self._assigned or only == set():
             return
         if await self.incarnation.without_waiting() != self._incarnation:
             self._refreshed = 0.0
             return
+        offsets = None
+        if only is not None and only != self._assigned:
+            offsets = {tp: await self.inner.position(tp) for tp in sorted(only)}
         try:
-            await asyncio.wait_for(self.inner.commit(), COMMIT_TIMEOUT_S)
+            committing = self.inner.commit() if offsets is None else self.inner.commit(offsets)
+            await asyncio.wait_for(committing, COMMIT_TIMEOUT_S)
         except TimeoutError:
             log.warning("an offset commit timed out; the assignment is looked at again")
             self._refreshed = 0.0
