@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as redis_asyncio
-from redis.cluster import key_slot
+from redis.crc import key_slot
 
 from bg.events.v1 import events_pb2
 from infra.cluster.valkey_cluster import RunningCluster, primary_of, start_valkey_cluster
