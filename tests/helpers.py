@@ -149,3 +149,26 @@ async def load_table(store: Any, table_id: str) -> Any:
     found = await store.load(table_id)
     assert found is not None, f"no table {table_id}"
     return found
+
+
+async def stored_events(store: Any, table_id: str) -> list[Any]:
+    """A table's events as its Redis stream holds them, decoded."""
+    from bg.events.v1 import events_pb2
+
+    events = []
+    for _, data in await store.events(table_id, 0, 100_000):
+        ev = events_pb2.TableEvent()
+        ev.ParseFromString(data)
+        events.append(ev)
+    return events
+
+
+def assert_no_turn_timed_out_twice(table_id: str, events: list[Any]) -> None:
+    """Between two turn starts at most one timeout (of any clock): none doubled."""
+    per_turn = 0
+    for ev in events:
+        if kind(ev) == "turn_started":
+            per_turn = 0
+        elif kind(ev) == "timed_out":
+            per_turn += 1
+            assert per_turn == 1, f"{table_id}: a turn timed out twice"

@@ -18,7 +18,6 @@ import pytest
 import redis.asyncio as redis_asyncio
 from redis.crc import key_slot
 
-from bg.events.v1 import events_pb2
 from infra.cluster.valkey_cluster import RunningCluster, primary_of, start_valkey_cluster
 from services.common.deps import redis_client
 from services.common.node_pipelines import NODE_FAILURES, run_by_node
@@ -26,7 +25,7 @@ from services.contracts.table_feed import table_key
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.tables import TableCore
-from tests.helpers import kind
+from tests.helpers import assert_no_turn_timed_out_twice, stored_events
 from tests.table.driver import options
 from tests.table.fakes import FakeWallet
 
@@ -140,15 +139,7 @@ async def test_the_clock_fires_the_other_nodes_deadlines_while_one_is_frozen(
         if worker is not None:
             await worker
     for t in tables:
-        per_turn = 0
-        for _, data in await dealer.store.events(t, 0, 100_000):
-            ev = events_pb2.TableEvent()
-            ev.ParseFromString(data)
-            if kind(ev) == "turn_started":
-                per_turn = 0
-            elif kind(ev) == "timed_out":
-                per_turn += 1
-                assert per_turn == 1, f"{t}: a turn timed out twice"
+        assert_no_turn_timed_out_twice(t, await stored_events(dealer.store, t))
     await dealer_client.aclose()
     await clock_client.aclose()
 

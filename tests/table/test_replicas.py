@@ -26,7 +26,7 @@ from services.contracts.event_records import table_events
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.tables import TableCore
-from tests.helpers import Valkey, kind, load_table
+from tests.helpers import Valkey, assert_no_turn_timed_out_twice, kind, load_table, stored_events
 from tests.table.driver import options, redis_store
 from tests.table.fakes import FakeWallet
 
@@ -106,19 +106,9 @@ async def test_two_clock_workers_fire_each_deadline_once(
         stop.set()
         await asyncio.gather(*workers)
     for t in tables:
-        events = []
-        for _, data in await cores[0].store.events(t, 0, 100_000):
-            ev = events_pb2.TableEvent()
-            ev.ParseFromString(data)
-            events.append(ev)
+        events = await stored_events(cores[0].store, t)
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
-        per_turn = 0
-        for ev in events:
-            if kind(ev) == "turn_started":
-                per_turn = 0
-            elif kind(ev) == "timed_out":
-                per_turn += 1
-                assert per_turn == 1, t  # never doubled
+        assert_no_turn_timed_out_twice(t, events)
     for cl in clients:
         await cl.aclose()
 

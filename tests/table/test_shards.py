@@ -9,7 +9,6 @@ import asyncio
 import pytest
 import redis.asyncio as redis_asyncio
 
-from bg.events.v1 import events_pb2
 from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, shard_of
 from services.contracts.table_feed import stream_key, table_key, update_channel
 from services.table.adapters.redis_store import TableStore
@@ -17,7 +16,7 @@ from services.table.clock import ClockWorker
 from services.table.relay import EventRelay
 from services.table.shard_leases import MEMBERS, ShardLeases, assign
 from services.table.tables import TableCore
-from tests.helpers import Valkey, kind
+from tests.helpers import Valkey, assert_no_turn_timed_out_twice, stored_events
 from tests.table.driver import deal, options, redis_store
 from tests.table.fakes import FakeProducer, FakeWallet
 
@@ -119,15 +118,7 @@ async def test_a_replica_killed_mid_run_loses_no_deadline_and_doubles_none(
         for cl in clients:
             await cl.aclose()
     for t in tables:  # never doubled: one timeout per turn at most
-        per_turn = 0
-        for _, data in await cores[0].store.events(t, 0, 100_000):
-            ev = events_pb2.TableEvent()
-            ev.ParseFromString(data)
-            if kind(ev) == "turn_started":
-                per_turn = 0
-            elif kind(ev) == "timed_out":
-                per_turn += 1
-                assert per_turn == 1, t
+        assert_no_turn_timed_out_twice(t, await stored_events(cores[0].store, t))
 
 
 @pytest.mark.integration
