@@ -24,9 +24,14 @@ GRANT = 5_000
 BET = 500
 
 
-async def run_demo(state: dict[str, Any], timeout_s: float = 600.0) -> dict[str, Any]:
+NAMES = ("demo-ann", "demo-bob")
+
+
+async def run_demo(
+    state: dict[str, Any], timeout_s: float = 600.0, names: tuple[str, str] = NAMES
+) -> dict[str, Any]:
     """A wagered demo match on the cluster `state` describes (the cluster.json `bgcluster up`
-    wrote: its services' addresses and the operator token)."""
+    wrote: its services' addresses and the operator token), between two guests of `names`."""
     by_name = {s["name"]: s["address"] for s in state["services"]}
     async with (
         grpc.aio.insecure_channel(by_name["gateway"]) as gw_ann,
@@ -34,7 +39,7 @@ async def run_demo(state: dict[str, Any], timeout_s: float = 600.0) -> dict[str,
         grpc.aio.insecure_channel(by_name["wallet"]) as wallet_channel,
     ):
         # One connection each, as two devices would have (rate limits are per connection).
-        players = [Player(gw_ann, "demo-ann", seed=1), Player(gw_bob, "demo-bob", seed=2)]
+        players = [Player(gw_ann, names[0], seed=1), Player(gw_bob, names[1], seed=2)]
         for p in players:
             await p.login()
         wallet = wallet_pb2_grpc.WalletServiceStub(wallet_channel)

@@ -10,7 +10,8 @@ finds data, and forgets everything when it restarts. So in `embedded` mode (BG_K
   a table whose last records there are not read yet); the keeper (TopicKeeper) makes the next
   one ahead of time and deletes one that no producer writes any more (plus a slack for a late
   produce) once every group that reads the topic has committed its end (or, MAX_GENERATIONS
-  old, whatever a lagging group left: its lag alert has fired long before). The history the
+  periods and at least FORCE_AFTER_S after that, whatever a lagging group left: its lag alert
+  has fired long before). The history the
   broker keeps stays a few periods long, however long the cluster runs.
 - The broker's incarnation is a random id it holds in a marker topic. A restart forgets the
   marker, a new id is drawn and every generation's name changes with it: no consumer resumes a
@@ -49,13 +50,17 @@ from services.common.topics import CONSUMERS, GENERATION, TOPICS, Namespace
 
 log = logging.getLogger("bg.event_log")
 LogMode = Literal["kafka", "embedded"]
-MAX_GENERATIONS = 30  # a generation this many periods old is deleted, read or not
+MAX_GENERATIONS = 30  # a generation this many periods old is deleted, read or not,
+FORCE_AFTER_S = 300.0  # but never sooner than this after the groups could have read it
 MARKER = "bg-incarnation"  # the marker topic's logical name
 COMMIT_TIMEOUT_S = 5.0
 CALL_TIMEOUT_S = 10.0  # a call to the broker that takes longer is given up
-# A look asks whether each old generation is read to its end, one after another: a few ms each
-# when the generation is there; one deleted meanwhile is known gone after this.
-DONE_TIMEOUT_S = 1.0
+# A keeper's look at whether a generation is read by every group, bounded: one another keeper
+# deleted meanwhile makes aiokafka wait for its leader; it is looked at again next step.
+DONE_TIMEOUT_S = 2.0
+# A consumer lets go of a generation this long after its writers stopped (`written_until`), so
+# the end its last fetch learned (fetches are answered within 0.5 s) is the final one.
+LET_GO_AFTER_MS = 2_000
 # The longest a produce may take (aiokafka's request timeout, 10 s, and a margin): a
 # generation is let go of and deleted only this long after its writers moved on.
 DELIVERY_SLACK_S = 15.0
@@ -83,6 +88,14 @@ class EventLog:
         table keeps to the previous generation until its last records there are read) plus
         the longest a produce may take (DELIVERY_SLACK_S)."""
         return (gen + 2) * int(self.rotate_s * 1000) + int(DELIVERY_SLACK_S * 1000)
+
+    def forced_at(self, gen: int) -> int:
+        """The ms after which `gen` is deleted whether or not every group has read it: it is
+        MAX_GENERATIONS periods old and FORCE_AFTER_S past `written_until` (with short periods
+        the count alone came before the groups had a chance: every generation of a 1 s log was
+        deleted unread, under its consumers)."""
+        periods = (gen + MAX_GENERATIONS) * int(self.rotate_s * 1000)
+        return max(periods, self.written_until(gen) + int(FORCE_AFTER_S * 1000))
 
     def topic(self, logical: str, gen: int, incarnation: str) -> str:
         """Where a record goes: the logical topic itself in kafka mode, else its generation."""
@@ -459,7 +472,7 @@ class TopicKeeper:
                     doomed.append(topic)  # of a broker that forgot: nobody reads it
                 elif at_ms >= self.log.written_until(gen) + int(
                     DELIVERY_SLACK_S * 1000
-                ) and await self._done(logical, topic, gen, current):
+                ) and await self._done(logical, topic, gen, at_ms):
                     # A slack after its readers let it go (GenerationConsumer), so none commits
                     # to it once it is gone (aiokafka retries such a commit forever).
                     doomed.append(topic)
@@ -484,18 +497,42 @@ class TopicKeeper:
         lo = current if not made else max(current, max(made) - 1)
         return range(lo, current + 2)
 
-    async def _done(self, logical: str, topic: str, gen: int, current: int) -> bool:
-        if gen <= current - MAX_GENERATIONS:
+    async def _done(self, logical: str, topic: str, gen: int, at_ms: int) -> bool:
+        """Whether `topic` may go: every group read it to its end, or it is past forced_at."""
+        tps = [TopicPartition(topic, p) for p in range(self.log.partitions)]
+        try:
+            ends = await asyncio.wait_for(self._ends(tps), DONE_TIMEOUT_S)
+        except TimeoutError:
+            await self._drop_reader()  # a call cut short may leave it waiting: a new one
+            ends = None
+        if ends is not None and all(
+            (offset or 0) >= ends[tp]
+            for tp, offsets in (await self.committed.of(logical, tps)).items()
+            for offset in offsets.values()
+        ):
+            return True  # every group read to the end (of an empty partition: nothing to read)
+        if at_ms >= self.log.forced_at(gen):
             self.forced += 1
             log.warning("an unread event log generation is deleted", extra={"topic": topic})
             return True
-        tps = [TopicPartition(topic, p) for p in range(self.log.partitions)]
+        return False
+
+    async def _ends(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """The partitions' ends, as a fetch tells them: Tansu's ListOffsets answers the first
+        offset of the last batch plus one, short of the end by the rest of that batch (a
+        group whose commit was inside it looked done while records after it were unread), so
+        the last batch is fetched for the high watermark its answer carries."""
         reader = await self._end_reader()
-        ends = await reader.end_offsets(tps)
-        committed = await self.committed.of(logical, tps)
-        return all(
-            (offset or 0) >= ends[tp] for tp in tps for offset in committed[tp].values()
-        )  # every group read to the end (of an empty partition: nothing to read)
+        listed = await reader.end_offsets(tps)
+        batches = [tp for tp in tps if listed[tp] > 0]  # 0: no batch, an empty partition
+        if batches:
+            reader.assign(batches)
+            for tp in batches:
+                reader.seek(tp, listed[tp] - 1)
+            while any(reader.highwater(tp) is None for tp in batches):  # bounded by the caller
+                await reader.getmany(*batches, timeout_ms=100)
+        fetched = {tp: max(listed[tp], reader.highwater(tp) or 0) for tp in batches}
+        return {tp: fetched.get(tp, listed[tp]) for tp in tps}
 
     async def _admin_client(self) -> AIOKafkaAdminClient:
         if self._admin is None:
@@ -509,15 +546,18 @@ class TopicKeeper:
             self._reader = await _started(self.bootstrap, enable_auto_commit=False)
         return self._reader
 
+    async def _drop_reader(self) -> None:
+        if self._reader is not None:
+            with contextlib.suppress(Exception):
+                await self._reader.stop()
+            self._reader = None
+
     async def close(self) -> None:
         if self._admin is not None:
             with contextlib.suppress(Exception):
                 await self._admin.close()
             self._admin = None
-        if self._reader is not None:
-            with contextlib.suppress(Exception):
-                await self._reader.stop()
-            self._reader = None
+        await self._drop_reader()
 
 
 class IncarnationChanged(KafkaError):
@@ -548,6 +588,8 @@ class GenerationConsumer:
         self._refreshed = 0.0
         self._assigned: set[TopicPartition] = set()
         self._listed: set[str] = set()  # the topics the broker listed at the last look
+        self._unchecked: set[TopicPartition] = set()  # assigned, not yet checked: made again?
+        self._let_go: set[TopicPartition] = set()  # read to their ends, never taken up again
         self._incarnation = ""  # of the topics assigned
         self._looking: asyncio.Task[tuple[str, set[TopicPartition]]] | None = None
 
@@ -598,27 +640,31 @@ class GenerationConsumer:
                 listed = self._listed  # empty before a look listed the topics: commit all
                 kept = {tp for tp in self._assigned if tp.topic in listed} if listed else None
                 await self.commit(kept)
-            added = wanted - self._assigned
+            self._unchecked = (self._unchecked & wanted) | (wanted - self._assigned)
             self.inner.assign(sorted(wanted))
             self._assigned = wanted
-            await self._from_start_if_made_again(added)
         self._incarnation = incarnation
 
-    async def _from_start_if_made_again(self, tps: set[TopicPartition]) -> None:
+    async def _from_start_if_made_again(self) -> None:
         """A partition whose group's committed offset is past its end is a topic made again
         under a name read and deleted before (a commit to the old one, which aiokafka retries
         until it lands, landed on it): read it from its start, or what it got would be passed
-        over. Keepers and producers never make one again (Topics); this is the consumers' own
-        guard."""
-        if not tps:
-            return
-        ends = await asyncio.wait_for(self.inner.end_offsets(sorted(tps)), CALL_TIMEOUT_S)
-        for tp in sorted(tps):
-            committed = await asyncio.wait_for(self.inner.committed(tp), CALL_TIMEOUT_S)
-            if committed is not None and committed > ends[tp]:
+        over (Tansu answers a fetch past the end with nothing, not OFFSET_OUT_OF_RANGE, so
+        aiokafka's reset never comes). Checked once per newly assigned partition, against the
+        end its first fetch learned: Tansu's ListOffsets answers the first offset of the last
+        batch plus one, so a group whose commit was inside that batch looked "past the end"
+        (seen: committed 102, "end" 86) and read the whole generation again. Keepers and
+        producers never make one again (Topics); this is the consumers' own guard."""
+        for tp in sorted(self._unchecked):
+            end = self.inner.highwater(tp)
+            if end is None:
+                continue  # not fetched yet
+            self._unchecked.discard(tp)
+            committed = await self.inner.position(tp)
+            if committed > end:
                 log.warning(
                     "a topic made again: read from its start",
-                    extra={"topic": tp.topic, "committed": committed, "end": ends[tp]},
+                    extra={"topic": tp.topic, "committed": committed, "end": end},
                 )
                 self.inner.seek(tp, 0)
 
@@ -632,6 +678,7 @@ class GenerationConsumer:
         cluster = await self.inner._client.fetch_all_metadata()  # every topic, not the assigned
         topics = cluster.topics()
         self._listed = set(topics)
+        self._let_go = {tp for tp in self._let_go if tp.topic in self._listed}
         mine, count = self.share
         wanted: set[TopicPartition] = set()
         for logical in self.logicals:
@@ -642,39 +689,36 @@ class GenerationConsumer:
                     tp = TopicPartition(topic, p)
                     if p % count != mine:
                         continue
-                    # Written no more and read to its end: let it go (the keeper deletes it a
-                    # slack later); one not read to its end yet stays until it is.
-                    if at >= self.log.written_until(gen) and await self._done_or_gone(tp):
+                    # Written no more and read to its end: let it go, for good (the keeper
+                    # deletes it a slack later); one not read to its end yet stays until it is.
+                    if tp in self._let_go:
+                        continue
+                    if at >= self.log.written_until(gen) + LET_GO_AFTER_MS and await self._read(tp):
+                        self._let_go.add(tp)
                         continue
                     wanted.add(tp)
         return incarnation, wanted
 
-    async def _done_or_gone(self, tp: TopicPartition) -> bool:
-        """`_done`, bounded: a generation the keeper deleted after this look listed it makes
-        aiokafka wait for its leader until the whole look timed out (the consumer restarted,
-        an ERROR line, each time a deletion raced a look: 10-17 in five minutes a consumer with
-        5 s generations). One that does not answer in time is let go if it is gone."""
-        try:
-            return await asyncio.wait_for(self._done(tp), DONE_TIMEOUT_S)
-        except TimeoutError:
-            cluster = await self.inner._client.fetch_all_metadata()
-            return tp.topic not in cluster.topics()
-
-    async def _done(self, tp: TopicPartition) -> bool:
-        """Whether this group has read `tp` to its end (where it is, or where it committed)."""
-        end = (await self.inner.end_offsets([tp]))[tp]  # the broker's now, not the last fetch's
-        if tp in self._assigned:
-            at = await self.inner.position(tp)
-        else:
-            at = await self.inner.committed(tp) or 0
-        return bool(at >= end)
+    async def _read(self, tp: TopicPartition) -> bool:
+        """Whether this consumer has read `tp` to its end: its position against the end its
+        last fetch learned, with no call to the broker (the look once asked each old
+        generation's end and committed offset: a generation deleted meanwhile hung it until
+        the consumer restarted, and Tansu's ListOffsets end is short of the real one: above).
+        One not assigned (a new consumer's) is taken up: its first fetch tells."""
+        if tp not in self._assigned:
+            return False
+        end = self.inner.highwater(tp)
+        return end is not None and await self.inner.position(tp) >= end
 
     async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
         await self._refresh()
         if not self._assigned:
             await asyncio.sleep(timeout_ms / 1000)
             return {}
-        return await self.inner.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        got = await self.inner.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        if self._unchecked:
+            await self._from_start_if_made_again()
+        return got
 
     async def commit(self, only: set[TopicPartition] | None = None) -> None:
         """Commit what was read (of `only`'s partitions, when given). aiokafka retries a commit

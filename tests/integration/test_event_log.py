@@ -223,11 +223,39 @@ async def test_the_keeper_keeps_a_few_generations_and_deletes_only_what_is_read(
         await keeper.step(clock())
         gens = log.namespace.generations(TABLE_EVENTS, await _topics(boot))
         assert (incarnation, start) in gens  # unread: kept
+        assert keeper.forced == 0
         await groups_read(boot, log, log.topic(TABLE_EVENTS, start, incarnation))
         await keeper.step(clock())
         gens = log.namespace.generations(TABLE_EVENTS, await _topics(boot))
         assert (incarnation, start) not in gens and keeper.deleted >= 2
         assert len(gens) <= 4
+        assert keeper.forced == 0  # read by every group: not forced
+    finally:
+        await keeper.close()
+
+
+async def test_an_unread_generation_goes_only_when_forced_out_long_after(
+    parts: tuple[TableStore, EventRelay, Forgetful, Clock], broker: list[Any]
+) -> None:
+    _, _, f, clock = parts
+    boot, log = broker[0].address, f.log
+    keeper = TopicKeeper(boot, log, f.incarnation, f.committed)
+    try:
+        incarnation = await f.incarnation.current()
+        start = log.generation_at(clock())
+        await keeper.step(clock())
+        producer = kafka.producer(boot, False, "t")
+        await producer.start()
+        await producer.send_and_wait(log.topic(TABLE_EVENTS, start, incarnation), b"x", key=b"k")
+        await producer.stop()
+        clock.ms = log.forced_at(start) - 1
+        await keeper.step(clock())
+        gens = log.namespace.generations(TABLE_EVENTS, await _topics(boot))
+        assert (incarnation, start) in gens and keeper.forced == 0  # unread, not yet forced
+        clock.ms = log.forced_at(start)
+        await keeper.step(clock())
+        gens = log.namespace.generations(TABLE_EVENTS, await _topics(boot))
+        assert (incarnation, start) not in gens and keeper.forced == 1  # one unread: forced
     finally:
         await keeper.close()
 

@@ -17,7 +17,7 @@ LOG = EventLog(Namespace("t"), "embedded", 60.0, 1)
 
 
 def topic(ahead: int, incarnation: str = "a1") -> str:
-    """A generation `ahead` periods after the current one (none is let go of)."""
+    """A generation `ahead` periods after the current one (a negative one is written no more)."""
     return LOG.topic(TABLE_EVENTS, LOG.generation_at(now_ms()) + ahead, incarnation)
 
 
@@ -48,6 +48,8 @@ class Inner:
         self._client = Client(self)
         self.steps: list[str] = []
         self.queued: dict[TopicPartition, list[str]] = {}
+        self.positions: dict[TopicPartition, int] = {}
+        self.ends: dict[TopicPartition, int] = {}
 
     async def start(self) -> None:
         self.steps.append("start")
@@ -60,13 +62,18 @@ class Inner:
             tp.topic for tp in offsets)))  # fmt: skip
 
     async def position(self, tp: TopicPartition) -> int:
-        return 0
+        return self.positions.get(tp, 0)
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The end the last fetch of `tp` learned (None: not fetched yet)."""
+        return self.ends.get(tp)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.steps.append(f"seek {tp.topic} {offset}")
+        self.positions[tp] = offset
 
     async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-        return {tp: 0 for tp in tps}
-
-    async def committed(self, tp: TopicPartition) -> int | None:
-        return None
+        raise AssertionError("Tansu's ListOffsets is short of the end: never asked")
 
     async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
         out, self.queued = self.queued, {}
@@ -166,4 +173,57 @@ async def test_a_generation_deleted_before_the_look_is_not_committed() -> None:
         "commit " + topic(2),
         "assign " + ",".join(sorted([topic(2), topic(3)])),
     ]
+    await consumer.stop()
+
+
+async def test_an_old_generation_is_let_go_only_once_read_to_the_end_a_fetch_learned() -> None:
+    # Tansu's ListOffsets answers the last batch's first offset + 1: a position inside that
+    # batch looked done, and the rest of the batch was never read by the group.
+    old = TopicPartition(topic(-3), 0)  # written no more: its writers moved on two periods ago
+    inner, incarnation = Inner([old.topic, topic(0)]), Incarnation()
+    consumer = await started(inner, incarnation)
+    assert old in consumer.assignment()  # not fetched yet: kept
+    inner.ends[old], inner.positions[old] = 110, 102  # read into its last batch, not through
+    await consumer.getmany()
+    await turns()
+    await consumer.getmany()
+    assert old in consumer.assignment()
+    inner.positions[old] = 110
+    await consumer.getmany()
+    await turns()
+    await consumer.getmany()
+    assert consumer.assignment() == {TopicPartition(topic(0), 0)}  # let go, what it read kept
+    assert inner.steps[-2:] == ["commit", "assign " + topic(0)]
+    await consumer.stop()
+
+
+async def test_a_partition_is_read_from_its_start_only_when_past_the_end_a_fetch_learned() -> None:
+    made_again, inside = TopicPartition(topic(0), 0), TopicPartition(topic(1), 0)
+    inner, incarnation = Inner([made_again.topic, inside.topic]), Incarnation()
+    inner.positions = {made_again: 30, inside: 102}  # the groups' committed offsets
+    consumer = await started(inner, incarnation)
+    await consumer.getmany()  # not fetched yet: nothing known
+    assert not any(step.startswith("seek") for step in inner.steps)
+    inner.ends = {made_again: 3, inside: 110}  # their first fetches' high watermarks
+    await consumer.getmany()
+    assert [step for step in inner.steps if step.startswith("seek")] == [f"seek {topic(0)} 0"]
+    inner.positions[inside] = 200  # checked once, when first fetched
+    inner.ends[inside] = 110
+    await consumer.getmany()
+    assert [step for step in inner.steps if step.startswith("seek")] == [f"seek {topic(0)} 0"]
+    await consumer.stop()
+
+
+async def test_a_generation_let_go_is_not_taken_up_again() -> None:
+    # Not assigned, a partition is taken up to learn its end from a fetch: one this consumer
+    # let go must not be, or it comes back each look until the keeper deletes it under it.
+    old = TopicPartition(topic(-3), 0)
+    inner, incarnation = Inner([old.topic, topic(0)]), Incarnation()
+    consumer = await started(inner, incarnation)
+    inner.ends[old] = inner.positions[old] = 7
+    for _ in range(3):
+        await consumer.getmany()
+        await turns()
+    assert consumer.assignment() == {TopicPartition(topic(0), 0)}
+    assert sum(step.startswith("assign") for step in inner.steps) == 2
     await consumer.stop()

@@ -3,7 +3,16 @@ than the newest made less one, which may be read and deleted already)."""
 
 from __future__ import annotations
 
-from services.common.event_log import TopicKeeper, newest_generations, series_of
+from services.common.event_log import (
+    DELIVERY_SLACK_S,
+    FORCE_AFTER_S,
+    MAX_GENERATIONS,
+    EventLog,
+    TopicKeeper,
+    newest_generations,
+    series_of,
+)
+from services.common.topics import PLAIN
 
 
 def test_a_generations_name_says_its_series_and_number() -> None:
@@ -27,3 +36,14 @@ def test_a_keeper_after_a_pause_makes_only_the_current_and_the_next() -> None:
     # The generations between were never written: a producer writes none older than the
     # newest made less one.
     assert list(TopicKeeper._to_make(14, [10, 11])) == [14, 15]
+
+
+def test_an_unread_generation_is_forced_out_only_long_after_its_readers_could_read_it() -> None:
+    # A minute's generations: MAX_GENERATIONS periods, the far later of the two.
+    minute = EventLog(PLAIN, "embedded", rotate_s=60)
+    assert minute.forced_at(100) == (100 + MAX_GENERATIONS) * 60_000
+    # A second's: the count alone (30 s) came before the keeper could even delete a read one
+    # (two periods and two slacks, 32 s), so every deletion was forced, unread or not.
+    second = EventLog(PLAIN, "embedded", rotate_s=1)
+    assert second.forced_at(100) == second.written_until(100) + int(FORCE_AFTER_S * 1000)
+    assert second.forced_at(100) > second.written_until(100) + int(DELIVERY_SLACK_S * 1000)
