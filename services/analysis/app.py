@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import grpc
 
@@ -18,7 +17,6 @@ from services.analysis.settings import load_settings
 from services.analysis.worker import Worker
 from services.common import kafka
 from services.common.deps import sql_check, sql_engine
-from services.common.event_log import Incarnation
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS, Namespace
@@ -48,33 +46,18 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
 
-    event_log = kafka.event_log(settings)
-    incarnation = Incarnation(settings.kafka_bootstrap, event_log) if event_log.embedded else None
-    if incarnation is not None:
-        app.closes(incarnation.close)
-
-    def make_consumer() -> Any:  # aiokafka: untyped
-        return kafka.consumer_of(
-            settings,
-            "analysis",
-            (TABLE_EVENTS,),
-            settings.replica or "analysis",
-            incarnation,
-            settings.consumer_share,
-        )
+    start_consumer = kafka.consume_in_background(
+        app,
+        settings,
+        "analysis",
+        (TABLE_EVENTS,),
+        lambda c, stop: consume(enqueuer, c, stop, metrics.lag, namespace),
+    )
 
     async def start() -> None:
         await migrate(engine, MIGRATIONS)
+        start_consumer()
         stop = app.background.stop
-        app.background.spawn(
-            "consumer",
-            kafka.keep_consuming(
-                make_consumer,
-                lambda c: consume(enqueuer, c, stop, metrics.lag, namespace),
-                stop,
-                "events",
-            ),
-        )
         app.background.spawn("worker", worker.run(stop))
         app.background.every("backlog", GAUGE_S, worker.gauge)
 

@@ -18,7 +18,8 @@ from aiokafka.errors import CommitFailedError
 from services.common.backoff import Backoff, pause
 from services.common.event_log import EventLog, GenerationConsumer, Incarnation
 from services.common.kafka_clients import never_create_topics
-from services.common.settings import KafkaLog
+from services.common.service import ServiceApp
+from services.common.settings import EventReaderSettings, KafkaLog
 from services.common.topics import Namespace
 
 log = logging.getLogger("bg.kafka")
@@ -221,3 +222,36 @@ async def keep_consuming(
                 "consumer failed; restarting", extra={"consumer": name, "in_s": round(delay, 1)}
             )
             await pause(stop, delay)
+
+
+def consume_in_background(
+    app: ServiceApp,
+    settings: EventReaderSettings,
+    service: str,
+    logicals: tuple[str, ...],
+    consume: Callable[[Any, asyncio.Event], Awaitable[None]],
+    incarnation: Incarnation | None = None,
+) -> Callable[[], None]:
+    """A service's consumer of `logicals`, wired as every service wires one: the service's
+    group, its replica as client id, its share of the partitions (BG_CONSUMER_SHARE), and on an
+    embedded log the broker's incarnation (`incarnation`, shared with the service's producer,
+    or one of its own closed with the app). `consume(consumer, stop)` runs one consumer until
+    `stop` (consume_records). Returns what the app's start hook calls, once its database is
+    ready: a consumer kept running (keep_consuming) until the app stops."""
+    log_ = event_log(settings)
+    if log_.embedded and incarnation is None:
+        incarnation = Incarnation(settings.kafka_bootstrap, log_)
+        app.closes(incarnation.close)
+
+    def make() -> Any:  # aiokafka: untyped
+        client_id = settings.replica or service
+        return consumer_of(
+            settings, service, logicals, client_id, incarnation, settings.consumer_share
+        )
+
+    def spawn() -> None:
+        stop = app.background.stop
+        running = keep_consuming(make, lambda c: consume(c, stop), stop, "events")
+        app.background.spawn("consumer", running)
+
+    return spawn

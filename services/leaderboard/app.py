@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import grpc
 
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 from services.common import kafka
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
-from services.common.event_log import Incarnation
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.common.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS, Namespace
@@ -58,34 +56,18 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         leaderboard_pb2_grpc.add_LeaderboardServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
 
-    event_log = kafka.event_log(settings)
-    incarnation = Incarnation(settings.kafka_bootstrap, event_log) if event_log.embedded else None
-    if incarnation is not None:
-        app.closes(incarnation.close)
-
-    def make_consumer() -> Any:  # aiokafka: untyped
-        return kafka.consumer_of(
-            settings,
-            "leaderboard",
-            (TABLE_EVENTS, WALLET_EVENTS, TOURNAMENT_EVENTS),
-            settings.replica or "leaderboard",
-            incarnation,
-            settings.consumer_share,
-        )
+    start_consumer = kafka.consume_in_background(
+        app,
+        settings,
+        "leaderboard",
+        (TABLE_EVENTS, WALLET_EVENTS, TOURNAMENT_EVENTS),
+        lambda c, stop: consume(handler, c, stop, metrics.lag, namespace),
+    )
 
     async def start() -> None:
         await migrate(engine, MIGRATIONS)
         await store.resync()  # Redis is derived: rebuild the ranks from the SQL record
-        stop = app.background.stop
-        app.background.spawn(
-            "consumer",
-            kafka.keep_consuming(
-                make_consumer,
-                lambda c: consume(handler, c, stop, metrics.lag, namespace),
-                stop,
-                "events",
-            ),
-        )
+        start_consumer()
         app.background.every("board-sizes", SIZES_S, lambda: _sizes(store, servicer, metrics))
 
     app.register = register

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import grpc
 
@@ -91,15 +90,14 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         wallet_pb2_grpc.add_WalletServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
 
-    def make_consumer() -> Any:  # aiokafka: untyped
-        return kafka.consumer_of(
-            settings,
-            "wallet",
-            (TABLE_EVENTS,),
-            replica,
-            forgetful.incarnation if forgetful else None,
-            settings.consumer_share,
-        )
+    start_consumer = kafka.consume_in_background(
+        app,
+        settings,
+        "wallet",
+        (TABLE_EVENTS,),
+        lambda c, stop: consume(handler, c, stop),
+        forgetful.incarnation if forgetful else None,
+    )
 
     async def start() -> None:
         await migrate(engine, MIGRATIONS)
@@ -107,15 +105,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         background = app.background
         background.spawn("outbox-relay", relay.run(background.stop))
         if settings.consume_table_events:
-            background.spawn(
-                "consumer",
-                kafka.keep_consuming(
-                    make_consumer,
-                    lambda c: consume(handler, c, background.stop),
-                    background.stop,
-                    "table-events",
-                ),
-            )
+            start_consumer()
         # The gauges, at once and then every AUDIT_S.
         background.every("audit", AUDIT_S, lambda: _audit(metrics, ledger))
         # Escrows past their bound, settled from the table's outcome (grpc.aio channels need the
