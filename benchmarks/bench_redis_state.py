@@ -24,7 +24,8 @@ from engine import commands as c
 from engine.position import Position
 from infra.cluster.embedded import start_valkey
 from services.common.errors import ServiceError
-from services.contracts.shards import clocks_key, relay_key, shard_of
+from services.contracts.redis_keys import clocks_key, relay_key
+from services.contracts.shards import shard_of
 from services.contracts.table_options import rules_from_proto
 from services.table.adapters.redis_store import FINISHED_TTL_S, TableStore
 from services.table.relay import EventRelay

@@ -447,7 +447,7 @@ async def _fail_a_primary(cluster: Cluster, table_id: str) -> tuple[float, list[
     from redis.crc import key_slot
 
     from infra.cluster.valkey_cluster import primary_of, slots_served_by
-    from services.contracts.table_feed import table_key
+    from services.contracts.redis_keys import table_key
 
     slot = key_slot(table_key(table_id).encode())
     urls = {n: u for n, u in cluster.infra_addresses.items() if n.startswith("valkey")}
@@ -501,7 +501,7 @@ def _by_node(
 def _on_frozen_node(tables: list[str], served: list[tuple[int, int]]) -> list[bool]:
     from redis.crc import key_slot
 
-    from services.contracts.table_feed import table_key
+    from services.contracts.redis_keys import table_key
 
     slots = [key_slot(table_key(t).encode()) for t in tables]
     return [any(low <= slot <= high for low, high in served) for slot in slots]

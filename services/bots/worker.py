@@ -27,7 +27,7 @@ from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from client.play_wire import PlaySession, next_command
 from evaluator.bots import seat
 from services.common.backoff import pause
-from services.contracts.lobby_keys import BOT_TABLES, lobby_key
+from services.contracts.redis_keys import BOT_TABLES, bot_lease_key, lobby_key
 from services.contracts.seats import computer_level, is_computer
 
 log = logging.getLogger("bg.bots")
@@ -46,7 +46,7 @@ class BotWorker:
 
     def lease(self, table_id: str) -> Lock:
         return Lock(
-            self.redis, f"bots:lease:{table_id}", LEASE_S, blocking=False, thread_local=False
+            self.redis, bot_lease_key(table_id), LEASE_S, blocking=False, thread_local=False
         )
 
     async def _play(self, table_id: str, lease: Lock) -> None:

@@ -17,11 +17,6 @@ import zlib
 from services.common.deps import reply_text
 
 VIRTUAL_SHARDS = 1024
-# The table replicas' leases: member name -> lease expiry (ms), and member -> its gRPC address,
-# written by each replica (services/table/shard_leases.py), read by the gateways to send a
-# table's commands to the replica that owns its shard.
-MEMBERS = "table:replicas"
-ADDRESSES = "table:replica_addresses"
 
 
 def shard_of(table_id: str) -> int:
@@ -31,16 +26,6 @@ def shard_of(table_id: str) -> int:
 
 def shard_tag(shard: int) -> str:
     return "{s" + str(shard) + "}"
-
-
-def clocks_key(shard: int) -> str:
-    """The shard's deadlines: table id -> deadline ms."""
-    return "clocks:" + shard_tag(shard)
-
-
-def relay_key(shard: int) -> str:
-    """The shard's tables with events not yet on Kafka: table id -> ms of the oldest."""
-    return "relay:" + shard_tag(shard)
 
 
 def assign(members: list[str], shards: int = VIRTUAL_SHARDS) -> dict[str, list[int]]:
@@ -59,6 +44,6 @@ def assign(members: list[str], shards: int = VIRTUAL_SHARDS) -> dict[str, list[i
 
 
 def live_members(reply: list[bytes | str]) -> list[str]:
-    """The member names of a `zrangebyscore(MEMBERS, now, +inf)` reply, sorted: the input to
-    `assign` every replica and gateway computes the same split from."""
+    """The member names of a `zrangebyscore(TABLE_REPLICAS, now, +inf)` reply (redis_keys),
+    sorted: the input to `assign` every replica and gateway computes the same split from."""
     return sorted(reply_text(m) for m in reply)

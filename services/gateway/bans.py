@@ -18,11 +18,10 @@ from redis.exceptions import RedisError
 
 from services.common.backoff import pause
 from services.common.deps import reply_text
+from services.contracts.redis_keys import BANNED
+from services.contracts.redis_keys import BANS_VERSION as VERSION
 
 log = logging.getLogger("bg.gateway.bans")
-
-BANNED = "{bans}:banned"  # one hash slot for both keys (Redis Cluster)
-VERSION = "{bans}:v"
 
 
 class Bans:

@@ -29,10 +29,26 @@ from bg.gateway.v1 import gateway_pb2
 from services.common.clock import now_ms
 from services.common.deps import reply_text
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
-from services.contracts.table_feed import chat_channel, chat_key
+from services.contracts.redis_keys import (
+    CHAT_REPORTS as REPORTS,
+)
+from services.contracts.redis_keys import (
+    blocks_key,
+    chat_channel,
+    chat_key,
+    chat_reported_key,
+)
+from services.contracts.redis_keys import (
+    chat_mutes_key as _mutes_key,
+)
+from services.contracts.redis_keys import (
+    chat_removed_key as _removed_key,
+)
+from services.contracts.redis_keys import (
+    chat_silenced_key as _silenced_key,
+)
 from services.gateway import limits
 from services.gateway.accounts import ACCOUNT_PREFIX
-from services.gateway.friends import blocks_key
 from services.gateway.rate_limits import SharedLimiter, rate_limited
 
 log = logging.getLogger("bg.gateway.chat")
@@ -42,7 +58,6 @@ MAX_KEPT = 500  # messages kept per table
 KEEP_S = 86_400  # a table's chat lives a day after its last message
 MAX_MUTED = 500  # players one player may mute
 CONTEXT = 10  # messages before a reported one that the report keeps
-REPORTS = "chat:reports"  # the operators' queue (a stream: oldest first)
 MAX_REPORTS = 100_000
 MAX_SILENCE_S = 30 * 86_400
 
@@ -96,18 +111,6 @@ def _readable(message: gateway_pb2.ChatMessage, seated: bool, seats: Seating) ->
     if message.channel == TABLE:
         return seated
     return not seated or message.match_id != seats.match_id or seats.match_over
-
-
-def _mutes_key(player_id: str) -> str:
-    return f"chat:mutes:{player_id}"
-
-
-def _silenced_key(player_id: str) -> str:
-    return f"chat:silenced:{player_id}"
-
-
-def _removed_key(table_id: str) -> str:
-    return chat_key(table_id) + ":removed"  # the table's hash tag
 
 
 def _texts(raw: Any) -> set[str]:
@@ -235,7 +238,7 @@ class ChatRoom:
             raise NotFound("UNKNOWN_MESSAGE", "no such message that you may read (kept a day)")
         reported = messages[at]
         before = [m for m in messages[:at] if m.channel == reported.channel][-CONTEXT:]
-        once = f"chat:reported:{reported.message_id}:{player}"
+        once = chat_reported_key(reported.message_id, player)
         report = admin_pb2.ChatReport(
             reporter_id=player,
             reason=reason,

@@ -1,6 +1,6 @@
 """One subscription per table per gateway process, fanned out to the local Play streams.
 
-Each commit publishes a `TableUpdate` on the table's channel (services/contracts/table_feed.py).
+Each commit publishes a `TableUpdate` on the table's channel (services/contracts/redis_keys.py).
 The gateway holds one Redis pub/sub connection; the first local stream on a table subscribes to
 its channel, the last one to leave unsubscribes. Each message is parsed once and handed to every
 local subscriber (both seats and, later, spectators). Pub/sub delivers at most once: after the
@@ -31,10 +31,11 @@ from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
 from services.common.deps import reply_text
 from services.common.pubsub_pulse import Pulse
-from services.contracts.table_feed import (
+from services.contracts.redis_keys import (
     chat_channel,
-    read_events,
     seat_channel,
+    stream_entries,
+    stream_key,
     table_of_channel,
     update_channel,
 )
@@ -43,6 +44,22 @@ log = logging.getLogger("bg.gateway.feed")
 
 GAP: Final = None  # queued to a subscriber when updates may have been lost
 QUEUE_LIMIT = 1000
+
+
+async def read_events(
+    redis: Any, table_id: str, after_seq: int, upto_seq: int | None = None, count: int = 1000
+) -> list[tuple[int, bytes]]:
+    """A table's serialized events (its stream) with after_seq < seq <= upto_seq (all after,
+    when None), in order."""
+    out: list[tuple[int, bytes]] = []
+    low = after_seq
+    while True:
+        high = "+" if upto_seq is None else f"{upto_seq}-0"
+        entries = await redis.xrange(stream_key(table_id), min=f"({low}-0", max=high, count=count)
+        out += stream_entries(entries)
+        if len(entries) < count:
+            return out
+        low = out[-1][0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,10 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from services.common.clock import now_ms
 from services.common.deps import evalsha, reply_text
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
+from services.contracts.redis_keys import blocks_key, follows_key
+from services.contracts.redis_keys import challenge_key as _challenge_key
+from services.contracts.redis_keys import challenges_received_key as _received_key
+from services.contracts.redis_keys import challenges_sent_key as _sent_key
 from services.gateway import limits
 from services.gateway.ports import FriendsLobby, PresenceRepository
 from services.gateway.presence import LOBBY, Presence
@@ -54,26 +58,6 @@ if h[2] == 'pending' and tonumber(h[3]) < tonumber(ARGV[3]) then return 'expired
 if h[2] == 'pending' then redis.call('HSET', KEYS[1], 'status', ARGV[2]) end
 return h[2]
 """
-
-
-def follows_key(player_id: str) -> str:
-    return f"friends:follows:{player_id}"
-
-
-def blocks_key(player_id: str) -> str:
-    return f"friends:blocks:{player_id}"
-
-
-def _challenge_key(challenge_id: str) -> str:
-    return f"friends:challenge:{challenge_id}"
-
-
-def _sent_key(player_id: str) -> str:
-    return f"friends:sent:{player_id}"  # challenge id -> sent ms
-
-
-def _received_key(player_id: str) -> str:
-    return f"friends:received:{player_id}"
 
 
 def _texts(raw: Any) -> set[str]:

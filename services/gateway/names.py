@@ -13,16 +13,13 @@ from typing import Any
 
 from services.common.deps import reply_text
 from services.common.errors import InvalidArgument
+from services.contracts.redis_keys import name_key
 from services.contracts.seats import computer_name, is_computer
 from services.gateway.accounts import ACCOUNT_PREFIX
 from services.gateway.ports import AccountNames
 
 log = logging.getLogger("bg.gateway.names")
 MAX_LOOKUP = 16
-
-
-def name_key(player_id: str) -> str:
-    return f"player:name:{{{player_id}}}"
 
 
 class Names:

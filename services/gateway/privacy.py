@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _key(player_id: str) -> str:
-    return f"prefs:private:{{{player_id}}}"
+from services.contracts.redis_keys import private_prefs_key as _key
 
 
 class Privacy:

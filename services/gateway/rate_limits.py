@@ -31,6 +31,7 @@ import grpc
 from services.common.backoff import pause
 from services.common.deps import evalsha_many
 from services.common.errors import ServiceError
+from services.contracts.redis_keys import rate_limit_key
 
 log = logging.getLogger("bg.gateway.rate_limits")
 WINDOW_S = 10  # the counters' window: they only carry calls from one sync to the next
@@ -115,7 +116,7 @@ class SharedLimiter:
         return self.take(key) == 0
 
     def _hash(self, bucket: int, window: int) -> str:
-        return f"rl:{{rl{bucket}}}:{self.kind}:{window}"
+        return rate_limit_key(bucket, self.kind, window)
 
     async def sync(self) -> None:
         """Send this gateway's calls and take what the others let through from the buckets

@@ -19,14 +19,9 @@ from typing import Any
 from services.common.backoff import pause
 from services.common.clock import now_ms
 from services.common.deps import reply_text
-from services.contracts.shards import (
-    ADDRESSES,
-    MEMBERS,
-    VIRTUAL_SHARDS,
-    assign,
-    live_members,
-    shard_of,
-)
+from services.contracts.redis_keys import TABLE_REPLICA_ADDRESSES as ADDRESSES
+from services.contracts.redis_keys import TABLE_REPLICAS as MEMBERS
+from services.contracts.shards import VIRTUAL_SHARDS, assign, live_members, shard_of
 
 log = logging.getLogger("bg.gateway.owners")
 REFRESH_S = 0.5

@@ -38,6 +38,7 @@ from services.common.errors import (
     ServiceError,
 )
 from services.contracts import money_keys
+from services.contracts.redis_keys import quick_queue_key
 from services.contracts.seats import computer_seat, is_computer
 from services.contracts.table_options import player_options, rules_from_proto
 from services.matchmaking.ports import LobbyRepository, TablePort, WalletPort
@@ -415,7 +416,7 @@ class Lobby:
             raise InvalidArgument(
                 "INVALID_OPTION", "quick match pairs people; use CreateTable vs CPU", field="level"
             )
-        queue = f"lobby:quick:{options_key(opts)}"
+        queue = quick_queue_key(options_key(opts))
         # Atomic pairing: two players arriving together must not both find the queue empty and
         # both wait forever. Each one's table exists before it can be found in the queue.
         mine: Table | None = None

@@ -26,7 +26,8 @@ from services.common.backoff import pause
 from services.common.clock import now_ms
 from services.common.deps import reply_text
 from services.common.pubsub_pulse import Pulse
-from services.table.adapters.redis_store import WAKE_CHANNEL, TableStore
+from services.contracts.redis_keys import WAKE_CHANNEL
+from services.table.adapters.redis_store import TableStore
 from services.table.shard_leases import AllShards, ShardLeases
 from services.table.tables import TableCore
 

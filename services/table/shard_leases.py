@@ -29,7 +29,9 @@ from typing import Any
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
-from services.contracts.shards import ADDRESSES, MEMBERS, VIRTUAL_SHARDS, assign, live_members
+from services.contracts.redis_keys import TABLE_REPLICA_ADDRESSES as ADDRESSES
+from services.contracts.redis_keys import TABLE_REPLICAS as MEMBERS
+from services.contracts.shards import VIRTUAL_SHARDS, assign, live_members
 
 log = logging.getLogger("bg.table.shards")
 TTL_MS = 750  # a failover's deadlines wait at most 1.25x this (issue 43: < 1 s)

@@ -11,7 +11,7 @@ from typing import Any
 import redis.asyncio as redis_asyncio
 
 from bg.events.v1 import events_pb2
-from services.contracts.table_feed import read_events
+from services.gateway.feed import read_events
 from tests.e2e.history import History
 
 # The player's acts each clock bounds: a turn's (moves, undo, the end of the turn, a double

@@ -26,7 +26,7 @@ from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.play_wire import phase_of, reason_of
 from client.player import Player
-from services.contracts.lobby_keys import LOBBY_TAG
+from services.contracts.redis_keys import LOBBY_TAG
 from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e

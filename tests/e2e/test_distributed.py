@@ -29,7 +29,7 @@ from client.player import Player
 from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.valkey_cluster import primary_of, wait_cluster_ok
 from services.common.deps import redis_client, sql_engine
-from services.contracts.table_feed import table_key
+from services.contracts.redis_keys import table_key
 from services.contracts.vocabulary import FINISHED
 from services.table.shard_leases import MEMBERS
 from services.wallet.ledger import check_invariants

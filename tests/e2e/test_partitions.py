@@ -48,8 +48,9 @@ from infra.cluster.faults import Faults
 from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.status import read_state
 from services.common.deps import sql_engine
-from services.contracts.lobby_keys import lobby_key
-from services.contracts.shards import MEMBERS, live_members
+from services.contracts.redis_keys import TABLE_REPLICAS as MEMBERS
+from services.contracts.redis_keys import lobby_key
+from services.contracts.shards import live_members
 from tests.e2e.boards import assert_boards_equal_a_rebuild
 from tests.e2e.drivers import compete, play_tables
 from tests.e2e.history import History, RecordedPlayer, Window

@@ -29,7 +29,7 @@ from client.player import Player
 from client.tournament import settled
 from infra.cluster.runner import Cluster, ClusterConfig
 from services.common.deps import sql_engine
-from services.contracts.lobby_keys import lobby_key
+from services.contracts.redis_keys import lobby_key
 from services.wallet.ledger import Ledger, check_invariants
 from services.wallet.schema import operations
 from tests.e2e.drivers import compete

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from services.gateway.bans import BANNED, Bans
+from services.contracts.redis_keys import BANNED
+from services.gateway.bans import Bans
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ import redis.asyncio as redis_asyncio
 
 from bg.gateway.v1 import gateway_pb2
 from services.common.errors import ServiceError
-from services.contracts.table_feed import chat_key
+from services.contracts.redis_keys import chat_key
 from services.gateway.chat import KIBITZ, TABLE, ChatRoom, Listener, Seating
 from services.gateway.feed import TableFeed
 from services.gateway.rate_limits import SharedLimiter

@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as redis_asyncio
 
 from bg.table.v1 import table_pb2
-from services.contracts.table_feed import seat_channel, table_of_channel, update_channel
+from services.contracts.redis_keys import seat_channel, table_of_channel, update_channel
 from services.gateway.feed import GAP, Answer, Subscription, TableFeed
 from services.gateway.live_streams import LiveStreams, Queue, stream_id
 

@@ -24,7 +24,7 @@ from services.common.errors import ServiceError
 from services.common.metrics import ServiceMetrics
 from services.common.migrate import migrate
 from services.contracts import money_keys
-from services.contracts.lobby_keys import LOBBY_TAG
+from services.contracts.redis_keys import LOBBY_TAG
 from services.matchmaking.adapters.redis_tournaments import KEEP_S, RedisTournamentStore
 from services.matchmaking.bracket import prizes
 from services.matchmaking.lobby import Lobby, LobbyStatus

@@ -14,7 +14,7 @@ from bg.table.v1 import table_pb2
 from engine import commands as c
 from engine.view import PlayerView
 from services.common.errors import ServiceError
-from services.contracts.table_feed import update_channel
+from services.contracts.redis_keys import update_channel
 from services.table.adapters.redis_store import TableStore
 from services.table.tables import TableCore
 from tests.table.driver import options, redis_store

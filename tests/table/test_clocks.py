@@ -14,8 +14,9 @@ from engine import profiles
 from engine.machine import new_match
 from services.common.clock import now_ms
 from services.common.deps import reply_text
+from services.contracts.redis_keys import WAKE_CHANNEL
 from services.contracts.shards import shard_of
-from services.table.adapters.redis_store import WAKE_CHANNEL, TableStore
+from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.ports import Commit, CommitStatus, TableMeta
 from services.table.tables import TableCore

@@ -14,7 +14,7 @@ from engine import commands as c
 from engine.profiles import RulesOptions
 from services.common.backoff import pause
 from services.common.errors import ServiceError
-from services.contracts.table_feed import stream_key
+from services.contracts.redis_keys import stream_key
 from services.contracts.table_options import rules_from_proto
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
@@ -324,8 +324,8 @@ async def test_a_finished_tables_keys_expire_once_relayed_and_a_rematch_keeps_th
 ) -> None:
     """Issue 13 req. 6: nothing of a finished match stays in Redis past the grace period, and
     nothing expires before its events are on Kafka."""
-    from services.contracts.table_feed import table_key
-    from services.table.adapters.redis_store import FINISHED_TTL_S, commands_key, record_key
+    from services.contracts.redis_keys import commands_key, record_key, table_key
+    from services.table.adapters.redis_store import FINISHED_TTL_S
     from services.table.relay import EventRelay
 
     core = redis_core

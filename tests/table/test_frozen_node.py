@@ -21,7 +21,7 @@ from redis.crc import key_slot
 from infra.cluster.valkey_cluster import RunningCluster, primary_of, start_valkey_cluster
 from services.common.deps import redis_client
 from services.common.node_pipelines import NODE_FAILURES, run_by_node
-from services.contracts.table_feed import table_key
+from services.contracts.redis_keys import table_key
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.tables import TableCore

@@ -9,8 +9,8 @@ import asyncio
 import pytest
 import redis.asyncio as redis_asyncio
 
-from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, shard_of
-from services.contracts.table_feed import stream_key, table_key, update_channel
+from services.contracts.redis_keys import clocks_key, stream_key, table_key, update_channel
+from services.contracts.shards import VIRTUAL_SHARDS, shard_of
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.relay import EventRelay

@@ -54,6 +54,23 @@ def test_the_platform_imports_no_service_and_the_language_only_the_platform() ->
                 assert parts[0] not in ("client", "infra"), (path, module)
 
 
+IO_PACKAGES = ("redis", "aiokafka", "grpc", "sqlalchemy", "asyncpg", "aiosqlite", "socket")
+
+
+def test_the_contracts_hold_data_and_layouts_and_do_no_io() -> None:
+    """Issue 44, item 4: what services share is data, key layouts and pure functions; reading
+    or writing them belongs to the adapters (a table's stream reader lives in the gateway's)."""
+    found = []
+    for path in (SERVICES / "contracts").rglob("*.py"):
+        text = path.read_text()
+        if "async def" in text or "await " in text:
+            found.append(f"{path.name}: a coroutine")
+        found += [
+            f"{path.name} imports {m}" for m in _imports(path) if m.split(".")[0] in IO_PACKAGES
+        ]
+    assert found == []
+
+
 def test_no_folder_imports_in_a_circle() -> None:
     """client/ (the SDK, the terminal, the demo) never imports infra/ (which runs them)."""
     client = SERVICES.parent / "client"

@@ -17,10 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from services.common.deps import evalsha, reply_text
-from services.contracts.shards import shard_of, shard_tag
+from services.contracts.redis_keys import PRESENCE_GATEWAYS as GATEWAYS_KEY
+from services.contracts.redis_keys import presence_pair_key as _pair_key
+from services.contracts.redis_keys import presence_player_key as _player_key
+from services.contracts.redis_keys import presence_streams_key as streams_key
 from services.gateway.ports import Stream
-
-GATEWAYS_KEY = "presence:gateways"
 
 # KEYS: pair set. ARGV: member. Returns 1 when this is the pair's first member (a connect).
 _OPEN = """
@@ -59,19 +60,6 @@ if expiry and tonumber(expiry) < tonumber(ARGV[2]) then
 end
 return 0
 """
-
-
-def _pair_key(table_id: str, player_id: str) -> str:
-    return f"presence:{shard_tag(shard_of(table_id))}:{table_id}:{player_id}"
-
-
-def _player_key(player_id: str) -> str:
-    return f"presence:player:{{{player_id}}}"
-
-
-def streams_key(gateway: str) -> str:
-    """A gateway's open streams: "<table>\\0<player>\\0<stream>"."""
-    return f"presence:streams:{{{gateway}}}"
 
 
 class RedisPresenceStore:

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bg.events.v1 import events_pb2
 from services.common.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
+from services.contracts.redis_keys import BOARDS, board_key
 from services.leaderboard import boards
 from services.leaderboard.effects import ALL, Effects, wallet_players
 from services.leaderboard.ports import Profile, Ranked
@@ -34,7 +35,7 @@ from services.leaderboard.schema import (
 
 
 def zkey(board: str, key: str) -> str:
-    return f"lb:{board}:{key}"
+    return board_key(board, key)
 
 
 class SqlBoardStore:
@@ -227,7 +228,7 @@ class SqlBoardStore:
 
     async def resync(self) -> None:
         """Every sorted set from SQL (after a crash between commit and Redis, or a rebuild)."""
-        keys = [k async for k in self.redis.scan_iter(match="lb:*")]
+        keys = [k async for k in self.redis.scan_iter(match=BOARDS)]
         if keys:
             await self.redis.delete(*keys)
         async with self.engine.connect() as conn:

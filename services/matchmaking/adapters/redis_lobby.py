@@ -14,12 +14,19 @@ from __future__ import annotations
 from typing import Any
 
 from services.common.deps import evalsha, reply_text
-from services.contracts.lobby_keys import BOT_TABLES, LOBBY_TAG, lobby_key
+from services.contracts.redis_keys import (
+    BOT_TABLES,
+    lobby_hold_key,
+    lobby_key,
+    lobby_player_key,
+    party_code_key,
+    scored_table_key,
+)
+from services.contracts.redis_keys import DEALING_TABLES as DEALING_SET
+from services.contracts.redis_keys import LIVE_TABLES as LIVE_SET
+from services.contracts.redis_keys import OPEN_TABLES as OPEN_SET
 from services.matchmaking.ports import HoldKind, PlayerSet
 
-OPEN_SET = f"lobby:{LOBBY_TAG}:open"  # public tables with a free seat -> ms created
-LIVE_SET = f"lobby:{LOBBY_TAG}:live"  # watchable tables dealt -> ms dealt (I-35)
-DEALING_SET = f"lobby:{LOBBY_TAG}:dealing"  # table id -> ms its deal started
 LOBBY_TTL_S = 86_400  # a lobby document lives a day after its last change
 
 # KEYS: the document, OPEN_SET, DEALING_SET. ARGV: the document as read, as changed, its TTL,
@@ -55,7 +62,7 @@ _ENQUEUE_IF_EMPTY = (
 
 def _player_key(kind: PlayerSet, player_id: str) -> str:
     """In the player's own slot (Redis Cluster)."""
-    return f"lobby:{kind}:{{{player_id}}}"
+    return lobby_player_key(kind, player_id)
 
 
 class RedisLobbyStore:
@@ -94,10 +101,10 @@ class RedisLobbyStore:
         return bool(await evalsha(self.redis, self._save, keys, args))
 
     async def reserve_code(self, code: str, table_id: str, ttl_s: int) -> bool:
-        return bool(await self.redis.set(f"lobby:code:{code}", table_id, nx=True, ex=ttl_s))
+        return bool(await self.redis.set(party_code_key(code), table_id, nx=True, ex=ttl_s))
 
     async def code_table(self, code: str) -> str | None:
-        raw = await self.redis.get(f"lobby:code:{code}")
+        raw = await self.redis.get(party_code_key(code))
         return None if raw is None else reply_text(raw)
 
     async def add_player_table(self, kind: PlayerSet, player_id: str, table_id: str) -> None:
@@ -149,14 +156,14 @@ class RedisLobbyStore:
         await self.redis.sadd(BOT_TABLES, table_id)
 
     async def scored_table(self, player_id: str) -> str | None:
-        raw = await self.redis.get(f"lobby:scored:{player_id}")
+        raw = await self.redis.get(scored_table_key(player_id))
         return None if raw is None else reply_text(raw)
 
     async def set_scored_table(self, player_id: str, table_id: str, ttl_s: int) -> None:
-        await self.redis.set(f"lobby:scored:{player_id}", table_id, ex=ttl_s)
+        await self.redis.set(scored_table_key(player_id), table_id, ex=ttl_s)
 
     async def clear_scored_table(self, player_id: str) -> None:
-        await self.redis.delete(f"lobby:scored:{player_id}")
+        await self.redis.delete(scored_table_key(player_id))
 
     async def hold(
         self, kind: HoldKind, player_id: str, key: str, value: str, replacing: str, ttl_s: int
@@ -176,4 +183,4 @@ class RedisLobbyStore:
 
 def _hold_key(kind: HoldKind, player_id: str, key: str) -> str:
     """In the player's own slot (Redis Cluster)."""
-    return f"lobby:{kind}:{{{player_id}}}:{key}"
+    return lobby_hold_key(kind, player_id, key)

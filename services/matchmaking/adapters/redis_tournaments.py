@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from services.common.deps import evalsha, reply_text
-from services.contracts.lobby_keys import LOBBY_TAG
+from services.contracts.redis_keys import TOURNAMENTS as INDEX
+from services.contracts.redis_keys import UNFINISHED_TOURNAMENTS as UNFINISHED
+from services.contracts.redis_keys import tournament_key as _doc_key
+from services.contracts.redis_keys import tournament_player_key as _player_key
 from services.matchmaking.adapters.redis_lobby import RELEASE_SCRIPT
 
-INDEX = f"lobby:{LOBBY_TAG}:tournaments"
-UNFINISHED = f"lobby:{LOBBY_TAG}:tournaments:unfinished"
 KEEP_S = 30 * 86_400  # a finished tournament stays readable a month
 
 # An unfinished tournament's document never expires: its players' buy-ins wait on it (a
@@ -58,14 +59,6 @@ redis.call('SREM', KEYS[2], ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 """
-
-
-def _doc_key(tournament_id: str) -> str:
-    return f"lobby:{LOBBY_TAG}:tn:{tournament_id}"
-
-
-def _player_key(player_id: str) -> str:
-    return f"tournament:player:{{{player_id}}}"
 
 
 class RedisTournamentStore:

@@ -10,7 +10,7 @@ stale `seq` means another replica won: the caller re-reads and retries.
 Keys, all with the table's shard hash tag `{s<n>}` (services/contracts/shards.py), so each script
 touches one Redis Cluster slot: `t:{s<n>}:<id>` (seq, state, meta, relayed), `...:<id>:ev`
 (stream), `...:<id>:cmd` ("<seat>:<command id>" -> "seq:count"), channel `...:<id>:up` (updates,
-see services/contracts/table_feed.py), `clocks:{s<n>}` (table id -> deadline ms), `relay:{s<n>}`
+see services/contracts/redis_keys.py), `clocks:{s<n>}` (table id -> deadline ms), `relay:{s<n>}`
 (table id -> ms of its oldest unrelayed event), `...:<id>:rec:<match>` (a finished match's
 record: written by the commit that ends the match, in the same script, so an ended match always
 has its record and its seed revealed); and `prefs:<player>`. The clock wake-up channel is no key:
@@ -34,13 +34,24 @@ from engine.state import TableState
 from services.common.deps import evalsha, evalsha_many, reply_text
 from services.common.node_pipelines import node_of, raise_first, read_slots_again, run_by_node
 from services.contracts import money_keys
-from services.contracts.shards import VIRTUAL_SHARDS, clocks_key, relay_key, shard_of, shard_tag
-from services.contracts.table_feed import stream_entries, stream_key, table_key, update_channel
+from services.contracts.redis_keys import (
+    WAKE_CHANNEL,
+    clocks_key,
+    commands_key,
+    record_key,
+    relay_key,
+    relay_lock_key,
+    stream_entries,
+    stream_key,
+    table_key,
+    table_prefs_key,
+    unconfirmed_key,
+    update_channel,
+)
+from services.contracts.shards import VIRTUAL_SHARDS, shard_of
 from services.table.adapters import state_codec as codec
 from services.table.ports import Commit, CommitResult, CommitStatus, Loaded, MatchRecord
 
-# "<shard>:<deadline ms>" when a commit makes its shard's earliest deadline sooner
-WAKE_CHANNEL = "clocks:wake"
 # A finished match's keys (state, stream, command ids, record) expire FINISHED_TTL_S after all
 # its events are on Kafka: time enough for a rematch (which persists them again), resuming
 # clients, the wallet's consumer and reconciler. The leaderboard's archive keeps the history.
@@ -201,10 +212,6 @@ return out
 CLUSTER_CHUNK = 48
 
 
-def _relay_lock(table_id: str) -> str:
-    return "relay:lock:" + shard_tag(shard_of(table_id)) + ":" + table_id
-
-
 _RELAY_FIELDS = ("relayed", "consumed", "rg", "rp", "ro", "ri")
 
 
@@ -236,19 +243,6 @@ def _entry(eid: bytes, fields: dict[bytes, bytes]) -> Entry:
         fields.get(b"k", b"").decode(),
         int(fields.get(b"n", b"0")),
     )
-
-
-def unconfirmed_key(shard: int) -> str:
-    """The shard's tables whose last relayed records some group may not have read yet."""
-    return "relay:u:" + shard_tag(shard)
-
-
-def commands_key(table_id: str) -> str:
-    return table_key(table_id) + ":cmd"
-
-
-def record_key(table_id: str, match_id: str) -> str:
-    return table_key(table_id) + ":rec:" + match_id
 
 
 @dataclass(frozen=True)
@@ -452,7 +446,7 @@ class TableStore:
         trip. A table whose node failed is not leased (a lock it may have set expires)."""
         commands: list[tuple[Any, ...]] = []
         for table_id in table_ids:
-            commands.append(("SET", _relay_lock(table_id), token, "NX", "PX", ttl_ms))
+            commands.append(("SET", relay_lock_key(table_id), token, "NX", "PX", ttl_ms))
             commands.append(("HMGET", table_key(table_id), *_RELAY_FIELDS))
         replies = await run_by_node(self.redis, commands)
         return {
@@ -525,14 +519,14 @@ class TableStore:
         await self._run_many(self._replay, calls)
 
     async def release_relay(self, table_ids: list[str], token: str) -> None:
-        await self._run_many(self._unlock, [([_relay_lock(t)], [token]) for t in table_ids])
+        await self._run_many(self._unlock, [([relay_lock_key(t)], [token]) for t in table_ids])
 
     async def get_prefs(self, player_id: str) -> dict[str, str]:
-        raw = await self.redis.hgetall(f"prefs:{player_id}")
+        raw = await self.redis.hgetall(table_prefs_key(player_id))
         return {k.decode(): v.decode() for k, v in raw.items()}
 
     async def set_prefs(self, player_id: str, **prefs: str) -> None:
-        await self.redis.hset(f"prefs:{player_id}", mapping=prefs)
+        await self.redis.hset(table_prefs_key(player_id), mapping=prefs)
 
     async def get_record(self, table_id: str, match_id: str) -> MatchRecord | None:
         raw = await self.redis.get(record_key(table_id, match_id))
