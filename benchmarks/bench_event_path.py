@@ -38,8 +38,9 @@ from services.common import kafka
 from services.common.clock import now_ms
 from services.common.deps import redis_client
 from services.common.event_log import EventLog, GenerationConsumer, Incarnation
-from services.common.topics import TABLE_EVENTS, Namespace
+from services.common.topics import Namespace
 from services.contracts.event_records import table_events
+from services.contracts.topics import TABLE_EVENTS
 from services.table.adapters.redis_store import TableStore
 from services.table.ports import Commit, TableMeta
 

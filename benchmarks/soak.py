@@ -43,6 +43,7 @@ from client.player import Player
 from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.valkey_cluster import NODE_TIMEOUT_MS
 from services.common import balanced
+from services.contracts import peers
 from services.contracts.vocabulary import FINISHED
 
 BET = 100
@@ -533,7 +534,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         for g in gateways
     ]
     wallet_address = ",".join(i.address for i in cluster.instances if i.service == "wallet")
-    wallet_channel = balanced.wallet_channel(wallet_address)
+    wallet_channel = balanced.channel_to(peers.WALLET, wallet_address)
     wallet = wallet_pb2_grpc.WalletServiceStub(wallet_channel)
     result: dict[str, Any] = {
         "tables": args.tables,

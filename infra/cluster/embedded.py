@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.cluster.processes import spawn
-from services.common.topics import TOPICS
+from services.contracts.topics import TOPICS
 
 # Kafka error code returned when a topic already exists: creating topics is idempotent here.
 TOPIC_ALREADY_EXISTS = 36

@@ -31,6 +31,7 @@ from infra.cluster.processes import ManagedProcess, ProcSpec
 from infra.cluster.supervision import Supervisor
 from infra.cluster.valkey_cluster import NODE_TIMEOUT_MS
 from services.common.topics import Namespace
+from services.contracts.topics import cluster_topics
 
 SERVICES = ("gateway", "matchmaking", "table", "wallet", "leaderboard", "bots", "analysis")
 # Port offsets from --base-port: gateway N+1 ... table replicas N+10+i; metrics at +1000.
@@ -428,7 +429,7 @@ class Cluster:
     async def _kafka_ready(self) -> None:
         await embedded.wait_kafka(self.kafka_bootstrap)
         if self.config.kafka_log == "kafka":  # the embedded log's keepers make their topics
-            topics = Namespace(self.config.kafka_namespace).topics()
+            topics = cluster_topics(Namespace(self.config.kafka_namespace))
             await embedded.create_topics(self.kafka_bootstrap, topics)
 
     async def _guard(self, name: str, ready: Any) -> None:

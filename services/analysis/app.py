@@ -19,7 +19,8 @@ from services.common import kafka
 from services.common.deps import sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
-from services.common.topics import TABLE_EVENTS, Namespace
+from services.common.topics import Namespace
+from services.contracts.topics import TABLE_EVENTS
 
 SERVICE_NAME = analysis_pb2.DESCRIPTOR.services_by_name["AnalysisService"].full_name
 MIGRATIONS = Path(__file__).with_name("migrations")

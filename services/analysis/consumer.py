@@ -12,8 +12,9 @@ from typing import Any
 from bg.events.v1 import events_pb2
 from services.analysis.ports import AnalysisRepository
 from services.common import kafka
-from services.common.topics import PLAIN, TABLE_EVENTS, Namespace
+from services.common.topics import PLAIN, Namespace
 from services.contracts.event_records import table_events
+from services.contracts.topics import TABLE_EVENTS
 
 log = logging.getLogger("bg.analysis")
 ENDS = frozenset({"match_ended", "match_closed"})

@@ -18,6 +18,8 @@ from typing import Any
 
 import grpc
 
+from services.common.peer import Peer
+
 KEEPALIVE_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", 20_000),
     ("grpc.keepalive_timeout_ms", 10_000),
@@ -96,58 +98,9 @@ def addresses_of(setting_value: str | Sequence[str]) -> list[str]:
     return [a.strip() for a in items if a.strip()]
 
 
-def _service_channel(
-    descriptor: Any, name: str, addresses: str | Sequence[str], interceptors: Sequence[Any] | None
+def channel_to(
+    peer: Peer, addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
 ) -> grpc.aio.Channel:
-    service = descriptor.services_by_name[name].full_name
-    return balanced_channel(addresses_of(addresses), service, interceptors)
-
-
-def wallet_channel(
-    addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
-) -> grpc.aio.Channel:
-    """The balanced channel to the wallet's replicas: every write carries an idempotency key,
-    so a retried call cannot move diamonds twice."""
-    from bg.wallet.v1 import wallet_pb2
-
-    return _service_channel(wallet_pb2.DESCRIPTOR, "WalletService", addresses, interceptors)
-
-
-def matchmaking_channel(
-    addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
-) -> grpc.aio.Channel:
-    """The balanced channel to matchmaking's replicas (the gateway). Its writes that could
-    seat a player twice (CreateTable, JoinByCode, QuickMatch) carry a request id, which the
-    gateway fills in when a client gave none, so a retry answers the first call's table."""
-    from bg.matchmaking.v1 import matchmaking_pb2
-
-    descriptor = matchmaking_pb2.DESCRIPTOR
-    return _service_channel(descriptor, "MatchmakingService", addresses, interceptors)
-
-
-def leaderboard_channel(
-    addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
-) -> grpc.aio.Channel:
-    """The balanced channel to the leaderboard's replicas (reads only)."""
-    from bg.leaderboard.v1 import leaderboard_pb2
-
-    descriptor = leaderboard_pb2.DESCRIPTOR
-    return _service_channel(descriptor, "LeaderboardService", addresses, interceptors)
-
-
-def analysis_channel(
-    addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
-) -> grpc.aio.Channel:
-    """The balanced channel to the analysis service's replicas (reads only)."""
-    from bg.analysis.v1 import analysis_pb2
-
-    return _service_channel(analysis_pb2.DESCRIPTOR, "AnalysisService", addresses, interceptors)
-
-
-def table_channel(
-    addresses: str | Sequence[str], interceptors: Sequence[Any] | None = None
-) -> grpc.aio.Channel:
-    """The balanced channel to the table service's replicas (gateway, matchmaking, wallet)."""
-    from bg.table.v1 import table_pb2
-
-    return _service_channel(table_pb2.DESCRIPTOR, "TableService", addresses, interceptors)
+    """The balanced channel to every replica of `peer` (services/contracts/peers.py), its
+    UNAVAILABLE calls retried."""
+    return balanced_channel(addresses_of(addresses), peer.service, interceptors)

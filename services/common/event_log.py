@@ -36,7 +36,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,7 +46,7 @@ from aiokafka.errors import KafkaError, UnknownTopicOrPartitionError
 
 from services.common.clock import now_ms
 from services.common.kafka_clients import never_create_topics
-from services.common.topics import CONSUMERS, GENERATION, TOPICS, Namespace
+from services.common.topics import GENERATION, Namespace
 
 log = logging.getLogger("bg.event_log")
 LogMode = Literal["kafka", "embedded"]
@@ -245,11 +245,15 @@ class Incarnation:
 
 class Committed:
     """The consumer groups' committed offsets, read through an idle member-less consumer per
-    group (an OffsetFetch each; groups are never joined)."""
+    group (an OffsetFetch each; groups are never joined). `readers`: every topic of the cluster
+    and the services whose groups read it (services/contracts/topics.py)."""
 
-    def __init__(self, bootstrap: str, namespace: Namespace) -> None:
+    def __init__(
+        self, bootstrap: str, namespace: Namespace, readers: Mapping[str, tuple[str, ...]]
+    ) -> None:
         self.bootstrap = bootstrap
         self.namespace = namespace
+        self.readers = readers
         self._observers: dict[str, AIOKafkaConsumer] = {}
 
     async def of(
@@ -259,7 +263,7 @@ class Committed:
         out: dict[TopicPartition, dict[str, int | None]] = {}
         for tp in tps:
             out[tp] = {}
-            for service in CONSUMERS[logical]:
+            for service in self.readers[logical]:
                 observer = await self._observer(self.namespace.group(service))
                 try:
                     found = await asyncio.wait_for(observer.committed(tp), CALL_TIMEOUT_S)
@@ -418,12 +422,15 @@ class Forgetful:
         await self.incarnation.close()
 
 
-def forgetful_of(bootstrap: str, log_: EventLog) -> Forgetful:
-    """A producer's view of an embedded broker (clients made on first use)."""
+def forgetful_of(
+    bootstrap: str, log_: EventLog, readers: Mapping[str, tuple[str, ...]]
+) -> Forgetful:
+    """A producer's view of an embedded broker (clients made on first use); `readers` as
+    Committed's."""
     return Forgetful(
         log_,
         Incarnation(bootstrap, log_),
-        Committed(bootstrap, log_.namespace),
+        Committed(bootstrap, log_.namespace, readers),
         Topics(bootstrap, log_.partitions),
     )
 
@@ -461,7 +468,7 @@ class TopicKeeper:
         wanted: list[str] = []
         doomed: list[str] = []
         live = 0
-        for logical in TOPICS:
+        for logical in self.committed.readers:  # every topic of the cluster
             generations = self.log.namespace.generations(logical, existing)
             for gen in self._to_make(current, [g for i, g in generations if i == incarnation]):
                 topic = self.log.topic(logical, gen, incarnation)

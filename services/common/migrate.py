@@ -46,13 +46,16 @@ def run_environment(metadata: MetaData) -> None:
 
 
 LEGACY = "alembic_version"  # where every service but the gateway kept its revision before
-NAMED = {"gateway": "alembic_version_accounts"}  # named so before this rule
+NAMED = "version_table.txt"  # in a `migrations/` folder whose table was named before this rule
 
 
 def version_table(migrations: Path) -> str:
-    """The version table of the service whose `migrations/` folder this is."""
-    service = migrations.parent.name
-    return NAMED.get(service, f"alembic_version_{service}")
+    """The version table of the service whose `migrations/` folder this is: its own name for
+    it (NAMED), else `alembic_version_<service>`."""
+    named = migrations / NAMED
+    if named.exists():
+        return named.read_text().strip()
+    return f"alembic_version_{migrations.parent.name}"
 
 
 def _adopt_legacy(connection: Connection, cfg: Config, table: str) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
+from services.common.peer import Peer
 from services.common.topics import NAMESPACE_PATTERN
 
 T = TypeVar("T")
@@ -237,22 +238,9 @@ def redis_url_setting() -> Any:
     return setting("BG_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis/Valkey URL.", secret=False)
 
 
-def wallet_addr_setting() -> Any:
-    return setting(
-        "BG_WALLET_ADDR",
-        "127.0.0.1:50053",
-        "Wallet replicas: IP:port,... or one dns:/// name (balanced, UNAVAILABLE retried: every "
-        "write carries an idempotency key).",
-    )
-
-
-def table_addrs_setting() -> Any:
-    return setting(
-        "BG_TABLE_ADDRS",
-        ("127.0.0.1:50061",),
-        "Table service replicas: IP:port,... or one name resolved by DNS to every replica "
-        "(dns:///table-headless:50061); calls are balanced round robin, UNAVAILABLE retried.",
-    )
+def peer_setting(peer: Peer) -> Any:
+    """The setting that lists a peer's replicas (services/contracts/peers.py)."""
+    return setting(peer.env, peer.default, peer.help)
 
 
 def kafka_bootstrap_setting() -> Any:

@@ -1,5 +1,5 @@
-"""Kafka topics of the cluster and their partition counts (keyed by table id / account), and the
-namespace that keeps clusters sharing one broker apart."""
+"""The namespace that keeps clusters sharing one broker apart, and how a topic's generations are
+named (the cluster's topics and their readers: services/contracts/topics.py)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-TABLE_EVENTS = "table-events"
-WALLET_EVENTS = "wallet-events"
-TOURNAMENT_EVENTS = "tournament-events"  # finished tournaments' results, by tournament id
-
-TOPICS: dict[str, int] = {TABLE_EVENTS: 8, WALLET_EVENTS: 4, TOURNAMENT_EVENTS: 1}
-# The consumer groups (by service) that read each topic: what "consumed" means to a producer
-# whose broker may forget (services/common/event_log.py) and to the keeper deleting history.
-CONSUMERS: dict[str, tuple[str, ...]] = {
-    TABLE_EVENTS: ("wallet", "leaderboard", "analysis"),
-    WALLET_EVENTS: ("leaderboard",),
-    TOURNAMENT_EVENTS: ("leaderboard",),
-}
 GENERATION = re.compile(r"\.g(\d+)\.i([0-9a-f]+)$")  # an embedded log's topic suffix
 
 NAMESPACE_PATTERN = r"[A-Za-z0-9_-]{0,40}"  # within Kafka's legal topic and group characters
@@ -58,10 +46,6 @@ class Namespace:
             if match and topic[: match.start()] == base:
                 found[(match.group(2), int(match.group(1)))] = topic
         return found
-
-    def topics(self) -> dict[str, int]:
-        """Every topic the cluster needs, with its partition count."""
-        return {self.topic(name): parts for name, parts in TOPICS.items()}
 
 
 PLAIN = Namespace()  # no prefix: the topics and groups by their own names

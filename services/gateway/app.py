@@ -18,17 +18,12 @@ from bg.matchmaking.v1 import matchmaking_pb2_grpc
 from bg.table.v1 import table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2_grpc
 from services.common import tracing
-from services.common.balanced import (
-    analysis_channel,
-    leaderboard_channel,
-    matchmaking_channel,
-    table_channel,
-    wallet_channel,
-)
+from services.common.balanced import channel_to
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
+from services.contracts import peers
 from services.gateway.accounts import Accounts, successor_keys
 from services.gateway.adapters.friends_lobby import MatchmakingFriendsLobby
 from services.gateway.adapters.redis_presence import RedisPresenceStore
@@ -122,12 +117,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         if not (settings.token_secret or settings.token_keys):
             log.warning("BG_TOKEN_SECRET is unset: tokens are valid on this replica only")
         interceptors = tracing.client_interceptors(app.tracer_provider)
-        mm = app.channel(matchmaking_channel(settings.matchmaking_addr, interceptors))
-        wallet = app.channel(wallet_channel(settings.wallet_addr, interceptors))
-        tables = app.channel(table_channel(settings.table_addrs, interceptors))
-        boards = app.channel(leaderboard_channel(settings.leaderboard_addr, interceptors))
+        mm = app.channel(channel_to(peers.MATCHMAKING, settings.matchmaking_addr, interceptors))
+        wallet = app.channel(channel_to(peers.WALLET, settings.wallet_addr, interceptors))
+        tables = app.channel(channel_to(peers.TABLE, settings.table_addrs, interceptors))
+        boards = app.channel(channel_to(peers.LEADERBOARD, settings.leaderboard_addr, interceptors))
         analyses = analysis_pb2_grpc.AnalysisServiceStub(
-            app.channel(analysis_channel(settings.analysis_addr, interceptors))
+            app.channel(channel_to(peers.ANALYSIS, settings.analysis_addr, interceptors))
         )
         lines = CommandLines(
             table_pb2_grpc.TableServiceStub(tables),

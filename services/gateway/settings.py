@@ -10,11 +10,11 @@ from services.common.settings import (
     ServiceSettings,
     database_url_setting,
     load,
+    peer_setting,
     redis_url_setting,
     setting,
-    table_addrs_setting,
-    wallet_addr_setting,
 )
+from services.contracts import peers
 from services.contracts.bounds import CHAT_LIMIT, CHAT_MAX
 
 
@@ -81,23 +81,11 @@ class GatewaySettings(ServiceSettings):
         "BG_REFRESH_TTL_S", 30 * 86_400, "Seconds an account's refresh token stays valid.", min=300
     )
     database_url: str = database_url_setting("sqlite+aiosqlite:///.data/accounts.db")
-    matchmaking_addr: str = setting(
-        "BG_MATCHMAKING_ADDR",
-        "127.0.0.1:50052",
-        "Matchmaking's replicas (comma-separated IP:port, or one dns:/// name).",
-    )
-    wallet_addr: str = wallet_addr_setting()
-    leaderboard_addr: str = setting(
-        "BG_LEADERBOARD_ADDR",
-        "127.0.0.1:50054",
-        "Leaderboard replicas: IP:port,... or one dns:/// name (balanced).",
-    )
-    analysis_addr: str = setting(
-        "BG_ANALYSIS_ADDR",
-        "127.0.0.1:50056",
-        "Analysis replicas: IP:port,... or one dns:/// name (balanced).",
-    )
-    table_addrs: tuple[str, ...] = table_addrs_setting()
+    matchmaking_addr: str = peer_setting(peers.MATCHMAKING)
+    wallet_addr: str = peer_setting(peers.WALLET)
+    leaderboard_addr: str = peer_setting(peers.LEADERBOARD)
+    analysis_addr: str = peer_setting(peers.ANALYSIS)
+    table_addrs: tuple[str, ...] = peer_setting(peers.TABLE)
     command_streams: int = setting(
         "BG_TABLE_COMMAND_STREAMS",
         4,

@@ -12,7 +12,8 @@ from services.common import kafka
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
-from services.common.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS, Namespace
+from services.common.topics import Namespace
+from services.contracts.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
 from services.leaderboard.adapters.sql_boards import SqlBoardStore
 from services.leaderboard.api import LeaderboardServicer
 from services.leaderboard.consumer import EventHandler, consume, rebuild, replay_player

@@ -11,8 +11,9 @@ from typing import Any
 
 from bg.events.v1 import events_pb2
 from services.common import kafka
-from services.common.topics import PLAIN, TABLE_EVENTS, TOURNAMENT_EVENTS, Namespace
+from services.common.topics import PLAIN, Namespace
 from services.contracts.event_records import table_events
+from services.contracts.topics import TABLE_EVENTS, TOURNAMENT_EVENTS
 from services.leaderboard import boards
 from services.leaderboard.effects import (
     Effects,

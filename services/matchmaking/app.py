@@ -9,11 +9,13 @@ import grpc
 
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from services.common import kafka, tracing
-from services.common.balanced import table_channel, wallet_channel
+from services.common.balanced import channel_to
 from services.common.deps import redis_check, redis_client
 from services.common.event_log import forgetful_of
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
+from services.contracts import peers
+from services.contracts.topics import READERS
 from services.matchmaking.adapters.grpc_clients import GrpcPool, GrpcTables, GrpcWallet
 from services.matchmaking.adapters.redis_lobby import RedisLobbyStore
 from services.matchmaking.adapters.redis_tournaments import RedisTournamentStore
@@ -51,7 +53,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             f"{settings.replica or 'matchmaking'}-tournaments",
         ),
         event_log.namespace,
-        forgetful_of(settings.kafka_bootstrap, event_log) if event_log.embedded else None,
+        forgetful_of(settings.kafka_bootstrap, event_log, READERS) if event_log.embedded else None,
         now=store_clock,  # the generations by the store's clock, as the keepers'
     )
     app.closes(results.close)
@@ -63,8 +65,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         # they are made here, not above), the lobby on them, its API.
         nonlocal lobby
         interceptors = tracing.client_interceptors(app.tracer_provider)
-        wallet = app.channel(wallet_channel(settings.wallet_addr, interceptors))
-        tables = app.channel(table_channel(settings.table_addrs, interceptors))
+        wallet = app.channel(channel_to(peers.WALLET, settings.wallet_addr, interceptors))
+        tables = app.channel(channel_to(peers.TABLE, settings.table_addrs, interceptors))
         lobby = Lobby(
             store,
             GrpcWallet(wallet),

@@ -15,11 +15,11 @@ from services.common.settings import (
     kafka_partitions_setting,
     kafka_rotate_setting,
     load,
+    peer_setting,
     redis_url_setting,
     setting,
-    table_addrs_setting,
-    wallet_addr_setting,
 )
+from services.contracts import peers
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,8 @@ class MatchmakingSettings(ServiceSettings):
     kafka_rotate_s: float = kafka_rotate_setting()
     kafka_partitions: int = kafka_partitions_setting()
     kafka_idempotence: bool = kafka_idempotence_setting()
-    wallet_addr: str = wallet_addr_setting()
-    table_addrs: tuple[str, ...] = table_addrs_setting()
+    wallet_addr: str = peer_setting(peers.WALLET)
+    table_addrs: tuple[str, ...] = peer_setting(peers.TABLE)
     code_ttl_s: int = setting("BG_CODE_TTL_S", 3600, "Seconds a party code stays valid.", min=60)
     max_open_tables: int = setting(
         "BG_MAX_OPEN_TABLES",

@@ -10,12 +10,13 @@ import grpc
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common import kafka, tracing
-from services.common.balanced import wallet_channel
+from services.common.balanced import channel_to
 from services.common.deps import redis_check, redis_client
 from services.common.event_log import Forgetful, TopicKeeper, forgetful_of
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
-from services.common.topics import TABLE_EVENTS
+from services.contracts import peers
+from services.contracts.topics import READERS, TABLE_EVENTS
 from services.table.adapters.grpc_wallet import GrpcWallet
 from services.table.adapters.redis_store import TableStore
 from services.table.api import TableServicer
@@ -70,7 +71,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     forgetful: Forgetful | None = None
     keeper: TopicKeeper | None = None
     if event_log.embedded:
-        forgetful = forgetful_of(settings.kafka_bootstrap, event_log)
+        forgetful = forgetful_of(settings.kafka_bootstrap, event_log, READERS)
         keeper = TopicKeeper(
             settings.kafka_bootstrap, event_log, forgetful.incarnation, forgetful.committed
         )
@@ -96,7 +97,11 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         # above), the core on it, its API.
         nonlocal core
         wallet = app.channel(
-            wallet_channel(settings.wallet_addr, tracing.client_interceptors(app.tracer_provider))
+            channel_to(
+                peers.WALLET,
+                settings.wallet_addr,
+                tracing.client_interceptors(app.tracer_provider),
+            )
         )
         core = TableCore(
             store,

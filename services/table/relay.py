@@ -34,9 +34,9 @@ from aiokafka import TopicPartition
 from services.common.backoff import Backoff, pause
 from services.common.clock import now_ms
 from services.common.event_log import Forgetful, confirmed
-from services.common.topics import TABLE_EVENTS
 from services.contracts.event_records import commit_record
 from services.contracts.shards import shard_of
+from services.contracts.topics import TABLE_EVENTS
 from services.table.adapters.redis_store import Entry, RelayState, TableStore
 from services.table.metrics import TableMetrics
 from services.table.shard_leases import AllShards, ShardLeases

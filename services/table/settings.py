@@ -16,10 +16,11 @@ from services.common.settings import (
     kafka_partitions_setting,
     kafka_rotate_setting,
     load,
+    peer_setting,
     redis_url_setting,
     setting,
-    wallet_addr_setting,
 )
+from services.contracts import peers
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class TableSettings(ServiceSettings):
     kafka_rotate_s: float = kafka_rotate_setting()
     kafka_partitions: int = kafka_partitions_setting()
     kafka_idempotence: bool = kafka_idempotence_setting()
-    wallet_addr: str = wallet_addr_setting()
+    wallet_addr: str = peer_setting(peers.WALLET)
     clock_scale: float = setting(
         "BG_CLOCK_SCALE", 1.0, "Multiplies every rules duration (tests and load tests).", min=0.0001
     )

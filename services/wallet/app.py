@@ -11,13 +11,15 @@ import grpc
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common import kafka, tracing
-from services.common.balanced import table_channel
+from services.common.balanced import channel_to
 from services.common.clock import now_ms
 from services.common.deps import sql_check, sql_engine
 from services.common.event_log import Forgetful, forgetful_of
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
-from services.common.topics import TABLE_EVENTS, Namespace
+from services.common.topics import Namespace
+from services.contracts import peers
+from services.contracts.topics import READERS, TABLE_EVENTS
 from services.wallet.adapters.grpc_outcomes import GrpcOutcomes
 from services.wallet.api import WalletServicer
 from services.wallet.consumer import TableEventsHandler, consume
@@ -57,7 +59,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     event_log = kafka.event_log(settings)
     forgetful: Forgetful | None = None
     if event_log.embedded:
-        forgetful = forgetful_of(settings.kafka_bootstrap, event_log)
+        forgetful = forgetful_of(settings.kafka_bootstrap, event_log, READERS)
     relay = OutboxRelay(
         engine,
         lambda: kafka.producer(
@@ -111,7 +113,11 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         # Escrows past their bound, settled from the table's outcome (grpc.aio channels need the
         # running loop: made here).
         tables = app.channel(
-            table_channel(settings.table_addrs, tracing.client_interceptors(app.tracer_provider))
+            channel_to(
+                peers.TABLE,
+                settings.table_addrs,
+                tracing.client_interceptors(app.tracer_provider),
+            )
         )
         reconciler = Reconciler(
             ledger,

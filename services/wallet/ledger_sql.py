@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import BigInteger, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.common.topics import WALLET_EVENTS
+from services.contracts.topics import WALLET_EVENTS
 from services.wallet.books import (
     Account,
     Books,

@@ -10,9 +10,10 @@ from services.common.settings import (
     database_url_setting,
     kafka_idempotence_setting,
     load,
+    peer_setting,
     setting,
-    table_addrs_setting,
 )
+from services.contracts import peers
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class WalletSettings(EventReaderSettings):
     consume_table_events: bool = setting(
         "BG_WALLET_CONSUME", True, "Consume table-events to settle/refund ended matches."
     )
-    table_addrs: tuple[str, ...] = table_addrs_setting()  # the reconciler asks about escrows
+    table_addrs: tuple[str, ...] = peer_setting(peers.TABLE)  # the reconciler asks about escrows
     escrow_bound_s: float = setting(
         "BG_WALLET_ESCROW_BOUND_S",
         600.0,

@@ -23,8 +23,8 @@ from engine import profiles
 from infra.cluster.embedded import create_topics, free_port
 from services.analysis.judge import judge
 from services.common import kafka
-from services.common.topics import TABLE_EVENTS
 from services.contracts.event_records import commit_record
+from services.contracts.topics import TABLE_EVENTS
 from tests.analysis.test_record import _end_event
 from tests.helpers import kafka_namespace, scrape_metrics
 

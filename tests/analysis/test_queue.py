@@ -25,8 +25,8 @@ from services.analysis.metrics import AnalysisMetrics
 from services.analysis.worker import Worker
 from services.common.deps import sql_engine
 from services.common.migrate import migrate
-from services.common.topics import TABLE_EVENTS
 from services.contracts.event_records import commit_record
+from services.contracts.topics import TABLE_EVENTS
 from tests.helpers import error_of, sql_url
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from infra.cluster.runner import Cluster, ClusterConfig, StartupError
-from services.common.topics import TOPICS, Namespace
+from services.common.topics import Namespace
+from services.contracts.topics import TOPICS
 from tests.helpers import kafka_namespace
 
 pytestmark = pytest.mark.e2e

@@ -19,7 +19,8 @@ from engine import dice
 from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.status import read_state
 from services.common.clock import now_ms
-from services.common.topics import TABLE_EVENTS, Namespace
+from services.common.topics import Namespace
+from services.contracts.topics import TABLE_EVENTS
 from tests.helpers import kafka_namespace
 
 pytestmark = pytest.mark.e2e

@@ -26,7 +26,8 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.status import collect
-from services.common.topics import TOPICS, Namespace
+from services.common.topics import Namespace
+from services.contracts.topics import TOPICS
 from tests.e2e.boards import assert_boards_equal_a_rebuild
 from tests.e2e.drivers import play_tables
 from tests.e2e.money import books, settle_down

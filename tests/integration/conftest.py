@@ -14,7 +14,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from infra.cluster import embedded
 from services.common.event_log import EventLog
-from services.common.topics import CONSUMERS, TABLE_EVENTS
+from services.contracts.topics import READERS, TABLE_EVENTS
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def restart(broker: list[Any], tmp_path: Path) -> None:
 async def groups_read(boot: str, log: EventLog, topic: str, logical: str = TABLE_EVENTS) -> None:
     """Every group that reads `logical` commits the end of the topic's partition 0."""
     tp = TopicPartition(topic, 0)
-    for service in CONSUMERS[logical]:
+    for service in READERS[logical]:
         member = AIOKafkaConsumer(
             bootstrap_servers=boot, group_id=log.namespace.group(service), enable_auto_commit=False
         )

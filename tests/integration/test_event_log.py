@@ -34,8 +34,9 @@ from services.common.event_log import (
     Topics,
     create,
 )
-from services.common.topics import CONSUMERS, TABLE_EVENTS, TOPICS, Namespace
+from services.common.topics import Namespace
 from services.contracts.event_records import table_events
+from services.contracts.topics import READERS, TABLE_EVENTS, TOPICS
 from services.table.adapters.redis_store import TableStore
 from services.table.ports import Commit, TableMeta
 from services.table.relay import EventRelay
@@ -64,7 +65,10 @@ async def parts(
     boot = broker[0].address
     log = EventLog(Namespace("n" + uuid.uuid4().hex[:6]), "embedded", PERIOD_MS / 1000, 1)
     forgetful = Forgetful(
-        log, Incarnation(boot, log, refresh_s=0), Committed(boot, log.namespace), Topics(boot, 1)
+        log,
+        Incarnation(boot, log, refresh_s=0),
+        Committed(boot, log.namespace, READERS),
+        Topics(boot, 1),
     )
     clock = Clock(1_000_000)
     client = Valkey(valkey_url, cluster=False).client()
@@ -181,7 +185,7 @@ async def test_what_the_broker_forgot_unread_is_sent_again_and_only_that(
     # The groups read the "read" table's records (committing their offsets after them), then
     # the "unread" one's come: they never get to them before the broker dies.
     tp = TopicPartition(topic, 0)
-    for service in CONSUMERS[TABLE_EVENTS]:
+    for service in READERS[TABLE_EVENTS]:
         member = AIOKafkaConsumer(
             bootstrap_servers=broker[0].address, group_id=log.namespace.group(service),
             enable_auto_commit=False,
@@ -270,7 +274,7 @@ async def test_a_producer_whose_clock_runs_behind_never_makes_a_read_generation_
     boot, log = broker[0].address, f.log
     keeper = TopicKeeper(boot, log, f.incarnation, f.committed)
     behind = Forgetful(
-        log, Incarnation(boot, log), Committed(boot, log.namespace), Topics(boot, 1)
+        log, Incarnation(boot, log), Committed(boot, log.namespace, READERS), Topics(boot, 1)
     )  # another process's, its clock five periods behind the keeper's
     try:
         incarnation = await f.incarnation.current()
@@ -333,7 +337,7 @@ async def test_a_consumer_whose_handler_fails_mid_batch_gets_the_rest_again(
     boot = broker[0].address
     log = EventLog(Namespace("h" + uuid.uuid4().hex[:6]), "embedded", 60.0, 1)
     producing = Forgetful(
-        log, Incarnation(boot, log), Committed(boot, log.namespace), Topics(boot, 1)
+        log, Incarnation(boot, log), Committed(boot, log.namespace, READERS), Topics(boot, 1)
     )
     reading = Incarnation(boot, log)
     producer = kafka.producer(boot, False, "p")
@@ -444,7 +448,7 @@ async def test_a_consumer_follows_the_generations_and_the_brokers_restarts(
     boot = broker[0].address
     log = EventLog(Namespace("c" + uuid.uuid4().hex[:6]), "embedded", 1.0, 1)
     producing = Forgetful(
-        log, Incarnation(boot, log), Committed(boot, log.namespace), Topics(boot, 1)
+        log, Incarnation(boot, log), Committed(boot, log.namespace, READERS), Topics(boot, 1)
     )
     reading = Incarnation(boot, log)
 

@@ -14,7 +14,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from services.common import kafka
 from services.common.event_log import EventLog, forgetful_of
-from services.common.topics import TOURNAMENT_EVENTS, Namespace
+from services.common.topics import Namespace
+from services.contracts.topics import READERS, TOURNAMENT_EVENTS
 from services.matchmaking.adapters.tournament_events import TournamentEvents
 from tests.integration.conftest import groups_read, restart
 
@@ -27,7 +28,9 @@ async def test_a_result_is_read_once_every_group_has_it_and_sent_again_if_forgot
     boot = broker[0].address
     log = EventLog(Namespace("n" + uuid.uuid4().hex[:6]), "embedded", 60.0, 1)
     events = TournamentEvents(
-        lambda: kafka.producer(boot, False, "t-results"), log.namespace, forgetful_of(boot, log)
+        lambda: kafka.producer(boot, False, "t-results"),
+        log.namespace,
+        forgetful_of(boot, log, READERS),
     )
     try:
         sent = await events.publish("u1", b"result")
@@ -39,7 +42,7 @@ async def test_a_result_is_read_once_every_group_has_it_and_sent_again_if_forgot
         restart(broker, tmp_path)  # a broker killed -9 forgets everything: it must go again
         assert events.forgetful is not None
         await events.close()
-        events.forgetful = forgetful_of(boot, log)
+        events.forgetful = forgetful_of(boot, log, READERS)
         assert await events.read(sent) is False
         again = await events.publish("u1", b"result")
         assert again.incarnation != sent.incarnation

@@ -6,7 +6,7 @@ lost (as Redis can) and `resync` rebuilds them."""
 from __future__ import annotations
 
 from bg.events.v1 import events_pb2
-from services.common.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
+from services.contracts.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
 from services.leaderboard import boards
 from services.leaderboard.effects import ALL, Effects, wallet_players
 from services.leaderboard.ports import Profile, Ranked

@@ -14,7 +14,7 @@ import redis.asyncio as redis_asyncio
 from bg.events.v1 import events_pb2
 from services.common.deps import sql_engine
 from services.common.migrate import migrate
-from services.common.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
+from services.contracts.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
 from services.leaderboard import boards
 from services.leaderboard.adapters.sql_boards import SqlBoardStore
 from services.leaderboard.app import MIGRATIONS

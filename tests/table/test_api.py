@@ -178,7 +178,8 @@ async def test_commands_over_one_stream_with_failover(
     a SubmitCommands stream, typed errors carried back, and a dead replica among the addresses
     skipped by round robin (its calls retried on the live one)."""
     from infra.cluster.embedded import free_port
-    from services.common.balanced import table_channel
+    from services.common.balanced import channel_to
+    from services.contracts import peers
     from services.gateway.command_lines import CommandLines
 
     await stub.CreateMatch(
@@ -188,7 +189,7 @@ async def test_commands_over_one_stream_with_failover(
         )
     )  # fmt: skip
     live = address
-    async with table_channel([f"127.0.0.1:{free_port()}", live]) as balanced:
+    async with channel_to(peers.TABLE, [f"127.0.0.1:{free_port()}", live]) as balanced:
         lines = CommandLines(table_pb2_grpc.TableServiceStub(balanced), streams=3)
         view = await stub.GetView(table_pb2.GetViewRequest(table_id="s1", player_id=P[0]))
         mover = view.turn

@@ -17,8 +17,9 @@ import redis.asyncio as redis_asyncio
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from client.play_wire import next_command
 from engine import bots
-from services.common.balanced import table_channel
+from services.common.balanced import channel_to
 from services.common.host import ServiceHost
+from services.contracts import peers
 from services.contracts.shards import assign, shard_of
 from services.gateway.command_lines import CommandLines
 from services.gateway.table_owners import TableOwners
@@ -118,7 +119,7 @@ async def test_commands_go_to_the_replica_that_owns_the_tables_shard(
         for table_id in ids:
             assert owners.address(table_id) == _address(replicas[name])
     addresses = [_address(h) for h in replicas.values()]
-    async with table_channel(addresses) as balanced:
+    async with channel_to(peers.TABLE, addresses) as balanced:
         stub = table_pb2_grpc.TableServiceStub(balanced)
         lines = CommandLines(stub, 2, owners, grpc.aio.insecure_channel)
         for ids in tables.values():
@@ -147,7 +148,7 @@ async def test_a_command_to_another_replica_then_to_the_stale_owner_applies_each
     other = table_pb2_grpc.TableServiceStub(
         grpc.aio.insecure_channel(_address(replicas["table-b"]))
     )
-    async with table_channel([_address(h) for h in replicas.values()]) as balanced:
+    async with channel_to(peers.TABLE, [_address(h) for h in replicas.values()]) as balanced:
         stub = table_pb2_grpc.TableServiceStub(balanced)
         lines = CommandLines(stub, 1, owners, grpc.aio.insecure_channel)
         await _deal(stub, table_id)
@@ -194,7 +195,7 @@ async def test_a_lease_moving_mid_stream_loses_no_command_and_doubles_none(
     owners = await _owners(redis, members)
     tables = _tables_of("table-a", members, 3, "moving")
     survivor = replicas["table-b"]
-    async with table_channel([_address(h) for h in replicas.values()]) as balanced:
+    async with channel_to(peers.TABLE, [_address(h) for h in replicas.values()]) as balanced:
         stub = table_pb2_grpc.TableServiceStub(balanced)
         lines = CommandLines(stub, 2, owners, grpc.aio.insecure_channel)
         for table_id in tables:

@@ -21,8 +21,8 @@ from bg.table.v1 import table_pb2, table_pb2_grpc
 from engine import commands as c
 from infra.cluster.embedded import free_port
 from services.common.errors import ServiceError
-from services.common.topics import TABLE_EVENTS
 from services.contracts.event_records import table_events
+from services.contracts.topics import TABLE_EVENTS
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.tables import TableCore

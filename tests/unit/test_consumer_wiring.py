@@ -10,7 +10,7 @@ from services.analysis.settings import load_settings
 from services.common import kafka
 from services.common.event_log import GenerationConsumer
 from services.common.service import base_app
-from services.common.topics import TABLE_EVENTS
+from services.contracts.topics import TABLE_EVENTS
 
 ENV = {
     "BG_KAFKA_BOOTSTRAP": "127.0.0.1:9",

@@ -11,7 +11,8 @@ from aiokafka import TopicPartition
 
 from services.common.clock import now_ms
 from services.common.event_log import EventLog, GenerationConsumer, IncarnationChanged
-from services.common.topics import TABLE_EVENTS, Namespace
+from services.common.topics import Namespace
+from services.contracts.topics import TABLE_EVENTS
 
 LOG = EventLog(Namespace("t"), "embedded", 60.0, 1)
 

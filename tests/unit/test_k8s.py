@@ -182,7 +182,7 @@ def test_the_topics_are_the_clusters_and_every_producer_may_reach_the_broker(
     """Strimzi makes the topics `bgcluster up` makes (services/common/topics.py), with their
     partitions; the broker's network policy lets in every service that produces or consumes
     (matchmaking publishes the tournaments' results)."""
-    from services.common.topics import TOPICS
+    from services.contracts.topics import TOPICS
 
     topics = {
         d["metadata"]["name"]: d["spec"]["partitions"] for d in docs if d["kind"] == "KafkaTopic"

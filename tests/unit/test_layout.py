@@ -6,6 +6,7 @@ the source, so a new import fails here."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SERVICES = Path(__file__).resolve().parents[2] / "services"
@@ -52,6 +53,20 @@ def test_the_platform_imports_no_service_and_the_language_only_the_platform() ->
                 parts = module.split(".")
                 assert not (parts[0] == "services" and parts[1] not in allowed), (path, module)
                 assert parts[0] not in ("client", "infra"), (path, module)
+
+
+def test_the_platform_knows_no_service_by_name() -> None:
+    """Issue 44, item 4: services/common serves any service; who calls whom (contracts/peers.py)
+    and who reads which topic (contracts/topics.py) are tables in the contracts, a migrations
+    folder names its own version table."""
+    names = sorted(p.name for p in _service_dirs())
+    literal = re.compile(r"""["']({})["'](?!\s*:)""".format("|".join(names)))
+    found = []
+    for path in (SERVICES / "common").rglob("*.py"):
+        found += [f"{path.name} imports {m}" for m in _imports(path) if m.startswith("bg.")
+                  and not m.startswith("bg.common")]  # fmt: skip
+        found += [f"{path.name}: {m.group(0)}" for m in literal.finditer(path.read_text())]
+    assert found == [] and "wallet" in names
 
 
 IO_PACKAGES = ("redis", "aiokafka", "grpc", "sqlalchemy", "asyncpg", "aiosqlite", "socket")

@@ -15,6 +15,7 @@ from services.common.settings import (
     redacted,
     setting,
 )
+from services.contracts.topics import cluster_topics
 from services.gateway.settings import GatewaySettings
 from services.table.settings import load_settings as load_table
 from services.wallet.settings import load_settings as load_wallet
@@ -101,7 +102,8 @@ def test_describe_lists_every_variable() -> None:
 def test_kafka_namespace_prefixes_topics_and_groups_and_rejects_bad_names() -> None:
     """Clusters sharing a broker: BG_KAFKA_NAMESPACE prefixes every topic and group; the code and
     the outbox rows keep the logical names (the empty namespace is the plain names)."""
-    from services.common.topics import TOPICS, Namespace
+    from services.common.topics import Namespace
+    from services.contracts.topics import TOPICS
 
     assert load_wallet({}).kafka_namespace == ""
     assert Namespace("").topic("table-events") == "table-events"
@@ -111,7 +113,7 @@ def test_kafka_namespace_prefixes_topics_and_groups_and_rejects_bad_names() -> N
         "stage-1.wallet",
     )
     assert ns.logical("stage-1.wallet-events") == "wallet-events"
-    assert ns.topics() == {f"stage-1.{t}": n for t, n in TOPICS.items()}
+    assert cluster_topics(ns) == {f"stage-1.{t}": n for t, n in TOPICS.items()}
     for bad in ("a.b", "a b", "x" * 41, "ns/1"):
         with pytest.raises(SettingsError, match="BG_KAFKA_NAMESPACE"):
             load_table({"BG_KAFKA_NAMESPACE": bad})

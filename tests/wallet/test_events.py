@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bg.events.v1 import events_pb2
 from services.common import kafka
-from services.common.topics import TABLE_EVENTS, WALLET_EVENTS
+from services.contracts.topics import TABLE_EVENTS, WALLET_EVENTS
 from services.wallet.consumer import TableEventsHandler, consume
 from services.wallet.ledger import Ledger
 from services.wallet.outbox import OutboxRelay

@@ -20,7 +20,8 @@ from aiokafka import TopicPartition
 
 from services.common.clock import now_ms
 from services.common.event_log import Forgetful, confirmed
-from services.common.topics import TOURNAMENT_EVENTS, Namespace
+from services.common.topics import Namespace
+from services.contracts.topics import TOURNAMENT_EVENTS
 from services.matchmaking.ports import Sent
 
 
