@@ -95,7 +95,16 @@ def postgres_url(infra_dir: Path) -> Iterator[str]:
         server.stop()
 
 
-@pytest.fixture(params=["valkey", "valkey-cluster"])
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test on `valkey` (or `redis`) runs on the single Valkey and on the Valkey Cluster; one
+    marked `single_valkey` (its keys span slots, or it is about one server) on the single one."""
+    if "valkey" in metafunc.fixturenames:
+        single = metafunc.definition.get_closest_marker("single_valkey") is not None
+        kinds = ["valkey"] if single else ["valkey", "valkey-cluster"]
+        metafunc.parametrize("valkey", kinds, indirect=True)
+
+
+@pytest.fixture
 def valkey(request: pytest.FixtureRequest) -> Valkey:
     if request.param == "valkey":
         return Valkey(request.getfixturevalue("valkey_url"), cluster=False)

@@ -127,6 +127,7 @@ class TableFeed:
         self.on_chat = on_chat
         self.subscribers: dict[str, set[Subscription]] = {}
         self._pubsub: Any = None
+        self._watched: Any = None  # the pub/sub connection whose reconnects ask for refills
         self._reader: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -141,6 +142,7 @@ class TableFeed:
                 try:
                     await self.redis.initialize()  # a cluster client learns its nodes first
                     await self._channel().subscribe(*_channels(table_id))
+                    self._watch()
                 except (RedisError, OSError) as exc:  # the reader reconnects and resubscribes
                     log.warning("table feed down at subscribe", extra={"error": repr(exc)})
             self._wake.set()
@@ -236,6 +238,23 @@ class TableFeed:
             for sub in subs:
                 sub.deliver(update)
 
+    def _watch(self) -> None:
+        """redis-py's pub/sub, when its connection breaks, connects again and subscribes again
+        by itself (the client's retry policy, services/common/deps.py): what was published
+        meanwhile is lost with no error to see, and a seat waited for an update that never came.
+        So every reconnect of the connection asks every stream to refill from the table's
+        stream, as a broken feed does."""
+        connection = getattr(self._pubsub, "connection", None)
+        if connection is not None and connection is not self._watched:
+            connection.register_connect_callback(self._reconnected)  # held weakly: a method
+            self._watched = connection
+
+    def _reconnected(self, connection: Any) -> None:
+        log.warning("table feed reconnected; streams refill from the tables' streams")
+        for subs in self.subscribers.values():
+            for sub in subs:
+                sub.deliver(GAP)
+
     async def _reconnect(self) -> None:
         async with self._lock:
             old, self._pubsub = self._pubsub, None
@@ -248,6 +267,7 @@ class TableFeed:
                 if channels:
                     await self.redis.initialize()
                     await self._channel().subscribe(*channels)
+                    self._watch()
             except Exception as exc:
                 log.warning("table feed still down", extra={"error": repr(exc)})
             for subs in self.subscribers.values():

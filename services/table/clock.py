@@ -76,6 +76,9 @@ class ClockWorker:
                 await self.store.redis.initialize()  # a cluster client learns its nodes first
                 pubsub = self.store.redis.pubsub()
                 await pubsub.subscribe(WAKE_CHANNEL)
+                # redis-py connects again and subscribes again by itself when the connection
+                # breaks (the client's retry policy): no error here, the hints meanwhile lost.
+                pubsub.connection.register_connect_callback(self._resubscribed)
                 pulse = Pulse()  # a frozen or cut-off node would only go quiet
                 while not stop.is_set():
                     message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
@@ -94,6 +97,12 @@ class ClockWorker:
                 if pubsub is not None:
                     with contextlib.suppress(Exception):
                         await pubsub.aclose()
+
+    def _resubscribed(self, connection: object) -> None:
+        """The wake-up channel's connection came back by itself: sweep, as after a failure."""
+        log.warning("clock wake-ups reconnected; sweeping")
+        self._swept_ms = 0
+        self._wake.set()
 
     def hint(self, data: bytes | str) -> None:
         """A wake-up message: note the shard's new earliest deadline, and wake the loop if it

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import redis.asyncio as redis_asyncio
 
 from bg.gateway.v1 import gateway_pb2
 from services.common.errors import ServiceError
@@ -21,7 +20,7 @@ from services.gateway.chat import KIBITZ, TABLE, ChatRoom, Listener, Seating
 from services.gateway.feed import TableFeed
 from services.gateway.rate_limits import SharedLimiter
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.single_valkey]
 ALICE, BOB, CAROL, DAVE = "palice", "pbob", "pcarol", "gdave"  # "g": a guest
 
 
@@ -52,13 +51,6 @@ class Lobby:
             return self.tables[table_id]
 
         return answer()
-
-
-@pytest.fixture
-async def redis(valkey_url: str) -> AsyncIterator[redis_asyncio.Redis]:
-    client = redis_asyncio.Redis.from_url(valkey_url)
-    yield client
-    await client.aclose()
 
 
 def _gateway(

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import redis.asyncio as redis_asyncio
 
 from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
@@ -27,7 +26,7 @@ from services.gateway.friends import OFFLINE, ONLINE, PLAYING, WAITING, Friends
 from services.gateway.presence import Presence
 from services.gateway.rate_limits import SharedLimiter
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.single_valkey]
 
 
 class Lobby:
@@ -118,14 +117,6 @@ NAMES = {"ann": "Ann", "bob": "Bob", "cid": "Cid", "dee": "Dee", "eve": "Eve"}
 
 async def _names(wanted: list[str]) -> dict[str, str]:
     return {p: NAMES[p] for p in wanted if p in NAMES}
-
-
-@pytest.fixture
-async def redis(valkey_url: str) -> AsyncIterator[redis_asyncio.Redis]:
-    client = redis_asyncio.Redis.from_url(valkey_url)
-    await client.flushdb()
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture

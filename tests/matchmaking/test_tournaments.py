@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis.asyncio as redis_asyncio
 from sqlalchemy import func, select
 
 from bg.events.v1 import events_pb2
@@ -38,7 +37,7 @@ from tests.matchmaking.ledger_pool import LedgerPool
 from tests.matchmaking.memory_lobby import MemoryLobbyStore
 from tests.matchmaking.test_lobby import FakeTables, FakeWallet
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.single_valkey]
 SCORED = table_pb2.TableOptions(profile="scored", match_length=1)
 
 
@@ -48,14 +47,6 @@ class Clock:
 
     def __call__(self) -> int:
         return self.ms
-
-
-@pytest.fixture
-async def redis(valkey_url: str) -> AsyncIterator[Any]:
-    client = redis_asyncio.Redis.from_url(valkey_url)
-    await client.flushdb()
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture

@@ -240,3 +240,32 @@ async def test_due_tables_come_most_overdue_first_across_shards(
         tables[0],
     ]
     assert await store.due(shards, now - 4500, 10) == [tables[1]]  # only what is due by then
+
+
+@pytest.mark.single_valkey  # the test kills the one server's pub/sub connections
+async def test_a_wake_up_channel_the_client_reconnected_by_itself_makes_the_worker_sweep(
+    redis: redis_asyncio.Redis,
+) -> None:
+    """redis-py connects again and subscribes again by itself when a pub/sub connection breaks
+    (the services' retry policy): no error reaches the worker, and the hints published meanwhile
+    are lost; the worker sweeps its shards as after a failure."""
+    core = TableCore(TableStore(redis), FakeWallet(alice=10_000, bob=10_000), clock_scale=0.001)
+    worker = ClockWorker(redis_store(core), core)
+    stop = asyncio.Event()
+    listening = asyncio.create_task(worker._listen(stop))
+    try:
+        for _ in range(100):  # bounded: 5 s
+            if await redis.client_list(_type="pubsub"):
+                break
+            await asyncio.sleep(0.05)
+        worker._swept_ms = 1  # swept a moment ago
+        await redis.client_kill_filter(_type="pubsub")
+        for _ in range(100):
+            if worker._swept_ms == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert worker._swept_ms == 0
+        assert await redis.client_list(_type="pubsub")  # and it listens again
+    finally:
+        stop.set()
+        await listening
