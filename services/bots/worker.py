@@ -80,6 +80,16 @@ class BotWorker:
                 await channel.close(None)
             await self.redis.srem(BOT_TABLES, table_id)
             self.finished += 1
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.UNAVAILABLE:
+                log.exception(
+                    "bot failed; another pass will pick the table up", extra={"table_id": table_id}
+                )
+            else:  # the gateway starting or restarting: expected, and handled by the next pass
+                log.warning(
+                    "gateway unavailable; another pass will pick the table up",
+                    extra={"table_id": table_id, "error": exc.details()},
+                )
         except Exception:
             log.exception(
                 "bot failed; another pass will pick the table up", extra={"table_id": table_id}

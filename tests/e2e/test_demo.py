@@ -37,7 +37,7 @@ FEES = 2 * BET * 8 // 100  # I-11: 8% of each side's stake
 
 
 async def test_demo_wagered_match_to_three_then_an_hour_of_generations_logs_no_error(
-    tmp_path: Path, valkey_url: str, kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Issue 44 item 2: expected, handled conditions of the embedded log (a generation deleted
     # under a consumer's look, a commit to a topic that is gone) are not errors.
@@ -47,8 +47,7 @@ async def test_demo_wagered_match_to_three_then_an_hour_of_generations_logs_no_e
     cluster = Cluster(
         ClusterConfig(
             data_dir=tmp_path,
-            base_port=0,
-            redis_url=valkey_url,
+            base_port=0,  # its own Valkey, as `make up` has: no other test's tables in it
             kafka_bootstrap=kafka_bootstrap,
             kafka_namespace=namespace,
         ),

@@ -5,6 +5,8 @@ its lease taken by another (it stalled past it) stops its bot, so a seat never h
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from typing import Any
 
 import pytest
@@ -12,6 +14,8 @@ from redis.exceptions import LockNotOwnedError
 
 from services.bots import worker as bots_worker
 from services.bots.worker import BotWorker
+from services.contracts.redis_keys import BOT_TABLES, bot_lease_key, lobby_key
+from services.contracts.seats import computer_seat
 
 pytestmark = pytest.mark.integration
 
@@ -53,3 +57,21 @@ async def test_a_worker_that_lost_its_lease_stops_its_bot(
     with pytest.raises(asyncio.CancelledError):
         await playing
     assert await redis.get("bots:lease:t1") == b.token.encode()  # b's lease untouched
+
+
+async def test_a_gateway_not_up_yet_is_a_warning_and_the_table_waits_for_the_next_pass(
+    redis: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 44 item 2: a bots service that starts before its gateway (or finds it restarting)
+    logs no ERROR: the next pass picks the table up (seen in `make test`: six ERROR lines a
+    start while the gateway was not listening yet)."""
+    seat = computer_seat("normal", "t9")
+    await redis.set(lobby_key("t9"), json.dumps({"player_ids": ["alice", seat]}))
+    await redis.sadd(BOT_TABLES, "t9")
+    worker = _worker(redis)  # its gateway address refuses connections
+    await worker.run_once()
+    await asyncio.wait_for(asyncio.gather(*worker.playing.values()), 15)
+    failed = [r for r in caplog.records if r.name == "bg.bots"]
+    assert failed and all(r.levelno == logging.WARNING for r in failed), failed
+    assert await redis.sismember(BOT_TABLES, "t9")  # still waiting for a bot
+    assert await redis.get(bot_lease_key("t9")) is None  # and free for the next pass
