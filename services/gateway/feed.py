@@ -251,6 +251,10 @@ class TableFeed:
 
     def _reconnected(self, connection: Any) -> None:
         log.warning("table feed reconnected; streams refill from the tables' streams")
+        self._refill_all()
+
+    def _refill_all(self) -> None:
+        """Anything published while the subscription was away is in the tables' streams."""
         for subs in self.subscribers.values():
             for sub in subs:
                 sub.deliver(GAP)
@@ -270,9 +274,7 @@ class TableFeed:
                     self._watch()
             except Exception as exc:
                 log.warning("table feed still down", extra={"error": repr(exc)})
-            for subs in self.subscribers.values():
-                for sub in subs:
-                    sub.deliver(GAP)  # anything published meanwhile is in the stream
+            self._refill_all()
 
     async def close(self) -> None:
         self.subscribers.clear()

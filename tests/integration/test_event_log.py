@@ -208,6 +208,20 @@ async def test_what_the_broker_forgot_unread_is_sent_again_and_only_that(
     assert await read_all(broker[0].address, again) == [1, 2]  # "unread" only
 
 
+async def _one_record_in_a_new_generation(
+    keeper: TopicKeeper, f: Forgetful, clock: Clock, boot: str
+) -> tuple[str, int]:
+    """The keeper's first step makes the current generation; one record is written to it."""
+    incarnation = await f.incarnation.current()
+    start = f.log.generation_at(clock())
+    await keeper.step(clock())
+    producer = kafka.producer(boot, False, "t")
+    await producer.start()
+    await producer.send_and_wait(f.log.topic(TABLE_EVENTS, start, incarnation), b"x", key=b"k")
+    await producer.stop()
+    return incarnation, start
+
+
 async def test_the_keeper_keeps_a_few_generations_and_deletes_only_what_is_read(
     parts: tuple[TableStore, EventRelay, Forgetful, Clock], broker: list[Any]
 ) -> None:
@@ -215,14 +229,8 @@ async def test_the_keeper_keeps_a_few_generations_and_deletes_only_what_is_read(
     boot, log = broker[0].address, f.log
     keeper = TopicKeeper(boot, log, f.incarnation, f.committed)
     try:
-        incarnation = await f.incarnation.current()
-        start = log.generation_at(clock())
-        await keeper.step(clock())
+        incarnation, start = await _one_record_in_a_new_generation(keeper, f, clock, boot)
         assert keeper.live == 2 * len(TOPICS)  # current and next, of every topic
-        producer = kafka.producer(boot, False, "t")
-        await producer.start()
-        await producer.send_and_wait(log.topic(TABLE_EVENTS, start, incarnation), b"x", key=b"k")
-        await producer.stop()
         clock.ms = log.written_until(start) + int(DELIVERY_SLACK_S * 1000) + 1
         await keeper.step(clock())
         gens = log.namespace.generations(TABLE_EVENTS, await _topics(boot))
@@ -245,13 +253,7 @@ async def test_an_unread_generation_goes_only_when_forced_out_long_after(
     boot, log = broker[0].address, f.log
     keeper = TopicKeeper(boot, log, f.incarnation, f.committed)
     try:
-        incarnation = await f.incarnation.current()
-        start = log.generation_at(clock())
-        await keeper.step(clock())
-        producer = kafka.producer(boot, False, "t")
-        await producer.start()
-        await producer.send_and_wait(log.topic(TABLE_EVENTS, start, incarnation), b"x", key=b"k")
-        await producer.stop()
+        incarnation, start = await _one_record_in_a_new_generation(keeper, f, clock, boot)
         clock.ms = log.forced_at(start) - 1
         await keeper.step(clock())
         gens = log.namespace.generations(TABLE_EVENTS, await _topics(boot))
