@@ -1,14 +1,9 @@
 """Typed service errors: a stable code, the gRPC status, and what the error is about.
 
-A servicer raises `ServiceError`; `grpc_errors` turns it into the gRPC status and gRPC's rich
-status, a `google.rpc.Status` in the trailing metadata key `grpc-status-details-bin` that every
-gRPC client library reads, with two details: an `ErrorInfo` (reason = the code, domain
-"bgcluster", the metadata and the field) and the typed `bg.common.v1.Error` (with the rules
-engine's rejection). Clients read it back with `error_from`. A refused call has changed nothing.
-
-API release api-v2 also still sends the `bg.common.v1.Error` alone in `bg-error-bin`, the
-trailer api-v1 clients and services read, and `error_from` still reads it from a peer of that
-release during a rolling upgrade; api-v3 drops it (protos/releases/CHANGES.md).
+A servicer raises `ServiceError`; `grpc_errors` turns it into the gRPC status and the typed
+error's trailers, whose wire format (gRPC's rich status, api-v1's trailer) is the contracts'
+(services/contracts/error_wire.py: the clients read it with nothing of the services). Peers
+read it back with `error_from`/`remote_call`. A refused call has changed nothing.
 """
 
 from __future__ import annotations
@@ -19,19 +14,21 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
-from google.protobuf import any_pb2
-
-# googleapis-common-protos ships .pyi files but no py.typed marker, and types-protobuf's
-# google-stubs (google.protobuf only) keep mypy from reading them: untyped here.
-from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+from google.rpc import status_pb2  # type: ignore[import-untyped]  # see error_wire
 from redis import exceptions as redis_errors
 from sqlalchemy import exc as sql_errors
 
 from bg.common.v1 import errors_pb2
 
-STATUS_KEY = "grpc-status-details-bin"  # gRPC's rich status
-ERROR_KEY = "bg-error-bin"  # api-v1's trailer: sent and read until api-v3
-DOMAIN = "bgcluster"  # ErrorInfo.domain of every error the services raise
+# The wire format is the contracts' (the one module of them the platform imports: a client
+# must read an error with no service code, and the platform writes it).
+# ERROR_KEY, STATUS_KEY and error_from are re-exported for the services and their tests.
+from services.contracts.error_wire import ERROR_KEY as ERROR_KEY
+from services.contracts.error_wire import STATUS_KEY as STATUS_KEY
+from services.contracts.error_wire import error_from as error_from
+from services.contracts.error_wire import rich_status as _rich_status
+from services.contracts.error_wire import trailers
+
 # Error texts are cut to this length: no error may echo unbounded input into trailers.
 MAX_MESSAGE = 300
 T = TypeVar("T")
@@ -172,29 +169,13 @@ def _not_ready(code: str) -> bool:
 
 def rich_status(err: ServiceError) -> status_pb2.Status:
     """gRPC's rich status of `err`: ErrorInfo for any client, the typed Error for ours."""
-    return _status(err.status, err.to_proto())
-
-
-def _status(code: grpc.StatusCode, detail: errors_pb2.Error) -> status_pb2.Status:
-    info = error_details_pb2.ErrorInfo(reason=detail.code, domain=DOMAIN)
-    info.metadata.update(detail.metadata)
-    if detail.field:
-        info.metadata["field"] = detail.field
-    details = []
-    for message in (info, detail):
-        packed = any_pb2.Any()
-        packed.Pack(message)
-        details.append(packed)
-    text = f"{detail.code}: {detail.message}"
-    return status_pb2.Status(code=code.value[0], message=text, details=details)
+    return _rich_status(err.status.value[0], err.to_proto())
 
 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ServiceError) -> None:
     detail = err.to_proto()
-    status = _status(err.status, detail)
-    context.set_trailing_metadata(
-        ((STATUS_KEY, status.SerializeToString()), (ERROR_KEY, detail.SerializeToString()))
-    )
+    status = _rich_status(err.status.value[0], detail)
+    context.set_trailing_metadata(trailers(status, detail))
     await context.abort(err.status, status.message)
 
 
@@ -219,40 +200,6 @@ def grpc_errors(
             raise AssertionError("unreachable: abort raises") from None
 
     return wrapper
-
-
-def error_from(exc: grpc.aio.AioRpcError) -> errors_pb2.Error | None:
-    """The typed error a failed call carried, if any: from its rich status (the typed detail,
-    else one built from an ErrorInfo), else from api-v1's trailer."""
-    metadata: Any = exc.trailing_metadata() or ()
-    found = dict((k, v) for k, v in metadata if isinstance(v, bytes))
-    if STATUS_KEY in found:
-        status = status_pb2.Status()
-        status.ParseFromString(found[STATUS_KEY])
-        return _typed(status)
-    if ERROR_KEY in found:
-        err = errors_pb2.Error()
-        err.ParseFromString(found[ERROR_KEY])
-        return err
-    return None
-
-
-def _typed(status: status_pb2.Status) -> errors_pb2.Error | None:
-    info: error_details_pb2.ErrorInfo | None = None
-    for packed in status.details:
-        if packed.Is(errors_pb2.Error.DESCRIPTOR):
-            err = errors_pb2.Error()
-            packed.Unpack(err)
-            return err
-        if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            packed.Unpack(info)
-    if info is None:
-        return None
-    meta = dict(info.metadata)
-    field = meta.pop("field", "")
-    message = status.message.removeprefix(f"{info.reason}: ")
-    return errors_pb2.Error(code=info.reason, message=message, field=field, metadata=meta)
 
 
 async def remote_call(awaitable: Awaitable[T]) -> T:

@@ -43,7 +43,7 @@ from bg.gateway.v1 import gateway_pb2
 from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
-from services.common.errors import ERROR_KEY
+from services.contracts.error_wire import ERROR_KEY
 from services.gateway.api import GatewayServicer
 
 log = logging.getLogger("bg.gateway.ws")

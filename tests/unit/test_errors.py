@@ -9,15 +9,8 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
 from bg.common.v1 import errors_pb2
-from services.common.errors import (
-    DOMAIN,
-    ERROR_KEY,
-    STATUS_KEY,
-    InvalidArgument,
-    ServiceError,
-    error_from,
-    rich_status,
-)
+from services.common.errors import InvalidArgument, ServiceError, rich_status
+from services.contracts.error_wire import DOMAIN, ERROR_KEY, STATUS_KEY, error_from
 
 
 def failed(*trailers: tuple[str, bytes]) -> grpc.aio.AioRpcError:
