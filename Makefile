@@ -39,7 +39,7 @@ up: setup
 	$(BIN)/bgcluster up $(ARGS)
 
 # The whole suite in two runs: everything but the whole-cluster tests on four xdist workers (as
-# `make test-fast`: ~3 min, 9 serially), then tests/e2e in one process, alone on the box (~19
+# `make test-fast`: ~3 min, 9 serially), then tests/cluster in one process, alone on the box (~19
 # min: a cluster's clocks are scaled to tens of milliseconds, and two clusters side by side, or
 # the other tests beside one, made them flaky). Exit code 5 is "no test selected" (PYTEST_ARGS
 # naming tests of one kind only). CI's budget is 30 minutes on 2 cores for setup, lint and this.
@@ -48,7 +48,7 @@ test: setup
 	$(BIN)/python -m pytest -q -m "not e2e" $(XDIST) $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(BIN)/python -m pytest -q -m e2e --durations=25 $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-# The developers' loop: everything but the whole-cluster tests (tests/e2e), on four workers: the
+# The developers' loop: everything but the whole-cluster tests (tests/cluster), on four workers: the
 # tests wait on servers more than they compute (2 workers used ~46% of the two cores: 3.5 min;
 # 4 workers: 2.4-2.6 min). `make test-fast XDIST=`: in one process.
 test-fast: setup
@@ -57,7 +57,7 @@ test-fast: setup
 # The chaos test with more play between faults than `make test` gives it; prints the figures.
 CHAOS_SECONDS ?= 20
 chaos: setup
-	BG_CHAOS_SECONDS=$(CHAOS_SECONDS) $(BIN)/python -m pytest -q -s tests/e2e/test_chaos.py
+	BG_CHAOS_SECONDS=$(CHAOS_SECONDS) $(BIN)/python -m pytest -q -s tests/cluster/test_chaos.py
 
 # Issue 42's partition suite with each fault held longer, in both event-log modes; prints the
 # figures (what players saw per fault) and writes .partitions-<mode>.json. Needs root.
@@ -65,7 +65,7 @@ PARTITION_SECONDS ?= 8
 PARTITION_MODES ?= kafka,embedded
 partitions: setup
 	BG_PARTITION_SECONDS=$(PARTITION_SECONDS) BG_PARTITION_MODES=$(PARTITION_MODES) \
-		BG_PARTITION_OUT=$(CURDIR) $(BIN)/python -m pytest -q -s tests/e2e/test_partitions.py
+		BG_PARTITION_OUT=$(CURDIR) $(BIN)/python -m pytest -q -s tests/cluster/test_partitions.py
 
 bench: setup
 	$(BIN)/python -m benchmarks

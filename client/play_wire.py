@@ -2,7 +2,7 @@
 
 Shared by every program that plays through the gateway: this `client` package (scripted players,
 the demo, the terminal client) and the bots worker, the one service that may import from
-`client` (tests/unit/test_layout.py). A `PlaySession` keeps the latest `SeatUpdate` view the
+`client` (tests/project/test_layout.py). A `PlaySession` keeps the latest `SeatUpdate` view the
 gateway pushed; `send` waits for the command's result or error and then for the view that shows
 it, so a caller never needs GetView. `next_command` is the engine bots' move for a view.
 """

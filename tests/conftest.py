@@ -13,12 +13,13 @@ import pytest
 from infra.cluster import embedded
 from infra.cluster.valkey_cluster import RunningCluster, start_valkey_cluster
 from tests.helpers import Valkey
+from tests.tansu import own_broker
 
 
 @pytest.hookimpl(optionalhook=True)  # a run without xdist (-p no:xdist) has no such hook
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`-n 4 --dist loadscope` (`make test-fast`, or the whole suite by hand): the whole-cluster
-    tests (tests/e2e) are one scope, so they run in their package's order on one worker and two
+    tests (tests/cluster) are one scope, so they run in their package's order on one worker and two
     clusters never share the two cores; every other test is a scope of its own and runs on the
     other workers beside them. The largest scope is dealt first. (xdist's loadgroup would do this,
     but its group marks do not reach pytest 9's node ids.)"""
@@ -28,13 +29,21 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class E2eTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "e2e" if nodeid.startswith("tests/e2e/") else nodeid
+            return "e2e" if nodeid.startswith("tests/cluster/") else nodeid
 
     return E2eTogether(config, log)
 
 
 KINDS = ("integration", "e2e")
-SERVERS = {"valkey_url", "valkey_cluster", "valkey", "redis", "kafka_bootstrap", "postgres_url"}
+SERVERS = {
+    "valkey_url",
+    "valkey_cluster",
+    "valkey",
+    "redis",
+    "kafka_bootstrap",
+    "postgres_url",
+    "broker",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -48,6 +57,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
         else:
             item.add_marker(pytest.mark.unit)
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[list[Any]]:
+    """A Tansu of this test's own (tests/tansu.py: `restart` kills it -9 and starts it afresh)."""
+    yield from own_broker(tmp_path)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """`python -m infra.cli.settings_reference`: write docs/settings.md from the services' typed
 settings (services/*/settings.py), the one source of every variable, its default and its
-meaning (`make docs`). tests/unit/test_docs.py fails when the page and the code differ."""
+meaning (`make docs`). tests/project/test_docs.py fails when the page and the code differ."""
 
 from __future__ import annotations
 

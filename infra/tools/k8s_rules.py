@@ -1,6 +1,6 @@
 """`python -m infra.tools.k8s_rules`: write the Prometheus Operator's PrometheusRule for Kubernetes
 from `infra/prometheus/alerts.yml`, the one source of the alert rules (the local Prometheus and
-promtool's tests read it as it is). tests/unit/test_k8s.py fails when the two differ."""
+promtool's tests read it as it is). tests/infra/test_k8s.py fails when the two differ."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The bounds a client must keep to, in one place: the servers check their input against these,
-docs/protocol.md's "Bounds" table is made from them (tests/unit/test_bounds.py holds the two
+docs/protocol.md's "Bounds" table is made from them (tests/contracts/test_bounds.py holds the two
 together), and a contract test sends each one's edge to the real gateway.
 
 A string field with no bound of its own is at most DEFAULT_MAX characters (services/gateway/

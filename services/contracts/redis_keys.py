@@ -7,7 +7,7 @@ lost. Hash tags (`{...}`) put the keys one script touches in one Redis Cluster s
   shard's clock, relay and unconfirmed sets: a commit script touches one slot;
 - the lobby's shared sets and documents carry `{lobby}`;
 - a player's keys carry `{<player id>}` where a script touches several of them together.
-Keys are built here and nowhere else; `tests/unit/test_redis_keys.py` checks the slots and that
+Keys are built here and nowhere else; `tests/contracts/test_redis_keys.py` checks the slots and that
 no two layouts meet.
 """
 

@@ -1,7 +1,7 @@
 """Engine StrEnums <-> protobuf enums, by name: `Phase.AWAIT_ROLL` is `PHASE_AWAIT_ROLL`.
 
 The proto enum numbers are the wire values; the engine's string values are what code, logs and
-metrics use. `tests/unit/test_vocabulary.py` holds every pair in step, so a new engine member
+metrics use. `tests/contracts/test_vocabulary.py` holds every pair in step, so a new engine member
 without its proto value (or the reverse) fails the build instead of the wire.
 """
 

@@ -1,6 +1,6 @@
 """Friends across two gateways on real Valkey (issue 29 req. 3): each gateway is its presence,
 friends and chat room, as services/gateway/app.py wires them, on one Valkey; the lobby is an
-in-memory one behind the friends' port (the cluster test, tests/e2e/test_gateway.py, plays a
+in-memory one behind the friends' port (the cluster test, tests/cluster/test_gateway.py, plays a
 challenge on the real matchmaking). Presence from the gateways' live streams, challenges
 answered exactly once, blocks honoured on the other gateway, bad input refused with nothing
 stored."""

@@ -1,5 +1,5 @@
 // What a player reads for each error code the server can send (docs/protocol.md, "What players
-// read", is made from this table: tests/unit/test_error_words.py holds the two together). The
+// read", is made from this table: tests/client/test_error_words.py holds the two together). The
 // server's own message is for developers and is never shown.
 
 export const SAYS = {

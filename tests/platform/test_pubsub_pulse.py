@@ -1,6 +1,6 @@
 """services/common/pubsub_pulse.py: a quiet subscription pings once, and a ping unanswered past
 the timeout is a lost node (the frozen-node case on a real Valkey is in
-tests/integration/test_store_failures.py)."""
+tests/platform/test_store_failures.py)."""
 
 from __future__ import annotations
 

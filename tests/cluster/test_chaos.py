@@ -39,9 +39,9 @@ from client.player import Player
 from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.status import collect
 from services.contracts.vocabulary import FINISHED
-from tests.e2e.boards import assert_boards_equal_a_rebuild
-from tests.e2e.drivers import play_tables
-from tests.e2e.money import books, settle_down
+from tests.cluster.boards import assert_boards_equal_a_rebuild
+from tests.cluster.drivers import play_tables
+from tests.cluster.money import books, settle_down
 from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e
@@ -206,7 +206,7 @@ async def test_chaos_every_part_killed_in_turn_loses_nothing(
             if i.service == "table"
         ]
         # Each escrow closed once, as its table says the match went, and every balance exact
-        # to the diamond, worked out from the tables' side alone (tests/e2e/money.py).
+        # to the diamond, worked out from the tables' side alone (tests/cluster/money.py).
         ledger = await books(wallet_url, tables[0], {p.player_id: FUNDS for p in players}, BET)
         closed, expected = ledger.closed, ledger.expected
         assert wagered and closed, "no wagered match was dealt"

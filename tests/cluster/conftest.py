@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.browser import browser, chromium  # noqa: F401  (the pages' fixtures)
+from tests.cluster.browser import browser, chromium  # noqa: F401  (the pages' fixtures)
 from tests.helpers import running_cluster
 
 SECRET = "e2e-token-secret-0123456789-abcdef"
@@ -30,7 +30,7 @@ SHARED = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Move the modules on the shared cluster to the end of this package's tests (kept in their
     order; everything else keeps its place)."""
-    here = [i for i, item in enumerate(items) if item.path.parent.name == "e2e"]
+    here = [i for i, item in enumerate(items) if item.path.parent.name == "cluster"]
     if not here:
         return
     block = [items[i] for i in here]

@@ -17,7 +17,7 @@ from services.common.event_log import EventLog, forgetful_of
 from services.common.topics import Namespace
 from services.contracts.topics import READERS, TOURNAMENT_EVENTS
 from services.matchmaking.adapters.tournament_events import TournamentEvents
-from tests.integration.conftest import groups_read, restart
+from tests.tansu import groups_read, restart
 
 pytestmark = pytest.mark.integration
 

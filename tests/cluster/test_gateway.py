@@ -33,7 +33,7 @@ from engine.position import Position
 from services.common.errors import error_from
 from services.contracts.vocabulary import FINISHED
 from services.gateway.auth import Identity, TokenSigner
-from tests.e2e.conftest import BOTS_SECRET, SECRET
+from tests.cluster.conftest import BOTS_SECRET, SECRET
 from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e

@@ -1,5 +1,6 @@
-"""The integration tests' own embedded broker (a Tansu per test, killed -9 by `restart`) and the
-reading groups' commits a producer on a forgetful broker waits for."""
+"""A test's own embedded broker (a Tansu per test: the `broker` fixture, tests/conftest.py),
+killed -9 by `restart`, and the reading groups' commits a producer on a forgetful broker waits
+for (the event log's tests and the tournament results')."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from infra.cluster import embedded
@@ -17,8 +17,7 @@ from services.common.event_log import EventLog
 from services.contracts.topics import READERS, TABLE_EVENTS
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[list[Any]]:
+def own_broker(tmp_path: Path) -> Iterator[list[Any]]:
     """A Tansu of this test's own, on memory; [server] (the test may replace it)."""
     held = [embedded.start_tansu(tmp_path / "tansu")]
     try:

@@ -1,5 +1,5 @@
 """The partition suite's checker (issue 42): what must hold once every fault has healed, read from
-the tables' durable streams and the players' history (tests/e2e/history.py). Each check returns
+the tables' durable streams and the players' history (tests/cluster/history.py). Each check returns
 the problems it found (an empty list: it holds), so one failure names every table it saw."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import redis.asyncio as redis_asyncio
 
 from bg.events.v1 import events_pb2
 from services.gateway.feed import read_events
-from tests.e2e.history import History
+from tests.cluster.history import History
 
 # The player's acts each clock bounds: a turn's (moves, undo, the end of the turn, a double
 # offered in it) and the taker's answer to a double.

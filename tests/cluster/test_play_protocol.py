@@ -18,7 +18,7 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from client.play_wire import CommandRefused, PlaySession
 from services.common.errors import error_from
-from tests.e2e.test_gateway import _players
+from tests.cluster.test_gateway import _players
 from tests.helpers import error_of
 
 pytestmark = pytest.mark.e2e

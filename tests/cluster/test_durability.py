@@ -28,10 +28,10 @@ from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.status import collect
 from services.common.topics import Namespace
 from services.contracts.topics import TOPICS
-from tests.e2e.boards import assert_boards_equal_a_rebuild
-from tests.e2e.drivers import play_tables
-from tests.e2e.money import books, settle_down
-from tests.e2e.test_chaos import Run
+from tests.cluster.boards import assert_boards_equal_a_rebuild
+from tests.cluster.drivers import play_tables
+from tests.cluster.money import books, settle_down
+from tests.cluster.test_chaos import Run
 from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e

@@ -20,7 +20,7 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from client.play_wire import PlaySession, phase_of, reason_of
 from client.player import Player
-from tests.e2e.test_gateway import _balances_settle, _players
+from tests.cluster.test_gateway import _balances_settle, _players
 
 pytestmark = pytest.mark.e2e
 

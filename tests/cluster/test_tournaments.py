@@ -24,7 +24,7 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from client.player import Player
 from client.tournament import done_with, next_match, settled
-from tests.e2e.contract_clients import fund
+from tests.cluster.contract_clients import fund
 from tests.helpers import awaited, error_of
 
 pytestmark = pytest.mark.e2e

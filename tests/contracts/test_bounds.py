@@ -2,7 +2,7 @@
 code a service can raise is in docs/protocol.md's tables; every bound the docs give is made from
 the one list the servers check against (services/contracts/bounds.py), and so is the table of
 what each request must name; the browser's name field says the server's rule. (The real
-gateway's answers at each bound: tests/e2e/test_contract.py.)"""
+gateway's answers at each bound: tests/cluster/test_contract.py.)"""
 
 from __future__ import annotations
 

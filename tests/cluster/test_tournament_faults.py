@@ -32,8 +32,8 @@ from services.common.deps import sql_engine
 from services.contracts.redis_keys import lobby_key
 from services.wallet.ledger import Ledger, check_invariants
 from services.wallet.schema import operations
-from tests.e2e.drivers import compete
-from tests.e2e.test_chaos import _await_back, _pid_of
+from tests.cluster.drivers import compete
+from tests.cluster.test_chaos import _await_back, _pid_of
 from tests.helpers import awaited, retried
 
 pytestmark = pytest.mark.e2e

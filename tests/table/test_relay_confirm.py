@@ -1,6 +1,6 @@
 """The relay's confirmation checks only the shards that may hold unconfirmed tables, with a
 full check of every owned shard every CONFIRM_ALL_S and whenever the owned shards change (the
-store and the broker are fakes; the real ones: tests/integration/test_event_log.py)."""
+store and the broker are fakes; the real ones: tests/platform/test_event_log.py)."""
 
 from __future__ import annotations
 

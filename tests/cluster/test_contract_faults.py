@@ -5,7 +5,7 @@ SeaweedFS. While PostgreSQL is gone or in crash recovery every wallet call answe
 never UNKNOWN (docs/protocol.md, "Errors"); while SeaweedFS stores nothing `bgcluster status`
 says it is not serving, and says SERVING only once an object can be written and read back again;
 the supervisor's banner says when. Afterwards the books balance to the diamond: every escrow
-closed once, as its table's outcome says (tests/e2e/money.py). Item 9's lost answers are in
+closed once, as its table's outcome says (tests/cluster/money.py). Item 9's lost answers are in
 test_contract.py."""
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.status import collect
-from tests.e2e.drivers import play_tables
-from tests.e2e.money import books, settle_down
-from tests.e2e.test_chaos import Run
+from tests.cluster.drivers import play_tables
+from tests.cluster.money import books, settle_down
+from tests.cluster.test_chaos import Run
 from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e

@@ -34,7 +34,7 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from infra.cluster.status import collect
-from tests.e2e.browser import (
+from tests.cluster.browser import (
     ARTIFACTS,
     OVER,
     _act,
@@ -43,7 +43,7 @@ from tests.e2e.browser import (
     _tab,
     browser_cluster,
 )
-from tests.e2e.test_chaos import _await_back
+from tests.cluster.test_chaos import _await_back
 
 pytestmark = pytest.mark.e2e
 SIZES = {"wide": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}

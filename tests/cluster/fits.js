@@ -1,5 +1,5 @@
 // What a player must reach without scrolling (issue 27, item 3): the wrongs found, [] if none.
-// Evaluated in the page by tests/e2e/test_clients.py.
+// Evaluated in the page by tests/cluster/test_clients.py.
 (() => {
   const vw = innerWidth, vh = innerHeight, wrong = [];
   const box = (el) => el.getBoundingClientRect();

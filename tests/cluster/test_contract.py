@@ -1,6 +1,6 @@
 """Issue 24: the client contract as docs/protocol.md states it, over gRPC and the WebSocket, on
 the shared cluster (each test's players are its own). The clients are written from the docs
-(tests/e2e/contract_clients.py); each test names the docs' section and the issue's item it
+(tests/cluster/contract_clients.py); each test names the docs' section and the issue's item it
 holds the cluster to. The faults of items 9-11 are in test_contract_faults.py."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
-from tests.e2e.conftest import SECRET
-from tests.e2e.contract_clients import GrpcPlayer, WsClient, fund, refusal, ws_url
+from tests.cluster.conftest import SECRET
+from tests.cluster.contract_clients import GrpcPlayer, WsClient, fund, refusal, ws_url
 
 pytestmark = pytest.mark.e2e
 CASUAL_VS_CPU = table_pb2.TableOptions(profile="casual", level="easy")

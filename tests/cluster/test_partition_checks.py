@@ -1,4 +1,4 @@
-"""The partition suite's checker (tests/e2e/partition_checks.py) catches what it is there to
+"""The partition suite's checker (tests/cluster/partition_checks.py) catches what it is there to
 catch: a gap or repeat in a table's events, an acknowledged command lost or two sharing a seq,
 a timeout before its deadline, an act after one; and lets a clock's own commit act for a seat."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from bg.events.v1 import events_pb2
-from tests.e2e.history import Call, History
-from tests.e2e.partition_checks import acknowledged_kept, contiguous, deadlines_kept
+from tests.cluster.history import Call, History
+from tests.cluster.partition_checks import acknowledged_kept, contiguous, deadlines_kept
 
 
 def _event(seq: int, at_ms: int, **body: Any) -> events_pb2.TableEvent:

@@ -41,7 +41,7 @@ from services.table.adapters.redis_store import TableStore
 from services.table.ports import Commit, TableMeta
 from services.table.relay import EventRelay
 from tests.helpers import Valkey
-from tests.integration.conftest import groups_read, restart
+from tests.tansu import groups_read, restart
 
 pytestmark = pytest.mark.integration
 PERIOD_MS = 10_000

@@ -25,7 +25,7 @@ import pytest
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.terminal import PROMPT
-from tests.e2e.browser import (
+from tests.cluster.browser import (
     ARTIFACTS,
     OVER,
     _act,
@@ -904,7 +904,7 @@ async def test_a_player_met_at_a_table_is_followed_seen_online_and_challenged(
     """Issue 29 req. 3 in the browser: the host follows the friend who sat down, sees them
     online in the lobby's Friends, challenges them; the friend accepts from their lobby and both
     sit at the challenge's table, where the host's Friends shows the friend in a match. (Decline
-    and block: tests/e2e/test_gateway.py, on the WebSocket the page speaks.)"""
+    and block: tests/cluster/test_gateway.py, on the WebSocket the page speaks.)"""
     host = await _page(browser, cluster["url"], "frodo")
     link = await _create_and_invite(host)
     friend = await _tab(await browser.new_context(viewport={"width": 390, "height": 844}), link)

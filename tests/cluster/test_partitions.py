@@ -8,8 +8,8 @@ PostgreSQL; the broker cut off from everyone; the director (matchmaking) isolate
 packets to a table replica dropped one way; a table replica's link flapping; table replicas'
 clocks skewed +2 s and -30 s (make partitions: +2 s, -2 s, +30 s and -30 s).
 
-Every client call and answer goes into a history (tests/e2e/history.py). After the last heal the
-checker (tests/e2e/partition_checks.py) proves: every diamond exact to the rules and the books
+Every client call and answer goes into a history (tests/cluster/history.py). After the last heal the
+checker (tests/cluster/partition_checks.py) proves: every diamond exact to the rules and the books
 balanced; no acknowledged command lost and none applied twice; every table's events contiguous;
 no timeout before its deadline and no act accepted after it, by the reference clock (I-40);
 downstream each event once (the leaderboard equals a rebuild from its archive, every match
@@ -51,17 +51,17 @@ from services.common.deps import sql_engine
 from services.contracts.redis_keys import TABLE_REPLICAS as MEMBERS
 from services.contracts.redis_keys import lobby_key
 from services.contracts.shards import live_members
-from tests.e2e.boards import assert_boards_equal_a_rebuild
-from tests.e2e.drivers import compete, play_tables
-from tests.e2e.history import History, RecordedPlayer, Window
-from tests.e2e.money import books, settle_down
-from tests.e2e.partition_checks import (
+from tests.cluster.boards import assert_boards_equal_a_rebuild
+from tests.cluster.drivers import compete, play_tables
+from tests.cluster.history import History, RecordedPlayer, Window
+from tests.cluster.money import books, settle_down
+from tests.cluster.partition_checks import (
     acknowledged_kept,
     contiguous,
     deadlines_kept,
     read_streams,
 )
-from tests.e2e.test_tournament_faults import _ledger, decided_as
+from tests.cluster.test_tournament_faults import _ledger, decided_as
 from tests.helpers import awaited, retried
 
 pytestmark = pytest.mark.e2e
