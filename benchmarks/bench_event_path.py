@@ -34,7 +34,7 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from engine import profiles
 from engine.machine import new_match
 from infra.cluster.local_cluster import RunningCluster, cpu_seconds, local_cluster
-from services.common import kafka
+from services.common import kafka_log
 from services.common.clock import now_ms
 from services.common.deps import redis_client
 from services.common.event_log import EventLog, GenerationConsumer, Incarnation
@@ -125,7 +125,7 @@ class Watcher:
         boot = cluster.state["kafka_bootstrap"]
         self.log = EventLog(Namespace(cluster.state["kafka_namespace"]), "embedded", ROTATE_S, 1)
         self.incarnation = Incarnation(boot, self.log)
-        inner = kafka.consumer(boot, f"bench-{os.urandom(3).hex()}", client_id="bench")
+        inner = kafka_log.consumer(boot, f"bench-{os.urandom(3).hex()}", client_id="bench")
         self.consumer = GenerationConsumer(inner, self.log, [TABLE_EVENTS], self.incarnation)
         self.latency: list[float] = []
         # The two halves of each event's latency: commit -> the relay's produce (the record's

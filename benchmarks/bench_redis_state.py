@@ -31,29 +31,11 @@ from services.table.adapters.redis_store import FINISHED_TTL_S, TableStore
 from services.table.relay import EventRelay
 from services.table.tables import TableCore
 from tests.table.driver import redis_store
+from tests.table.fakes import FakePublisher
 
 LIVE = 200
 FINISHED = 40
 P = ["ann", "bob"]
-
-
-class _Kafka:
-    async def start(self) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
-    async def send(
-        self,
-        topic: str,
-        value: bytes,
-        key: bytes,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> asyncio.Future[None]:
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        done.set_result(None)
-        return done
 
 
 class NoWallet:
@@ -118,7 +100,7 @@ async def _main(url: str) -> None:
     for i in range(FINISHED):
         await core.create_match(f"done{i}", f"done{i}-1", P, casual)
         await _play(core, f"done{i}", rng)
-    relay = EventRelay(redis_store(core), _Kafka)
+    relay = EventRelay(redis_store(core), FakePublisher())
     while await relay.run_once():
         pass
     keys = await _keys(redis, "done")

@@ -19,8 +19,7 @@ from services.common import kafka
 from services.common.deps import sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
-from services.common.topics import Namespace
-from services.contracts.topics import TABLE_EVENTS
+from services.contracts.topics import READERS, TABLE_EVENTS
 
 SERVICE_NAME = analysis_pb2.DESCRIPTOR.services_by_name["AnalysisService"].full_name
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -31,7 +30,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("analysis", settings)
     metrics = AnalysisMetrics(app.metrics.registry)
-    namespace = Namespace(settings.kafka_namespace)
 
     engine = sql_engine(settings.database_url)
     app.closes(engine.dispose)
@@ -47,12 +45,15 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
 
+    events = kafka.open_event_log(settings, READERS)
+    app.closes(events.close)
     start_consumer = kafka.consume_in_background(
         app,
         settings,
+        events,
         "analysis",
         (TABLE_EVENTS,),
-        lambda c, stop: consume(enqueuer, c, stop, metrics.lag, namespace),
+        lambda reader, stop: consume(enqueuer, reader, stop, metrics.lag),
     )
 
     async def start() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from bg.events.v1 import events_pb2
 from services.analysis.ports import AnalysisRepository
 from services.common import kafka
-from services.common.topics import PLAIN, Namespace
+from services.common.log_port import Incoming, Reader
 from services.contracts.event_records import table_events
 from services.contracts.topics import TABLE_EVENTS
 
@@ -56,13 +56,10 @@ class Enqueuer:
         return result
 
 
-async def consume(
-    enqueuer: Enqueuer,
-    consumer: Any,
-    stop: asyncio.Event,
-    lag: Any = None,
-    namespace: Namespace = PLAIN,
-) -> None:
+async def consume(enqueuer: Enqueuer, reader: Reader, stop: asyncio.Event, lag: Any = None) -> None:
     """Consume table-events until `stop` (kafka.consume_records), its lag kept."""
-    handle = kafka.in_logical_names(enqueuer.handle_record, namespace)
-    await kafka.consume_records(consumer, handle, stop, lag=lag)
+
+    async def handle(record: Incoming) -> object:
+        return await enqueuer.handle_record(record.logical, record.value, record.headers)
+
+    await kafka.consume_records(reader, handle, stop, lag=lag)

@@ -452,6 +452,11 @@ class TopicKeeper:
         self.deleted = 0  # generations deleted so far (a counter)
         self.forced = 0  # of which deleted unread by some group
 
+    @property
+    def every_s(self) -> float:
+        """How often a step is due: four times a period (at least a second apart)."""
+        return max(1.0, self.log.rotate_s / 4)
+
     async def step(self, at_ms: int | None = None) -> None:
         """One look at the topics (bounded: a step that hangs on the broker is given up)."""
         try:

@@ -9,47 +9,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.errors import CommitFailedError
-
 from services.common.backoff import Backoff, pause
-from services.common.event_log import EventLog, GenerationConsumer, Incarnation
-from services.common.kafka_clients import never_create_topics
+from services.common.embedded_log import EmbeddedEventLog
+from services.common.event_log import EventLog
+from services.common.kafka_log import KafkaEventLog
+from services.common.log_port import EventLogPort, Incoming, Reader
 from services.common.service import ServiceApp
 from services.common.settings import EventReaderSettings, KafkaLog
 from services.common.topics import Namespace
 
 log = logging.getLogger("bg.kafka")
-
-
-def producer(bootstrap: str, idempotent: bool, client_id: str) -> AIOKafkaProducer:
-    made = AIOKafkaProducer(
-        bootstrap_servers=bootstrap,
-        client_id=client_id,
-        enable_idempotence=idempotent,
-        acks="all",
-        linger_ms=5,
-        request_timeout_ms=10_000,
-    )
-    never_create_topics(made.client)
-    return made
-
-
-def consumer(bootstrap: str, group: str, *topics: str, client_id: str) -> AIOKafkaConsumer:
-    made = AIOKafkaConsumer(
-        *topics,
-        bootstrap_servers=bootstrap,
-        group_id=group,
-        client_id=client_id,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        isolation_level="read_committed",
-    )
-    never_create_topics(made._client)
-    return made
 
 
 class LogSettings(Protocol):
@@ -68,12 +40,26 @@ class LogSettings(Protocol):
 
 
 def event_log(settings: LogSettings) -> EventLog:
+    """The cluster's layout on its broker (names, mode, generations)."""
     return EventLog(
         Namespace(settings.kafka_namespace),
         settings.kafka_log,
         settings.kafka_rotate_s,
         settings.kafka_partitions,
     )
+
+
+def open_event_log(
+    settings: LogSettings, readers: Mapping[str, tuple[str, ...]], idempotent: bool = False
+) -> EventLogPort:
+    """The event log port of BG_KAFKA_LOG's mode (services/common/log_port.py): its publishers
+    and readers share the adapter's clients; the caller closes it (app.closes). `readers`: every
+    topic and the services whose groups read it (services/contracts/topics.py); `idempotent`:
+    the producers' BG_KAFKA_IDEMPOTENCE (Tansu refuses it)."""
+    layout = event_log(settings)
+    if layout.embedded:
+        return EmbeddedEventLog(settings.kafka_bootstrap, layout, readers, idempotent)
+    return KafkaEventLog(settings.kafka_bootstrap, layout.namespace, idempotent)
 
 
 def share(spec: str) -> tuple[int, int]:
@@ -85,42 +71,22 @@ def share(spec: str) -> tuple[int, int]:
     return i, n
 
 
-def consumer_of(
-    settings: LogSettings,
-    service: str,
-    logicals: tuple[str, ...],
-    client_id: str,
-    incarnation: Incarnation | None,
-    consumer_share: str = "0/1",
-) -> Any:
-    """The consumer of `logicals` for `service`'s group: group-managed on the topics themselves
-    (kafka mode), or on every live generation's partitions of its share (embedded mode)."""
-    log_ = event_log(settings)
-    group = log_.namespace.group(service)
-    if not log_.embedded:
-        topics = [log_.namespace.topic(t) for t in logicals]
-        return consumer(settings.kafka_bootstrap, group, *topics, client_id=client_id)
-    assert incarnation is not None
-    inner = consumer(settings.kafka_bootstrap, group, client_id=client_id)
-    return GenerationConsumer(inner, log_, logicals, incarnation, share(consumer_share))
-
-
 COMMIT_EVERY_S = 1.0
 
 
 class Committer:
-    """Commits a consumer's processed offsets at most every `every_s`, not after each batch: on
+    """Commits a reader's processed records at most every `every_s`, not after each batch: on
     Tansu over S3 every commit is an object write, and in the soak the broker's store was the
     busiest process. A crash re-delivers at most that much more; every consumer of ours
     dedupes."""
 
     def __init__(
         self,
-        consumer: Any,
+        reader: Any,
         every_s: float = COMMIT_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.consumer = consumer
+        self.reader = reader
         self.every_s = every_s
         self.clock = clock
         self._dirty = False
@@ -134,58 +100,33 @@ class Committer:
 
     async def flush(self) -> None:
         if self._dirty:
-            try:
-                await self.consumer.commit()
-            except CommitFailedError:
-                # The group rebalanced under us: the partitions' new owner reads on from the last
-                # commit (and dedupes). Going on is right; restarting the consumer would join as
-                # a new member and rebalance the group again, which failed the next member's
-                # commit: the storm the soak saw with two wallets and two leaderboards.
-                log.info("offsets not committed: the group rebalanced; their new owner re-reads")
+            await self.reader.commit()
             self._dirty = False
         self._last = self.clock()
 
 
 async def consume_records(
-    consumer: Any,
-    handle: Callable[[Any], Awaitable[object]],
+    reader: Reader,
+    handle: Callable[[Incoming], Awaitable[object]],
     stop: asyncio.Event,
     max_records: int = 500,
     lag: Any = None,
 ) -> None:
-    """Consume until `stop`: each record to `handle` in order, the offsets committed after
-    (at least once, see Committer); `lag` (a gauge), when given, set to the records behind."""
-    committer = Committer(consumer)
+    """Read until `stop`: each record to `handle` in order, committed after (at least once,
+    see Committer); `lag` (a gauge), when given, set to the records behind."""
+    committer = Committer(reader)
     try:
-        await consumer.start()  # inside: one that fails to start is stopped too
+        await reader.start()  # inside: one that fails to start is stopped too
         while not stop.is_set():
-            batches = await consumer.getmany(timeout_ms=500, max_records=max_records)
-            for records in batches.values():
-                for record in records:
-                    await handle(record)
-            await committer.tick(bool(batches))
+            records = await reader.poll(timeout_ms=500, max_records=max_records)
+            for record in records:
+                await handle(record)
+            await committer.tick(bool(records))
             if lag is not None:
-                total = 0
-                for tp in consumer.assignment():
-                    end = consumer.highwater(tp)
-                    if end is not None:
-                        total += max(0, end - await consumer.position(tp))
-                lag.set(total)
+                lag.set(await reader.behind())
         await committer.flush()
     finally:
-        await consumer.stop()
-
-
-def in_logical_names(
-    handle_record: Callable[[str, bytes, Any], Awaitable[object]], namespace: Namespace
-) -> Callable[[Any], Awaitable[object]]:
-    """A record handler for consume_records that speaks logical topic names: it is given
-    (logical topic, value, headers) of each record."""
-
-    async def handle(record: Any) -> object:
-        return await handle_record(namespace.logical(record.topic), record.value, record.headers)
-
-    return handle
+        await reader.stop()
 
 
 HEALTHY_S = 60.0  # a consumer that ran this long before failing counts as healthy
@@ -227,31 +168,24 @@ async def keep_consuming(
 def consume_in_background(
     app: ServiceApp,
     settings: EventReaderSettings,
+    events: EventLogPort,
     service: str,
     logicals: tuple[str, ...],
-    consume: Callable[[Any, asyncio.Event], Awaitable[None]],
-    incarnation: Incarnation | None = None,
+    consume: Callable[[Reader, asyncio.Event], Awaitable[None]],
 ) -> Callable[[], None]:
-    """A service's consumer of `logicals`, wired as every service wires one: the service's
-    group, its replica as client id, its share of the partitions (BG_CONSUMER_SHARE), and on an
-    embedded log the broker's incarnation (`incarnation`, shared with the service's producer,
-    or one of its own closed with the app). `consume(consumer, stop)` runs one consumer until
-    `stop` (consume_records). Returns what the app's start hook calls, once its database is
-    ready: a consumer kept running (keep_consuming) until the app stops."""
-    log_ = event_log(settings)
-    if log_.embedded and incarnation is None:
-        incarnation = Incarnation(settings.kafka_bootstrap, log_)
-        app.closes(incarnation.close)
+    """A service's reader of `logicals` on the event log port, wired as every service wires one:
+    the service's group, its replica as client id, its share of the partitions
+    (BG_CONSUMER_SHARE). `consume(reader, stop)` runs one reader until `stop`
+    (consume_records). Returns what the app's start hook calls, once its database is ready: a
+    reader kept running (keep_consuming), a new one after a failure, until the app stops."""
 
-    def make() -> Any:  # aiokafka: untyped
+    def make() -> Reader:
         client_id = settings.replica or service
-        return consumer_of(
-            settings, service, logicals, client_id, incarnation, settings.consumer_share
-        )
+        return events.reader(service, logicals, client_id, share(settings.consumer_share))
 
     def spawn() -> None:
         stop = app.background.stop
-        running = keep_consuming(make, lambda c: consume(c, stop), stop, "events")
+        running = keep_consuming(make, lambda r: consume(r, stop), stop, "events")
         app.background.spawn("consumer", running)
 
     return spawn

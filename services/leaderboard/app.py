@@ -12,8 +12,7 @@ from services.common import kafka
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
-from services.common.topics import Namespace
-from services.contracts.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
+from services.contracts.topics import READERS, TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
 from services.leaderboard.adapters.sql_boards import SqlBoardStore
 from services.leaderboard.api import LeaderboardServicer
 from services.leaderboard.consumer import EventHandler, consume, rebuild, replay_player
@@ -31,7 +30,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("leaderboard", settings)
     metrics = LeaderboardMetrics(app.metrics.registry)
-    namespace = Namespace(settings.kafka_namespace)
 
     # The record (SQL) and the ranks derived from it (Redis), behind the boards' port.
     engine = sql_engine(settings.database_url)
@@ -57,12 +55,15 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         leaderboard_pb2_grpc.add_LeaderboardServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
 
+    events = kafka.open_event_log(settings, READERS)
+    app.closes(events.close)
     start_consumer = kafka.consume_in_background(
         app,
         settings,
+        events,
         "leaderboard",
         (TABLE_EVENTS, WALLET_EVENTS, TOURNAMENT_EVENTS),
-        lambda c, stop: consume(handler, c, stop, metrics.lag, namespace),
+        lambda reader, stop: consume(handler, reader, stop, metrics.lag),
     )
 
     async def start() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from bg.events.v1 import events_pb2
 from services.common import kafka
-from services.common.topics import PLAIN, Namespace
+from services.common.log_port import Incoming, Reader
 from services.contracts.event_records import table_events
 from services.contracts.topics import TABLE_EVENTS, TOURNAMENT_EVENTS
 from services.leaderboard import boards
@@ -88,15 +88,14 @@ class EventHandler:
 
 
 async def consume(
-    handler: EventHandler,
-    consumer: Any,
-    stop: asyncio.Event,
-    lag: Any = None,
-    namespace: Namespace = PLAIN,
+    handler: EventHandler, reader: Reader, stop: asyncio.Event, lag: Any = None
 ) -> None:
     """Consume the leaderboard's topics until `stop` (kafka.consume_records), its lag kept."""
-    handle = kafka.in_logical_names(handler.handle_record, namespace)
-    await kafka.consume_records(consumer, handle, stop, lag=lag)
+
+    async def handle(record: Incoming) -> object:
+        return await handler.handle_record(record.logical, record.value, record.headers)
+
+    await kafka.consume_records(reader, handle, stop, lag=lag)
 
 
 async def rebuild(handler: EventHandler, source: BoardRepository | None = None) -> int:

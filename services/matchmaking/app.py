@@ -11,7 +11,6 @@ from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from services.common import kafka, tracing
 from services.common.balanced import channel_to
 from services.common.deps import redis_check, redis_client
-from services.common.event_log import forgetful_of
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
 from services.contracts import peers
@@ -45,15 +44,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.closes(redis.aclose)
     store = RedisLobbyStore(redis)
     store_clock = StoreClock(redis_times(redis))
-    event_log = kafka.event_log(settings)
+    events = kafka.open_event_log(settings, READERS, settings.kafka_idempotence)
+    app.closes(events.close)
     results = TournamentEvents(
-        lambda: kafka.producer(
-            settings.kafka_bootstrap,
-            settings.kafka_idempotence,
-            f"{settings.replica or 'matchmaking'}-tournaments",
-        ),
-        event_log.namespace,
-        forgetful_of(settings.kafka_bootstrap, event_log, READERS) if event_log.embedded else None,
+        events.publisher(f"{settings.replica or 'matchmaking'}-tournaments"),
         now=store_clock,  # the generations by the store's clock, as the keepers'
     )
     app.closes(results.close)

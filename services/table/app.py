@@ -12,11 +12,10 @@ from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common import kafka, tracing
 from services.common.balanced import channel_to
 from services.common.deps import redis_check, redis_client
-from services.common.event_log import Forgetful, TopicKeeper, forgetful_of
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
 from services.contracts import peers
-from services.contracts.topics import READERS, TABLE_EVENTS
+from services.contracts.topics import READERS
 from services.table.adapters.grpc_wallet import GrpcWallet
 from services.table.adapters.redis_store import TableStore
 from services.table.api import TableServicer
@@ -67,29 +66,19 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     # The events' way out: one topic on a durable Kafka; generations, bounded, on a broker that
     # may forget, with this service's relays and keepers looking after them.
-    event_log = kafka.event_log(settings)
-    forgetful: Forgetful | None = None
-    keeper: TopicKeeper | None = None
-    if event_log.embedded:
-        forgetful = forgetful_of(settings.kafka_bootstrap, event_log, READERS)
-        keeper = TopicKeeper(
-            settings.kafka_bootstrap, event_log, forgetful.incarnation, forgetful.committed
-        )
+    events = kafka.open_event_log(settings, READERS, settings.kafka_idempotence)
+    app.closes(events.close)
+    keeper = events.housekeeper()
+    if keeper is not None:
+        app.closes(keeper.close)
     relay = EventRelay(
         store,
-        lambda: kafka.producer(
-            settings.kafka_bootstrap, settings.kafka_idempotence, f"{replica}-relay"
-        ),
+        events.publisher(f"{replica}-relay"),
         metrics,
-        topic=event_log.namespace.topic(TABLE_EVENTS),
         leases=leases,
-        forgetful=forgetful,
         sweep_s=settings.relay_sweep_s,
         now=store_clock,  # the generations by the store's clock, as the keepers' (I-40)
     )
-    if forgetful is not None and keeper is not None:
-        app.closes(forgetful.close)
-        app.closes(keeper.close)
     app.closes(relay.close)
 
     def register(server: grpc.aio.Server) -> list[str]:
@@ -132,8 +121,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         if keeper is not None:
             # By the store's clock: a keeper whose own ran ahead would let go of generations
             # still written; one behind, make again ones already read and deleted.
-            step = lambda: keeper.step(store_clock())  # noqa: E731
-            background.every("topic-keeper", max(1.0, event_log.rotate_s / 4), step, log)
+            kept = keeper
+            background.every("topic-keeper", kept.every_s, lambda: kept.step(store_clock()), log)
         background.every("gauges", GAUGE_S, lambda: _gauges(store, leases, metrics))
 
     app.register = register

@@ -11,13 +11,14 @@ pointers; every step is one pipelined round trip for the whole batch. A crash af
 and before the pointer moves re-publishes the same events, in the same order: consumers dedupe on
 (table_id, seq).
 
-On a broker that may forget (services/common/event_log.py, `embedded` mode) the records go to the
-topic's current generation, except that a table whose last record is in the previous generation
-and not yet read by every group stays there (so each group reads a table's records in order
-across the switch); a table two generations behind and still unread waits. Each table remembers
-where its last record went and stays unconfirmed until every group has committed past it; every
-CONFIRM_S the unconfirmed tables are checked: read ones are confirmed (`consumed`), and those the
-broker has forgotten (another incarnation) are relayed again from `consumed`.
+The records go through the event log port (services/common/log_port.py), each with where its
+table's last record went: on a broker that may forget (`embedded` mode) that keeps a table's
+records in order across generations, and a table whose last records are two generations back and
+unread waits (HELD). There each table remembers where its last record went and stays
+unconfirmed until every group has committed past it; every CONFIRM_S the unconfirmed tables are
+checked: read ones are confirmed (`consumed`), and those the broker has forgotten (another
+incarnation) are relayed again from `consumed`. On production Kafka an acknowledged record is
+kept: nothing to confirm.
 """
 
 from __future__ import annotations
@@ -27,13 +28,10 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
-
-from aiokafka import TopicPartition
 
 from services.common.backoff import Backoff, pause
 from services.common.clock import now_ms
-from services.common.event_log import Forgetful, confirmed
+from services.common.log_port import Outgoing, Placement, Publisher, Unsent, Verdict
 from services.contracts.event_records import commit_record
 from services.contracts.shards import shard_of
 from services.contracts.topics import TABLE_EVENTS
@@ -53,8 +51,6 @@ CONFIRM_S = 0.5  # how often unconfirmed tables are checked (embedded mode)
 # relay marked are (a scan of all 512 shards a replica owns, twice a second, was half an idle
 # replica's CPU). The full check finds what another replica marked before a shard changed hands.
 CONFIRM_ALL_S = 10.0
-HOLD = -2  # a table whose records must wait: its last ones, two generations back, are unread
-MAX_HOLD = 5  # generations a table waits at most for a lagging group
 
 
 def records(entries: list[Entry]) -> list[tuple[int, bytes, list[tuple[str, bytes]]]]:
@@ -75,24 +71,19 @@ class EventRelay:
     def __init__(
         self,
         store: TableStore,
-        make_producer: Callable[[], Any],
+        publisher: Publisher,
         metrics: TableMetrics | None = None,
         interval_s: float = 0.05,
-        topic: str = TABLE_EVENTS,
         leases: ShardLeases | AllShards | None = None,
-        forgetful: Forgetful | None = None,
         now: Callable[[], int] = now_ms,
         sweep_s: float = SWEEP_S,
     ) -> None:
         self.store = store
-        self.make_producer = make_producer
+        self.publisher = publisher
         self.metrics = metrics
         self.interval_s = interval_s
-        self.topic = topic  # kafka mode: the one topic (with the namespace's prefix)
-        self.forgetful = forgetful
         self.now = now  # the generations go by it: the store's clock (a StoreClock) in a replica
         self.sweep_s = sweep_s
-        self.producer: Any = None
         self.token = secrets.token_hex(8)
         self.leases = leases or AllShards()
         self._committed: set[str] = set()
@@ -102,7 +93,6 @@ class EventRelay:
         self._marked: set[int] = set()  # shards that may hold unconfirmed tables (see confirm)
         self._checked_all = 0.0
         self._checked_owned: list[int] = []
-        self._incarnation = ""  # the broker's, as of this pass (embedded mode)
 
     def committed(self, table_id: str) -> None:
         """The core committed events to this table: relay it in the next pass."""
@@ -132,91 +122,48 @@ class EventRelay:
             return 0
         try:
             at_ms = self.now()
-            targets = await self._targets(owned, at_ms)
-            held = [t for t, (gen, _) in targets.items() if gen == HOLD]
-            self._committed.update(held)  # their turn comes when their last records are read
-            sending = {t: owned[t].relayed for t in owned if t in targets and t not in held}
-            streams = await self.store.events_after(sending)
-            if any(streams.values()) and self.producer is None:
-                producer = self.make_producer()
-                await producer.start()
-                self.producer = producer
-            sent: list[tuple[str, int, Any]] = []
+            streams = await self.store.events_after({t: s.relayed for t, s in owned.items()})
+            out: list[Outgoing] = []
+            last_seqs: list[tuple[str, int]] = []
             for table_id, entries in streams.items():
-                topic = targets[table_id][1]
+                after = _placement(owned[table_id])
                 for last_seq, value, headers in records(entries):
-                    future = await self.producer.send(
-                        topic, value=value, key=table_id.encode(), headers=headers
-                    )
-                    sent.append((table_id, last_seq, future))
-            # Acknowledged by Kafka, in order per table (one partition each). Every future is
-            # awaited even when one fails, so none is left with an unretrieved exception.
-            acks = await asyncio.gather(*(f for _, _, f in sent), return_exceptions=True)
-            if failed := next((a for a in acks if isinstance(a, BaseException)), None):
-                raise failed
-            acked = {t: owned[t].relayed for t in sending}
+                    out.append(Outgoing(TABLE_EVENTS, table_id.encode(), value, headers, after))
+                    last_seqs.append((table_id, last_seq))
+            placed = await self.publisher.publish(out, at_ms) if out else []
+            # A table's records share one fate (one `after`): sent, or none of them.
+            unsent: dict[str, Unsent] = {}
+            acked = {t: owned[t].relayed for t in owned}
             where: dict[str, tuple[int, int, int, str]] = {}
-            for (table_id, last_seq, _), ack in zip(sent, acks, strict=True):
-                meta: Any = ack  # aiokafka's RecordMetadata (a failure raised above)
+            for (table_id, last_seq), p in zip(last_seqs, placed, strict=True):
+                if isinstance(p, Unsent):
+                    unsent[table_id] = p
+                    continue
                 acked[table_id] = last_seq
-                if self.forgetful is not None:
-                    gen = targets[table_id][0]
-                    where[table_id] = (gen, meta.partition, meta.offset, self._incarnation)
-            await self.store.relay_ack_many(
-                acked, where if self.forgetful is not None else None, at_ms
-            )
+                if self.publisher.confirms:
+                    where[table_id] = (p.gen, p.partition, p.offset, p.incarnation)
+            for table_id in unsent:
+                del acked[table_id]
+            forgotten = [t for t, why in unsent.items() if why is Unsent.FORGOTTEN]
+            if forgotten:  # relayed again from what every group had read, before anything new
+                await self.store.replay_many(forgotten, at_ms)
+            # Held ones' turn comes when their last records are read; forgotten ones go again.
+            self._committed.update(unsent)
+            kept = where if self.publisher.confirms else None
+            await self.store.relay_ack_many(acked, kept, at_ms)
             self._marked.update(shard_of(t) for t in where)
-            moved = sum(len(entries) for entries in streams.values())
+            moved = sum(len(streams[t]) for t in acked if t in streams)
             if self.metrics:
                 self.metrics.relayed.inc(moved)
             return moved
         finally:
             await self.store.release_relay(list(owned), self.token)
 
-    async def _targets(
-        self, owned: dict[str, RelayState], at_ms: int
-    ) -> dict[str, tuple[int, str]]:
-        """Each table's (generation, topic) for this pass; HOLD for one that must wait; tables
-        the broker forgot are handed to replay (and left out)."""
-        if self.forgetful is None:
-            return {t: (0, self.topic) for t in owned}
-        f = self.forgetful
-        current, incarnation = await f.now(TABLE_EVENTS, at_ms)
-        self._incarnation = incarnation
-        forgotten = [t for t, s in owned.items() if s.incarnation and s.incarnation != incarnation]
-        if forgotten:
-            await self.store.replay_many(forgotten, at_ms)
-            self._committed.update(forgotten)
-        behind = {
-            t: TopicPartition(f.log.topic(TABLE_EVENTS, s.gen, incarnation), s.partition)
-            for t, s in owned.items()
-            if t not in forgotten and s.incarnation and 0 <= s.gen < current
-        }
-        read = await f.committed.of(TABLE_EVENTS, set(behind.values())) if behind else {}
-        out: dict[str, tuple[int, str]] = {}
-        for table_id, state in owned.items():
-            if table_id in forgotten:
-                continue
-            gen = current
-            if table_id in behind and not confirmed(read[behind[table_id]], state.offset):
-                if state.gen == current - 1:
-                    gen = state.gen  # stay: its records there are not all read yet
-                elif state.gen > current - MAX_HOLD:
-                    gen = HOLD
-                # else a group is MAX_HOLD periods behind: its order is given up (its lag
-                # alert fired long ago) rather than stopping every table for it.
-            elif state.incarnation == incarnation and state.gen > gen:
-                gen = state.gen  # never back: a table's records are read in generations' order
-            out[table_id] = (gen, f.log.topic(TABLE_EVENTS, gen, incarnation))
-        await f.topics.ensure({topic for gen, topic in out.values() if gen != HOLD})
-        return out
-
     async def confirm_once(self) -> int:
-        """Confirm what every group has read, and relay again what the broker forgot (embedded
-        mode). Returns how many tables were confirmed."""
-        if self.forgetful is None:
+        """Confirm what every group has read, and relay again what the broker forgot (a log
+        whose publisher confirms: embedded mode). Returns how many tables were confirmed."""
+        if not self.publisher.confirms:
             return 0
-        f = self.forgetful
         owned = self.leases.owned()
         shards: Iterable[int] = owned
         if owned == self._checked_owned and time.monotonic() - self._checked_all < CONFIRM_ALL_S:
@@ -231,8 +178,11 @@ class EventRelay:
             self.metrics.unconfirmed_age.set(age)
         if not waiting:
             return 0
-        incarnation = await f.incarnation.current()
-        forgotten = [t for t, s in waiting.items() if s.incarnation != incarnation]
+        tables = list(waiting)
+        verdicts = await self.publisher.check(
+            TABLE_EVENTS, [_placement(waiting[t]) or _NOWHERE for t in tables]
+        )
+        forgotten = [t for t, v in zip(tables, verdicts, strict=True) if v is Verdict.FORGOTTEN]
         if forgotten:
             log.warning(
                 "the broker forgot unconfirmed events: relaying them again",
@@ -240,16 +190,10 @@ class EventRelay:
             )
             await self.store.replay_many(forgotten, self.now())
             self._committed.update(forgotten)
-        where = {
-            t: TopicPartition(f.log.topic(TABLE_EVENTS, s.gen, incarnation), s.partition)
-            for t, s in waiting.items()
-            if t not in forgotten and s.gen >= 0
-        }
-        read = await f.committed.of(TABLE_EVENTS, set(where.values())) if where else {}
         done = {
             t: waiting[t].relayed
-            for t, tp in where.items()
-            if confirmed(read[tp], waiting[t].offset)
+            for t, v in zip(tables, verdicts, strict=True)
+            if v is Verdict.READ
         }
         if done:
             await self.store.confirm_many(done)
@@ -278,6 +222,14 @@ class EventRelay:
             await pause(stop, wait)
 
     async def close(self) -> None:
-        if self.producer is not None:
-            await self.producer.stop()
-            self.producer = None
+        await self.publisher.close()
+
+
+_NOWHERE = Placement(-1, 0, -1)  # a table marked unconfirmed before its placement was kept
+
+
+def _placement(state: RelayState) -> Placement | None:
+    """Where a table's last record went (None: nowhere yet, or not kept: Kafka mode)."""
+    if not state.incarnation:
+        return None
+    return Placement(state.gen, state.partition, state.offset, state.incarnation)

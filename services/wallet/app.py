@@ -14,10 +14,8 @@ from services.common import kafka, tracing
 from services.common.balanced import channel_to
 from services.common.clock import now_ms
 from services.common.deps import sql_check, sql_engine
-from services.common.event_log import Forgetful, forgetful_of
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
-from services.common.topics import Namespace
 from services.contracts import peers
 from services.contracts.topics import READERS, TABLE_EVENTS
 from services.wallet.adapters.grpc_outcomes import GrpcOutcomes
@@ -41,7 +39,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app = base_app("wallet", settings)
     metrics = WalletMetrics(app.metrics)
     replica = settings.replica or "wallet"
-    namespace = Namespace(settings.kafka_namespace)
 
     # The ledger on SQL, and its outbox relayed to Kafka.
     engine = sql_engine(settings.database_url)
@@ -52,26 +49,15 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         on_operation=lambda outcome: _operated(outcome),
         on_batch=metrics.batch_size.observe,
     )
-    # On a broker that may forget: where the outbox's rows went, confirmed by the groups'
-    # offsets. The topics' generations are kept by the table service's keepers, on the store's
-    # clock (this service has none: a keeper on a clock of its own that ran ahead would let go
-    # of generations still written).
-    event_log = kafka.event_log(settings)
-    forgetful: Forgetful | None = None
-    if event_log.embedded:
-        forgetful = forgetful_of(settings.kafka_bootstrap, event_log, READERS)
+    # The event log: the outbox's way out and the table events' way in. On a broker that may
+    # forget, where the rows went is confirmed by the groups' offsets; the topics' generations
+    # are kept by the table service's keepers, on the store's clock (this service has none: a
+    # keeper on a clock of its own that ran ahead would let go of generations still written).
+    events = kafka.open_event_log(settings, READERS, settings.kafka_idempotence)
+    app.closes(events.close)
     relay = OutboxRelay(
-        engine,
-        lambda: kafka.producer(
-            settings.kafka_bootstrap, settings.kafka_idempotence, f"{replica}-relay"
-        ),
-        metrics,
-        settings.relay_interval_s,
-        namespace=namespace,
-        forgetful=forgetful,
+        engine, events.publisher(f"{replica}-relay"), metrics, settings.relay_interval_s
     )
-    if forgetful is not None:
-        app.closes(forgetful.close)
     app.closes(relay.close)
 
     def _operated(outcome: Outcome) -> None:
@@ -95,10 +81,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     start_consumer = kafka.consume_in_background(
         app,
         settings,
+        events,
         "wallet",
         (TABLE_EVENTS,),
-        lambda c, stop: consume(handler, c, stop),
-        forgetful.incarnation if forgetful else None,
+        lambda reader, stop: consume(handler, reader, stop),
     )
 
     async def start() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from bg.events.v1 import events_pb2
 from services.common import kafka
 from services.common.errors import ServiceError
+from services.common.log_port import Incoming, Reader
 from services.contracts import money_keys
 from services.contracts.event_records import table_events
 from services.wallet.ledger import Ledger
@@ -118,10 +119,10 @@ class TableEventsHandler:
         return result
 
 
-async def consume(handler: TableEventsHandler, consumer: Any, stop: asyncio.Event) -> None:
+async def consume(handler: TableEventsHandler, reader: Reader, stop: asyncio.Event) -> None:
     """Consume the table events until `stop` (kafka.consume_records)."""
 
-    async def handle(record: Any) -> None:
+    async def handle(record: Incoming) -> None:
         await handler.handle_record(record.value, record.headers)
 
-    await kafka.consume_records(consumer, handle, stop, max_records=200)
+    await kafka.consume_records(reader, handle, stop, max_records=200)

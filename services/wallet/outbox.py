@@ -5,10 +5,10 @@ A row is marked published only after Kafka acknowledged it, so a crash between c
 A pass sends its rows together (in id order, so per key in the ledger's order) and waits for
 every acknowledgement once: one produce request, not one per row.
 
-On a broker that may forget (services/common/event_log.py, embedded mode) each row goes to the
-topic's current generation and remembers where (generation, partition, offset, incarnation);
-it is confirmed once every group reading the topic has committed past it, and a row the broker
-forgot (another incarnation) is published again. Only confirmed rows are pruned.
+Rows go out through the event log port (services/common/log_port.py). On a broker that may
+forget (embedded mode) each row remembers where it went (generation, partition, offset,
+incarnation); it is confirmed once every group reading the topic has committed past it, and a
+row the broker forgot (another incarnation) is published again. Only confirmed rows are pruned.
 """
 
 from __future__ import annotations
@@ -17,19 +17,15 @@ import asyncio
 import logging
 import time
 from asyncio import FIRST_COMPLETED
-from collections.abc import Callable
 from typing import Any
 
-from aiokafka import TopicPartition
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from services.common.backoff import Backoff, pause
 from services.common.clock import now_ms as now
-from services.common.event_log import Forgetful, confirmed
-from services.common.topics import PLAIN, Namespace
+from services.common.log_port import Outgoing, Placement, Publisher, Verdict
 from services.wallet.metrics import WalletMetrics
-from services.wallet.ports import Publisher
 from services.wallet.schema import outbox
 
 log = logging.getLogger("bg.wallet.outbox")
@@ -41,18 +37,13 @@ class OutboxRelay:
     def __init__(
         self,
         engine: AsyncEngine,
-        make_publisher: Callable[[], Publisher],
+        publisher: Publisher,
         metrics: WalletMetrics | None,
         interval_s: float,
         keep_published_s: float = 86_400.0,
-        namespace: Namespace = PLAIN,
-        forgetful: Forgetful | None = None,
     ) -> None:
         self.engine = engine
-        self.namespace = namespace  # rows name the logical topic; the broker's carries the prefix
-        self.forgetful = forgetful
-        self.make_publisher = make_publisher  # built inside the running loop, on first use
-        self.publisher: Publisher | None = None
+        self.publisher = publisher  # rows name the logical topic; the log maps it
         self.metrics = metrics
         self.interval_s = interval_s
         self.keep_published_s = keep_published_s
@@ -80,7 +71,7 @@ class OutboxRelay:
         and transfers are the record; the outbox is only the way out). Returns rows deleted."""
         now_ms = now() if now_ms is None else now_ms
         cutoff = now_ms - int(self.keep_published_s * 1000)
-        done = outbox.c.confirmed_ms if self.forgetful is not None else outbox.c.published_ms
+        done = outbox.c.confirmed_ms if self.publisher.confirms else outbox.c.published_ms
         async with self.engine.begin() as conn:
             result = await conn.execute(
                 delete(outbox).where(done.is_not(None), outbox.c.published_ms < cutoff)
@@ -101,41 +92,26 @@ class OutboxRelay:
         if not rows:
             await self._gauge()
             return 0
-        if self.publisher is None:
-            publisher = self.make_publisher()
-            await publisher.start()
-            self.publisher = publisher
-        targets: dict[str, tuple[int, str, str]] = {}  # logical -> (gen, topic, incarnation)
-        if self.forgetful is not None:
-            at = now()
-            for logical in {r.topic for r in rows}:
-                targets[logical] = await self.forgetful.target(logical, at)
-        futures = []
-        for row in rows:  # in order: per-key order on Kafka follows the ledger's order
-            topic = targets[row.topic][1] if targets else self.namespace.topic(row.topic)
-            futures.append(await self.publisher.send(topic, row.payload, row.key.encode()))
-        acks = await asyncio.gather(*futures, return_exceptions=True)
-        if failed := next((a for a in acks if isinstance(a, BaseException)), None):
-            raise failed
+        out = [Outgoing(row.topic, row.key.encode(), row.payload) for row in rows]
+        placed = await self.publisher.publish(out, now())  # in order: per key, the ledger's
         published = now()
         async with self.engine.begin() as conn:
             await _lock(conn, [r.id for r in rows])
-            if self.forgetful is None:
+            if not self.publisher.confirms:
                 await conn.execute(
                     update(outbox)
                     .where(outbox.c.id.in_([r.id for r in rows]))
                     .values(published_ms=published)
                 )
             else:
-                for row, ack in zip(rows, acks, strict=True):
-                    meta: Any = ack  # aiokafka's RecordMetadata
-                    gen, _, incarnation = targets[row.topic]
+                for row, p in zip(rows, placed, strict=True):
+                    assert isinstance(p, Placement)  # a row has no `after`: never held back
                     await conn.execute(
                         update(outbox)
                         .where(outbox.c.id == row.id)
                         .values(
-                            published_ms=published, sent_gen=gen, sent_partition=meta.partition,
-                            sent_offset=meta.offset, sent_incarnation=incarnation,
+                            published_ms=published, sent_gen=p.gen, sent_partition=p.partition,
+                            sent_offset=p.offset, sent_incarnation=p.incarnation,
                         )
                     )  # fmt: skip
         if self.metrics:
@@ -146,9 +122,8 @@ class OutboxRelay:
     async def confirm_once(self) -> int:
         """Confirm the rows every reading group has committed past; publish again the rows the
         broker forgot. Returns how many were confirmed (embedded mode; 0 otherwise)."""
-        if self.forgetful is None:
+        if not self.publisher.confirms:
             return 0
-        f = self.forgetful
         async with self.engine.connect() as conn:
             rows = (
                 await conn.execute(
@@ -163,18 +138,14 @@ class OutboxRelay:
             ).all()  # fmt: skip
         if not rows:
             return 0
-        incarnation = await f.incarnation.current()
-        forgotten = [r.id for r in rows if r.sent_incarnation != incarnation]
-        kept = [r for r in rows if r.sent_incarnation == incarnation]
-        where = {
-            r.id: TopicPartition(f.log.topic(r.topic, r.sent_gen, incarnation), r.sent_partition)
-            for r in kept
-        }
-        read: dict[TopicPartition, dict[str, int | None]] = {}
-        for logical in {r.topic for r in kept}:
-            tps = {where[r.id] for r in kept if r.topic == logical}
-            read.update(await f.committed.of(logical, tps))
-        done = [r.id for r in kept if confirmed(read[where[r.id]], r.sent_offset)]
+        verdicts: dict[int, Verdict] = {}
+        for logical in {r.topic for r in rows}:
+            mine = [r for r in rows if r.topic == logical]
+            placements = [_placement(r) for r in mine]
+            checked = await self.publisher.check(logical, placements)
+            verdicts.update((r.id, v) for r, v in zip(mine, checked, strict=True))
+        forgotten = [i for i, v in verdicts.items() if v is Verdict.FORGOTTEN]
+        done = [i for i, v in verdicts.items() if v is Verdict.READ]
         async with self.engine.begin() as conn:
             await _lock(conn, sorted([*forgotten, *done]))
             if forgotten:
@@ -227,9 +198,7 @@ class OutboxRelay:
             await self._idle(stop, wait)
 
     async def close(self) -> None:
-        if self.publisher is not None:
-            await self.publisher.stop()
-            self.publisher = None
+        await self.publisher.close()
 
 
 async def _lock(conn: AsyncConnection, ids: list[int]) -> None:
@@ -239,3 +208,11 @@ async def _lock(conn: AsyncConnection, ids: list[int]) -> None:
     if ids:
         query = select(outbox.c.id).where(outbox.c.id.in_(ids)).order_by(outbox.c.id)
         await conn.execute(query.with_for_update())
+
+
+def _placement(row: Any) -> Placement:
+    """Where a sent row went (a row sent while its placement was not kept, by a log that
+    confirms nothing, has none: nowhere, so never read by this incarnation)."""
+    if row.sent_incarnation is None or row.sent_gen is None:
+        return Placement(-1, 0, -1)
+    return Placement(row.sent_gen, row.sent_partition, row.sent_offset, row.sent_incarnation)

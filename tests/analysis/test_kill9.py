@@ -22,7 +22,7 @@ from bg.analysis.v1 import analysis_pb2
 from engine import profiles
 from infra.cluster.embedded import create_topics, free_port
 from services.analysis.judge import judge
-from services.common import kafka
+from services.common import kafka_log
 from services.contracts.event_records import commit_record
 from services.contracts.topics import TABLE_EVENTS
 from tests.analysis.test_record import _end_event
@@ -67,7 +67,7 @@ async def test_kill_9_mid_match_analyses_every_match_exactly_once(
     ends = [_end_event(profiles.casual(5, cube=True), seed) for seed in range(10, 10 + MATCHES)]
     for n, end in enumerate(ends):
         end.match_id = f"m{n}"
-    producer = kafka.producer(kafka_bootstrap, False, "kill9-test")
+    producer = kafka_log.producer(kafka_bootstrap, False, "kill9-test")
     await producer.start()
     try:
         for end in ends:

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from services.common import kafka
-from services.common.event_log import EventLog, forgetful_of
+from services.common.embedded_log import EmbeddedEventLog
+from services.common.event_log import EventLog
+from services.common.kafka_log import KafkaEventLog
 from services.common.topics import Namespace
 from services.contracts.topics import READERS, TOURNAMENT_EVENTS
 from services.matchmaking.adapters.tournament_events import TournamentEvents
@@ -27,11 +28,8 @@ async def test_a_result_is_read_once_every_group_has_it_and_sent_again_if_forgot
 ) -> None:
     boot = broker[0].address
     log = EventLog(Namespace("n" + uuid.uuid4().hex[:6]), "embedded", 60.0, 1)
-    events = TournamentEvents(
-        lambda: kafka.producer(boot, False, "t-results"),
-        log.namespace,
-        forgetful_of(boot, log, READERS),
-    )
+    embedded = EmbeddedEventLog(boot, log, READERS)
+    events = TournamentEvents(embedded.publisher("t-results"))
     try:
         sent = await events.publish("u1", b"result")
         assert sent.incarnation and sent.offset == 0
@@ -40,14 +38,16 @@ async def test_a_result_is_read_once_every_group_has_it_and_sent_again_if_forgot
         await groups_read(boot, log, topic, TOURNAMENT_EVENTS)
         assert await events.read(sent) is True
         restart(broker, tmp_path)  # a broker killed -9 forgets everything: it must go again
-        assert events.forgetful is not None
         await events.close()
-        events.forgetful = forgetful_of(boot, log, READERS)
+        await embedded.close()
+        embedded = EmbeddedEventLog(boot, log, READERS)  # a new process's clients
+        events = TournamentEvents(embedded.publisher("t-results"))
         assert await events.read(sent) is False
         again = await events.publish("u1", b"result")
         assert again.incarnation != sent.incarnation
     finally:
         await events.close()
+        await embedded.close()
 
 
 async def test_on_kafka_mode_a_result_is_done_at_the_acknowledgement(broker: list[Any]) -> None:
@@ -60,7 +60,7 @@ async def test_on_kafka_mode_a_result_is_done_at_the_acknowledgement(broker: lis
         await admin.create_topics([NewTopic(admin_log.namespace.topic(TOURNAMENT_EVENTS), 1, 1)])
     finally:
         await admin.close()
-    events = TournamentEvents(lambda: kafka.producer(boot, False, "k-results"), namespace, None)
+    events = TournamentEvents(KafkaEventLog(boot, namespace, False).publisher("k-results"))
     try:
         sent = await events.publish("u2", b"result")
         assert (sent.gen, sent.incarnation) == (0, "") and await events.read(sent) is True

@@ -1,10 +1,13 @@
 """Consumers commit processed offsets at most once a second (issue 14 soak: per-batch commits
 on Tansu over S3 cost the broker's store more CPU than the events), never before processing,
-and nothing processed is left uncommitted when the loop ends."""
+and nothing processed is left uncommitted when the loop ends; a commit a rebalance refused
+does not stop the reader (services/common/kafka_log.py)."""
 
 from __future__ import annotations
 
 from services.common.kafka import Committer
+from services.common.kafka_log import ConsumerReader
+from services.common.topics import PLAIN
 
 
 class _Consumer:
@@ -48,7 +51,7 @@ async def test_a_commit_refused_by_a_rebalance_does_not_stop_the_consumer() -> N
             raise CommitFailedError("the group has already rebalanced")
 
     consumer = Refusing()
-    committer = Committer(consumer, every_s=0.0)
+    committer = Committer(ConsumerReader(consumer, PLAIN), every_s=0.0)
     await committer.tick(processed=True)  # refused, and no exception
     await committer.tick(processed=False)
     assert consumer.commits == 1  # not retried: those offsets belong to the new owner now

@@ -9,8 +9,9 @@ from typing import Any
 from services.analysis.settings import load_settings
 from services.common import kafka
 from services.common.event_log import GenerationConsumer
+from services.common.kafka_log import ConsumerReader
 from services.common.service import base_app
-from services.contracts.topics import TABLE_EVENTS
+from services.contracts.topics import READERS, TABLE_EVENTS
 
 ENV = {
     "BG_KAFKA_BOOTSTRAP": "127.0.0.1:9",
@@ -25,11 +26,14 @@ async def wired(mode: str) -> tuple[list[Any], Any]:
     app = base_app("analysis", settings)
     made: list[Any] = []
 
-    async def consume(consumer: Any, stop: asyncio.Event) -> None:
-        made.append(consumer)
+    async def consume(reader: Any, stop: asyncio.Event) -> None:
+        assert isinstance(reader, ConsumerReader)
+        made.append(reader.consumer)
         await stop.wait()
 
-    start = kafka.consume_in_background(app, settings, "analysis", (TABLE_EVENTS,), consume)
+    events = kafka.open_event_log(settings, READERS)
+    app.closes(events.close)
+    start = kafka.consume_in_background(app, settings, events, "analysis", (TABLE_EVENTS,), consume)
     assert made == []  # nothing runs before the app's start hook calls it
     start()
     for _ in range(10):

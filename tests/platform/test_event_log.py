@@ -20,8 +20,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from bg.events.v1 import events_pb2
 from engine import profiles
 from engine.machine import new_match
-from services.common import kafka
+from services.common import kafka, kafka_log
 from services.common.clock import now_ms
+from services.common.embedded_log import EmbeddedEventLog
 from services.common.event_log import (
     DELIVERY_SLACK_S,
     Committed,
@@ -74,9 +75,8 @@ async def parts(
     client = Valkey(valkey_url, cluster=False).client()
     await client.flushdb()
     store = TableStore(client)
-    relay = EventRelay(
-        store, lambda: kafka.producer(boot, False, "t-relay"), forgetful=forgetful, now=clock
-    )
+    publisher = EmbeddedEventLog(boot, log, READERS, forgetful=forgetful).publisher("t-relay")
+    relay = EventRelay(store, publisher, now=clock)
     yield store, relay, forgetful, clock
     await relay.close()
     await forgetful.close()
@@ -215,7 +215,7 @@ async def _one_record_in_a_new_generation(
     incarnation = await f.incarnation.current()
     start = f.log.generation_at(clock())
     await keeper.step(clock())
-    producer = kafka.producer(boot, False, "t")
+    producer = kafka_log.producer(boot, False, "t")
     await producer.start()
     await producer.send_and_wait(f.log.topic(TABLE_EVENTS, start, incarnation), b"x", key=b"k")
     await producer.stop()
@@ -283,7 +283,7 @@ async def test_a_producer_whose_clock_runs_behind_never_makes_a_read_generation_
         start = log.generation_at(clock())
         first = log.topic(TABLE_EVENTS, start, incarnation)
         await keeper.step(clock())
-        producer = kafka.producer(boot, False, "t")
+        producer = kafka_log.producer(boot, False, "t")
         await producer.start()
         await producer.send_and_wait(first, b"x", key=b"k")
         await groups_read(boot, log, first)
@@ -342,7 +342,7 @@ async def test_a_consumer_whose_handler_fails_mid_batch_gets_the_rest_again(
         log, Incarnation(boot, log), Committed(boot, log.namespace, READERS), Topics(boot, 1)
     )
     reading = Incarnation(boot, log)
-    producer = kafka.producer(boot, False, "p")
+    producer = kafka_log.producer(boot, False, "p")
     await producer.start()
     try:
         _, topic, _ = await producing.target(TABLE_EVENTS, kafka_now())
@@ -364,9 +364,10 @@ async def test_a_consumer_whose_handler_fails_mid_batch_gets_the_rest_again(
         if set(got) >= set(range(20)):
             stop.set()
 
-    def make() -> GenerationConsumer:
-        inner = kafka.consumer(boot, log.namespace.group("analysis"), client_id="c")
-        return GenerationConsumer(inner, log, [TABLE_EVENTS], reading)
+    def make() -> kafka_log.ConsumerReader:
+        inner = kafka_log.consumer(boot, log.namespace.group("analysis"), client_id="c")
+        consumer = GenerationConsumer(inner, log, [TABLE_EVENTS], reading)
+        return kafka_log.ConsumerReader(consumer, log.namespace)
 
     try:
         await asyncio.wait_for(
@@ -393,7 +394,7 @@ async def test_a_consumer_reads_a_topic_made_again_from_its_start(broker: list[A
     tp = TopicPartition(topic, 0)
     topics = Topics(boot, 1)
     group = log.namespace.group("analysis")
-    producer = kafka.producer(boot, False, "p")
+    producer = kafka_log.producer(boot, False, "p")
     await producer.start()
     try:
         await topics.ensure([topic])
@@ -407,7 +408,7 @@ async def test_a_consumer_reads_a_topic_made_again_from_its_start(broker: list[A
                 break
             await asyncio.sleep(0.1)
         await create(admin, [topic], 1)  # made again (what no keeper or producer does now)
-        member = kafka.consumer(boot, group, client_id="m")
+        member = kafka_log.consumer(boot, group, client_id="m")
         await member.start()
         member.assign([tp])
         await member.commit({tp: 30})  # the old topic's commit, retried until it landed
@@ -419,7 +420,7 @@ async def test_a_consumer_reads_a_topic_made_again_from_its_start(broker: list[A
         await producer.stop()
         await topics.close()
     consumer = GenerationConsumer(
-        kafka.consumer(boot, group, client_id="c"), log, [TABLE_EVENTS], reading
+        kafka_log.consumer(boot, group, client_id="c"), log, [TABLE_EVENTS], reading
     )
     await consumer.start()
     got: list[bytes] = []
@@ -455,7 +456,7 @@ async def test_a_consumer_follows_the_generations_and_the_brokers_restarts(
     reading = Incarnation(boot, log)
 
     def new_consumer() -> GenerationConsumer:
-        inner = kafka.consumer(boot, log.namespace.group("wallet"), client_id="c")
+        inner = kafka_log.consumer(boot, log.namespace.group("wallet"), client_id="c")
         return GenerationConsumer(inner, log, [TABLE_EVENTS], reading, refresh_s=0.2)
 
     consumer = new_consumer()
@@ -482,7 +483,7 @@ async def test_a_consumer_follows_the_generations_and_the_brokers_restarts(
                     await consumer.start()
 
     async def send(values: range) -> None:
-        producer = kafka.producer(boot, False, "p")
+        producer = kafka_log.producer(boot, False, "p")
         await producer.start()
         try:
             for n in values:

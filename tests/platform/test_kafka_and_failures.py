@@ -14,7 +14,7 @@ from sqlalchemy import exc as sql_errors
 
 from infra.cluster.embedded import create_topics
 from infra.cluster.valkey_cluster import RunningCluster
-from services.common import kafka
+from services.common import kafka_log
 from services.common.deps import redis_client
 from services.common.errors import InvalidArgument, infrastructure_failure
 
@@ -35,7 +35,7 @@ async def test_a_producer_never_creates_a_missing_topic(kafka_bootstrap: str) ->
     """A broker restarted on memory storage re-created `table-events` with its default partition
     count when the first producer asked for it; ours asks with allow_auto_topic_creation=false."""
     await create_topics(kafka_bootstrap, {PROBE: 1})
-    producer = kafka.producer(kafka_bootstrap, False, "no-auto-create")
+    producer = kafka_log.producer(kafka_bootstrap, False, "no-auto-create")
     await producer.start()
     try:
         with pytest.raises((UnknownTopicOrPartitionError, KafkaTimeoutError)):

@@ -255,3 +255,20 @@ def test_infra_is_split_by_job() -> None:
         for path in (infra / job).rglob("*.py"):
             for module in _imports(path):
                 assert not module.startswith("services.") or job == "cli", (path, module)
+
+
+def test_the_services_see_the_event_log_only_through_its_port() -> None:
+    """Issue 44, item 2: relays, outboxes and consumers speak the port
+    (services/common/log_port.py); aiokafka and the embedded broker's machinery stay in its two
+    adapters (and the platform's wiring of them, services/common/kafka.py)."""
+    adapters = {"event_log.py", "kafka_log.py", "embedded_log.py", "kafka_clients.py"}
+    inner = {f"services.common.{name[:-3]}" for name in adapters}
+    found = []
+    for path in SERVICES.rglob("*.py"):
+        in_adapter = path.parent == SERVICES / "common" and path.name in adapters
+        for module in _imports(path):
+            if module.split(".")[0] == "aiokafka" and not in_adapter:
+                found.append(f"{path.relative_to(SERVICES)} imports {module}")
+            if module in inner and path.parent != SERVICES / "common":
+                found.append(f"{path.relative_to(SERVICES)} imports {module}")
+    assert found == []

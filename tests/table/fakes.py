@@ -3,9 +3,10 @@ diamonds out of a balance; a capture spends them (a raise into the match's escro
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Sequence
 
 from services.common.errors import ServiceError
+from services.common.log_port import Outgoing, Placement, Unsent, Verdict
 from services.contracts.event_records import table_events
 
 
@@ -66,23 +67,23 @@ class FakeWallet:
             self.escrow[match_id] += amounts[0][1]
 
 
-class FakeProducer:
-    """Kafka as the relay sees it: every send acknowledged at once."""
+class FakePublisher:
+    """The event log as the relay sees it (services/common/log_port.py), on production Kafka:
+    every record acknowledged at once, nothing to confirm."""
+
+    confirms = False
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, bytes]] = []  # (key, one serialized event), in order
 
-    async def start(self) -> None:
-        return None
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
+        for r in records:  # a commit's record: its events, in order
+            for event in table_events(r.value, list(r.headers)):
+                self.sent.append((r.key.decode(), event.SerializeToString()))
+        return [Placement(0, 0, i) for i in range(len(records))]
 
-    async def stop(self) -> None:
-        return None
+    async def check(self, logical: str, placements: Sequence[Placement]) -> list[Verdict]:
+        return [Verdict.READ] * len(placements)
 
-    async def send(
-        self, topic: str, value: bytes, key: bytes, headers: list[tuple[str, bytes]] | None = None
-    ) -> asyncio.Future[None]:
-        for event in table_events(value, headers):  # a commit's record: its events, in order
-            self.sent.append((key.decode(), event.SerializeToString()))
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        done.set_result(None)
-        return done
+    async def close(self) -> None:
+        return None

@@ -23,7 +23,7 @@ from services.table.ports import MatchRecord, OutcomeState
 from services.table.tables import TableCore
 from tests.helpers import kind, load_table
 from tests.table.driver import deadline_of, deal, options, play
-from tests.table.fakes import FakeProducer, FakeWallet
+from tests.table.fakes import FakePublisher, FakeWallet
 from tests.table.memory_store import MemoryTableStore
 
 T = TypeVar("T")
@@ -339,8 +339,8 @@ async def test_a_finished_tables_keys_expire_once_relayed_and_a_rematch_keeps_th
     await core.submit("t1", P[seat], seat, "cmd-1", 0, c.Resign(seat))
     assert [await redis.ttl(k) for k in keys] == [-1, -1, -1]  # not on Kafka yet: kept
     assert FINISHED_TTL_S < await redis.ttl(record_key("t1", "t1-1")) <= 86_400
-    producer = FakeProducer()
-    relay = EventRelay(store, lambda: producer)
+    producer = FakePublisher()
+    relay = EventRelay(store, producer)
     assert await relay.run_once() > 0
     ttls = [await redis.ttl(k) for k in [*keys, record_key("t1", "t1-1")]]
     assert all(0 < t <= FINISHED_TTL_S for t in ttls), ttls

@@ -5,12 +5,12 @@ store and the broker are fakes; the real ones: tests/platform/test_event_log.py)
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from types import SimpleNamespace
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import pytest
 
+from services.common.event_log import confirmed
+from services.common.log_port import Outgoing, Placement, Unsent, Verdict
 from services.contracts.shards import shard_of
 from services.table import relay as relay_module
 from services.table.adapters.redis_store import RelayState
@@ -47,18 +47,30 @@ class Leases:
         return self.shards
 
 
-def _broker(read_up_to: dict[str, int | None]) -> Any:
-    async def current() -> str:
-        return INCARNATION
+class Broker:
+    """The event log as a relay on a broker that may forget sees it: every placement of the
+    current incarnation is read once every group's offset (`read_up_to`) is past it."""
 
-    async def of(_topic: str, tps: set[Any]) -> dict[Any, dict[str, int | None]]:
-        return {tp: read_up_to for tp in tps}
+    confirms = True
 
-    return SimpleNamespace(
-        incarnation=SimpleNamespace(current=current),
-        log=SimpleNamespace(topic=lambda *a: "table-events.g"),
-        committed=SimpleNamespace(of=of),
-    )
+    def __init__(self, read_up_to: dict[str, int | None]) -> None:
+        self.read_up_to = read_up_to
+
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
+        raise AssertionError("these tests only confirm")
+
+    async def check(self, logical: str, placements: Sequence[Placement]) -> list[Verdict]:
+        return [
+            Verdict.FORGOTTEN
+            if p.incarnation != INCARNATION
+            else Verdict.READ
+            if confirmed(self.read_up_to, p.offset)
+            else Verdict.WAITING
+            for p in placements
+        ]
+
+    async def close(self) -> None:
+        return None
 
 
 def _table_in(shard: int) -> str:
@@ -78,7 +90,7 @@ async def test_between_full_checks_only_the_shards_with_unconfirmed_tables_are_r
     store = Store()
     owned = list(range(0, 512))
     groups: dict[str, int | None] = {"leaderboard": 10, "wallet": 10}
-    relay = EventRelay(store, lambda: None, leases=Leases(owned), forgetful=_broker(groups))  # type: ignore[arg-type]
+    relay = EventRelay(store, Broker(groups), leases=Leases(owned))  # type: ignore[arg-type]
     late = _table_in(7)
     store.waiting[late] = RelayState(relayed=5, gen=0, offset=20, incarnation=INCARNATION)
 
@@ -111,7 +123,7 @@ async def test_between_full_checks_only_the_shards_with_unconfirmed_tables_are_r
 async def test_a_change_of_owned_shards_reads_them_all(clock: list[float]) -> None:
     store = Store()
     leases = Leases([1, 2, 3])
-    relay = EventRelay(store, lambda: None, leases=leases, forgetful=_broker({}))  # type: ignore[arg-type]
+    relay = EventRelay(store, Broker({}), leases=leases)  # type: ignore[arg-type]
     await relay.confirm_once()
     clock[0] += 1
     await relay.confirm_once()

@@ -18,7 +18,7 @@ from services.table.shard_leases import MEMBERS, ShardLeases, assign
 from services.table.tables import TableCore
 from tests.helpers import Valkey, assert_no_turn_timed_out_twice, stored_events
 from tests.table.driver import deal, options, redis_store
-from tests.table.fakes import FakeProducer, FakeWallet
+from tests.table.fakes import FakePublisher, FakeWallet
 
 P = ["alice", "bob"]
 
@@ -127,8 +127,8 @@ async def test_a_relay_sends_its_own_commits_at_once_and_sweeps_up_the_dead_repl
 ) -> None:
     """The core tells its relay what it committed (no sweep needed); a table committed by a
     replica that died before relaying is found by the sweep of its shard's owner."""
-    producer = FakeProducer()
-    relay = EventRelay(TableStore(redis), lambda: producer)
+    producer = FakePublisher()
+    relay = EventRelay(TableStore(redis), producer)
     here = TableCore(TableStore(redis), FakeWallet(), on_commit=relay.committed)
     dead = TableCore(TableStore(redis), FakeWallet())
     await here.create_match("mine", "m-mine", P, options("casual", match_length=1))

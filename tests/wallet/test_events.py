@@ -7,6 +7,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -14,7 +15,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bg.events.v1 import events_pb2
-from services.common import kafka
+from services.common.kafka_log import KafkaEventLog
+from services.common.log_port import Outgoing, Placement, Unsent, Verdict
+from services.common.topics import PLAIN
 from services.contracts.topics import TABLE_EVENTS, WALLET_EVENTS
 from services.wallet.consumer import TableEventsHandler, consume
 from services.wallet.ledger import Ledger
@@ -132,14 +135,16 @@ async def test_a_casual_cubes_take_moves_no_money_and_a_wagered_hold_unknown_is_
 class _CrashingPublisher:
     """A publisher whose process dies before the broker acknowledges."""
 
-    async def start(self) -> None:
-        return None
+    confirms = False
 
-    async def stop(self) -> None:
-        return None
-
-    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[object]:
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
         raise ConnectionError("killed before the broker answered")
+
+    async def check(self, logical: str, placements: Sequence[Placement]) -> list[Verdict]:
+        return [Verdict.READ] * len(placements)
+
+    async def close(self) -> None:
+        return None
 
 
 async def _unpublished(engine: AsyncEngine) -> int:
@@ -154,12 +159,12 @@ async def test_crash_between_commit_and_publish_then_restart_publishes(
 ) -> None:
     await fund(ledger, alice=1000, bob=1000)
     await ledger.escrow("e", "mx", ["alice", "bob"], 100)
-    crashed = OutboxRelay(engine, _CrashingPublisher, None, 0.05)
+    crashed = OutboxRelay(engine, _CrashingPublisher(), None, 0.05)
     with pytest.raises(ConnectionError):
         await crashed.publish_once()
     assert await _unpublished(engine) == 3  # committed in the ledger, not yet on Kafka
     relay = OutboxRelay(
-        engine, lambda: kafka.producer(kafka_bootstrap, False, "test-relay"), None, 0.05
+        engine, KafkaEventLog(kafka_bootstrap, PLAIN, False).publisher("test-relay"), None, 0.05
     )
     try:
         assert await relay.publish_once() == 3
@@ -192,19 +197,11 @@ async def test_crash_between_commit_and_publish_then_restart_publishes(
     assert "escrow:mx" in seen
 
 
-class _AckingPublisher:
+class _AckingPublisher(_CrashingPublisher):
     """A broker that acknowledges every record at once."""
 
-    async def start(self) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
-    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[object]:
-        done: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        done.set_result(None)
-        return done
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
+        return [Placement(0, 0, i) for i in range(len(records))]
 
 
 async def _until_published(engine: AsyncEngine) -> None:
@@ -221,7 +218,7 @@ async def test_an_operation_wakes_the_idle_relay_and_nothing_else_does(
     """The wallet wakes its relay after each operation (services/wallet/app.py), so the idle
     poll can be slow: here an hour, which no step below waits for."""
     await fund(ledger, alice=1000, bob=1000)
-    relay = OutboxRelay(engine, _AckingPublisher, None, 3600.0)
+    relay = OutboxRelay(engine, _AckingPublisher(), None, 3600.0)
     stop = asyncio.Event()
     running = asyncio.create_task(relay.run(stop))
     try:
@@ -241,7 +238,7 @@ async def test_published_outbox_rows_are_pruned_after_a_day_unpublished_never(
 ) -> None:
     """Issue 13 req. 6: the outbox does not grow forever; a row not yet on Kafka is kept."""
     await fund(ledger, alice=1000, bob=1000)
-    relay = OutboxRelay(engine, _CrashingPublisher, None, 0.05, keep_published_s=86_400)
+    relay = OutboxRelay(engine, _CrashingPublisher(), None, 0.05, keep_published_s=86_400)
     async with engine.begin() as conn:
         ids = [r.id for r in (await conn.execute(select(outbox.c.id).order_by(outbox.c.id))).all()]
         await conn.execute(
@@ -271,7 +268,11 @@ async def test_consumer_settles_from_the_real_topic(
     handler = TableEventsHandler(ledger)
     group = f"wallet-{uuid.uuid4().hex[:8]}"
     task = asyncio.create_task(
-        consume(handler, kafka.consumer(kafka_bootstrap, group, TABLE_EVENTS, client_id="t"), stop)
+        consume(
+            handler,
+            KafkaEventLog(kafka_bootstrap, PLAIN).reader(group, [TABLE_EVENTS], "t", (0, 1)),
+            stop,
+        )
     )
     try:
         for _ in range(200):
