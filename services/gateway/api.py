@@ -1,468 +1,74 @@
-"""The gRPC servicer of bg.gateway.v1.GatewayService: who calls, then the part that answers.
+"""The gRPC servicer of bg.gateway.v1.GatewayService: the gRPC transport of the gateway's
+handlers (services/gateway/handlers.py), which the WebSocket calls too.
 
-Every call but the logins carries `authorization: Bearer <token>` (services/gateway/callers.py:
-the player id always comes from the verified token, never from the request). Signing in is
-services/gateway/sign_in.py, the streams services/gateway/play_streams.py; the rest pass the
-call on to the service that owns it, with the caller's id in it.
+Each method reads who calls from the call (`caller_of`: its peer, its `authorization: Bearer`
+and `x-service-credential` metadata), calls the handler of the same name, and turns a refusal
+into the gRPC status with its typed error (`grpc_errors`); a stream's messages are written to
+the call.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
+from typing import Any, TypeVar
 
-import grpc
-
-from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
-from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from bg.table.v1 import table_pb2, table_pb2_grpc
-from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.errors import (
-    InvalidArgument,
-    NotFound,
-    PermissionDenied,
-    ServiceError,
-    grpc_errors,
-    remote_call,
-)
-from services.gateway import hints, match_export
-from services.gateway.callers import Callers, Context
-from services.gateway.chat import Seating, SeatingOf
-from services.gateway.friends import Friends
-from services.gateway.hints import Hints
-from services.gateway.lobby_views import LobbyViews
-from services.gateway.names import DisplayNames
-from services.gateway.play_streams import PlayStreams
-from services.gateway.privacy import Privacy
-from services.gateway.sign_in import SignIn
+from services.common.errors import grpc_errors
+from services.gateway.callers import Context, caller_of
+from services.gateway.handlers import GatewayHandlers
 
-call = remote_call
+T = TypeVar("T")
+# Every unary method of the service: the handler of the same name answers it.
+UNARY_METHODS = (
+    "Login", "ServiceLogin", "Refresh", "Logout", "DeleteAccount", "LinkEmail", "SetDisplayName",
+    "CreateTable", "ListTables", "JoinByCode", "QuickMatch", "StartTable", "LeaveTable",
+    "GetTable", "ListTournaments", "GetTournament", "RegisterTournament", "UnregisterTournament",
+    "GetView", "GetMatchRecord", "GetLeaderboard", "GetRank", "GetProfile", "GetMatchHistory",
+    "GetArchivedMatch", "ExportMatch", "GetBalance", "GetNames", "GetHint", "GetAnalysis",
+    "SendChat", "GetChat", "MuteChat", "ReportChat", "Follow", "Block", "GetFriends",
+    "Challenge", "AnswerChallenge", "SetPrivacy", "SetPreferences",
+)  # fmt: skip
 
 
-# What a spectator's check answers for a table they may not see (or one the lobby forgot).
-REFUSED = (
-    grpc.StatusCode.NOT_FOUND,
-    grpc.StatusCode.PERMISSION_DENIED,
-    grpc.StatusCode.INVALID_ARGUMENT,
-)
+def _serving(names: tuple[str, ...]) -> Any:
+    """A class decorator: a gRPC method for each handler in `names`."""
+
+    def decorate(cls: type[T]) -> type[T]:
+        for name in names:
+            setattr(cls, name, _unary(name))
+        return cls
+
+    return decorate
 
 
+def _unary(name: str) -> Any:
+    @grpc_errors
+    async def method(self: GatewayServicer, request: Any, context: Context) -> Any:
+        return await getattr(self.handlers, name)(request, caller_of(context))
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+@_serving(UNARY_METHODS)
 class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
-    def __init__(
-        self,
-        callers: Callers,
-        sign_in: SignIn,
-        streams: PlayStreams,
-        lobby: matchmaking_pb2_grpc.MatchmakingServiceAsyncStub,
-        wallet: wallet_pb2_grpc.WalletServiceAsyncStub,
-        tables: table_pb2_grpc.TableServiceAsyncStub,
-        boards: leaderboard_pb2_grpc.LeaderboardServiceAsyncStub,
-        names: DisplayNames,
-        privacy: Privacy,
-        analyses: analysis_pb2_grpc.AnalysisServiceAsyncStub,
-        friends: Friends,
-        friends_refresh_s: float = 15.0,
-    ) -> None:
-        self.callers = callers
-        self.sign_in = sign_in
-        self.streams = streams
-        self.lobby = lobby
-        self.wallet = wallet
-        self.tables = tables  # one balanced channel to every table replica
-        self.boards = boards
-        self.names = names
-        self.privacy = privacy
-        self.analyses = analyses
-        self.friends = friends
-        self.friends_refresh_s = friends_refresh_s
-        self.shown = LobbyViews(privacy, tables)
-        self.hints = Hints()
-
-    # -- session -----------------------------------------------------------------------------
+    def __init__(self, handlers: GatewayHandlers) -> None:
+        self.handlers = handlers
 
     @grpc_errors
-    async def Login(
-        self, request: gateway_pb2.LoginRequest, context: Context
-    ) -> gateway_pb2.LoginResponse:
-        self.callers.peer(context, request)
-        return await self.sign_in.login(request)
-
-    @grpc_errors
-    async def ServiceLogin(
-        self, request: gateway_pb2.ServiceLoginRequest, context: Context
-    ) -> gateway_pb2.LoginResponse:
-        self.callers.peer(context, request)
-        given = str(dict(context.invocation_metadata() or ()).get("x-service-credential", ""))
-        return await self.sign_in.service_login(request, given)
-
-    @grpc_errors
-    async def Refresh(
-        self, request: gateway_pb2.RefreshRequest, context: Context
-    ) -> gateway_pb2.LoginResponse:
-        self.callers.peer(context, request)
-        return await self.sign_in.refresh(request.refresh_token)
-
-    @grpc_errors
-    async def Logout(
-        self, request: gateway_pb2.LogoutRequest, context: Context
-    ) -> gateway_pb2.LogoutResponse:
-        self.callers.peer(context, request)
-        await self.sign_in.logout(request.refresh_token)
-        return gateway_pb2.LogoutResponse()
-
-    @grpc_errors
-    async def DeleteAccount(
-        self, request: gateway_pb2.DeleteAccountRequest, context: Context
-    ) -> gateway_pb2.DeleteAccountResponse:
-        await self.sign_in.delete_account(self.callers.player(context, request))
-        return gateway_pb2.DeleteAccountResponse()
-
-    @grpc_errors
-    async def LinkEmail(
-        self, request: gateway_pb2.LinkEmailRequest, context: Context
-    ) -> gateway_pb2.LinkEmailResponse:
-        player = self.callers.player(context, request)
-        await self.sign_in.link_email(player, request.email, request.password)
-        return gateway_pb2.LinkEmailResponse()
-
-    @grpc_errors
-    async def SetDisplayName(
-        self, request: gateway_pb2.SetDisplayNameRequest, context: Context
-    ) -> gateway_pb2.LoginResponse:
-        player = self.callers.player(context, request)
-        return await self.sign_in.set_name(player, request.display_name)
-
-    # -- lobby -------------------------------------------------------------------------------
-
-    @grpc_errors
-    async def CreateTable(
-        self, request: matchmaking_pb2.CreateTableRequest, context: Context
-    ) -> matchmaking_pb2.LobbyTable:
-        request.player_id = self.callers.player(context, request)
-        _retry_safe(request)
-        return await self.shown.shown(await call(self.lobby.CreateTable(request, timeout=10)))
-
-    @grpc_errors
-    async def ListTables(
-        self, request: matchmaking_pb2.ListTablesRequest, context: Context
-    ) -> matchmaking_pb2.ListTablesResponse:
-        request.player_id = self.callers.player(context, request)
-        reply = await call(self.lobby.ListTables(request, timeout=10))
-        return await self.shown.listed(reply, request)
-
-    @grpc_errors
-    async def JoinByCode(
-        self, request: matchmaking_pb2.JoinByCodeRequest, context: Context
-    ) -> matchmaking_pb2.LobbyTable:
-        request.player_id = self.callers.player(context, request)
-        _retry_safe(request)
-        return await self.shown.shown(await call(self.lobby.JoinByCode(request, timeout=10)))
-
-    @grpc_errors
-    async def QuickMatch(
-        self, request: matchmaking_pb2.QuickMatchRequest, context: Context
-    ) -> matchmaking_pb2.LobbyTable:
-        request.player_id = self.callers.player(context, request)
-        _retry_safe(request)
-        return await self.shown.shown(await call(self.lobby.QuickMatch(request, timeout=10)))
-
-    @grpc_errors
-    async def StartTable(
-        self, request: matchmaking_pb2.TableRequest, context: Context
-    ) -> matchmaking_pb2.LobbyTable:
-        request.player_id = self.callers.player(context, request)
-        return await self.shown.shown(await call(self.lobby.StartTable(request, timeout=10)))
-
-    @grpc_errors
-    async def LeaveTable(
-        self, request: matchmaking_pb2.TableRequest, context: Context
-    ) -> matchmaking_pb2.LobbyTable:
-        request.player_id = self.callers.player(context, request)
-        return await self.shown.shown(await call(self.lobby.LeaveTable(request, timeout=10)))
-
-    @grpc_errors
-    async def GetTable(
-        self, request: matchmaking_pb2.TableRequest, context: Context
-    ) -> matchmaking_pb2.LobbyTable:
-        request.player_id = self.callers.player(context, request)
-        return await self.shown.shown(await call(self.lobby.GetTable(request, timeout=10)))
-
-    # -- tournaments -------------------------------------------------------------------------
-
-    @grpc_errors
-    async def ListTournaments(
-        self, request: matchmaking_pb2.ListTournamentsRequest, context: Context
-    ) -> matchmaking_pb2.ListTournamentsResponse:
-        self.callers.player(context, request)
-        return await call(self.lobby.ListTournaments(request, timeout=10))
-
-    @grpc_errors
-    async def GetTournament(
-        self, request: matchmaking_pb2.TournamentRequest, context: Context
-    ) -> matchmaking_pb2.Tournament:
-        request.player_id = self.callers.player(context, request)
-        return await call(self.lobby.GetTournament(request, timeout=10))
-
-    @grpc_errors
-    async def RegisterTournament(
-        self, request: matchmaking_pb2.TournamentRequest, context: Context
-    ) -> matchmaking_pb2.Tournament:
-        request.player_id = self.callers.player(context, request)
-        return await call(self.lobby.RegisterTournament(request, timeout=10))
-
-    @grpc_errors
-    async def UnregisterTournament(
-        self, request: matchmaking_pb2.TournamentRequest, context: Context
-    ) -> matchmaking_pb2.Tournament:
-        request.player_id = self.callers.player(context, request)
-        return await call(self.lobby.UnregisterTournament(request, timeout=10))
-
-    # -- tables, records, boards -------------------------------------------------------------
-
-    @grpc_errors
-    async def GetView(
-        self, request: gateway_pb2.ViewRequest, context: Context
-    ) -> table_pb2.TableView:
-        return await self._own_view(self.callers.player(context, request), request.table_id)
-
-    async def _own_view(self, player: str, table_id: str) -> table_pb2.TableView:
-        """The caller's own seat's view (the table refuses one that is not theirs)."""
-        request = table_pb2.GetViewRequest(table_id=table_id, player_id=player)
-        return await call(self.tables.GetView(request, timeout=10))
-
-    @grpc_errors
-    async def GetMatchRecord(
-        self, request: table_pb2.GetMatchRecordRequest, context: Context
-    ) -> table_pb2.MatchRecord:
-        player = self.callers.player(context, request)
-        record = await call(self.tables.GetMatchRecord(request, timeout=10))
-        if player not in record.player_ids:
-            raise PermissionDenied("NOT_SEATED", "only the match's players get its record")
-        return record
-
-    @grpc_errors
-    async def GetLeaderboard(
-        self, request: leaderboard_pb2.TopRequest, context: Context
-    ) -> leaderboard_pb2.TopResponse:
-        self.callers.player(context, request)
-        return await call(self.boards.Top(request, timeout=10))
-
-    @grpc_errors
-    async def GetRank(
-        self, request: leaderboard_pb2.RankRequest, context: Context
-    ) -> leaderboard_pb2.RankResponse:
-        player = self.callers.player(context, request)
-        request.player_id = request.player_id or player
-        return await call(self.boards.Rank(request, timeout=10))
-
-    @grpc_errors
-    async def GetProfile(
-        self, request: leaderboard_pb2.ProfileRequest, context: Context
-    ) -> leaderboard_pb2.ProfileResponse:
-        player = self.callers.player(context, request)
-        request.player_id = request.player_id or player
-        return await call(self.boards.Profile(request, timeout=10))
-
-    @grpc_errors
-    async def GetMatchHistory(
-        self, request: leaderboard_pb2.HistoryRequest, context: Context
-    ) -> leaderboard_pb2.HistoryResponse:
-        request.player_id = self.callers.player(context, request)  # your own history only
-        return await call(self.boards.History(request, timeout=10))
-
-    @grpc_errors
-    async def GetArchivedMatch(
-        self, request: leaderboard_pb2.ArchivedMatchRequest, context: Context
-    ) -> leaderboard_pb2.ArchivedMatchResponse:
-        request.player_id = self.callers.player(context, request)  # only a match you played
-        return await call(self.boards.ArchivedMatch(request, timeout=10))
-
-    @grpc_errors
-    async def ExportMatch(
-        self, request: gateway_pb2.ExportMatchRequest, context: Context
-    ) -> gateway_pb2.ExportMatchResponse:
-        player = self.callers.player(context, request)
-        if request.format not in ("mat", "json"):
-            raise InvalidArgument("BAD_FORMAT", "format is mat or json", field="format")
-        wanted = leaderboard_pb2.ArchivedMatchRequest(match_id=request.match_id, player_id=player)
-        archived = await call(self.boards.ArchivedMatch(wanted, timeout=10))
-        names = await self.names.lookup(list(archived.summary.player_ids))
-        return match_export.export(archived, names, request.format)
-
-    # -- the player's own --------------------------------------------------------------------
-
-    @grpc_errors
-    async def GetBalance(
-        self, request: gateway_pb2.BalanceRequest, context: Context
-    ) -> gateway_pb2.BalanceResponse:
-        player = self.callers.player(context, request)
-        reply = await call(
-            self.wallet.GetBalance(wallet_pb2.GetBalanceRequest(player_id=player), timeout=10)
-        )
-        return gateway_pb2.BalanceResponse(balance=reply.balance)
-
-    @grpc_errors
-    async def GetNames(
-        self, request: gateway_pb2.NamesRequest, context: Context
-    ) -> gateway_pb2.NamesResponse:
-        self.callers.player(context, request)
-        return gateway_pb2.NamesResponse(names=await self.names.lookup(list(request.player_ids)))
-
-    @grpc_errors
-    async def GetHint(
-        self, request: gateway_pb2.HintRequest, context: Context
-    ) -> gateway_pb2.HintResponse:
-        player = self.callers.player(context, request)
-        hints.plays_asked(request.limit)  # a bad limit is refused before any work
-        view = await self._own_view(player, request.table_id)
-        return await self.hints.for_view(view, request.limit)
-
-    @grpc_errors
-    async def GetAnalysis(
-        self, request: analysis_pb2.GetAnalysisRequest, context: Context
-    ) -> analysis_pb2.MatchAnalysis:
-        player = self.callers.player(context, request)
-        wanted = analysis_pb2.GetAnalysisRequest(match_id=request.match_id)
-        # One answer for a match unknown (or not queued yet) and for someone else's private
-        # one, as GetArchivedMatch: a match id cannot be probed.
-        unknown = NotFound("UNKNOWN_MATCH", "no analysis of a match you may see (yet)")
-        try:
-            found = await call(self.analyses.GetAnalysis(wanted, timeout=10))
-        except ServiceError as err:  # a remote error comes back as a ServiceError by status
-            if err.status == grpc.StatusCode.NOT_FOUND:
-                raise unknown from None
-            raise
-        if player not in found.player_ids:
-            try:  # a spectator: only of a table still open to them (I-35)
-                await self.streams.may_watch(found.table_id, player)
-            except ServiceError as err:
-                if err.status in REFUSED:
-                    raise unknown from None
-                raise
-        return found
-
-    @grpc_errors
-    async def SendChat(
-        self, request: gateway_pb2.SendChatRequest, context: Context
-    ) -> gateway_pb2.ChatMessage:
-        player = self.callers.player(context, request)
-        return await self.streams.chat.send(player, request, self._seating_for(player))
-
-    @grpc_errors
-    async def GetChat(
-        self, request: gateway_pb2.GetChatRequest, context: Context
-    ) -> gateway_pb2.ChatHistory:
-        player = self.callers.player(context, request)
-        found = await self.streams.chat.history(player, request.table_id, self._seating_for(player))
-        return gateway_pb2.ChatHistory(messages=found)
-
-    @grpc_errors
-    async def MuteChat(
-        self, request: gateway_pb2.MuteChatRequest, context: Context
-    ) -> gateway_pb2.MuteChatResponse:
-        player = self.callers.player(context, request)
-        muted = await self.streams.chat.mute(player, request.player_id, request.muted)
-        return gateway_pb2.MuteChatResponse(muted=muted)
-
-    @grpc_errors
-    async def ReportChat(
-        self, request: gateway_pb2.ReportChatRequest, context: Context
-    ) -> gateway_pb2.ReportChatResponse:
-        player = self.callers.player(context, request)
-        found = await self.streams.chat.report(player, request, self._seating_for(player))
-        return gateway_pb2.ReportChatResponse(report_id=found)
-
-    # -- friends -----------------------------------------------------------------------------
-
-    @grpc_errors
-    async def Follow(
-        self, request: gateway_pb2.FollowRequest, context: Context
-    ) -> gateway_pb2.FriendsView:
-        player = self.callers.player(context, request)
-        return await self.friends.follow(player, request.player_id, request.following)
-
-    @grpc_errors
-    async def Block(
-        self, request: gateway_pb2.BlockRequest, context: Context
-    ) -> gateway_pb2.FriendsView:
-        player = self.callers.player(context, request)
-        return await self.friends.block(player, request.player_id, request.blocked)
-
-    @grpc_errors
-    async def GetFriends(
-        self, request: gateway_pb2.GetFriendsRequest, context: Context
-    ) -> gateway_pb2.FriendsView:
-        return await self.friends.view(self.callers.player(context, request))
-
-    @grpc_errors
-    async def Challenge(
-        self, request: gateway_pb2.ChallengeRequest, context: Context
-    ) -> gateway_pb2.ChallengeAnswer:
-        player = self.callers.player(context, request)
-        return await self.friends.challenge(player, request)
-
-    @grpc_errors
-    async def AnswerChallenge(
-        self, request: gateway_pb2.AnswerChallengeRequest, context: Context
-    ) -> gateway_pb2.ChallengeAnswer:
-        player = self.callers.player(context, request)
-        return await self.friends.answer(player, request)
-
-    def _seating_for(self, player: str) -> SeatingOf:
-        async def seating(table_id: str, phase: bool) -> Seating:
-            return await self.streams.seating(table_id, player, phase)
-
-        return seating
-
-    @grpc_errors
-    async def SetPrivacy(
-        self, request: gateway_pb2.PrivacyRequest, context: Context
-    ) -> gateway_pb2.PrivacyResponse:
-        player = self.callers.player(context, request)
-        await self.privacy.set(player, request.hide_from_spectators)
-        return gateway_pb2.PrivacyResponse()
-
-    @grpc_errors
-    async def SetPreferences(
-        self, request: gateway_pb2.PreferencesRequest, context: Context
-    ) -> gateway_pb2.PreferencesResponse:
-        player = self.callers.player(context, request)
-        prefs = table_pb2.SetPreferencesRequest(player_id=player, auto_roll=request.auto_roll)
-        await call(self.tables.SetPreferences(prefs, timeout=10))
-        return gateway_pb2.PreferencesResponse()
-
-    # -- streams -----------------------------------------------------------------------------
-
     async def Play(  # type: ignore[override]  # grpc.aio: written to the context, not yielded
         self, request_iterator: AsyncIterator[gateway_pb2.PlayRequest], context: Context
     ) -> None:
-        await self.streams.play(request_iterator, context)
+        await self.handlers.Play(request_iterator, caller_of(context), context.write)
 
+    @grpc_errors
     async def Watch(  # type: ignore[override]  # grpc.aio: written to the context, not yielded
         self, request: gateway_pb2.WatchRequest, context: Context
     ) -> None:
-        await self.streams.watch(request, context)
+        await self.handlers.Watch(request, caller_of(context), context.write)
 
     @grpc_errors
     async def Friends(  # type: ignore[override]  # grpc.aio: written to the context, not yielded
         self, request: gateway_pb2.GetFriendsRequest, context: Context
     ) -> None:
-        player = self.callers.player(context, request)
-        await self.friends.stream(
-            player, self.streams.presence, context.write, self.friends_refresh_s,
-            lambda: self.callers.refuse_banned(player),
-        )  # fmt: skip
-
-
-def _retry_safe(
-    request: matchmaking_pb2.CreateTableRequest
-    | matchmaking_pb2.JoinByCodeRequest
-    | matchmaking_pb2.QuickMatchRequest,
-) -> None:
-    """A request id for a call the client sent without one: the channel retries a call that
-    failed UNAVAILABLE on another matchmaking replica, and with the id the retry answers the
-    first call's table instead of opening or joining a second one."""
-    if not request.request_id:
-        request.request_id = f"gw-{uuid.uuid4().hex}"
+        await self.handlers.Friends(request, caller_of(context), context.write)

@@ -37,6 +37,7 @@ from services.gateway.chat import ChatRoom
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import TableFeed
 from services.gateway.friends import Friends
+from services.gateway.handlers import GatewayHandlers
 from services.gateway.live_streams import LiveStreams
 from services.gateway.lobby_views import LobbyViews
 from services.gateway.names import DisplayNames, Names
@@ -108,12 +109,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.closes(feed.close)
     owners = TableOwners(redis)
     callers = Callers(signer, limits, bans)
-    servicer: GatewayServicer | None = None
+    handlers: GatewayHandlers | None = None
 
     def register(server: grpc.aio.Server) -> list[str]:
         # The clients of the services (grpc.aio channels need the running loop, so they are
         # made here, not above), and the player and operator APIs on them.
-        nonlocal servicer
+        nonlocal handlers
         if not (settings.token_secret or settings.token_keys):
             log.warning("BG_TOKEN_SECRET is unset: tokens are valid on this replica only")
         interceptors = tracing.client_interceptors(app.tracer_provider)
@@ -150,11 +151,15 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             display_names.lookup, settings.friends_max, settings.challenge_ttl_s,
             now=store_clock,  # presence leases and challenges' expiry: the store's time
         )  # fmt: skip
-        servicer = GatewayServicer(
+        # One application layer; gRPC here, the WebSocket at start, both on it.
+        handlers = GatewayHandlers(
             callers, sign_in, streams, lobby, wallet_stub, table_stub,
             leaderboard_pb2_grpc.LeaderboardServiceStub(boards),
             display_names, privacy, analyses, friends, settings.friends_refresh_s,
         )  # fmt: skip
+        # The unary methods are made from the handlers' names (api.py), which mypy cannot see:
+        # tests/gateway/test_handlers.py checks every method of the service is served.
+        servicer = GatewayServicer(handlers)  # type: ignore[abstract]
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         admin = AdminServicer(
             signer, operator_keys, accounts, AuditLog(engine), bans, limits,
@@ -164,12 +169,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         return [SERVICE_NAME, ADMIN_NAME]
 
     async def start() -> None:
-        assert servicer is not None  # the host registers before it starts
+        assert handlers is not None  # the host registers before it starts
         await migrate(engine, MIGRATIONS)
         bans.seed(await accounts.banned_ids())  # Redis may be down yet: the task restores it
         # The browsers' WebSocket, on the same origin as the browser client's files.
         ws_server = await serve(
-            WsGateway(servicer).handle,
+            WsGateway(handlers).handle,
             settings.host,
             settings.ws_port,
             max_size=MAX_MESSAGE,
@@ -186,7 +191,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         background = app.background
         background.spawn("bans", bans.run(background.stop))
         background.spawn("store-clock", store_clock.run(background.stop))
-        background.spawn("presence", presence.run(servicer.streams.report, background.stop))
+        background.spawn("presence", presence.run(handlers.streams.report, background.stop))
         background.spawn("rate-limits", limits.run(background.stop))
         background.spawn("chat-limits", chat.limiter.run(background.stop))
         background.spawn("table-owners", owners.run(background.stop))

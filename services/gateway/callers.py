@@ -1,10 +1,14 @@
 """Who is calling: the verified token's player, within the rate limits over every gateway.
 
-The player id always comes from the verified token, never from a request, so a player can act
-only for themselves (and the table service checks the seat belongs to them)."""
+A transport tells who calls as a `Caller` (the gRPC servicer from the call's metadata, the
+WebSocket from its connection and the token it sent); the handlers take that, never a
+transport's context. The player id always comes from the verified token, never from a
+request, so a player can act only for themselves (and the table service checks the seat
+belongs to them)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -19,30 +23,48 @@ from services.gateway.rate_limits import RateLimits, peer_address
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who calls, as any transport tells it: the peer (gRPC's form, `ipv4:1.2.3.4:5678`: its
+    address is what the flood guard counts), the bearer token, and a service's credential
+    (ServiceLogin only)."""
+
+    peer: str
+    token: str | None = None  # None: no bearer token sent at all
+    service_credential: str = ""
+
+
+def caller_of(context: Context) -> Caller:
+    """The Caller of a gRPC call: its peer and its `authorization: Bearer` and
+    `x-service-credential` metadata."""
+    metadata = dict(context.invocation_metadata() or ())
+    header = str(metadata.get("authorization", ""))
+    token = header.removeprefix("Bearer ") if header.startswith("Bearer ") else None
+    credential = str(metadata.get("x-service-credential", ""))
+    return Caller(context.peer(), token, credential)
+
+
 class Callers:
     def __init__(self, signer: TokenSigner, rates: RateLimits, bans: Bans | None = None) -> None:
         self.signer = signer
         self.rates = rates
         self.bans = bans
 
-    def peer(self, context: Context, request: Message | None = None) -> None:
+    def peer(self, caller: Caller, request: Message | None = None) -> None:
         """The caller's address, over every gateway (a flood guard: many players may share one
         address behind a NAT or proxy, so its limit is far above a player's); `request`'s
         strings bounded."""
-        peer = context.peer() if hasattr(context, "peer") else "local"
-        self.rates.check_peer(peer_address(peer))
+        self.rates.check_peer(peer_address(caller.peer))
         if request is not None:
             limits.check(request)
 
-    def player(self, context: Context, request: Message | None = None) -> str:
+    def player(self, caller: Caller, request: Message | None = None) -> str:
         """The caller's player id from the verified token, within the player's rate limit over
         every gateway; `request`'s strings bounded."""
-        self.peer(context, request)
-        metadata = dict(context.invocation_metadata() or ())
-        header = str(metadata.get("authorization", ""))
-        if not header.startswith("Bearer "):
+        self.peer(caller, request)
+        if caller.token is None:
             raise Unauthenticated("NO_TOKEN", "send authorization: Bearer <token>")
-        player_id = self.signer.verify(header.removeprefix("Bearer ")).player_id
+        player_id = self.signer.verify(caller.token).player_id
         self.acting(player_id)
         return player_id
 

@@ -3,9 +3,11 @@ spectator's Watch stream (I-35), with the presence reports a stream's start and 
 
 Each stream subscribes to its table's feed before it reads the state, so no commit falls
 between the two; the relay (services/gateway/seat_relay.py) sends each event once and in order,
-gaps filled, with the answers to the seat's commands in order among them. A stream is written
-with context.write(), not yielded: when the client goes away the handler task is cancelled and
-the presence report runs at once, instead of whenever an abandoned generator is collected."""
+gaps filled, with the answers to the seat's commands in order among them. A stream's updates
+go to the transport's `write` (gRPC's context.write, the WebSocket's answers), not yielded:
+when the client goes away the handler task is cancelled and the presence report runs at once,
+instead of whenever an abandoned generator is collected. A stream that cannot open raises its
+ServiceError, which the transport answers."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import cast
 
@@ -27,13 +29,12 @@ from services.common.errors import (
     InvalidArgument,
     PermissionDenied,
     ServiceError,
-    abort,
     infrastructure_failure,
     remote_call,
 )
 from services.contracts.vocabulary import FINISHED
 from services.gateway import limits
-from services.gateway.callers import Callers, Context
+from services.gateway.callers import Caller, Callers
 from services.gateway.chat import ChatRoom, Listener, Seating
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import Answer, Subscription, TableFeed
@@ -44,6 +45,7 @@ from services.gateway.seat_relay import END, play_update, relay_updates
 from services.gateway.spectator_views import SpectatorViews
 
 log = logging.getLogger("bg.gateway")
+Write = Callable[[gateway_pb2.PlayUpdate], Awaitable[None]]  # where a stream's updates go
 
 
 class PlayStreams:
@@ -74,21 +76,16 @@ class PlayStreams:
     # -- a seat's stream ---------------------------------------------------------------------
 
     async def play(
-        self, requests: AsyncIterator[gateway_pb2.PlayRequest], context: Context
+        self, requests: AsyncIterator[gateway_pb2.PlayRequest], caller: Caller, write: Write
     ) -> None:
+        player = self.callers.player(caller)
         try:
-            player = self.callers.player(context)
             first = await anext(requests)
-            if first.WhichOneof("kind") != "join":
-                raise InvalidArgument(
-                    "JOIN_FIRST", "the first message names the table", field="join"
-                )
-            table_id = limits.table_id(first.join.table_id, "join.table_id")
-        except ServiceError as err:
-            await abort(context, err)
-            return
         except StopAsyncIteration:
             return
+        if first.WhichOneof("kind") != "join":
+            raise InvalidArgument("JOIN_FIRST", "the first message names the table", field="join")
+        table_id = limits.table_id(first.join.table_id, "join.table_id")
         sub = await self.feed.subscribe(table_id)
         stream = stream_id()
         try:
@@ -102,8 +99,7 @@ class PlayStreams:
             backlog = await self.feed.events_between(table_id, first.join.from_seq, view.seq)
         except (ServiceError, RedisError) as exc:
             await self._stream_closed(sub, player, stream)
-            await abort(context, infrastructure_failure(exc) or cast(ServiceError, exc))
-            return
+            raise infrastructure_failure(exc) or cast(ServiceError, exc) from None
         seat = view.seat
         queue: Queue = asyncio.Queue(maxsize=1000)
         await queue.put(
@@ -120,7 +116,7 @@ class PlayStreams:
         self.chat.listen(listener)  # registered here: the finally below lets go of it
         try:
             while (update := await queue.get()) is not None:
-                await context.write(update)
+                await write(update)
         finally:
             self.chat.unlisten(listener)
             self.live.closed(player, queue)
@@ -260,16 +256,12 @@ class PlayStreams:
 
     # -- watching (I-35) ---------------------------------------------------------------------
 
-    async def watch(self, request: gateway_pb2.WatchRequest, context: Context) -> None:
+    async def watch(self, request: gateway_pb2.WatchRequest, caller: Caller, write: Write) -> None:
         """A read-only stream of a watchable table: the same events as the players get (the
         seed only in the match's end), with a spectator's view."""
-        try:
-            player = self.callers.player(context, request)
-            table_id = limits.table_id(request.table_id)
-            seated = await self.may_watch(table_id, player)
-        except ServiceError as err:
-            await abort(context, err)
-            return
+        player = self.callers.player(caller, request)
+        table_id = limits.table_id(request.table_id)
+        seated = await self.may_watch(table_id, player)
 
         async def fresh() -> table_pb2.TableView:
             return await self._spectator_view(table_id)
@@ -287,8 +279,7 @@ class PlayStreams:
         except (ServiceError, RedisError) as exc:
             self.spectators.unwatch(table_id)
             await self.feed.unsubscribe(sub)
-            await abort(context, infrastructure_failure(exc) or cast(ServiceError, exc))
-            return
+            raise infrastructure_failure(exc) or cast(ServiceError, exc) from None
         queue: Queue = asyncio.Queue(maxsize=1000)
         await queue.put(
             play_update(table_id, gateway_pb2.SeatUpdate(seq=view.seq, events=backlog, view=view))
@@ -299,7 +290,7 @@ class PlayStreams:
         self.chat.listen(listener)
         try:
             while (update := await queue.get()) is not None:
-                await context.write(update)
+                await write(update)
         finally:
             self.chat.unlisten(listener)
             relay.cancel()

@@ -19,8 +19,9 @@ its CommandResult, its refusal an error with `commandId` and `requestNo`), and t
   {"push": "friends", "friends": {FriendsView}}   (the Friends stream: the view changed)
   {"push": "ended", "stream": "Friends", "error": {...}}
 `id` is null only on the answer to a message whose id could not be read (not JSON, say).
-Unary calls and the Play stream run through the very servicer the gRPC API uses, so
-authentication, seat checks and rate limits are the same.
+Every call and stream runs the very handlers the gRPC servicer calls
+(services/gateway/handlers.py), with the connection as the `Caller`, so authentication, seat
+checks and rate limits are the same; a refusal is the handler's ServiceError, answered here.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ from bg.gateway.v1 import gateway_pb2
 from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
-from services.contracts.error_wire import ERROR_KEY
-from services.gateway.api import GatewayServicer
+from services.common.errors import ServiceError, infrastructure_failure
+from services.gateway.callers import Caller
+from services.gateway.handlers import GatewayHandlers
 
 log = logging.getLogger("bg.gateway.ws")
 MAX_STREAMS = 8  # Play streams one connection may hold (and as many Watch streams)
@@ -112,56 +114,31 @@ def _error(status: grpc.StatusCode, code: str, message: str, field: str = "") ->
     return error_json(status.name, errors_pb2.Error(code=code, message=message[:200], field=field))
 
 
-class Aborted(Exception):
-    def __init__(self, status: grpc.StatusCode, details: str) -> None:
-        super().__init__(details)
-        self.status = status
+def refusal(exc: Exception) -> dict[str, Any] | None:
+    """A handler's refusal as an answer's error (a store or network failure as the retryable
+    UNAVAILABLE it is, as gRPC's `grpc_errors` has it), or None for a bug."""
+    err = exc if isinstance(exc, ServiceError) else infrastructure_failure(exc)
+    return None if err is None else error_json(err.status.name, err.to_proto())
 
 
-class WsContext:
-    """The part of grpc.aio.ServicerContext the servicer uses; a stream's writes go to `stream`."""
+def writer(stream: StreamAnswers | FriendsPushes) -> Callable[[Any], Awaitable[None]]:
+    """Where a stream's handler writes (a PlayUpdate, or a Friends stream's view): a socket
+    gone ends the handler, as a gRPC call's cancellation does."""
 
-    def __init__(
-        self, token: str, connection_id: str, stream: StreamAnswers | FriendsPushes | None = None
-    ) -> None:
-        self.token = token
-        self.connection_id = connection_id
-        self.stream = stream
-        self.error: errors_pb2.Error | None = None
-
-    def peer(self) -> str:
-        return self.connection_id
-
-    def invocation_metadata(self) -> list[tuple[str, str]]:
-        return [("authorization", f"Bearer {self.token}")] if self.token else []
-
-    def set_trailing_metadata(self, metadata: Any) -> None:
-        for key, value in metadata:
-            if key == ERROR_KEY:
-                self.error = errors_pb2.Error()
-                self.error.ParseFromString(value)
-
-    async def abort(self, code: grpc.StatusCode, details: str) -> None:
-        raise Aborted(code, details)
-
-    def aborted(self, exc: Aborted) -> dict[str, Any]:
-        """An aborted call's error in the one shape."""
-        detail = self.error or errors_pb2.Error(code=exc.status.name, message=str(exc)[:200])
-        return error_json(exc.status.name, detail)
-
-    async def write(self, update: Any) -> None:  # a PlayUpdate, or a Friends stream's view
-        assert self.stream is not None
+    async def write(update: Any) -> None:
         try:
-            await self.stream.write(update)
+            await stream.write(update)
         except ConnectionClosed:
-            raise asyncio.CancelledError from None  # the socket is gone: end the stream
+            raise asyncio.CancelledError from None
+
+    return write
 
 
 class StreamAnswers:
-    """One Play or Watch stream on a connection: turns what the servicer writes into answers
+    """One Play or Watch stream on a connection: turns what the handler writes into answers
     carrying the ids of the requests they answer, and pushes.
 
-    The servicer answers a stream's commands one by one in the order sent, each with its
+    The handler answers a stream's commands one by one in the order sent, each with its
     `request_no` (the join is 0): the n-th command sent here is answered with the id it came
     with. Every command gets its answer, the stream's end included (STREAM_ENDED)."""
 
@@ -288,8 +265,8 @@ _Streams = dict[
 
 
 class WsGateway:
-    def __init__(self, servicer: GatewayServicer) -> None:
-        self.servicer = servicer
+    def __init__(self, handlers: GatewayHandlers) -> None:
+        self.handlers = handlers
 
     async def handle(self, connection: Any) -> None:
         token = ""
@@ -320,14 +297,15 @@ class WsGateway:
                     await send({"id": request_id, "error": _malformed("no method", "method")})
                     continue
                 token = str(message.get("token") or token)[:4096]
+                caller = Caller(conn_id, token or None)
                 if method == "Play":
-                    await self._play_message(send, message, token, conn_id, streams, watching)
+                    await self._play_message(send, message, caller, streams, watching)
                 elif method == "Watch":
-                    await self._watch_message(send, message, token, conn_id, watching)
+                    await self._watch_message(send, message, caller, watching)
                 elif method == "Friends":
-                    await self._friends_message(send, message, token, conn_id, friends)
+                    await self._friends_message(send, message, caller, friends)
                 else:
-                    await send(await self._unary(method, message, WsContext(token, conn_id)))
+                    await send(await self._unary(method, message, caller))
         except ConnectionClosed as gone:
             # A client dropping without a close frame is an ordinary goodbye, not an error.
             log.debug("websocket closed", extra={"code": gone.rcvd.code if gone.rcvd else None})
@@ -346,8 +324,7 @@ class WsGateway:
         self,
         send: Send,
         message: dict[str, Any],
-        token: str,
-        conn_id: str,
+        caller: Caller,
         streams: _Streams,
         watching: dict[str, tuple[StreamAnswers, asyncio.Task[None]]],
     ) -> None:
@@ -377,8 +354,7 @@ class WsGateway:
                 queue: asyncio.Queue[gateway_pb2.PlayRequest | None] = asyncio.Queue(64)
                 await queue.put(request)
                 answers = StreamAnswers(send, table_id, request_id, spectator=False)
-                ctx = WsContext(token, conn_id, answers)
-                task = asyncio.create_task(self._play(queue, ctx, answers))
+                task = asyncio.create_task(self._play(queue, caller, answers))
                 streams[table_id] = (queue, answers, task)
                 return
             await send({"id": request_id, "error": error})
@@ -415,8 +391,7 @@ class WsGateway:
         self,
         send: Send,
         message: dict[str, Any],
-        token: str,
-        conn_id: str,
+        caller: Caller,
         watching: dict[str, tuple[StreamAnswers, asyncio.Task[None]]],
     ) -> None:
         """A read-only stream (I-35): its updates come like Play's; commands are refused."""
@@ -440,8 +415,8 @@ class WsGateway:
             )  # fmt: skip
         else:
             answers = StreamAnswers(send, request.table_id, request_id, spectator=True)
-            ctx = WsContext(token, conn_id, answers)
-            task = asyncio.create_task(self._watch(request, ctx, answers))
+            run = self.handlers.Watch(request, caller, writer(answers))
+            task = asyncio.create_task(self._stream(run, answers))
             watching[request.table_id] = (answers, task)
             return
         await send({"id": request_id, "error": error})
@@ -450,8 +425,7 @@ class WsGateway:
         self,
         send: Send,
         message: dict[str, Any],
-        token: str,
-        conn_id: str,
+        caller: Caller,
         friends: list[asyncio.Task[None]],
     ) -> None:
         """The Friends stream: the caller's FriendsView, then a push whenever it changes."""
@@ -465,42 +439,39 @@ class WsGateway:
             await send({"id": request_id, "error": error})
             return
         pushes = FriendsPushes(send, request_id)
-        ctx = WsContext(token, conn_id, pushes)
-        run = self.servicer.Friends(gateway_pb2.GetFriendsRequest(), ctx)
-        friends.append(asyncio.create_task(self._stream(run, ctx, pushes)))
-
-    async def _watch(
-        self, request: gateway_pb2.WatchRequest, ctx: WsContext, answers: StreamAnswers
-    ) -> None:
-        await self._stream(self.servicer.Watch(request, ctx), ctx, answers)  # type: ignore[arg-type]
+        run = self.handlers.Friends(gateway_pb2.GetFriendsRequest(), caller, writer(pushes))
+        friends.append(asyncio.create_task(self._stream(run, pushes)))
 
     async def _play(
         self,
         queue: asyncio.Queue[gateway_pb2.PlayRequest | None],
-        ctx: WsContext,
+        caller: Caller,
         answers: StreamAnswers,
     ) -> None:
         async def requests() -> AsyncIterator[gateway_pb2.PlayRequest]:
             while (item := await queue.get()) is not None:
                 yield item
 
-        await self._stream(self.servicer.Play(requests(), ctx), ctx, answers)  # type: ignore[arg-type]
+        await self._stream(self.handlers.Play(requests(), caller, writer(answers)), answers)
 
     @staticmethod
-    async def _stream(
-        run: Awaitable[None], ctx: WsContext, answers: StreamAnswers | FriendsPushes
-    ) -> None:
-        """Run a stream's handler; its end, however it ends, is answered."""
+    async def _stream(run: Awaitable[None], answers: StreamAnswers | FriendsPushes) -> None:
+        """Run a stream's handler; its end, however it ends, is answered (a bug too: as
+        INTERNAL, logged, so the client is never left waiting)."""
         try:
             await run
-        except Aborted as exc:
+        except Exception as exc:
+            error = refusal(exc)
+            if error is None:
+                log.exception("a stream's handler failed")
+                error = _error(grpc.StatusCode.INTERNAL, "INTERNAL", "the stream failed")
             with contextlib.suppress(ConnectionClosed):
-                await answers.end(ctx.aborted(exc))
+                await answers.end(error)
             return
         with contextlib.suppress(ConnectionClosed):
             await answers.end()
 
-    async def _unary(self, method: str, message: dict[str, Any], ctx: WsContext) -> dict[str, Any]:
+    async def _unary(self, method: str, message: dict[str, Any], caller: Caller) -> dict[str, Any]:
         reply: dict[str, Any] = {"id": _request_id(message)}
         request_type = UNARY.get(method)
         if request_type is None:
@@ -511,12 +482,18 @@ class WsGateway:
             return reply
         try:
             request = json_format.ParseDict(message.get("request", {}), request_type())
-            response = await getattr(self.servicer, method)(request, ctx)
-            reply["response"] = to_json(response)
-        except Aborted as exc:
-            reply["error"] = ctx.aborted(exc)
         except (json_format.ParseError, RecursionError, TypeError) as exc:
             reply["error"] = _malformed(str(exc), "request")
+            return reply
+        try:
+            response = await getattr(self.handlers, method)(request, caller)
+            reply["response"] = to_json(response)
+        except Exception as exc:
+            error = refusal(exc)
+            if error is None:  # a bug: answered, logged, and the connection goes on
+                log.exception("a handler failed", extra={"method": method})
+                error = _error(grpc.StatusCode.INTERNAL, "INTERNAL", "the call failed")
+            reply["error"] = error
         return reply
 
 
