@@ -40,6 +40,7 @@ from services.gateway.friends import Friends
 from services.gateway.handlers import GatewayHandlers
 from services.gateway.live_streams import LiveStreams
 from services.gateway.lobby_views import LobbyViews
+from services.gateway.metrics import GatewayMetrics
 from services.gateway.names import DisplayNames, Names
 from services.gateway.play_streams import PlayStreams
 from services.gateway.presence import Presence
@@ -60,6 +61,7 @@ log = logging.getLogger("bg.gateway")
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     settings = load_settings(environ)
     app = base_app("gateway", settings)
+    metrics = GatewayMetrics(app.metrics.registry)
 
     # Identities: signed tokens, accounts and bans on SQL (bans mirrored in Redis), operators.
     secret = settings.token_secret
@@ -155,7 +157,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         handlers = GatewayHandlers(
             callers, sign_in, streams, lobby, wallet_stub, table_stub,
             leaderboard_pb2_grpc.LeaderboardServiceStub(boards),
-            display_names, privacy, analyses, friends, settings.friends_refresh_s,
+            display_names, privacy, analyses, friends, settings.friends_refresh_s, metrics,
         )  # fmt: skip
         # The unary methods are made from the handlers' names (api.py), which mypy cannot see:
         # tests/gateway/test_handlers.py checks every method of the service is served.

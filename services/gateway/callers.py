@@ -26,12 +26,13 @@ Context = grpc.aio.ServicerContext[Any, Any]
 @dataclass(frozen=True)
 class Caller:
     """Who calls, as any transport tells it: the peer (gRPC's form, `ipv4:1.2.3.4:5678`: its
-    address is what the flood guard counts), the bearer token, and a service's credential
-    (ServiceLogin only)."""
+    address is what the flood guard counts), the bearer token, a service's credential
+    (ServiceLogin only), and the transport's name (for the metrics only)."""
 
     peer: str
     token: str | None = None  # None: no bearer token sent at all
     service_credential: str = ""
+    transport: str = "grpc"
 
 
 def caller_of(context: Context) -> Caller:

@@ -34,6 +34,7 @@ from services.gateway.chat import Seating, SeatingOf
 from services.gateway.friends import Friends
 from services.gateway.hints import Hints
 from services.gateway.lobby_views import LobbyViews
+from services.gateway.metrics import GatewayMetrics
 from services.gateway.names import DisplayNames
 from services.gateway.play_streams import PlayStreams
 from services.gateway.privacy import Privacy
@@ -65,6 +66,7 @@ class GatewayHandlers:
         analyses: analysis_pb2_grpc.AnalysisServiceAsyncStub,
         friends: Friends,
         friends_refresh_s: float = 15.0,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self.callers = callers
         self.sign_in = sign_in
@@ -78,6 +80,7 @@ class GatewayHandlers:
         self.analyses = analyses
         self.friends = friends
         self.friends_refresh_s = friends_refresh_s
+        self.metrics = metrics or GatewayMetrics.unregistered()
         self.shown = LobbyViews(privacy, tables)
         self.hints = Hints()
 
@@ -87,19 +90,32 @@ class GatewayHandlers:
         self, request: gateway_pb2.LoginRequest, caller: Caller
     ) -> gateway_pb2.LoginResponse:
         self.callers.peer(caller, request)
-        return await self.sign_in.login(request)
+        kind = "device" if request.device_id else "email" if request.email else "guest"
+        return await self._signed_in(kind, self.sign_in.login(request))
 
     async def ServiceLogin(
         self, request: gateway_pb2.ServiceLoginRequest, caller: Caller
     ) -> gateway_pb2.LoginResponse:
         self.callers.peer(caller, request)
-        return await self.sign_in.service_login(request, caller.service_credential)
+        signed_in = self.sign_in.service_login(request, caller.service_credential)
+        return await self._signed_in("service", signed_in)
 
     async def Refresh(
         self, request: gateway_pb2.RefreshRequest, caller: Caller
     ) -> gateway_pb2.LoginResponse:
         self.callers.peer(caller, request)
-        return await self.sign_in.refresh(request.refresh_token)
+        return await self._signed_in("refresh", self.sign_in.refresh(request.refresh_token))
+
+    async def _signed_in(
+        self, kind: str, signing_in: Awaitable[gateway_pb2.LoginResponse]
+    ) -> gateway_pb2.LoginResponse:
+        try:
+            answer = await signing_in
+        except ServiceError as err:
+            self.metrics.logins.labels(kind, err.code).inc()
+            raise
+        self.metrics.logins.labels(kind, "ok").inc()
+        return answer
 
     async def Logout(
         self, request: gateway_pb2.LogoutRequest, caller: Caller
@@ -400,7 +416,8 @@ class GatewayHandlers:
         caller: Caller,
         write: Callable[[gateway_pb2.PlayUpdate], Awaitable[None]],
     ) -> None:
-        await self.streams.play(requests, caller, write)
+        with self.metrics.stream_open("play", caller.transport):
+            await self.streams.play(requests, caller, write)
 
     async def Watch(
         self,
@@ -408,7 +425,8 @@ class GatewayHandlers:
         caller: Caller,
         write: Callable[[gateway_pb2.PlayUpdate], Awaitable[None]],
     ) -> None:
-        await self.streams.watch(request, caller, write)
+        with self.metrics.stream_open("watch", caller.transport):
+            await self.streams.watch(request, caller, write)
 
     async def Friends(
         self,
@@ -417,10 +435,11 @@ class GatewayHandlers:
         write: Callable[[gateway_pb2.FriendsView], Awaitable[None]],
     ) -> None:
         player = self.callers.player(caller, request)
-        await self.friends.stream(
-            player, self.streams.presence, write, self.friends_refresh_s,
-            lambda: self.callers.refuse_banned(player),
-        )  # fmt: skip
+        with self.metrics.stream_open("friends", caller.transport):
+            await self.friends.stream(
+                player, self.streams.presence, write, self.friends_refresh_s,
+                lambda: self.callers.refuse_banned(player),
+            )  # fmt: skip
 
 
 def _retry_safe(

@@ -267,6 +267,7 @@ _Streams = dict[
 class WsGateway:
     def __init__(self, handlers: GatewayHandlers) -> None:
         self.handlers = handlers
+        self.metrics = handlers.metrics
 
     async def handle(self, connection: Any) -> None:
         token = ""
@@ -281,6 +282,7 @@ class WsGateway:
         streams: _Streams = {}
         watching: dict[str, tuple[StreamAnswers, asyncio.Task[None]]] = {}
         friends: list[asyncio.Task[None]] = []  # at most one live Friends stream
+        self.metrics.ws_connections.inc()
         try:
             async for raw in connection:
                 try:
@@ -297,7 +299,7 @@ class WsGateway:
                     await send({"id": request_id, "error": _malformed("no method", "method")})
                     continue
                 token = str(message.get("token") or token)[:4096]
-                caller = Caller(conn_id, token or None)
+                caller = Caller(conn_id, token or None, transport="ws")
                 if method == "Play":
                     await self._play_message(send, message, caller, streams, watching)
                 elif method == "Watch":
@@ -319,6 +321,7 @@ class WsGateway:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            self.metrics.ws_connections.dec()
 
     async def _play_message(
         self,
@@ -472,6 +475,13 @@ class WsGateway:
             await answers.end()
 
     async def _unary(self, method: str, message: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        reply = await self._answer(method, message, caller)
+        status = reply["error"]["status"] if "error" in reply else "OK"
+        named = method if method in UNARY else "unknown"  # the labels stay bounded
+        self.metrics.ws_calls.labels(named, status).inc()
+        return reply
+
+    async def _answer(self, method: str, message: dict[str, Any], caller: Caller) -> dict[str, Any]:
         reply: dict[str, Any] = {"id": _request_id(message)}
         request_type = UNARY.get(method)
         if request_type is None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import grpc
 import pytest
+from prometheus_client import CollectorRegistry
 from redis import exceptions as redis_errors
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
@@ -18,6 +19,7 @@ from services.contracts.error_wire import error_in
 from services.gateway import api, ws
 from services.gateway.callers import Caller
 from services.gateway.handlers import GatewayHandlers
+from services.gateway.metrics import GatewayMetrics
 
 SERVICE = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
 
@@ -41,6 +43,7 @@ class Handlers:
 
     def __init__(self) -> None:
         self.callers: list[Caller] = []
+        self.metrics = GatewayMetrics(CollectorRegistry())
 
     async def GetBalance(
         self, request: gateway_pb2.BalanceRequest, caller: Caller
@@ -115,6 +118,9 @@ async def test_the_websocket_calls_the_same_handler_and_answers_in_its_own_form(
     bug = (await call("bug"))["error"]  # answered; the connection goes on
     assert (bug["status"], bug["code"]) == ("INTERNAL", "INTERNAL")
     json.dumps(bug)  # every answer is JSON
+    calls = handlers.metrics.ws_calls  # the WebSocket's calls, by outcome
+    counted = {s: calls.labels("GetBalance", s)._value.get() for s in ("OK", "UNAVAILABLE")}
+    assert counted == {"OK": 1.0, "UNAVAILABLE": 1.0}
 
 
 async def test_a_stream_refused_at_its_start_is_answered_on_the_websocket() -> None:
@@ -129,3 +135,31 @@ async def test_a_stream_refused_at_its_start_is_answered_on_the_websocket() -> N
     pushes = ws.FriendsPushes(send, 5)
     await ws.WsGateway._stream(refused_stream(), pushes)
     assert [(r["id"], r["error"]["code"]) for r in sent] == [(5, "BANNED")]
+
+
+async def test_streams_and_sign_ins_are_counted_by_kind_transport_and_outcome() -> None:
+    """The gateway's own metrics (services/gateway/metrics.py): a stream is open while its
+    handler runs; a sign-in counts by kind and outcome."""
+    metrics = GatewayMetrics(CollectorRegistry())
+    gauge = metrics.streams.labels("watch", "ws")
+    with metrics.stream_open("watch", "ws"):
+        assert gauge._value.get() == 1.0
+    assert gauge._value.get() == 0.0
+
+    class SignIn:
+        async def login(self, request: gateway_pb2.LoginRequest) -> gateway_pb2.LoginResponse:
+            if request.email:
+                raise PermissionDenied("LOCKED", "too many failures")
+            return gateway_pb2.LoginResponse(player_id="p1")
+
+    class Callers:
+        def peer(self, caller: Caller, request: Any) -> None:
+            return None
+
+    handlers: Any = GatewayHandlers.__new__(GatewayHandlers)
+    handlers.callers, handlers.sign_in, handlers.metrics = Callers(), SignIn(), metrics
+    await handlers.Login(gateway_pb2.LoginRequest(device_id="d" * 32), Caller("ipv4:1.2.3.4:5"))
+    with pytest.raises(PermissionDenied):
+        await handlers.Login(gateway_pb2.LoginRequest(email="a@b.c"), Caller("ipv4:1.2.3.4:5"))
+    assert metrics.logins.labels("device", "ok")._value.get() == 1.0
+    assert metrics.logins.labels("email", "LOCKED")._value.get() == 1.0

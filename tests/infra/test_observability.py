@@ -23,6 +23,7 @@ def exported_metrics() -> set[str]:
     """Every sample name the services' metric objects export (built as the services build them)."""
     from services.analysis.metrics import AnalysisMetrics
     from services.common.metrics import ServiceMetrics
+    from services.gateway.metrics import GatewayMetrics
     from services.leaderboard.metrics import LeaderboardMetrics
     from services.matchmaking.metrics import TournamentMetrics
     from services.table.metrics import TableMetrics
@@ -33,6 +34,7 @@ def exported_metrics() -> set[str]:
     WalletMetrics(base)
     LeaderboardMetrics(base.registry)
     AnalysisMetrics(base.registry)
+    GatewayMetrics(base.registry)
     TournamentMetrics(base)
     names: set[str] = set()
     for family in base.registry.collect():
@@ -78,6 +80,7 @@ def test_dashboards_cover_what_operators_watch() -> None:
         "bg_table_clock_lateness_seconds_bucket", "bg_table_timeouts_total",
         "bg_wallet_escrowed_diamonds", "bg_wallet_fees_diamonds_total",
         "bg_wallet_match_closings_total", "bg_leaderboard_consumer_lag",
+        "bg_gateway_streams", "bg_gateway_ws_connections",
     )  # fmt: skip
     for metric in watched:
         assert metric in text
