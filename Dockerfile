@@ -1,20 +1,28 @@
 # One image for every service: `args: ["python", "-m", "services.<name>"]` picks the service.
+# The source folders the services import (tests/infra/test_image.py keeps this list whole:
+# the bots import client/, the analysis and the bots evaluator/) sit in /app, first on the
+# path, with their data files (migrations, the browser client, the networks' weights); the
+# dependencies come from the build stage's install.
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY protos protos
 COPY engine engine
+COPY evaluator evaluator
 COPY services services
+COPY client client
 COPY infra infra
-RUN pip install --no-cache-dir "grpcio-tools>=1.85,<2" \
-    && python -m infra.protogen \
+RUN pip install --no-cache-dir "grpcio-tools>=1.85,<2" "mypy-protobuf>=5.1,<6" \
+    && python -m infra.tools.protogen \
     && pip install --no-cache-dir --prefix=/install .
 
 FROM python:3.11-slim
 COPY --from=build /install /usr/local
 COPY --from=build /src/bg /app/bg
 COPY --from=build /src/engine /app/engine
+COPY --from=build /src/evaluator /app/evaluator
 COPY --from=build /src/services /app/services
+COPY --from=build /src/client /app/client
 COPY --from=build /src/infra /app/infra
 WORKDIR /app
 ENV PYTHONPATH=/app PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
