@@ -4,6 +4,7 @@ the gateway names them, the leaderboard never ranks them (I-31)."""
 from __future__ import annotations
 
 CPU_PREFIX = "cpu-"
+ACCOUNT_PREFIX = "p"  # an account's player id ("g": a guest's; CPU_PREFIX: a computer seat's)
 
 
 def computer_seat(level: str, table_id: str) -> str:

@@ -34,11 +34,10 @@ from services.common.errors import (
 from services.contracts import money_keys
 from services.contracts.bounds import REASON_MAX, TOURNAMENT_NAME_MAX
 from services.gateway import limits
-from services.gateway.accounts import Accounts
-from services.gateway.audit import AuditLog, Detail
 from services.gateway.auth import OPERATORS, Identity, TokenSigner
 from services.gateway.bans import Bans
 from services.gateway.chat import ChatRoom
+from services.gateway.ports import AccountsPort, AuditPort, Detail
 from services.gateway.rate_limits import RateLimits, peer_address
 
 log = logging.getLogger("bg.gateway.admin")
@@ -90,8 +89,8 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self,
         signer: TokenSigner,
         operator_keys: Mapping[str, str],
-        accounts: Accounts,
-        audit: AuditLog,
+        accounts: AccountsPort,
+        audit: AuditPort,
         bans: Bans,
         limits: RateLimits,
         matchmaking: grpc.aio.Channel,

@@ -24,12 +24,12 @@ from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
 from services.contracts import peers
-from services.gateway.accounts import Accounts, successor_keys
 from services.gateway.adapters.friends_lobby import MatchmakingFriendsLobby
 from services.gateway.adapters.redis_presence import RedisPresenceStore
+from services.gateway.adapters.sql_accounts import Accounts, successor_keys
+from services.gateway.adapters.sql_audit import AuditLog
 from services.gateway.admin import AdminServicer, parse_operator_keys
 from services.gateway.api import GatewayServicer
-from services.gateway.audit import AuditLog
 from services.gateway.auth import GuestIdentities, TokenSigner, parse_keys
 from services.gateway.bans import Bans
 from services.gateway.callers import Callers

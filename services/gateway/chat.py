@@ -47,8 +47,8 @@ from services.contracts.redis_keys import (
 from services.contracts.redis_keys import (
     chat_silenced_key as _silenced_key,
 )
+from services.contracts.seats import ACCOUNT_PREFIX
 from services.gateway import limits
-from services.gateway.accounts import ACCOUNT_PREFIX
 from services.gateway.rate_limits import SharedLimiter, rate_limited
 
 log = logging.getLogger("bg.gateway.chat")

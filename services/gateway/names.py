@@ -14,8 +14,7 @@ from typing import Any
 from services.common.deps import reply_text
 from services.common.errors import InvalidArgument
 from services.contracts.redis_keys import name_key
-from services.contracts.seats import computer_name, is_computer
-from services.gateway.accounts import ACCOUNT_PREFIX
+from services.contracts.seats import ACCOUNT_PREFIX, computer_name, is_computer
 from services.gateway.ports import AccountNames
 
 log = logging.getLogger("bg.gateway.names")

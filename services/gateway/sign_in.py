@@ -14,12 +14,11 @@ from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.errors import NotFound, PermissionDenied, ServiceError, remote_call
-from services.contracts.seats import computer_name, computer_table
-from services.gateway.accounts import ACCOUNT_PREFIX, Accounts, Session
+from services.contracts.seats import ACCOUNT_PREFIX, computer_name, computer_table
 from services.gateway.auth import Identity, TokenSigner
 from services.gateway.callers import Callers
 from services.gateway.names import Names
-from services.gateway.ports import IdentityProvider
+from services.gateway.ports import AccountsPort, IdentityProvider, Session
 
 log = logging.getLogger("bg.gateway")
 
@@ -32,7 +31,7 @@ class SignIn:
         names: Names,
         wallet: wallet_pb2_grpc.WalletServiceAsyncStub,
         lobby: matchmaking_pb2_grpc.MatchmakingServiceAsyncStub,
-        accounts: Accounts | None = None,
+        accounts: AccountsPort | None = None,
         access_ttl_s: int = 900,
         bots_secret: str = "",
     ) -> None:
@@ -135,7 +134,7 @@ class SignIn:
             token=token, player_id=player, expires_ms=expires, display_name=identity.name
         )
 
-    def _accounts(self) -> Accounts:
+    def _accounts(self) -> AccountsPort:
         if self.accounts is None:
             raise ServiceError("NO_ACCOUNTS", "this gateway has no accounts (guests only)")
         return self.accounts

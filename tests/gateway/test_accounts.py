@@ -13,7 +13,7 @@ import pytest
 from services.common.deps import sql_engine
 from services.common.errors import ServiceError
 from services.common.migrate import migrate
-from services.gateway.accounts import Accounts
+from services.gateway.adapters.sql_accounts import Accounts
 from services.gateway.app import MIGRATIONS
 from tests.helpers import sql_url
 

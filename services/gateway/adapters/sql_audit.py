@@ -1,4 +1,5 @@
-"""The admin audit log: every operator action with who, when, what, why and how it ended."""
+"""The admin audit log on SQL (the gateway's AuditPort): every operator action with who, when,
+what, why and how it ended."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.common.clock import now_ms
 from services.gateway.account_schema import admin_audit
-
-Detail = dict[str, object]  # what an action did, kept as JSON
+from services.gateway.ports import Detail
 
 
 class AuditLog:

@@ -1,4 +1,4 @@
-"""Player accounts in SQL, behind the gateway's IdentityProvider port: device login (a device id
+"""Player accounts in SQL, behind the gateway's AccountsPort: device login (a device id
 the app keeps secret maps to the same player every time), email and password (argon2id, with a
 lockout after repeated failures), unique display names changed at most once a day, and
 refresh tokens (stored hashed; each use rotates the token; a token used twice, past a few
@@ -19,8 +19,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -43,8 +42,10 @@ from services.contracts.bounds import (
     PASSWORD_MAX,
     PASSWORD_MIN,
 )
+from services.contracts.seats import ACCOUNT_PREFIX
 from services.gateway.account_schema import bans, devices, players, refresh_tokens
 from services.gateway.auth import Identity
+from services.gateway.ports import AccountRecord, Session
 
 DEVICE_ID = re.compile(r"[A-Za-z0-9_-]{32,128}")
 # NAME_MIN..NAME_MAX letters or digits, with a space, _ or - inside
@@ -54,27 +55,6 @@ RESERVED = NAME_RESERVED
 # A refresh token used again this soon after its first use is a race (two tabs, a retried call),
 # not theft: it gets a session too. Later, a second use ends the session.
 REUSE_GRACE_MS = 10_000
-ACCOUNT_PREFIX = "p"  # account players' ids ("g": guests, "cpu-": computer seats)
-
-
-class AccountRecord(TypedDict):
-    """What operators see of an account (the fields of bg.admin.v1.PlayerRecord it fills)."""
-
-    display_name: str
-    kind: str  # guest, device, email or account
-    created_ms: int
-    deleted: bool
-    banned: bool
-    ban_reason: str
-
-
-@dataclass(frozen=True)
-class Session:
-    identity: Identity
-    refresh_token: str
-    refresh_expires_ms: int
-    granted: bool = True  # False: the starter grant is still to be credited
-    issued_ms: int = 0  # when this session was made: its access token is issued as of then
 
 
 def _digest(secret: str) -> str:
