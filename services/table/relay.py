@@ -93,6 +93,9 @@ class EventRelay:
         self._marked: set[int] = set()  # shards that may hold unconfirmed tables (see confirm)
         self._checked_all = 0.0
         self._checked_owned: list[int] = []
+        # Tables held back (their last records, generations back, unread) and where those went:
+        # until a check finds them read, their streams are not read again each pass.
+        self._held: dict[str, Placement] = {}
 
     def committed(self, table_id: str) -> None:
         """The core committed events to this table: relay it in the next pass."""
@@ -122,7 +125,10 @@ class EventRelay:
             return 0
         try:
             at_ms = self.now()
-            streams = await self.store.events_after({t: s.relayed for t, s in owned.items()})
+            waiting = await self._still_held(owned)
+            self._committed.update(waiting)  # their turn comes when their last records are read
+            sending = {t: s.relayed for t, s in owned.items() if t not in waiting}
+            streams = await self.store.events_after(sending) if sending else {}
             out: list[Outgoing] = []
             last_seqs: list[tuple[str, int]] = []
             for table_id, entries in streams.items():
@@ -133,7 +139,7 @@ class EventRelay:
             placed = await self.publisher.publish(out, at_ms) if out else []
             # A table's records share one fate (one `after`): sent, or none of them.
             unsent: dict[str, Unsent] = {}
-            acked = {t: owned[t].relayed for t in owned}
+            acked = dict(sending)
             where: dict[str, tuple[int, int, int, str]] = {}
             for (table_id, last_seq), p in zip(last_seqs, placed, strict=True):
                 if isinstance(p, Unsent):
@@ -149,6 +155,12 @@ class EventRelay:
                 await self.store.replay_many(forgotten, at_ms)
             # Held ones' turn comes when their last records are read; forgotten ones go again.
             self._committed.update(unsent)
+            for table_id in sending:
+                after = _placement(owned[table_id])
+                if unsent.get(table_id) is Unsent.HELD and after is not None:
+                    self._held[table_id] = after
+                else:
+                    self._held.pop(table_id, None)
             kept = where if self.publisher.confirms else None
             await self.store.relay_ack_many(acked, kept, at_ms)
             self._marked.update(shard_of(t) for t in where)
@@ -158,6 +170,18 @@ class EventRelay:
             return moved
         finally:
             await self.store.release_relay(list(owned), self.token)
+
+    async def _still_held(self, owned: dict[str, RelayState]) -> set[str]:
+        """Of the tables a pass held back, those whose last records are still unread where they
+        went: one check of their placements, no read of their streams (with a group lagging
+        generations behind, every table it has not read is held: reading each one's stream
+        every pass would load Redis just when a consumer is behind)."""
+        held = {t: p for t, p in self._held.items() if t in owned}
+        if not held:
+            return set()
+        tables = [t for t in held if _placement(owned[t]) == held[t]]
+        verdicts = await self.publisher.check(TABLE_EVENTS, [held[t] for t in tables])
+        return {t for t, v in zip(tables, verdicts, strict=True) if v is Verdict.WAITING}
 
     async def confirm_once(self) -> int:
         """Confirm what every group has read, and relay again what the broker forgot (a log

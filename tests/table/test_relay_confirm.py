@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pytest
 
+from bg.events.v1 import events_pb2
 from services.common.event_log import confirmed
 from services.common.log_port import Outgoing, Placement, Unsent, Verdict
 from services.contracts.shards import shard_of
 from services.table import relay as relay_module
-from services.table.adapters.redis_store import RelayState
+from services.table.adapters.redis_store import Entry, RelayState
 from services.table.relay import EventRelay
 
 INCARNATION = "inc-1"
@@ -132,3 +134,55 @@ async def test_a_change_of_owned_shards_reads_them_all(clock: list[float]) -> No
     clock[0] += 1
     await relay.confirm_once()
     assert store.asked[-1] == {1, 2, 3, 4}
+
+
+class HoldingStore:
+    """One table with a record placed two generations back and a new commit waiting; counts
+    the reads of its stream."""
+
+    def __init__(self) -> None:
+        self.state = RelayState(relayed=4, gen=7, offset=3, incarnation=INCARNATION)
+        self.reads = 0
+        self.acked: dict[str, int] = {}
+
+    async def lease_for_relay(self, tables: list[str], token: str, ttl: int) -> dict[str, Any]:
+        return {t: self.state for t in tables}
+
+    async def events_after(self, pointers: dict[str, int]) -> dict[str, list[Entry]]:
+        self.reads += 1
+        event = events_pb2.TableEvent(table_id="t1", seq=5).SerializeToString()
+        return {t: [Entry(5, event, "turn_started", 1)] for t in pointers}
+
+    async def relay_ack_many(self, upto: dict[str, int], where: Any, at_ms: int) -> None:
+        self.acked.update(upto)
+
+    async def release_relay(self, tables: list[str], token: str) -> None:
+        return None
+
+
+class Holding(Broker):
+    """Holds a key whose last record is unread; sends once it is read."""
+
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
+        out: list[Placement | Unsent] = []
+        for r in records:
+            unread = r.after is not None and not confirmed(self.read_up_to, r.after.offset)
+            out.append(Unsent.HELD if unread else Placement(9, 0, 0, INCARNATION))
+        return out
+
+
+async def test_a_held_table_is_checked_not_read_again_until_its_records_are_read() -> None:
+    """With a group generations behind, every table it has not read is held: each pass checks
+    where their last records went and reads no stream until they are read (a stream read per
+    held table per pass loaded Redis just when a consumer lagged)."""
+    store = HoldingStore()
+    broker = Holding({"leaderboard": 2, "wallet": 2})  # behind offset 3
+    relay = EventRelay(store, broker, leases=Leases([0]))  # type: ignore[arg-type]
+    for _ in range(3):
+        relay.committed("t1")
+        assert await relay.run_once(sweep=False) == 0
+    assert store.reads == 1 and store.acked == {}  # read once, held since, nothing acked
+    broker.read_up_to.update(leaderboard=4, wallet=4)  # the groups caught up
+    relay.committed("t1")
+    assert await relay.run_once(sweep=False) == 1
+    assert store.reads == 2 and store.acked == {"t1": 5}
