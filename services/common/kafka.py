@@ -1,8 +1,13 @@
-"""Kafka clients built from settings. Idempotence is a setting: Tansu refuses InitProducerId,
-so it is off locally and on in production; consumers deduplicate either way. No client of ours
-ever creates a topic: topics are created once, with their partition counts, by the deployment
-(`bgcluster up`, the k8s Strimzi topics); a producer asking for a missing topic gets
-UNKNOWN_TOPIC_OR_PARTITION and retries instead of creating it with the broker's defaults."""
+"""A service's event log from its settings, and the one way a service reads it.
+
+`open_event_log` gives the port (services/common/log_port.py) in BG_KAFKA_LOG's mode: the
+production Kafka adapter or the embedded one. `consume_in_background` runs a service's reader
+(its group, replica, share), each record handled in order and committed after, started again
+after a failure. Idempotence is a setting: Tansu refuses InitProducerId, so it is off locally
+and on in production; consumers deduplicate either way. No client of ours ever creates a topic
+(services/common/kafka_clients.py): topics are created once, with their partition counts, by
+the deployment (`bgcluster up`, the k8s Strimzi topics).
+"""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -135,8 +136,20 @@ async def test_sqlite_that_cannot_open_its_file_is_unavailable(tmp_path: Path) -
                 await conn.execute(text("SELECT 1"))
     finally:
         await engine.dispose()
+        await _sqlite_threads_done()
     mapped = infrastructure_failure(raised.value)
     assert isinstance(mapped, Unavailable) and mapped.code == "LEDGER_UNAVAILABLE"
+
+
+async def _sqlite_threads_done() -> None:
+    """Let aiosqlite's worker threads finish while this test's loop runs: one still answering
+    the failed connection after the loop closed raised in its thread, a warning pinned on
+    whichever test ran next. Bounded (2 s); another test's live connection is not waited for
+    longer."""
+    for _ in range(200):
+        if not any("_connection_worker_thread" in t.name for t in threading.enumerate()):
+            return
+        await asyncio.sleep(0.01)
 
 
 async def _valkey_error(client: Any, *command: object) -> Exception:
