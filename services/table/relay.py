@@ -27,6 +27,7 @@ import asyncio
 import logging
 import secrets
 import time
+from asyncio import FIRST_COMPLETED
 from collections.abc import Callable, Iterable
 
 from services.common.backoff import Backoff, pause
@@ -51,6 +52,9 @@ CONFIRM_S = 0.5  # how often unconfirmed tables are checked (embedded mode)
 # relay marked are (a scan of all 512 shards a replica owns, twice a second, was half an idle
 # replica's CPU). The full check finds what another replica marked before a shard changed hands.
 CONFIRM_ALL_S = 10.0
+# With nothing committed here, a relay sleeps until a commit wakes it, at most this long (so a
+# change of its shards is still swept at once, and confirmations keep their pace).
+IDLE_S = 0.25
 
 
 def records(entries: list[Entry]) -> list[tuple[int, bytes, list[tuple[str, bytes]]]]:
@@ -96,10 +100,12 @@ class EventRelay:
         # Tables held back (their last records, generations back, unread) and where those went:
         # until a check finds them read, their streams are not read again each pass.
         self._held: dict[str, Placement] = {}
+        self._woken = asyncio.Event()  # set by a commit here
 
     def committed(self, table_id: str) -> None:
         """The core committed events to this table: relay it in the next pass."""
         self._committed.add(table_id)
+        self._woken.set()
 
     async def run_once(self, sweep: bool = True) -> int:
         """One pass over the tables committed here since the last pass and, with `sweep`, every
@@ -244,6 +250,22 @@ class EventRelay:
                 log.warning("relay failed; will retry", extra={"error": repr(exc)})
                 wait = backoff.failed()
             await pause(stop, wait)
+            if not self._committed:
+                await self._idle(stop)
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        """Nothing committed here: wait for a commit, at most IDLE_S (an idle replica woke
+        20 times a second for passes with nothing to do)."""
+        self._woken.clear()
+        if self._committed:
+            return
+        woken = asyncio.ensure_future(self._woken.wait())
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait((woken, stopped), timeout=IDLE_S, return_when=FIRST_COMPLETED)
+        finally:
+            woken.cancel()
+            stopped.cancel()
 
     async def close(self) -> None:
         await self.publisher.close()

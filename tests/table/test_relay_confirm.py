@@ -4,6 +4,7 @@ store and the broker are fakes; the real ones: tests/platform/test_event_log.py)
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -186,3 +187,40 @@ async def test_a_held_table_is_checked_not_read_again_until_its_records_are_read
     relay.committed("t1")
     assert await relay.run_once(sweep=False) == 1
     assert store.reads == 2 and store.acked == {"t1": 5}
+
+
+class CountingLeases(Leases):
+    """Counts the passes (each asks for the owned shards once)."""
+
+    asked = 0
+
+    def owned(self) -> list[int]:
+        self.asked += 1
+        return super().owned()
+
+
+async def test_an_idle_relay_sleeps_until_a_commit_here_wakes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With nothing committed, the relay waits for the core's word (here with an hour's bound,
+    which no step below waits for) instead of passing 20 times a second over nothing."""
+    monkeypatch.setattr(relay_module, "IDLE_S", 3600.0)
+    store = HoldingStore()
+    store.state = RelayState(relayed=4)  # nowhere yet: sent at once
+    leases = CountingLeases([])
+    relay = EventRelay(store, Holding({}), leases=leases, sweep_s=3600.0)  # type: ignore[arg-type]
+    relay._swept = relay._confirmed = time.monotonic()  # as after a first pass
+    stop = asyncio.Event()
+    running = asyncio.create_task(relay.run(stop))
+    try:
+        await asyncio.sleep(0.3)  # six 50 ms intervals: one pass, then asleep
+        assert leases.asked <= 1 and store.reads == 0  # the old relay: a pass every 50 ms
+        relay.committed("t1")
+        for _ in range(100):  # bounded: 10 s
+            if store.acked:
+                break
+            await asyncio.sleep(0.1)
+        assert store.acked == {"t1": 5} and store.reads == 1
+    finally:
+        stop.set()
+        await asyncio.wait_for(running, 10)  # a stop ends the idle wait too
