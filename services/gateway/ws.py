@@ -312,6 +312,7 @@ class WsGateway:
             # A client dropping without a close frame is an ordinary goodbye, not an error.
             log.debug("websocket closed", extra={"code": gone.rcvd.code if gone.rcvd else None})
         finally:
+            self.metrics.ws_connections.dec()  # first: the awaits below may be cancelled
             for queue, _, task in streams.values():
                 await queue.put(None)
                 task.cancel()
@@ -321,7 +322,6 @@ class WsGateway:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-            self.metrics.ws_connections.dec()
 
     async def _play_message(
         self,

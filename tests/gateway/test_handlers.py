@@ -163,3 +163,27 @@ async def test_streams_and_sign_ins_are_counted_by_kind_transport_and_outcome() 
         await handlers.Login(gateway_pb2.LoginRequest(email="a@b.c"), Caller("ipv4:1.2.3.4:5"))
     assert metrics.logins.labels("device", "ok")._value.get() == 1.0
     assert metrics.logins.labels("email", "LOCKED")._value.get() == 1.0
+
+
+async def test_a_websocket_connection_is_counted_while_it_is_open() -> None:
+    handlers = Handlers()
+    gateway = ws.WsGateway(handlers)  # type: ignore[arg-type]
+    gauge = handlers.metrics.ws_connections
+    seen: list[float] = []
+
+    class Connection:
+        remote_address = ("10.0.0.9", 4000)
+        sent: list[str] = []
+
+        async def send(self, text: str) -> None:
+            self.sent.append(text)
+
+        async def __aiter__(self) -> Any:
+            seen.append(gauge._value.get())
+            yield json.dumps({"id": 1, "method": "GetBalance", "request": {}, "token": "tok"})
+
+    connection = Connection()
+    await gateway.handle(connection)
+    assert seen == [1.0] and gauge._value.get() == 0.0
+    assert json.loads(connection.sent[0]) == {"id": 1, "response": {"balance": "7"}}
+    assert handlers.callers == [Caller("ipv4:10.0.0.9:4000", "tok", transport="ws")]
