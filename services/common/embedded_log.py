@@ -102,8 +102,9 @@ class EmbeddedPublisher:
                 behind.setdefault(r.logical, set()).add(a)
         out: dict[tuple[str, Placement], bool] = {}
         for logical, afters in behind.items():
-            verdicts = await self.check(logical, sorted(afters, key=_order))
-            for a, v in zip(sorted(afters, key=_order), verdicts, strict=True):
+            ordered = sorted(afters, key=_order)
+            verdicts = await self.check(logical, ordered)
+            for a, v in zip(ordered, verdicts, strict=True):
                 out[(logical, a)] = v is Verdict.READ
         return out
 

@@ -167,8 +167,7 @@ class EventRelay:
                     self._held[table_id] = after
                 else:
                     self._held.pop(table_id, None)
-            kept = where if self.publisher.confirms else None
-            await self.store.relay_ack_many(acked, kept, at_ms)
+            await self.store.relay_ack_many(acked, where, at_ms)  # where: empty on Kafka
             self._marked.update(shard_of(t) for t in where)
             moved = sum(len(streams[t]) for t in acked if t in streams)
             if self.metrics:
