@@ -40,6 +40,7 @@ def _classes() -> dict[str, type[Any]]:
     from services.analysis.settings import AnalysisSettings
     from services.bots.settings import BotsSettings
     from services.gateway.settings import GatewaySettings
+    from services.identity.settings import IdentitySettings
     from services.leaderboard.settings import LeaderboardSettings
     from services.matchmaking.settings import MatchmakingSettings
     from services.table.settings import TableSettings
@@ -52,6 +53,7 @@ def _classes() -> dict[str, type[Any]]:
         "wallet": WalletSettings,
         "leaderboard": LeaderboardSettings,
         "analysis": AnalysisSettings,
+        "identity": IdentitySettings,
         "bots": BotsSettings,
     }
 

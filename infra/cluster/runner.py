@@ -33,7 +33,9 @@ from infra.cluster.valkey_cluster import NODE_TIMEOUT_MS
 from services.common.topics import Namespace
 from services.contracts.topics import cluster_topics
 
-SERVICES = ("gateway", "matchmaking", "table", "wallet", "leaderboard", "bots", "analysis")
+SERVICES = (
+    "gateway", "matchmaking", "table", "wallet", "leaderboard", "bots", "analysis", "identity",
+)  # fmt: skip
 # Port offsets from --base-port: gateway N+1 ... table replicas N+10+i; metrics at +1000.
 PORT_OFFSETS = {
     "gateway": 1,
@@ -42,14 +44,10 @@ PORT_OFFSETS = {
     "leaderboard": 4,
     "bots": 5,
     "analysis": 6,
+    "identity": 7,
     "table": 10,
 }
-SQL_SERVICES = (
-    "wallet",
-    "leaderboard",
-    "gateway",
-    "analysis",
-)  # each gets its own database (gateway: accounts)
+SQL_SERVICES = ("wallet", "leaderboard", "analysis", "identity")  # each with its own database
 METRICS_OFFSET = 1000
 # More replicas of a service: N+200 + 10 x (its place in SERVICES) + i, i.e. gateway-2 N+201,
 # matchmaking-2 N+211, table replicas keep N+10.. (gateway-1 etc. keep their ports).
@@ -150,6 +148,7 @@ class Cluster:
         self.operator_token = os.environ.get("BG_WALLET_OPERATOR_TOKEN") or secrets.token_urlsafe(
             24
         )
+        self.refresh_key = secrets.token_urlsafe(32)  # the identity replicas'
         # The operator `bgcluster admin` signs in as (AdminService on the gateway).
         self.operator_key = secrets.token_urlsafe(32)
 
@@ -160,7 +159,7 @@ class Cluster:
         if self.config.database_url:
             return False
         shared = any(self.config.replicas.get(s, 1) > 1 for s in SQL_SERVICES)
-        return self.config.postgres or shared or self.count("gateway") > 1
+        return self.config.postgres or shared
 
     # -- hosts, ports and environment ----------------------------------------------------------
 
@@ -250,13 +249,13 @@ class Cluster:
             "BG_REDIS_CLUSTER": "true" if self.config.valkey_cluster else "false",
             "BG_KAFKA_BOOTSTRAP": self.kafka_bootstrap,
             "BG_KAFKA_NAMESPACE": self.config.kafka_namespace,
-            "BG_DATABASE_URL": db,
             "BG_DATA_DIR": str(self.data_dir),
             "BG_TABLE_ADDRS": self._addresses("table"),
             "BG_WALLET_ADDR": self._addresses("wallet"),
             "BG_MATCHMAKING_ADDR": self._addresses("matchmaking"),
             "BG_LEADERBOARD_ADDR": self._addresses("leaderboard"),
             "BG_ANALYSIS_ADDR": self._addresses("analysis"),
+            "BG_IDENTITY_ADDR": self._addresses("identity"),
             "BG_GATEWAY_ADDR": next(i for i in self.instances if i.service == "gateway").address,
             "BG_BOTS_SECRET": self.bots_secret,
             "BG_WALLET_OPERATOR_TOKEN": self.operator_token,
@@ -265,6 +264,10 @@ class Cluster:
         if inst.service == "gateway":  # no other service holds the token-signing key
             env["BG_TOKEN_SECRET"] = self.token_secret
             env["BG_OPERATOR_KEYS"] = f"{OPERATOR}={self.operator_key}"
+        if inst.service == "identity":  # and none but identity the refresh successors' key
+            env["BG_REFRESH_KEYS"] = self.refresh_key
+        if inst.service in SQL_SERVICES:
+            env["BG_DATABASE_URL"] = db
         env.setdefault("BG_LOG_FORMAT", os.environ.get("BG_LOG_FORMAT", "text"))
         if inst.ws_port:
             env["BG_WS_PORT"] = str(inst.ws_port)

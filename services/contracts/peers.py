@@ -43,4 +43,15 @@ ANALYSIS = Peer(
     "127.0.0.1:50056",
     "Analysis replicas: IP:port,... or one dns:/// name (balanced).",
 )
-PEERS = (WALLET, TABLE, MATCHMAKING, LEADERBOARD, ANALYSIS)
+# The gateway's: accounts, sign-in's sessions, bans and the audit log. Retries are safe: a
+# login's retry makes one more session (the first is never answered), a refresh's answers the
+# first's within its race window, the rest are idempotent but a retried audit entry, which may be
+# kept twice.
+IDENTITY = Peer(
+    "bg.identity.v1.IdentityService",
+    "BG_IDENTITY_ADDR",
+    "127.0.0.1:50057",
+    "Identity replicas (accounts, bans, the audit log): IP:port,... or one dns:/// name "
+    "(balanced).",
+)
+PEERS = (WALLET, TABLE, MATCHMAKING, LEADERBOARD, ANALYSIS, IDENTITY)

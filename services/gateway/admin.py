@@ -456,14 +456,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         limit = _limit(request.limit)
 
         async def act(_: str) -> tuple[admin_pb2.ListAuditResponse, Detail]:
-            rows = await self.audit.entries(limit, request.target)
-            entries = [
-                admin_pb2.AuditEntry(
-                    id=r.id, at_ms=r.at_ms, operator=r.operator, action=r.action,
-                    target=r.target, reason=r.reason, outcome=r.outcome, detail=r.detail,
-                )
-                for r in rows
-            ]  # fmt: skip
+            entries = await self.audit.entries(limit, request.target)
             return admin_pb2.ListAuditResponse(entries=entries), {
                 "limit": limit,
                 "target": request.target,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping
-from pathlib import Path
 
 import grpc
 from websockets.asyncio.server import serve
@@ -13,21 +12,20 @@ from websockets.asyncio.server import serve
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.analysis.v1 import analysis_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from bg.identity.v1 import identity_pb2_grpc
 from bg.leaderboard.v1 import leaderboard_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2_grpc
 from bg.table.v1 import table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2_grpc
 from services.common import tracing
 from services.common.balanced import channel_to
-from services.common.deps import redis_check, redis_client, sql_check, sql_engine
-from services.common.migrate import migrate
+from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
 from services.contracts import peers
 from services.gateway.adapters.friends_lobby import MatchmakingFriendsLobby
+from services.gateway.adapters.grpc_identity import GrpcAccounts, GrpcAudit
 from services.gateway.adapters.redis_presence import RedisPresenceStore
-from services.gateway.adapters.sql_accounts import Accounts, successor_keys
-from services.gateway.adapters.sql_audit import AuditLog
 from services.gateway.admin import AdminServicer, parse_operator_keys
 from services.gateway.api import GatewayServicer
 from services.gateway.auth import GuestIdentities, TokenSigner, parse_keys
@@ -53,7 +51,6 @@ from services.gateway.table_owners import TableOwners
 from services.gateway.ws import MAX_MESSAGE, WsGateway
 
 SERVICE_NAME = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
-MIGRATIONS = Path(__file__).with_name("migrations")  # the accounts, bans and audit tables
 ADMIN_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 log = logging.getLogger("bg.gateway")
 
@@ -63,17 +60,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app = base_app("gateway", settings)
     metrics = GatewayMetrics(app.metrics.registry)
 
-    # Identities: signed tokens, accounts and bans on SQL (bans mirrored in Redis), operators.
+    # Identities: signed tokens, operators; accounts, bans and the audit log are the identity
+    # service's (bans mirrored in Redis, where every call checks them).
     secret = settings.token_secret
     if not secret:
         # One replica alone can sign with a random secret; replicas must share BG_TOKEN_SECRET.
         secret = secrets.token_urlsafe(32)
     signer = TokenSigner(secret, settings.token_ttl_s, parse_keys(settings.token_keys))
-    engine = sql_engine(settings.database_url)
-    app.closes(engine.dispose)
-    accounts = Accounts(
-        engine, settings.refresh_ttl_s, successor_keys=successor_keys(signer.keys.values())
-    )
     operator_keys = parse_operator_keys(settings.operator_keys)
 
     # What the gateways share in Redis: bans, presence, rate limits, the tables' feeds, names.
@@ -112,11 +105,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     owners = TableOwners(redis)
     callers = Callers(signer, limits, bans)
     handlers: GatewayHandlers | None = None
+    accounts: GrpcAccounts | None = None
 
     def register(server: grpc.aio.Server) -> list[str]:
         # The clients of the services (grpc.aio channels need the running loop, so they are
         # made here, not above), and the player and operator APIs on them.
-        nonlocal handlers
+        nonlocal handlers, accounts
         if not (settings.token_secret or settings.token_keys):
             log.warning("BG_TOKEN_SECRET is unset: tokens are valid on this replica only")
         interceptors = tracing.client_interceptors(app.tracer_provider)
@@ -127,6 +121,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         analyses = analysis_pb2_grpc.AnalysisServiceStub(
             app.channel(channel_to(peers.ANALYSIS, settings.analysis_addr, interceptors))
         )
+        identity = identity_pb2_grpc.IdentityServiceStub(
+            app.channel(channel_to(peers.IDENTITY, settings.identity_addr, interceptors))
+        )
+        accounts = GrpcAccounts(identity)
         lines = CommandLines(
             table_pb2_grpc.TableServiceStub(tables),
             settings.command_streams,
@@ -164,16 +162,14 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         servicer = GatewayServicer(handlers)  # type: ignore[abstract]
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
         admin = AdminServicer(
-            signer, operator_keys, accounts, AuditLog(engine), bans, limits,
+            signer, operator_keys, accounts, GrpcAudit(identity), bans, limits,
             mm, wallet, tables, boards, settings.wallet_operator_token, analyses, chat,
         )  # fmt: skip
         admin_pb2_grpc.add_AdminServiceServicer_to_server(admin, server)
         return [SERVICE_NAME, ADMIN_NAME]
 
     async def start() -> None:
-        assert handlers is not None  # the host registers before it starts
-        await migrate(engine, MIGRATIONS)
-        bans.seed(await accounts.banned_ids())  # Redis may be down yet: the task restores it
+        assert handlers is not None and accounts is not None  # registered before the start
         # The browsers' WebSocket, on the same origin as the browser client's files.
         ws_server = await serve(
             WsGateway(handlers).handle,
@@ -191,6 +187,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         app.closes(close_ws)  # first of all at stop: the browsers' connections
         log.info("websocket listening", extra={"ws_port": app.ports["ws"]})
         background = app.background
+        # The record's bans (restoring a flushed Redis), once the identity service answers.
+        background.spawn("bans-record", bans.seed_from(accounts.banned_ids, background.stop))
         background.spawn("bans", bans.run(background.stop))
         background.spawn("store-clock", store_clock.run(background.stop))
         background.spawn("presence", presence.run(handlers.streams.report, background.stop))
@@ -200,6 +198,5 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     app.register = register
     app.checks.append(redis_check(redis))
-    app.checks.append(sql_check(engine))
     app.on_start.append(start)
     return app

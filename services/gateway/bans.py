@@ -1,23 +1,24 @@
 """Who is banned, as every gateway replica sees it within BG_BAN_SYNC_S.
 
-The accounts database holds the record (`bans`); Redis holds the live set every replica checks:
-`bg:banned` (the players) and `bg:banned:v` (a counter bumped on every change). Each replica keeps
-the set in memory, so the check on every call is a set lookup, and looks at the counter every
-`sync_s` (one GET), reading the set again only when it moved. A replica that bans applies it to
-itself at once; `on_ban` ends the banned player's live streams there.
+The identity service holds the record (its `bans` table); Redis holds the live set every replica
+checks: `bg:banned` (the players) and `bg:banned:v` (a counter bumped on every change). Each
+replica keeps the set in memory, so the check on every call is a set lookup, and looks at the
+counter every `sync_s` (one GET), reading the set again only when it moved. A replica that bans
+applies it to itself at once; `on_ban` ends the banned player's live streams there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from redis.exceptions import RedisError
 
 from services.common.backoff import pause
 from services.common.deps import reply_text
+from services.common.errors import ServiceError
 from services.contracts.redis_keys import BANNED
 from services.contracts.redis_keys import BANS_VERSION as VERSION
 
@@ -51,9 +52,22 @@ class Bans:
         await self.redis.incr(VERSION)
         self._apply(self._banned - {player_id})
 
+    async def seed_from(
+        self, record: Callable[[], Awaitable[list[str]]], stop: asyncio.Event, every_s: float = 1.0
+    ) -> None:
+        """At start, the record's bans (the identity service's), asked for until it answers
+        (it may start after this gateway): then `seed`."""
+        while not stop.is_set():
+            try:
+                self.seed(await record())
+                return
+            except ServiceError as err:
+                log.warning("bans not read from the record yet", extra={"error": err.code})
+            await pause(stop, every_s)
+
     def seed(self, player_ids: list[str]) -> None:
-        """At start, the record's bans (SQL): enforced here at once, and put back into Redis
-        (derived state, which a flush may have lost) as soon as Redis answers."""
+        """The record's bans: enforced here at once, and put back into Redis (derived state,
+        which a flush may have lost) as soon as Redis answers."""
         self._to_restore = list(player_ids)
         self._apply(self._banned | set(player_ids))
 

@@ -53,7 +53,7 @@ class Names:
 
 class DisplayNames:
     """Everyone's display name: guests' and computer seats' from the directory, accounts' from
-    SQL (the gateway's accounts)."""
+    the identity service."""
 
     def __init__(self, names: Names, accounts: AccountNames | None) -> None:
         self.names = names

@@ -1,6 +1,6 @@
 """The gateway's ports: where identities come from, the accounts and the operators' audit log
-(services/gateway/adapters/sql_accounts.py, sql_audit.py: on SQL here; a service of their own
-is the next step, issue 44), presence leases and streams
+(services/gateway/adapters/grpc_identity.py: the identity service's, which keeps them on its
+own database), presence leases and streams
 (services/gateway/adapters/redis_presence.py; in memory for the unit tests,
 tests/gateway/memory_presence.py, held to it by a contract test), and a table's events for the
 relay (services/gateway/feed.py)."""
@@ -8,8 +8,9 @@ relay (services/gateway/feed.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict
+from typing import Protocol, TypedDict
 
+from bg.admin.v1 import admin_pb2
 from bg.events.v1 import events_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
@@ -86,7 +87,7 @@ class AuditPort(Protocol):
         """How the action an entry announced ended."""
         ...
 
-    async def entries(self, limit: int = 50, target: str = "") -> list[Any]:
+    async def entries(self, limit: int = 50, target: str = "") -> list[admin_pb2.AuditEntry]:
         """Newest first; only those about `target` when given."""
         ...
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from services.common.settings import (
     EventLoop,
     ServiceSettings,
-    database_url_setting,
     load,
     peer_setting,
     redis_url_setting,
@@ -77,14 +76,11 @@ class GatewaySettings(ServiceSettings):
         "Seconds an account's access token stays valid (renewed with its refresh token).",
         min=60,
     )
-    refresh_ttl_s: int = setting(
-        "BG_REFRESH_TTL_S", 30 * 86_400, "Seconds an account's refresh token stays valid.", min=300
-    )
-    database_url: str = database_url_setting("sqlite+aiosqlite:///.data/accounts.db")
     matchmaking_addr: str = peer_setting(peers.MATCHMAKING)
     wallet_addr: str = peer_setting(peers.WALLET)
     leaderboard_addr: str = peer_setting(peers.LEADERBOARD)
     analysis_addr: str = peer_setting(peers.ANALYSIS)
+    identity_addr: str = peer_setting(peers.IDENTITY)
     table_addrs: tuple[str, ...] = peer_setting(peers.TABLE)
     command_streams: int = setting(
         "BG_TABLE_COMMAND_STREAMS",

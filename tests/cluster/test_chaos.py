@@ -50,8 +50,8 @@ SECONDS = float(os.environ.get("BG_CHAOS_SECONDS", "1.5"))
 # forgets, and production's (issue 42).
 MODES = os.environ.get("BG_CHAOS_MODES", "embedded,kafka").split(",")
 FAULTS = [
-    "table-1", "gateway", "matchmaking", "wallet", "leaderboard", "bots", "analysis", "valkey",
-    "kafka",
+    "table-1", "gateway", "matchmaking", "wallet", "leaderboard", "bots", "analysis", "identity",
+    "valkey", "kafka",
 ]  # fmt: skip
 # In kafka mode, the parts whose work the event log's mode changes (relays, outboxes, consumers,
 # the broker, the store of the tables' outboxes); the others' kills are the embedded run's.

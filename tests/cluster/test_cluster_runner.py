@@ -71,6 +71,7 @@ def test_make_up_serves_everything_and_sigterm_leaves_no_process(tmp_path: Path)
             "analysis",
             "bots",
             "gateway",
+            "identity",
             "kafka",
             "leaderboard",
             "matchmaking",
@@ -85,7 +86,7 @@ def test_make_up_serves_everything_and_sigterm_leaves_no_process(tmp_path: Path)
         state = json.loads((data / "cluster.json").read_text())
         pids = [s["pid"] for s in state["services"]] + [p["pid"] for p in state["infra"]]
         pids.append(state["runner_pid"])
-        assert len(pids) == 11  # 8 services, Valkey, Tansu, the runner
+        assert len(pids) == 12  # 9 services, Valkey, Tansu, the runner
 
         make.send_signal(signal.SIGTERM)  # to make itself, not its process group
         make.wait(timeout=20)
@@ -153,6 +154,7 @@ async def test_supervision_restarts_what_dies_and_stop_leaves_nothing(
         state = json.loads((tmp_path / "cluster.json").read_text())
         assert [s["instance"] for s in state["services"]] == [
             "gateway", "matchmaking", "table-1", "wallet", "leaderboard", "bots", "analysis",
+            "identity",
         ]  # fmt: skip
         # On the shared broker this cluster's events are in topics of its own namespace: the
         # generations of its embedded log (a partition each for one wallet and one
@@ -249,13 +251,14 @@ async def test_prometheus_scrapes_every_service(
                     lambda: urllib.request.urlopen(url, timeout=2).read()
                 )
                 results = json.loads(body)["data"]["result"]
-                if len(results) == 7 and all(r["value"][1] == "1" for r in results):  # type: ignore[index]
+                if len(results) == 8 and all(r["value"][1] == "1" for r in results):  # type: ignore[index]
                     break
             except OSError:
                 pass
             await asyncio.sleep(0.2)
         assert sorted(r["metric"]["service"] for r in results) == [  # type: ignore[index]
-            "analysis", "bots", "gateway", "leaderboard", "matchmaking", "table", "wallet",
+            "analysis", "bots", "gateway", "identity", "leaderboard", "matchmaking", "table",
+            "wallet",
         ]  # fmt: skip
         rules_url = f"http://127.0.0.1:{cluster.prometheus_port}/api/v1/rules"
         rules = json.loads(

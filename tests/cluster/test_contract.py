@@ -541,7 +541,7 @@ async def default_gateway(cluster: dict[str, Any], tmp_path: Any) -> AsyncIterat
         "BG_MATCHMAKING_ADDR": cluster["matchmaking"], "BG_WALLET_ADDR": cluster["wallet"],
         "BG_LEADERBOARD_ADDR": cluster["leaderboard"],
         "BG_TABLE_ADDRS": ",".join(v for k, v in cluster.items() if k.startswith("table-")),
-        "BG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/gateway.db",
+        "BG_IDENTITY_ADDR": cluster["identity"],
         "BG_LOG_LEVEL": "WARNING",
     }  # fmt: skip
     host = ServiceHost(build_app(env))

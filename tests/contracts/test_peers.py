@@ -6,6 +6,7 @@ from __future__ import annotations
 from google.protobuf import descriptor_pool
 
 from bg.analysis.v1 import analysis_pb2
+from bg.identity.v1 import identity_pb2
 from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
@@ -16,7 +17,7 @@ from services.gateway.settings import load_settings
 
 
 def test_every_peer_names_a_service_its_protos_define() -> None:
-    loaded = (analysis_pb2, leaderboard_pb2, matchmaking_pb2, table_pb2, wallet_pb2)
+    loaded = (analysis_pb2, identity_pb2, leaderboard_pb2, matchmaking_pb2, table_pb2, wallet_pb2)
     assert all(m.DESCRIPTOR.services_by_name for m in loaded)
     pool = descriptor_pool.Default()
     for peer in peers.PEERS:

@@ -31,6 +31,7 @@ def render(overlay: str, tmp_path: Path) -> list[dict[str, Any]]:
         (tree / "overlays/prod/signing.env").write_text(
             "BG_TOKEN_SECRET=x\nBG_OPERATOR_KEYS=admin=k\n"
         )
+        (tree / "overlays/prod/refresh.env").write_text("BG_REFRESH_KEYS=r\n")
     out = subprocess.run(
         ["kubectl", "kustomize", str(tree / "overlays" / overlay)],
         capture_output=True,
@@ -62,7 +63,7 @@ def test_every_resource_validates(docs: list[dict[str, Any]]) -> None:
 def test_deployments_have_probes_limits_and_no_root(docs: list[dict[str, Any]]) -> None:
     deployments = [d for d in docs if d["kind"] == "Deployment"]
     assert {d["metadata"]["name"] for d in deployments} == {
-        "gateway", "matchmaking", "table", "wallet", "leaderboard", "bots", "analysis",
+        "gateway", "matchmaking", "table", "wallet", "leaderboard", "bots", "analysis", "identity",
     }  # fmt: skip
     for d in deployments:
         pod = d["spec"]["template"]["spec"]
@@ -174,6 +175,30 @@ def test_only_the_gateway_holds_the_signing_and_operator_keys(overlay: str, tmp_
         and signing["metadata"]["name"] in json.dumps(d["spec"]["template"])
     )
     assert holders == ["gateway"]
+
+
+@pytest.mark.parametrize("overlay", ["dev", "prod"])
+def test_only_the_identity_service_holds_the_refresh_keys(overlay: str, tmp_path: Path) -> None:
+    """Issue 44 item 3: the refresh successors' keys are the identity service's alone; the
+    gateway, which signs access tokens, holds no key of the refresh tokens' (nor a database)."""
+    docs = render(overlay, tmp_path)
+    refresh = next(
+        d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"].startswith("bg-refresh")
+    )
+    assert set(refresh["data"]) == {"BG_REFRESH_KEYS"}
+    holders = sorted(
+        d["metadata"]["name"]
+        for d in docs
+        if d["kind"] in ("Deployment", "StatefulSet")
+        and refresh["metadata"]["name"] in json.dumps(d["spec"]["template"])
+    )
+    assert holders == ["identity"]
+    policies = {d["metadata"]["name"]: d for d in docs if d["kind"] == "NetworkPolicy"}
+    callers = policies["identity-ingress"]["spec"]["ingress"][0]["from"]
+    assert callers == [{"podSelector": {"matchLabels": {"app": "gateway"}}}]
+    sql = policies["postgres-ingress"]["spec"]["ingress"][0]["from"][0]["podSelector"]
+    assert "gateway" not in sql["matchExpressions"][0]["values"]
+    assert "identity" in sql["matchExpressions"][0]["values"]
 
 
 def test_the_topics_are_the_clusters_and_every_producer_may_reach_the_broker(

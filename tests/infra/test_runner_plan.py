@@ -19,7 +19,7 @@ def test_replicas_of_any_service_get_their_own_names_and_ports(tmp_path: Path) -
     names = [i.name for i in plan]
     assert names == [
         "gateway-1", "gateway-2", "matchmaking", "table-1", "table-2", "table-3",
-        "wallet-1", "wallet-2", "leaderboard-1", "leaderboard-2", "bots", "analysis",
+        "wallet-1", "wallet-2", "leaderboard-1", "leaderboard-2", "bots", "analysis", "identity",
     ]  # fmt: skip
     ports = [p for i in plan for p in (i.grpc_port, i.metrics_port, i.ws_port) if p]
     assert len(ports) == len(set(ports))  # nothing shares a port
@@ -33,7 +33,7 @@ def test_one_of_each_keeps_the_documented_layout(tmp_path: Path) -> None:
     plan = Cluster(ClusterConfig(replicas={"table": 1}, data_dir=tmp_path, base_port=50050))._plan()
     assert {i.name: i.grpc_port for i in plan} == {
         "gateway": 50051, "matchmaking": 50052, "table-1": 50060, "wallet": 50053,
-        "leaderboard": 50054, "bots": 50055, "analysis": 50056,
+        "leaderboard": 50054, "bots": 50055, "analysis": 50056, "identity": 50057,
     }  # fmt: skip
 
 
@@ -57,6 +57,10 @@ def test_replicated_sql_services_get_postgres_and_peers_reach_every_replica(
     assert env["BG_WALLET_ADDR"] == "127.0.0.1:50053"
     board = cluster._service_env(next(i for i in cluster.instances if i.name == "leaderboard-2"))
     assert board["BG_DATABASE_URL"] == "postgresql+asyncpg://postgres@127.0.0.1:50012/leaderboard"
+    # Accounts are the identity service's: the gateway has no database (issue 44), so two
+    # gateways alone need no PostgreSQL.
+    assert "BG_DATABASE_URL" not in env and env["BG_IDENTITY_ADDR"] == "127.0.0.1:50057"
+    assert not Cluster(ClusterConfig(replicas={"gateway": 2}, data_dir=tmp_path)).wants_postgres
 
 
 def test_up_refuses_a_kafka_namespace_kafka_could_not_name(

@@ -17,7 +17,7 @@ from services.analysis.app import MIGRATIONS as ANALYSIS
 from services.common.deps import sql_engine
 from services.common.logs import configure
 from services.common.migrate import migrate
-from services.gateway.app import MIGRATIONS as ACCOUNTS
+from services.identity.app import MIGRATIONS as ACCOUNTS
 from services.leaderboard.app import MIGRATIONS as LEADERBOARD
 from services.wallet.app import MIGRATIONS
 

@@ -15,6 +15,7 @@ from infra.cluster.embedded import free_port
 from services.common.host import ServiceHost
 from services.common.service import ServiceApp
 from services.gateway.app import build_app as gateway
+from services.identity.app import build_app as identity
 from services.leaderboard.app import build_app as leaderboard
 from services.matchmaking.app import build_app as matchmaking
 from services.table.app import build_app as table
@@ -27,6 +28,7 @@ SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 BUILDERS: dict[str, Callable[[Mapping[str, str] | None], ServiceApp]] = {
     "gateway": gateway,
+    "identity": identity,
     "matchmaking": matchmaking,
     "table": table,
     "wallet": wallet,

@@ -6,6 +6,7 @@ the source, so a new import fails here."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from pathlib import Path
 
@@ -272,3 +273,21 @@ def test_the_services_see_the_event_log_only_through_its_port() -> None:
             if module in inner and path.parent != SERVICES / "common":
                 found.append(f"{path.relative_to(SERVICES)} imports {module}")
     assert found == []
+
+
+def test_the_gateway_is_an_edge_with_no_database() -> None:
+    """Issue 44 item 3: accounts, bans and the audit log are the identity service's; the
+    gateway imports no SQL, keeps no migrations and reads no database setting."""
+    from services.gateway.settings import GatewaySettings
+
+    gateway = SERVICES / "gateway"
+    sql = [
+        f"{p.relative_to(SERVICES)} imports {m}"
+        for p in gateway.rglob("*.py")
+        for m in _imports(p)
+        if m.split(".")[0] in ("sqlalchemy", "alembic", "aiosqlite", "asyncpg")
+        or m in ("services.common.migrate",)
+    ]
+    assert sql == []
+    assert not (gateway / "migrations").exists()
+    assert "database_url" not in {f.name for f in dataclasses.fields(GatewaySettings)}

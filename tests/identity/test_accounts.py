@@ -13,8 +13,8 @@ import pytest
 from services.common.deps import sql_engine
 from services.common.errors import ServiceError
 from services.common.migrate import migrate
-from services.gateway.adapters.sql_accounts import Accounts
-from services.gateway.app import MIGRATIONS
+from services.identity.adapters.sql_accounts import Accounts
+from services.identity.app import MIGRATIONS
 from tests.helpers import sql_url
 
 
@@ -58,10 +58,10 @@ async def test_a_device_is_the_same_player_every_time(accounts: Accounts) -> Non
     phone = device()
     first = await accounts.device_login(phone, "ann")
     again = await accounts.device_login(phone, "someone else")
-    assert again.identity == first.identity and first.identity.name == "ann"
+    assert again.account == first.account and first.account.name == "ann"
     other = await accounts.device_login(device(), "Ann")  # names are unique, case aside
-    assert other.identity.player_id != first.identity.player_id
-    assert other.identity.name.startswith("Ann-")
+    assert other.account.player_id != first.account.player_id
+    assert other.account.name.startswith("Ann-")
     assert await code_of(accounts.device_login("short", "bob")) == "INVALID_DEVICE"
     assert await code_of(accounts.device_login(device(), "x")) == "INVALID_NAME"
     assert await code_of(accounts.device_login(device(), "CPU killer")) == "INVALID_NAME"
@@ -70,8 +70,8 @@ async def test_a_device_is_the_same_player_every_time(accounts: Accounts) -> Non
 async def test_names_are_unique_and_change_at_most_once_a_day(
     accounts: Accounts, clock: Clock
 ) -> None:
-    ann = (await accounts.device_login(device(), "ann")).identity
-    bob = (await accounts.device_login(device(), "bob")).identity
+    ann = (await accounts.device_login(device(), "ann")).account
+    bob = (await accounts.device_login(device(), "bob")).account
     assert await code_of(accounts.set_name(bob.player_id, "ANN")) == "NAME_TAKEN"
     renamed = await accounts.set_name(bob.player_id, "robert")
     assert renamed.name == "robert"
@@ -89,7 +89,7 @@ async def test_refresh_rotates_and_a_reused_token_ends_the_session(
 ) -> None:
     login = await accounts.device_login(device(), "cat")
     second = await accounts.refresh(login.refresh_token)
-    assert second.identity == login.identity and second.refresh_token != login.refresh_token
+    assert second.account == login.account and second.refresh_token != login.refresh_token
     # Used again within seconds (a retry after a lost answer, two tabs renewing at once): a
     # race, not theft, and it gets the same answer: one chain, never a fork (issue 24, item 1).
     clock.now += 5
@@ -128,8 +128,8 @@ async def test_a_refresh_retried_in_its_window_answers_the_same_and_forks_nothin
     clock.now += 11  # past the window: r0 again is a copy in someone's hands
     assert await code_of(accounts.refresh(login.refresh_token)) == "REFRESH_REUSED"
     assert await code_of(accounts.refresh(second.refresh_token)) == "REFRESH_REVOKED"
-    # A gateway holding other keys (not the cluster's) cannot answer a retry with the same
-    # token: it never makes a second chain either.
+    # An identity replica holding other keys (not the cluster's) cannot answer a retry with the
+    # same token: it never makes a second chain either.
     login2 = await accounts.device_login(device(), "gus")
     one = await accounts.refresh(login2.refresh_token)
     other = Accounts(accounts.engine, refresh_ttl_s=3600, clock=clock)
@@ -160,7 +160,7 @@ async def test_a_retried_refresh_is_issued_as_of_the_first_use(accounts: Account
 async def test_email_password_login_locks_out_after_repeated_failures(
     accounts: Accounts, clock: Clock
 ) -> None:
-    fay = (await accounts.device_login(device(), "fay")).identity
+    fay = (await accounts.device_login(device(), "fay")).account
     assert await code_of(accounts.link_email(fay.player_id, "fay@x", "long enough pw")) == (
         "INVALID_EMAIL"
     )
@@ -168,12 +168,12 @@ async def test_email_password_login_locks_out_after_repeated_failures(
         "WEAK_PASSWORD"
     )
     await accounts.link_email(fay.player_id, "Fay@Example.com", "correct horse battery")
-    gus = (await accounts.device_login(device(), "gus")).identity
+    gus = (await accounts.device_login(device(), "gus")).account
     assert await code_of(accounts.link_email(gus.player_id, "fay@example.com", "x" * 12)) == (
         "EMAIL_TAKEN"
     )
     ok = await accounts.email_login("fay@example.com", "correct horse battery")
-    assert ok.identity == fay
+    assert ok.account == fay
     assert await code_of(accounts.email_login("nobody@example.com", "whatever it is")) == (
         "BAD_CREDENTIALS"
     )
@@ -186,7 +186,7 @@ async def test_email_password_login_locks_out_after_repeated_failures(
         "LOCKED"
     )
     clock.now += 61
-    assert (await accounts.email_login("fay@example.com", "correct horse battery")).identity == fay
+    assert (await accounts.email_login("fay@example.com", "correct horse battery")).account == fay
 
 
 async def test_the_starter_grant_is_asked_for_until_it_is_credited(accounts: Accounts) -> None:
@@ -194,7 +194,7 @@ async def test_the_starter_grant_is_asked_for_until_it_is_credited(accounts: Acc
     first = await accounts.device_login(phone, "ivy")
     assert not first.granted
     assert not (await accounts.device_login(phone, "ivy")).granted  # the wallet was down, say
-    await accounts.granted(first.identity.player_id)
+    await accounts.granted(first.account.player_id)
     assert (await accounts.device_login(phone, "ivy")).granted
 
 
@@ -203,18 +203,18 @@ async def test_a_deleted_account_keeps_its_id_and_loses_its_personal_data(
 ) -> None:
     phone = device()
     kim = await accounts.device_login(phone, "kim")
-    await accounts.link_email(kim.identity.player_id, "kim@example.com", "a long passphrase")
-    await accounts.delete(kim.identity.player_id)
-    await accounts.delete(kim.identity.player_id)  # twice: no harm
+    await accounts.link_email(kim.account.player_id, "kim@example.com", "a long passphrase")
+    await accounts.delete(kim.account.player_id)
+    await accounts.delete(kim.account.player_id)  # twice: no harm
     assert await code_of(accounts.refresh(kim.refresh_token)) == "REFRESH_REVOKED"
     assert await code_of(accounts.email_login("kim@example.com", "a long passphrase")) == (
         "BAD_CREDENTIALS"
     )
-    assert await accounts.names([kim.identity.player_id]) == {
-        kim.identity.player_id: "deleted player"
+    assert await accounts.names([kim.account.player_id]) == {
+        kim.account.player_id: "deleted player"
     }
     fresh = await accounts.device_login(phone, "kim")  # the device starts afresh, name free
-    assert fresh.identity.player_id != kim.identity.player_id and fresh.identity.name == "kim"
+    assert fresh.account.player_id != kim.account.player_id and fresh.account.name == "kim"
     assert await code_of(accounts.delete("gguest")) == "NO_ACCOUNT"
 
 
@@ -224,7 +224,7 @@ async def test_a_ban_ends_every_session_and_operators_see_the_account(accounts: 
     phone = device()
     login = await accounts.device_login(phone, "ann")
     other = await accounts.device_login(phone, "ann")  # a second session of the same player
-    ann = login.identity.player_id
+    ann = login.account.player_id
     record = await accounts.record(ann)
     assert (record["kind"], record["banned"], record["display_name"]) == ("device", False, "ann")
     await accounts.ban(ann, "alice", "collusion")
@@ -239,4 +239,4 @@ async def test_a_ban_ends_every_session_and_operators_see_the_account(accounts: 
     assert (guest["kind"], guest["banned"], guest["created_ms"]) == ("guest", True, 0)
     assert await accounts.unban(ann) and not await accounts.unban(ann)
     assert await accounts.banned_ids() == ["g0123456789abcdef"]
-    assert (await accounts.device_login(phone, "ann")).identity.player_id == ann
+    assert (await accounts.device_login(phone, "ann")).account.player_id == ann

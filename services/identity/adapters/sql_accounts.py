@@ -1,11 +1,11 @@
-"""Player accounts in SQL, behind the gateway's AccountsPort: device login (a device id
+"""Player accounts in SQL, the identity service's AccountsRepository: device login (a device id
 the app keeps secret maps to the same player every time), email and password (argon2id, with a
 lockout after repeated failures), unique display names changed at most once a day, and
 refresh tokens (stored hashed; each use rotates the token; a token used twice, past a few
 seconds' grace for races, revokes its whole family, so a stolen refresh token dies the moment
 either holder uses it again).
 
-The gateway replicas share the database; they hold no state of their own. Migrations run at
+The identity replicas share the database; they hold no state of their own. Migrations run at
 start (migrations/, under an advisory lock on PostgreSQL).
 """
 
@@ -43,9 +43,8 @@ from services.contracts.bounds import (
     PASSWORD_MIN,
 )
 from services.contracts.seats import ACCOUNT_PREFIX
-from services.gateway.account_schema import bans, devices, players, refresh_tokens
-from services.gateway.auth import Identity
-from services.gateway.ports import AccountRecord, Session
+from services.identity.ports import Account, AccountRecord, Session
+from services.identity.schema import bans, devices, players, refresh_tokens
 
 DEVICE_ID = re.compile(r"[A-Za-z0-9_-]{32,128}")
 # NAME_MIN..NAME_MAX letters or digits, with a space, _ or - inside
@@ -62,18 +61,17 @@ def _digest(secret: str) -> str:
 
 
 def successor_of(key: bytes, token: str) -> str:
-    """The refresh token that replaces `token`: HMAC-SHA256 under a gateways' key, so a retry
-    gets the very same one and nobody without the key can compute it from a copied token."""
+    """The refresh token that replaces `token`: HMAC-SHA256 under the identity service's key, so
+    a retry gets the very same one and nobody without the key can compute it from a copied
+    token."""
     mac = hmac.new(key, b"bg-refresh-successor\x00" + token.encode(), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
 
 
-def successor_keys(signing_keys: Iterable[str]) -> list[bytes]:
-    """The refresh successors' keys, one per token-signing key (the signing one first), kept
-    apart from the signing keys themselves by a label."""
-    return [
-        hashlib.sha256(b"bg-refresh-successor-key:" + k.encode()).digest() for k in signing_keys
-    ]
+def successor_keys(secrets_: Iterable[str]) -> list[bytes]:
+    """The refresh successors' keys, one per secret of BG_REFRESH_KEYS (the first derives, all
+    are checked), kept apart from the secrets themselves by a label."""
+    return [hashlib.sha256(b"bg-refresh-successor-key:" + k.encode()).digest() for k in secrets_]
 
 
 def valid_name(name: str) -> str:
@@ -102,7 +100,7 @@ class Accounts:
         successor_keys: Sequence[bytes] = (),
     ) -> None:
         self.engine = engine
-        # Gateway replicas must share these (app.py derives them from the token keys); one
+        # Identity replicas must share these (app.py derives them from BG_REFRESH_KEYS); one
         # alone may use a random key.
         self.successor_keys = list(successor_keys) or [secrets.token_bytes(32)]
         self.refresh_ttl_s = refresh_ttl_s
@@ -144,7 +142,7 @@ class Accounts:
                 if row is not None:
                     if row.deleted_ms is not None:
                         raise Unauthenticated("ACCOUNT_DELETED", "this account was deleted")
-                    identity = Identity(row.player_id, row.display_name)
+                    identity = Account(row.player_id, row.display_name)
                     return await self._session(conn, identity, granted=row.granted_ms is not None)
             try:
                 async with self.engine.begin() as conn:
@@ -196,7 +194,7 @@ class Accounts:
                     .where(players.c.player_id == row.player_id)
                     .values(failed_logins=0)
                 )
-                identity = Identity(row.player_id, row.display_name)
+                identity = Account(row.player_id, row.display_name)
                 return await self._session(conn, identity, granted=row.granted_ms is not None)
         raise failure
 
@@ -264,7 +262,7 @@ class Accounts:
 
     # -- names -------------------------------------------------------------------------------
 
-    async def set_name(self, player_id: str, name: str) -> Identity:
+    async def set_name(self, player_id: str, name: str) -> Account:
         name = valid_name(name)
         now = self._now_ms()
         try:
@@ -292,7 +290,7 @@ class Accounts:
             raise Conflict(
                 "NAME_TAKEN", "another player has this name", field="display_name"
             ) from None
-        return Identity(player_id, name)
+        return Account(player_id, name)
 
     async def names(self, player_ids: list[str]) -> dict[str, str]:
         if not player_ids:
@@ -305,7 +303,7 @@ class Accounts:
             )
             return {r.player_id: r.display_name for r in rows}
 
-    async def _create(self, conn: AsyncConnection, name: str) -> Identity:
+    async def _create(self, conn: AsyncConnection, name: str) -> Account:
         """A new player named `name`, or `name` and a number when it is taken."""
         now = self._now_ms()
         base = name[:15]
@@ -323,7 +321,7 @@ class Accounts:
                     created_ms=now,
                 )
             )  # fmt: skip
-            return Identity(player_id, candidate)
+            return Account(player_id, candidate)
         raise Conflict("NAME_TAKEN", "choose another name", field="display_name")
 
     # -- sessions ----------------------------------------------------------------------------
@@ -331,7 +329,7 @@ class Accounts:
     async def _session(
         self,
         conn: AsyncConnection,
-        identity: Identity,
+        identity: Account,
         family: str | None = None,
         granted: bool = True,
         token: str | None = None,
@@ -371,7 +369,7 @@ class Accounts:
                 raise Unauthenticated("REFRESH_REVOKED", "this session has ended; log in again")
             if row.expires_ms <= now:
                 raise Unauthenticated("REFRESH_EXPIRED", "this session has expired; log in again")
-            identity = Identity(row.player_id, row.display_name)
+            identity = Account(row.player_id, row.display_name)
             if row.used_ms is None:
                 successor = successor_of(self.successor_keys[0], token)
                 used = await conn.execute(
@@ -397,10 +395,10 @@ class Accounts:
         raise Unauthenticated("REFRESH_REUSED", "this refresh token was already used; log in again")
 
     async def _successor(
-        self, conn: AsyncConnection, row: Row[Any], token: str, identity: Identity
+        self, conn: AsyncConnection, row: Row[Any], token: str, identity: Account
     ) -> Session | None:
         """The session the first use of `token` answered: its new token is derived from the
-        used one under a key of the gateways' (any key still held, so a key rotation within
+        used one under a key of the identity service's (any key still held, so a key rotation within
         the window changes nothing), checked against the stored hash."""
         for key in self.successor_keys:
             candidate = successor_of(key, token)

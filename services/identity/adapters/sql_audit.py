@@ -1,5 +1,5 @@
-"""The admin audit log on SQL (the gateway's AuditPort): every operator action with who, when,
-what, why and how it ended."""
+"""The admin audit log on SQL (the identity service's AuditRepository): every operator action
+with who, when, what, why and how it ended."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.common.clock import now_ms
-from services.gateway.account_schema import admin_audit
-from services.gateway.ports import Detail
+from services.identity.ports import Detail
+from services.identity.schema import admin_audit
 
 
 class AuditLog:

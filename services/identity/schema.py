@@ -1,5 +1,5 @@
-"""Player accounts' tables (SQLAlchemy Core). Alembic migrations create them; see
-migrations/."""
+"""The identity service's tables (SQLAlchemy Core): accounts, devices, refresh tokens, bans and
+the operators' audit log. Alembic migrations create them; see migrations/."""
 
 from __future__ import annotations
 

@@ -1,0 +1,81 @@
+"""The identity service's ports: its accounts (`AccountsRepository`) and the operators' audit log
+(`AuditRepository`), and the types they speak in. The service's are on SQL
+(services/identity/adapters/sql_accounts.py, sql_audit.py: SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, TypedDict
+
+
+@dataclass(frozen=True)
+class Account:
+    player_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Session:
+    account: Account
+    refresh_token: str
+    refresh_expires_ms: int
+    granted: bool = True  # False: the starter grant is still to be credited
+    issued_ms: int = 0  # when this session was made: its access token is issued as of then
+
+
+class AccountRecord(TypedDict):
+    """What operators see of an account (bg.identity.v1.AccountRecord)."""
+
+    display_name: str
+    kind: str  # guest, device, email or account
+    created_ms: int
+    deleted: bool
+    banned: bool
+    ban_reason: str
+
+
+Detail = dict[str, object]  # what an operator's action did, kept as JSON
+
+
+class AccountsRepository(Protocol):
+    """Player accounts: logins by device or email, sessions and their refresh tokens, names,
+    deletion, bans. A refusal is a ServiceError (its code is the client's)."""
+
+    async def device_login(self, device_id: str, name: str) -> Session: ...
+    async def email_login(self, email: str, password: str) -> Session: ...
+    async def link_email(self, player_id: str, email: str, password: str) -> None: ...
+    async def granted(self, player_id: str) -> None: ...
+    async def delete(self, player_id: str) -> None: ...
+    async def set_name(self, player_id: str, name: str) -> Account: ...
+    async def names(self, player_ids: list[str]) -> dict[str, str]: ...
+    async def refresh(self, token: str) -> Session: ...
+    async def logout(self, token: str) -> None: ...
+    async def ban(self, player_id: str, operator: str, reason: str) -> None: ...
+    async def unban(self, player_id: str) -> bool: ...
+    async def banned_ids(self) -> list[str]: ...
+    async def record(self, player_id: str) -> AccountRecord: ...
+
+
+class AuditRepository(Protocol):
+    """The admin audit log: every operator action with who, when, what, why and how it ended."""
+
+    async def record(
+        self,
+        operator: str,
+        action: str,
+        target: str,
+        reason: str,
+        outcome: str,
+        detail: Detail | None = None,
+    ) -> int:
+        """A new entry; its id."""
+        ...
+
+    async def finish(self, entry: int, outcome: str, detail: Detail) -> None:
+        """How the action an entry announced ended."""
+        ...
+
+    async def entries(self, limit: int = 50, target: str = "") -> list[Any]:
+        """Newest first (rows with the fields of bg.admin.v1.AuditEntry); only those about
+        `target` when given."""
+        ...
