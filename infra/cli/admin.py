@@ -1,7 +1,8 @@
-"""`bgcluster admin`: the operators' tools (bg.admin.v1.AdminService on a gateway), one per
-subcommand; each prints the answer as JSON. Against the local cluster it signs in as the
-operator `bgcluster up` made (cluster.json); elsewhere pass --gateway and --operator, with the
-key in BG_OPERATOR_KEY (never on the command line, where `ps` would show it)."""
+"""`bgcluster admin`: the operators' tools (bg.admin.v1.AdminService on the identity service),
+one per subcommand; each prints the answer as JSON. Against the local cluster it signs in as the
+operator `bgcluster up` made (cluster.json); elsewhere pass --identity (in Kubernetes, a
+`kubectl port-forward svc/identity 50057`) and --operator, with the key in BG_OPERATOR_KEY
+(never on the command line, where `ps` would show it)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ from services.common.errors import ServiceError, remote_call
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     admin = sub.add_parser("admin", parents=[common], help="operators' tools (audited)")
-    admin.add_argument("--gateway", default="", help="gateway address (default: the cluster's)")
+    admin.add_argument(
+        "--identity", default="", help="identity service address (default: the cluster's)"
+    )
     admin.add_argument("--operator", default="", help="operator name (key in BG_OPERATOR_KEY)")
     acts = admin.add_subparsers(dest="action", required=True)
     for name, target, help_text in (
@@ -107,27 +110,29 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _credentials(args: argparse.Namespace) -> tuple[str, str, str]:
-    """(gateway address, operator name, operator key)."""
+    """(identity service address, operator name, operator key)."""
     from infra.cluster.status import read_state
 
-    gateway, name, key = args.gateway, args.operator, os.environ.get("BG_OPERATOR_KEY", "")
-    if not (gateway and name and key):
+    address, name, key = args.identity, args.operator, os.environ.get("BG_OPERATOR_KEY", "")
+    if not (address and name and key):
         state = read_state(args.data_dir)
-        gateway = gateway or next(s["address"] for s in state["services"] if s["name"] == "gateway")
+        address = address or next(
+            s["address"] for s in state["services"] if s["name"] == "identity"
+        )
         if not (name and key):
             name, key = state["operator"]["name"], state["operator"]["key"]
-    return gateway, name, key
+    return address, name, key
 
 
 async def run(args: argparse.Namespace) -> int:
     from infra.cluster.status import NoCluster
 
     try:
-        gateway, name, key = _credentials(args)
+        address, name, key = _credentials(args)
     except NoCluster as exc:
         print(f"bgcluster: {exc}", file=sys.stderr)
         return 3
-    async with grpc.aio.insecure_channel(gateway) as channel:
+    async with grpc.aio.insecure_channel(address) as channel:
         stub = admin_pb2_grpc.AdminServiceStub(channel)
         try:
             login = await remote_call(

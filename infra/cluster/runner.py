@@ -149,7 +149,8 @@ class Cluster:
             24
         )
         self.refresh_key = secrets.token_urlsafe(32)  # the identity replicas'
-        # The operator `bgcluster admin` signs in as (AdminService on the gateway).
+        self.operator_secret = secrets.token_urlsafe(32)  # signs operators' tokens (identity)
+        # The operator `bgcluster admin` signs in as (AdminService on the identity service).
         self.operator_key = secrets.token_urlsafe(32)
 
     @property
@@ -263,8 +264,9 @@ class Cluster:
         }
         if inst.service == "gateway":  # no other service holds the token-signing key
             env["BG_TOKEN_SECRET"] = self.token_secret
+        if inst.service == "identity":  # and none but identity the operators' and refreshes'
             env["BG_OPERATOR_KEYS"] = f"{OPERATOR}={self.operator_key}"
-        if inst.service == "identity":  # and none but identity the refresh successors' key
+            env["BG_OPERATOR_SECRET"] = self.operator_secret
             env["BG_REFRESH_KEYS"] = self.refresh_key
         if inst.service in SQL_SERVICES:
             env["BG_DATABASE_URL"] = db

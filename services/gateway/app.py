@@ -9,7 +9,6 @@ from collections.abc import Mapping
 import grpc
 from websockets.asyncio.server import serve
 
-from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.analysis.v1 import analysis_pb2_grpc
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.identity.v1 import identity_pb2_grpc
@@ -22,13 +21,13 @@ from services.common.balanced import channel_to
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
+from services.common.tokens import TokenSigner, parse_keys
 from services.contracts import peers
 from services.gateway.adapters.friends_lobby import MatchmakingFriendsLobby
-from services.gateway.adapters.grpc_identity import GrpcAccounts, GrpcAudit
+from services.gateway.adapters.grpc_identity import GrpcAccounts
 from services.gateway.adapters.redis_presence import RedisPresenceStore
-from services.gateway.admin import AdminServicer, parse_operator_keys
 from services.gateway.api import GatewayServicer
-from services.gateway.auth import GuestIdentities, TokenSigner, parse_keys
+from services.gateway.auth import GuestIdentities
 from services.gateway.bans import Bans
 from services.gateway.callers import Callers
 from services.gateway.chat import ChatRoom
@@ -43,7 +42,7 @@ from services.gateway.names import DisplayNames, Names
 from services.gateway.play_streams import PlayStreams
 from services.gateway.presence import Presence
 from services.gateway.privacy import Privacy
-from services.gateway.rate_limits import RateLimits, SharedLimiter
+from services.gateway.rate_limits import RateLimits, limiter
 from services.gateway.settings import load_settings
 from services.gateway.sign_in import SignIn
 from services.gateway.static_files import StaticFiles
@@ -51,7 +50,6 @@ from services.gateway.table_owners import TableOwners
 from services.gateway.ws import MAX_MESSAGE, WsGateway
 
 SERVICE_NAME = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
-ADMIN_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 log = logging.getLogger("bg.gateway")
 
 
@@ -60,14 +58,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app = base_app("gateway", settings)
     metrics = GatewayMetrics(app.metrics.registry)
 
-    # Identities: signed tokens, operators; accounts, bans and the audit log are the identity
-    # service's (bans mirrored in Redis, where every call checks them).
+    # Identities: signed tokens; accounts and the bans' record are the identity service's (bans
+    # mirrored in Redis, where every call checks them).
     secret = settings.token_secret
     if not secret:
         # One replica alone can sign with a random secret; replicas must share BG_TOKEN_SECRET.
         secret = secrets.token_urlsafe(32)
     signer = TokenSigner(secret, settings.token_ttl_s, parse_keys(settings.token_keys))
-    operator_keys = parse_operator_keys(settings.operator_keys)
 
     # What the gateways share in Redis: bans, presence, rate limits, the tables' feeds, names.
     redis = redis_client(
@@ -93,7 +90,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.closes(redis.aclose)
     chat = ChatRoom(
         redis,
-        SharedLimiter(
+        limiter(
             redis, "chat", settings.chat_per_s, settings.rate_sync_s, burst=settings.chat_burst
         ),
         settings.chat_max_chars,
@@ -161,12 +158,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         # tests/gateway/test_handlers.py checks every method of the service is served.
         servicer = GatewayServicer(handlers)  # type: ignore[abstract]
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
-        admin = AdminServicer(
-            signer, operator_keys, accounts, GrpcAudit(identity), bans, limits,
-            mm, wallet, tables, boards, settings.wallet_operator_token, analyses, chat,
-        )  # fmt: skip
-        admin_pb2_grpc.add_AdminServiceServicer_to_server(admin, server)
-        return [SERVICE_NAME, ADMIN_NAME]
+        return [SERVICE_NAME]
 
     async def start() -> None:
         assert handlers is not None and accounts is not None  # registered before the start

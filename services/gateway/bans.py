@@ -3,8 +3,9 @@
 The identity service holds the record (its `bans` table); Redis holds the live set every replica
 checks: `bg:banned` (the players) and `bg:banned:v` (a counter bumped on every change). Each
 replica keeps the set in memory, so the check on every call is a set lookup, and looks at the
-counter every `sync_s` (one GET), reading the set again only when it moved. A replica that bans
-applies it to itself at once; `on_ban` ends the banned player's live streams there.
+counter every `sync_s` (one GET), reading the set again only when it moved; `on_ban` ends a
+newly banned player's live streams here. The identity service writes the set
+(services/identity/ban_list.py) as an operator bans or lifts a ban.
 """
 
 from __future__ import annotations
@@ -41,16 +42,6 @@ class Bans:
 
     def banned(self, player_id: str) -> bool:
         return player_id in self._banned
-
-    async def ban(self, player_id: str) -> None:
-        await self.redis.sadd(BANNED, player_id)
-        await self.redis.incr(VERSION)
-        self._apply(self._banned | {player_id})
-
-    async def unban(self, player_id: str) -> None:
-        await self.redis.srem(BANNED, player_id)
-        await self.redis.incr(VERSION)
-        self._apply(self._banned - {player_id})
 
     async def seed_from(
         self, record: Callable[[], Awaitable[list[str]]], stop: asyncio.Event, every_s: float = 1.0

@@ -15,10 +15,11 @@ import grpc
 from google.protobuf.message import Message
 
 from services.common.errors import PermissionDenied, Unauthenticated
+from services.common.shared_limits import peer_address
+from services.common.tokens import TokenSigner
 from services.gateway import limits
-from services.gateway.auth import TokenSigner
 from services.gateway.bans import Bans
-from services.gateway.rate_limits import RateLimits, peer_address
+from services.gateway.rate_limits import RateLimits
 
 Context = grpc.aio.ServicerContext[Any, Any]
 

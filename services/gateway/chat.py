@@ -29,6 +29,7 @@ from bg.gateway.v1 import gateway_pb2
 from services.common.clock import now_ms
 from services.common.deps import reply_text
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
+from services.common.shared_limits import SharedLimiter, rate_limited
 from services.contracts.redis_keys import (
     CHAT_REPORTS as REPORTS,
 )
@@ -49,7 +50,6 @@ from services.contracts.redis_keys import (
 )
 from services.contracts.seats import ACCOUNT_PREFIX
 from services.gateway import limits
-from services.gateway.rate_limits import SharedLimiter, rate_limited
 
 log = logging.getLogger("bg.gateway.chat")
 TABLE = gateway_pb2.CHAT_CHANNEL_TABLE
@@ -59,7 +59,6 @@ KEEP_S = 86_400  # a table's chat lives a day after its last message
 MAX_MUTED = 500  # players one player may mute
 CONTEXT = 10  # messages before a reported one that the report keeps
 MAX_REPORTS = 100_000
-MAX_SILENCE_S = 30 * 86_400
 
 
 @dataclass(frozen=True)
@@ -221,7 +220,7 @@ class ChatRoom:
             out.append(message)
         return out
 
-    # -- reports and moderation --------------------------------------------------------------
+    # -- reports (the operators act on them: services/identity/chat_moderation.py) ------------
 
     async def report(
         self, player: str, request: gateway_pb2.ReportChatRequest, seating: SeatingOf
@@ -255,47 +254,6 @@ class ChatRoom:
         )
         await self.redis.set(once + ":id", report_id, ex=KEEP_S)
         return report_id
-
-    async def reports(self, limit: int) -> list[admin_pb2.ChatReport]:
-        out = []
-        for entry_id, fields in await self.redis.xrange(REPORTS, count=limit):
-            report = admin_pb2.ChatReport()
-            report.ParseFromString(fields[b"r"])
-            report.report_id = reply_text(entry_id)
-            out.append(report)
-        return out
-
-    async def resolve(self, report_id: str) -> bool:
-        return bool(await self.redis.xdel(REPORTS, report_id))
-
-    async def remove(self, table_id: str, message_id: str) -> bool:
-        """Leave a message out of GetChat from now on and tell the streams that got it."""
-        found = next(
-            (m for m in await self._messages(table_id) if m.message_id == message_id), None
-        )
-        if found is None or await self.redis.sismember(_removed_key(table_id), message_id):
-            return False  # gone with its day, or removed already (the streams were told)
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.sadd(_removed_key(table_id), message_id)
-        pipe.expire(_removed_key(table_id), KEEP_S)
-        gone = gateway_pb2.ChatMessage()
-        gone.CopyFrom(found)
-        gone.text, gone.removed = "", True
-        pipe.publish(chat_channel(table_id), gone.SerializeToString())
-        added, _, _ = await pipe.execute()
-        return bool(added)
-
-    async def silence(self, player: str, seconds: int) -> int:
-        """Keep `player` from chatting for `seconds` (0 lifts it); until when, in ms."""
-        if not 0 <= seconds <= MAX_SILENCE_S:
-            raise InvalidArgument(
-                "INVALID_AMOUNT", f"seconds is 0..{MAX_SILENCE_S}", field="seconds"
-            )
-        if seconds == 0:
-            await self.redis.delete(_silenced_key(player))
-            return 0
-        await self.redis.set(_silenced_key(player), "1", ex=seconds)
-        return self.now() + seconds * 1000
 
     async def mute(self, player: str, other: str, muted: bool) -> list[str]:
         other = limits.bounded(other, "player_id", 64)

@@ -1,4 +1,5 @@
-"""Bounds on what clients send: every string has a length limit, checked at the edge.
+"""Bounds on what clients send: every string has a length limit, checked at the edge
+(services/common/request_bounds.py), and what each request must name.
 
 A field over its limit is INVALID_ARGUMENT naming the field, and nothing is forwarded, so no
 service and no error ever carries unbounded client input (error texts are cut as well, see
@@ -9,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
+from services.common import request_bounds
 from services.common.errors import InvalidArgument
 from services.contracts import bounds
 from services.contracts.bounds import DEFAULT_MAX
@@ -51,11 +52,7 @@ REQUIRED = {
 
 
 def bounded(value: str, field: str, limit: int = DEFAULT_MAX) -> str:
-    if len(value) > limit:
-        raise InvalidArgument(
-            "TOO_LONG", f"{field} is at most {limit} characters (got {len(value)})", field=field
-        )
-    return value
+    return request_bounds.bounded(value, field, limit)
 
 
 def table_id(value: str, field: str = "table_id") -> str:
@@ -64,38 +61,18 @@ def table_id(value: str, field: str = "table_id") -> str:
     return bounded(value, field)
 
 
-def check(request: Message, bounds: Mapping[str, int] = MAX_BY_FIELD, prefix: str = "") -> None:
+def check(request: Message, bounds: Mapping[str, int] = MAX_BY_FIELD) -> None:
     """Every string in `request` (nested messages included) within its limit: `bounds` by
     field name, DEFAULT_MAX for the rest; every field it must name (REQUIRED) named."""
-    if not prefix:
-        for name in REQUIRED.get(request.DESCRIPTOR.full_name, ()):
-            if not getattr(request, name):
-                raise InvalidArgument("MISSING", f"{name} is required", field=name)
-    for fd, value in request.ListFields():
-        name = prefix + fd.name
-        if fd.type == FieldDescriptor.TYPE_STRING:
-            limit = bounds.get(fd.name, DEFAULT_MAX)
-            for item in value if _repeated(fd) else [value]:
-                bounded(item, name, limit)
-        elif fd.type == FieldDescriptor.TYPE_MESSAGE:
-            if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
-                continue  # no client request has maps
-            for item in value if _repeated(fd) else [value]:
-                check(item, bounds, name + ".")
-
-
-def _repeated(fd: FieldDescriptor) -> bool:
-    return bool(fd.is_repeated)
+    for name in REQUIRED.get(request.DESCRIPTOR.full_name, ()):
+        if not getattr(request, name):
+            raise InvalidArgument("MISSING", f"{name} is required", field=name)
+    request_bounds.check_strings(request, bounds, DEFAULT_MAX)
 
 
 def reason(text: str) -> str:
     """Why an operator acts or a player reports: 1..REASON_MAX characters, trimmed."""
-    words = text.strip()
-    if not words:
-        raise InvalidArgument(
-            "REASON_REQUIRED", f"say why, in 1..{bounds.REASON_MAX} characters", field="reason"
-        )
-    return bounded(words, "reason", bounds.REASON_MAX)
+    return request_bounds.reason(text, bounds.REASON_MAX)
 
 
 def required_table() -> str:

@@ -1,6 +1,6 @@
-"""The gateway's ports: where identities come from, the accounts and the operators' audit log
-(services/gateway/adapters/grpc_identity.py: the identity service's, which keeps them on its
-own database), presence leases and streams
+"""The gateway's ports: where identities come from, the accounts (services/gateway/adapters/
+grpc_identity.py: the identity service's, which keeps them on its own database), presence
+leases and streams
 (services/gateway/adapters/redis_presence.py; in memory for the unit tests,
 tests/gateway/memory_presence.py, held to it by a contract test), and a table's events for the
 relay (services/gateway/feed.py)."""
@@ -8,13 +8,12 @@ relay (services/gateway/feed.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, TypedDict
+from typing import Protocol
 
-from bg.admin.v1 import admin_pb2
 from bg.events.v1 import events_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
-from services.gateway.auth import Identity
+from services.common.tokens import Identity
 
 
 class IdentityProvider(Protocol):
@@ -25,17 +24,6 @@ class IdentityProvider(Protocol):
 
 class AccountNames(Protocol):
     async def names(self, player_ids: list[str]) -> dict[str, str]: ...
-
-
-class AccountRecord(TypedDict):
-    """What operators see of an account (the fields of bg.admin.v1.PlayerRecord it fills)."""
-
-    display_name: str
-    kind: str  # guest, device, email or account
-    created_ms: int
-    deleted: bool
-    banned: bool
-    ban_reason: str
 
 
 @dataclass(frozen=True)
@@ -49,7 +37,7 @@ class Session:
 
 class AccountsPort(AccountNames, Protocol):
     """Player accounts: logins by device or email, sessions and their refresh tokens, names,
-    deletion, bans. A refusal is a ServiceError (its code is the client's)."""
+    deletion, the bans' record. A refusal is a ServiceError (its code is the client's)."""
 
     async def device_login(self, device_id: str, name: str) -> Session: ...
     async def email_login(self, email: str, password: str) -> Session: ...
@@ -59,37 +47,7 @@ class AccountsPort(AccountNames, Protocol):
     async def set_name(self, player_id: str, name: str) -> Identity: ...
     async def refresh(self, token: str) -> Session: ...
     async def logout(self, token: str) -> None: ...
-    async def ban(self, player_id: str, operator: str, reason: str) -> None: ...
-    async def unban(self, player_id: str) -> bool: ...
     async def banned_ids(self) -> list[str]: ...
-    async def record(self, player_id: str) -> AccountRecord: ...
-
-
-Detail = dict[str, object]  # what an operator's action did, kept as JSON
-
-
-class AuditPort(Protocol):
-    """The admin audit log: every operator action with who, when, what, why and how it ended."""
-
-    async def record(
-        self,
-        operator: str,
-        action: str,
-        target: str,
-        reason: str,
-        outcome: str,
-        detail: Detail | None = None,
-    ) -> int:
-        """A new entry; its id."""
-        ...
-
-    async def finish(self, entry: int, outcome: str, detail: Detail) -> None:
-        """How the action an entry announced ended."""
-        ...
-
-    async def entries(self, limit: int = 50, target: str = "") -> list[admin_pb2.AuditEntry]:
-        """Newest first; only those about `target` when given."""
-        ...
 
 
 Stream = tuple[str, str, str]  # table, player, stream

@@ -48,19 +48,6 @@ class GatewaySettings(ServiceSettings):
         "service logins). No service but the gateway holds the token-signing key.",
         secret=True,
     )
-    operator_keys: str = setting(
-        "BG_OPERATOR_KEYS",
-        "",
-        "Operators and their keys, name=key pairs separated by commas (keys of 32+ characters): "
-        "AdminService.OperatorLogin takes them (empty: no operators).",
-        secret=True,
-    )
-    wallet_operator_token: str = setting(
-        "BG_WALLET_OPERATOR_TOKEN",
-        "",
-        "The wallet's operator token: the admin service's credits, debits and escrow lists.",
-        secret=True,
-    )
     ban_sync_s: float = setting(
         "BG_BAN_SYNC_S",
         0.5,

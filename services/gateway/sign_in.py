@@ -14,8 +14,8 @@ from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.errors import NotFound, PermissionDenied, ServiceError, remote_call
+from services.common.tokens import Identity, TokenSigner
 from services.contracts.seats import ACCOUNT_PREFIX, computer_name, computer_table
-from services.gateway.auth import Identity, TokenSigner
 from services.gateway.callers import Callers
 from services.gateway.names import Names
 from services.gateway.ports import AccountsPort, IdentityProvider, Session

@@ -1,24 +1,49 @@
 """Composition root of the identity service: accounts, bans and the audit log on its own SQL
-database, migrated at start, served over gRPC to the gateway."""
+database, migrated at start; the gateway's IdentityService and the operators' AdminService over
+gRPC; Redis for the live ban list, the chat it moderates and the operators' rate limits."""
 
 from __future__ import annotations
 
+import logging
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
 import grpc
 
+from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.analysis.v1 import analysis_pb2_grpc
 from bg.identity.v1 import identity_pb2, identity_pb2_grpc
-from services.common.deps import sql_check, sql_engine
+from bg.leaderboard.v1 import leaderboard_pb2_grpc
+from bg.matchmaking.v1 import matchmaking_pb2_grpc
+from bg.table.v1 import table_pb2_grpc
+from bg.wallet.v1 import wallet_pb2_grpc
+from services.common import tracing
+from services.common.balanced import channel_to
+from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
+from services.common.tokens import TokenSigner
+from services.contracts import peers
+from services.contracts.redis_keys import rate_limit_key
 from services.identity.adapters.sql_accounts import Accounts, successor_keys
 from services.identity.adapters.sql_audit import AuditLog
+from services.identity.admin import (
+    AdminServicer,
+    OperatorLimits,
+    Operators,
+    Services,
+    parse_operator_keys,
+)
 from services.identity.api import IdentityServicer
+from services.identity.ban_list import BanList
+from services.identity.chat_moderation import ChatModeration
 from services.identity.settings import load_settings
 
 SERVICE_NAME = identity_pb2.DESCRIPTOR.services_by_name["IdentityService"].full_name
+ADMIN_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 MIGRATIONS = Path(__file__).with_name("migrations")  # the accounts, bans and audit tables
+log = logging.getLogger("bg.identity")
 
 
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
@@ -28,16 +53,58 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.closes(engine.dispose)
     keys = [k.strip() for k in settings.refresh_keys.split(",") if k.strip()]
     accounts = Accounts(engine, settings.refresh_ttl_s, successor_keys=successor_keys(keys))
-    servicer = IdentityServicer(accounts, AuditLog(engine))
+    redis = redis_client(
+        settings.redis_url,
+        round_trips=app.metrics.redis_round_trips,
+        cluster=settings.redis_cluster,
+        timeout=settings.redis_timeout_s,
+    )
+    app.closes(redis.aclose)
+    limits = OperatorLimits(
+        redis, settings.operator_rate_per_s, settings.operator_logins_per_s, rate_limit_key
+    )
+    # One replica alone can sign operators' tokens with a random secret; replicas share one.
+    signer = TokenSigner(
+        settings.operator_secret or secrets.token_urlsafe(32), settings.operator_ttl_s
+    )
+    operators = Operators(parse_operator_keys(settings.operator_keys), signer, limits)
 
     def register(server: grpc.aio.Server) -> list[str]:
-        identity_pb2_grpc.add_IdentityServiceServicer_to_server(servicer, server)
-        return [SERVICE_NAME]
+        # The clients of the services the operators' tools call (grpc.aio channels need the
+        # running loop, so they are made here, not above).
+        interceptors = tracing.client_interceptors(app.tracer_provider)
+        identity_pb2_grpc.add_IdentityServiceServicer_to_server(IdentityServicer(accounts), server)
+        services = Services(
+            matchmaking_pb2_grpc.MatchmakingServiceStub(
+                app.channel(channel_to(peers.MATCHMAKING, settings.matchmaking_addr, interceptors))
+            ),
+            wallet_pb2_grpc.WalletServiceStub(
+                app.channel(channel_to(peers.WALLET, settings.wallet_addr, interceptors))
+            ),
+            table_pb2_grpc.TableServiceStub(
+                app.channel(channel_to(peers.TABLE, settings.table_addrs, interceptors))
+            ),
+            leaderboard_pb2_grpc.LeaderboardServiceStub(
+                app.channel(channel_to(peers.LEADERBOARD, settings.leaderboard_addr, interceptors))
+            ),
+            analysis_pb2_grpc.AnalysisServiceStub(
+                app.channel(channel_to(peers.ANALYSIS, settings.analysis_addr, interceptors))
+            ),
+            settings.wallet_operator_token,
+        )
+        admin = AdminServicer(
+            operators, accounts, AuditLog(engine), BanList(redis), ChatModeration(redis), services
+        )
+        admin_pb2_grpc.add_AdminServiceServicer_to_server(admin, server)
+        return [SERVICE_NAME, ADMIN_NAME]
 
     async def start() -> None:
+        if operators.keys and not settings.operator_secret:
+            log.warning("BG_OPERATOR_SECRET is unset: operators' tokens hold on this replica only")
         await migrate(engine, MIGRATIONS)
+        app.background.spawn("operator-limits", limits.run(app.background.stop))
 
     app.register = register
-    app.checks.append(sql_check(engine))
+    app.checks += [sql_check(engine), redis_check(redis)]
     app.on_start.append(start)
     return app

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.common.settings import ServiceSettings, database_url_setting, load, setting
+from services.common.settings import (
+    ServiceSettings,
+    database_url_setting,
+    load,
+    peer_setting,
+    redis_url_setting,
+    setting,
+)
+from services.contracts import peers
 
 
 @dataclass(frozen=True)
@@ -13,6 +21,7 @@ class IdentitySettings(ServiceSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50057, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9107, "Metrics HTTP port.", min=0, max=65535)
     database_url: str = database_url_setting("sqlite+aiosqlite:///.data/identity.db")
+    redis_url: str = redis_url_setting()
     refresh_ttl_s: int = setting(
         "BG_REFRESH_TTL_S", 30 * 86_400, "Seconds an account's refresh token stays valid.", min=300
     )
@@ -24,6 +33,48 @@ class IdentitySettings(ServiceSettings):
         "session). Shared by identity replicas; empty: a random one, one replica alone.",
         secret=True,
     )
+    operator_keys: str = setting(
+        "BG_OPERATOR_KEYS",
+        "",
+        "Operators and their keys, name=key pairs separated by commas (keys of 32+ characters): "
+        "AdminService.OperatorLogin takes them (empty: no operators).",
+        secret=True,
+    )
+    operator_secret: str = setting(
+        "BG_OPERATOR_SECRET",
+        "",
+        "HMAC secret (32+ characters) that signs operators' tokens, shared by identity "
+        "replicas (empty: a random one, valid on this replica only). Not the players' key: a "
+        "player's token is never an operator's.",
+        secret=True,
+    )
+    operator_ttl_s: int = setting(
+        "BG_OPERATOR_TTL_S", 900, "Seconds an operator's token stays valid.", min=60
+    )
+    operator_rate_per_s: float = setting(
+        "BG_OPERATOR_RATE_PER_S",
+        100.0,
+        "Operators' calls per second from one address, over every identity replica.",
+        min=0.1,
+    )
+    operator_logins_per_s: float = setting(
+        "BG_OPERATOR_LOGINS_PER_S",
+        5.0,
+        "Sign-ins per second for one operator name, over every identity replica (a guessed "
+        "key meets this first).",
+        min=0.01,
+    )
+    wallet_operator_token: str = setting(
+        "BG_WALLET_OPERATOR_TOKEN",
+        "",
+        "The wallet's operator token: the admin service's credits, debits and escrow lists.",
+        secret=True,
+    )
+    matchmaking_addr: str = peer_setting(peers.MATCHMAKING)
+    wallet_addr: str = peer_setting(peers.WALLET)
+    leaderboard_addr: str = peer_setting(peers.LEADERBOARD)
+    analysis_addr: str = peer_setting(peers.ANALYSIS)
+    table_addrs: tuple[str, ...] = peer_setting(peers.TABLE)
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> IdentitySettings:

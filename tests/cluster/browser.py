@@ -33,12 +33,14 @@ def browser_cluster(data: Path, valkey_url: str, kafka_bootstrap: str) -> Iterat
     with running_cluster(data, env, *args) as state:
         gateway = next(s for s in state["services"] if s["name"] == "gateway")
         wallet = next(s for s in state["services"] if s["name"] == "wallet")
+        identity = next(s for s in state["services"] if s["name"] == "identity")
         yield {
             "url": gateway["ws"].replace("ws://", "http://"),
             "grpc": gateway["address"],
             "wallet": wallet["address"],
             "operator": state["operator_token"],
             "admin": state["operator"],  # an operator's name and key (the admin API)
+            "identity": identity["address"],  # where the admin API is served
             "data": data,  # the cluster's data directory (cluster.json: its processes)
         }
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,18 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.play_wire import phase_of, reason_of
 from client.player import Player
 from services.contracts.redis_keys import LOBBY_TAG
-from tests.helpers import error_of
+from tests.helpers import error_of, retried
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
 FUNDS = 5000
+
+
+@pytest.fixture
+async def ops(cluster: dict[str, Any]) -> AsyncIterator[grpc.aio.Channel]:
+    """A channel to the operators' plane: the identity service's AdminService."""
+    async with grpc.aio.insecure_channel(cluster["identity"]) as channel:
+        yield channel
 
 
 async def _operator(cluster: dict[str, Any], channel: grpc.aio.Channel) -> Any:
@@ -80,11 +88,13 @@ async def _device_player(channel: grpc.aio.Channel, name: str, device: str) -> P
 
 async def test_a_banned_player_is_cut_off_mid_match_and_the_opponent_is_paid(
     cluster: dict[str, Any],
+    ops: grpc.aio.Channel,
 ) -> None:
     """I-6 / I-11: a ban leaves the banned player's wagered match for them: the opponent wins
     the pot less fees (stakes 1,000 each: +840 and -1,000), to the diamond. Their token, their
     open stream, their refresh token and their device login all stop at once; unbanned, the
-    same device is the same player again."""
+    same device is the same player again (the ban list is the identity service's, each gateway
+    syncing it within BG_BAN_SYNC_S)."""
     async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
         ann = Player(ch, "ann", seed=1)
         await ann.login()
@@ -107,7 +117,7 @@ async def test_a_banned_player_is_cut_off_mid_match_and_the_opponent_is_paid(
         first = await stream.read()
         assert isinstance(first, gateway_pb2.PlayUpdate) and first.update.view.seat == 1
 
-        admin, auth = await _operator(cluster, ch)
+        admin, auth = await _operator(cluster, ops)
         banned = await admin.Ban(
             admin_pb2.BanRequest(player_id=bob.player_id, reason="collusion, ticket 4411"),
             metadata=auth,
@@ -142,19 +152,21 @@ async def test_a_banned_player_is_cut_off_mid_match_and_the_opponent_is_paid(
         await admin.Unban(
             admin_pb2.BanRequest(player_id=bob.player_id, reason="appeal upheld"), metadata=auth
         )
-        back = await _device_player(ch, "bob", device)
+        # Every gateway sees the lifted ban at its next sync of the list (BG_BAN_SYNC_S).
+        back = await retried(lambda: _device_player(ch, "bob", device), time.monotonic() + 10)
         assert back.player_id == bob.player_id and await back.balance() == bob_before - 1000
 
 
 async def test_credits_debits_lookups_and_a_stuck_table_are_audited(
     cluster: dict[str, Any],
+    ops: grpc.aio.Channel,
 ) -> None:
     async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
         carol, dan = Player(ch, "carol", seed=3), Player(ch, "dan", seed=4)
         for p in (carol, dan):
             await p.login()
         await _fund(cluster, carol, dan)
-        admin, auth = await _operator(cluster, ch)
+        admin, auth = await _operator(cluster, ops)
 
         # A credit, its retry (once), a debit beyond the balance (nothing moves), a debit.
         credit = admin_pb2.AdjustRequest(
@@ -273,13 +285,13 @@ async def test_credits_debits_lookups_and_a_stuck_table_are_audited(
 
 
 async def test_an_orphaned_prize_pool_is_listed_and_refunded_once_by_an_operator(
-    cluster: dict[str, Any], valkey_url: str
+    cluster: dict[str, Any], ops: grpc.aio.Channel, valkey_url: str
 ) -> None:
     """A wagered tournament's document lost (a Valkey data loss): no director settles its pool,
     so operators find it (tournament status "") and give every buy-in back, once, audited; a
     pool whose tournament matchmaking still knows is refused (its cancel refunds it)."""
     async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
-        admin, auth = await _operator(cluster, ch)
+        admin, auth = await _operator(cluster, ops)
         players = [Player(ch, f"orphan{i}", seed=i) for i in range(3)]
         for p in players:
             await p.login()
@@ -395,6 +407,7 @@ def test_bgcluster_admin_looks_up_and_credits_from_the_command_line(
 
 async def test_a_chat_report_reaches_the_operators_who_remove_and_silence_audited(
     cluster: dict[str, Any],
+    ops: grpc.aio.Channel,
 ) -> None:
     """Issue 29 req. 2: a player reports a message (with what came before it); an operator
     reads the queue, removes the message (gone from GetChat), silences the sender for a time and
@@ -421,7 +434,7 @@ async def test_a_chat_report_reaches_the_operators_who_remove_and_silence_audite
             table_id=table.table_id, message_id=bad.message_id, reason="rude"
         )
         reported = await jon.stub.ReportChat(report, metadata=jon.auth)
-        admin, auth = await _operator(cluster, ch)
+        admin, auth = await _operator(cluster, ops)
         with pytest.raises(grpc.aio.AioRpcError) as player:
             await admin.ListChatReports(admin_pb2.ListChatReportsRequest(), metadata=jon.auth)
         assert error_of(player.value).code == "NOT_OPERATOR"

@@ -954,8 +954,8 @@ async def test_a_tournaments_match_opens_by_itself_and_the_bracket_shows_the_cha
     from bg.matchmaking.v1 import matchmaking_pb2
     from bg.table.v1 import table_pb2
 
-    async with grpc.aio.insecure_channel(cluster["grpc"]) as ch:
-        admin = admin_pb2_grpc.AdminServiceStub(ch)
+    async with grpc.aio.insecure_channel(cluster["identity"]) as ops:
+        admin = admin_pb2_grpc.AdminServiceStub(ops)
         login = await admin.OperatorLogin(
             admin_pb2.OperatorLoginRequest(
                 name=cluster["admin"]["name"], key=cluster["admin"]["key"]

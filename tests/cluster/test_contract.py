@@ -36,6 +36,13 @@ async def gw(cluster: dict[str, Any]) -> AsyncIterator[grpc.aio.Channel]:
 
 
 @pytest.fixture
+async def ops(cluster: dict[str, Any]) -> AsyncIterator[grpc.aio.Channel]:
+    """The operators' plane: the identity service's AdminService."""
+    async with grpc.aio.insecure_channel(cluster["identity"]) as channel:
+        yield channel
+
+
+@pytest.fixture
 async def ws(cluster: dict[str, Any]) -> AsyncIterator[Any]:
     """A factory of WebSocket clients, each on its own connection, closed after the test."""
     from websockets.asyncio.client import connect
@@ -161,9 +168,9 @@ async def test_a_private_players_table_is_not_watchable_anywhere(
 
 
 async def test_operators_strings_are_bounded_and_named(
-    cluster: dict[str, Any], gw: grpc.aio.Channel
+    cluster: dict[str, Any], ops: grpc.aio.Channel, gw: grpc.aio.Channel
 ) -> None:
-    admin = admin_pb2_grpc.AdminServiceStub(gw)
+    admin = admin_pb2_grpc.AdminServiceStub(ops)
     operator = cluster["admin"]
     for request, field in (
         (admin_pb2.OperatorLoginRequest(name="n" * 10_000, key=operator["key"]), "name"),
@@ -368,14 +375,14 @@ async def test_json_has_every_field_64_bit_strings_and_full_enum_names(ws: Any) 
 
 
 async def test_a_stream_the_server_ends_says_so_with_a_push(
-    cluster: dict[str, Any], gw: grpc.aio.Channel, ws: Any
+    cluster: dict[str, Any], ops: grpc.aio.Channel, gw: grpc.aio.Channel, ws: Any
 ) -> None:
     """A ban ends the player's Play streams: the WebSocket pushes `ended` with the error, and
     the table counts as not joined after it."""
     client = await (await ws()).login()
     table = await client.ok("CreateTable", {"options": {"profile": "casual", "level": "easy"}})
     await client.ok("Play", {"join": {"tableId": table["tableId"]}})
-    admin = admin_pb2_grpc.AdminServiceStub(gw)
+    admin = admin_pb2_grpc.AdminServiceStub(ops)
     operator = cluster["admin"]
     login = await admin.OperatorLogin(
         admin_pb2.OperatorLoginRequest(name=operator["name"], key=operator["key"])
@@ -710,7 +717,7 @@ async def _code_of(call: Any) -> str:
 
 
 async def test_every_documented_bound_is_the_gateways_at_its_edges(
-    cluster: dict[str, Any], gw: grpc.aio.Channel
+    cluster: dict[str, Any], ops: grpc.aio.Channel, gw: grpc.aio.Channel
 ) -> None:
     """docs/protocol.md's Bounds table is made from services/contracts/bounds.py; here each
     bound's edges go to the real gateway: the value just outside gets the documented code, the
@@ -725,11 +732,11 @@ async def test_every_documented_bound_is_the_gateways_at_its_edges(
         gateway_pb2.LoginRequest(device_id=device_id(), display_name="Bounded")
     )
     mine = [("authorization", f"Bearer {account.token}")]
-    admin = admin_pb2_grpc.AdminServiceStub(gw)
+    admin = admin_pb2_grpc.AdminServiceStub(ops)
     operator = await admin.OperatorLogin(
         admin_pb2.OperatorLoginRequest(name=cluster["admin"]["name"], key=cluster["admin"]["key"])
     )
-    ops = [("authorization", f"Bearer {operator.token}")]
+    op_auth = [("authorization", f"Bearer {operator.token}")]
 
     def name_login(n: int) -> Any:
         return stub.Login(gateway_pb2.LoginRequest(device_id=device_id(), display_name="N" * n))
@@ -750,11 +757,11 @@ async def test_every_documented_bound_is_the_gateways_at_its_edges(
             name="T" * n, kind="sit_and_go", size=4,
             options=table_pb2.TableOptions(profile="casual"), request_id=secrets.token_hex(4),
         )  # fmt: skip
-        made = await admin.CreateTournament(ask, metadata=ops)
+        made = await admin.CreateTournament(ask, metadata=op_auth)
         cancel = matchmaking_pb2.CancelTournamentRequest(
             tournament_id=made.tournament_id, reason="a bound's probe"
         )
-        await admin.CancelTournament(cancel, metadata=ops)  # no other test meets it
+        await admin.CancelTournament(cancel, metadata=op_auth)  # no other test meets it
 
     def code(n: int) -> Any:
         ask = matchmaking_pb2.JoinByCodeRequest(code="C" * n)

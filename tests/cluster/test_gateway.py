@@ -31,8 +31,8 @@ from client.player import Player
 from engine import bots
 from engine.position import Position
 from services.common.errors import error_from
+from services.common.tokens import Identity, TokenSigner
 from services.contracts.vocabulary import FINISHED
-from services.gateway.auth import Identity, TokenSigner
 from tests.cluster.conftest import BOTS_SECRET, SECRET
 from tests.helpers import error_of
 
@@ -844,7 +844,10 @@ async def test_the_analysis_of_a_match_goes_to_its_players_only(cluster: dict[st
     players read every decision (pointing at the archived move it judges) and each one's error
     rate; anyone else is told there is no such match, as for a match that never was; a bad id
     is refused; the operators' LookupPlayer shows the player's error rate match by match."""
-    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+    async with (
+        grpc.aio.insecure_channel(cluster["gateway"]) as ch,
+        grpc.aio.insecure_channel(cluster["identity"]) as ops,
+    ):
         ann, bob, cam = await _players(cluster, ch, "ann", "bob", "cam", grant=0)
         table = await ann.create_table(table_pb2.TableOptions(profile="casual", match_length=1))
         await bob.join(table.code)
@@ -873,7 +876,7 @@ async def test_the_analysis_of_a_match_goes_to_its_players_only(cluster: dict[st
             expected = "MISSING" if not request.match_id else "UNKNOWN_MATCH"
             assert error_of(refused.value).code == expected
 
-        admin = admin_pb2_grpc.AdminServiceStub(ch)
+        admin = admin_pb2_grpc.AdminServiceStub(ops)
         login = await admin.OperatorLogin(
             admin_pb2.OperatorLoginRequest(
                 name=cluster["admin"]["name"], key=cluster["admin"]["key"]

@@ -422,8 +422,8 @@ async def test_a_sit_and_go_reaches_players_on_the_end_panel_to_its_champion(
     champion's end panel says they won the tournament and their prize (the pool of 400 less 8%:
     368); the others, their rank."""
     j = _journey(browser, cluster, request)
-    async with grpc.aio.insecure_channel(cluster["grpc"]) as channel:
-        admin, auth = await _admin(cluster, channel)
+    async with grpc.aio.insecure_channel(cluster["identity"]) as ops:
+        admin, auth = await _admin(cluster, ops)
         made = await admin.CreateTournament(
             matchmaking_pb2.CreateTournamentRequest(
                 name=f"Panel cup {size}", kind="sit_and_go", size=4,

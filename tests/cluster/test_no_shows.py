@@ -102,9 +102,12 @@ async def _a_tournaments_no_show_loses_and_the_one_who_came_is_champion(
     """A scheduled knockout of two: one registered player never opens the final. The no-show
     loses it on the away clock (wagered 60 s, I-9; casual 10 minutes, W-5), and the player who
     came is the champion (with the pool less the fee, wagered: 184)."""
-    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+    async with (
+        grpc.aio.insecure_channel(cluster["gateway"]) as ch,
+        grpc.aio.insecure_channel(cluster["identity"]) as ops,
+    ):
         came, absent = await _players(cluster, ch, "came", "absent", grant=1000)
-        admin = admin_pb2_grpc.AdminServiceStub(ch)
+        admin = admin_pb2_grpc.AdminServiceStub(ops)
         login = await admin.OperatorLogin(
             admin_pb2.OperatorLoginRequest(
                 name=cluster["admin"]["name"], key=cluster["admin"]["key"]

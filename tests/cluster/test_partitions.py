@@ -225,8 +225,8 @@ async def _analysed_once(url: str, until: float) -> int:
         await analysis.dispose()
 
 
-async def _open_tournament(gateway: str, operator_key: str) -> str:
-    async with grpc.aio.insecure_channel(gateway) as ch:
+async def _open_tournament(identity: str, operator_key: str) -> str:
+    async with grpc.aio.insecure_channel(identity) as ch:
         admin = admin_pb2_grpc.AdminServiceStub(ch)
         login = await admin.OperatorLogin(
             admin_pb2.OperatorLoginRequest(name="admin", key=operator_key)
@@ -296,6 +296,7 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
     config = ClusterConfig(
         replicas={"table": 2, "gateway": 2}, data_dir=data, base_port=0, kafka_log=mode,
         hosts=True, hosts_prefix="bgp", hosts_net=216, startup_timeout_s=120,
+        postgres=True,  # the SQL services on PostgreSQL: a host of its own to cut off
     )  # fmt: skip
     cluster = Cluster(config, log)
     await cluster.start()
@@ -317,7 +318,7 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
         pairs, entrants = players[: 2 * PAIRS], players[2 * PAIRS :]
         for p in pairs:
             await _deposit(address["wallet"], cluster.operator_token, p.player_id, FUNDS)
-        tournament_id = await _open_tournament(address["gateway-1"], cluster.operator_key)
+        tournament_id = await _open_tournament(address["identity"], cluster.operator_key)
         for p in entrants:
             await _deposit(address["wallet"], cluster.operator_token, p.player_id, ENTRANT_FUNDS)
             await p.rpc(

@@ -90,10 +90,11 @@ async def test_a_wagered_sit_and_go_survives_kill_9_of_the_director_wallet_table
     await cluster.start()
     gateway = next(i.address for i in cluster.instances if i.service == "gateway")
     wallet = next(i.address for i in cluster.instances if i.service == "wallet")
+    identity = next(i.address for i in cluster.instances if i.service == "identity")
     table_address = next(i.address for i in cluster.instances if i.service == "table")
     tasks: list[asyncio.Task[None]] = []
     try:
-        async with grpc.aio.insecure_channel(gateway) as ch:
+        async with grpc.aio.insecure_channel(identity) as ch:
             admin = admin_pb2_grpc.AdminServiceStub(ch)
             login = await admin.OperatorLogin(
                 admin_pb2.OperatorLoginRequest(name="admin", key=cluster.operator_key)

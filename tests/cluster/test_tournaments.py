@@ -55,8 +55,11 @@ async def _compete(p: Player, tournament_id: str) -> matchmaking_pb2.Tournament:
 async def test_a_wagered_sit_and_go_of_eight_and_a_scheduled_field_of_five_play_to_their_champions(
     cluster: dict[str, Any],
 ) -> None:
-    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
-        admin = admin_pb2_grpc.AdminServiceStub(ch)
+    async with (
+        grpc.aio.insecure_channel(cluster["gateway"]) as ch,
+        grpc.aio.insecure_channel(cluster["identity"]) as ops,
+    ):
+        admin = admin_pb2_grpc.AdminServiceStub(ops)
         login = await admin.OperatorLogin(
             admin_pb2.OperatorLoginRequest(
                 name=cluster["admin"]["name"], key=cluster["admin"]["key"]

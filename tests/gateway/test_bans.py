@@ -1,5 +1,6 @@
-"""Bans as every gateway replica sees them (real Valkey and Valkey Cluster): the replica that
-bans applies it at once and ends the player's streams; another sees it at its next sync."""
+"""Bans as every gateway replica sees them (real Valkey and Valkey Cluster): the identity
+service writes the live list (services/identity/ban_list.py); each gateway sees a change at its
+next sync and ends the banned player's streams there, once."""
 
 from __future__ import annotations
 
@@ -11,25 +12,29 @@ import pytest
 
 from services.contracts.redis_keys import BANNED
 from services.gateway.bans import Bans
+from services.identity.ban_list import BanList
 
 pytestmark = pytest.mark.integration
 
 
-async def test_a_ban_is_seen_at_once_here_and_at_the_next_sync_elsewhere(redis: Any) -> None:
+async def test_a_ban_is_seen_by_every_gateway_at_its_next_sync(redis: Any) -> None:
     cut: list[tuple[str, str]] = []
     here = Bans(redis, on_ban=lambda p: cut.append(("here", p)))
     there = Bans(redis, on_ban=lambda p: cut.append(("there", p)))
     await here.sync()
     await there.sync()
     player = "p" + uuid.uuid4().hex[:10]
-    await here.ban(player)
+    await BanList(redis).ban(player)
+    assert not here.banned(player) and cut == []
+    await here.sync()
     assert here.banned(player) and not there.banned(player) and cut == [("here", player)]
     await there.sync()
     assert there.banned(player) and cut == [("here", player), ("there", player)]
     await there.sync()  # nothing changed: no second cut-off
     assert len(cut) == 2
-    await there.unban(player)
+    await BanList(redis).unban(player)
     await here.sync()
+    await there.sync()
     assert not here.banned(player) and not there.banned(player)
 
 
@@ -40,7 +45,7 @@ async def test_the_sync_loop_picks_a_ban_up_and_restore_refills_a_flushed_set(re
     stop = asyncio.Event()
     loop = asyncio.create_task(watcher.run(stop))
     try:
-        await Bans(redis).ban(player)
+        await BanList(redis).ban(player)
         for _ in range(200):  # bounded: ~10 s
             if watcher.banned(player):
                 break
@@ -56,4 +61,4 @@ async def test_the_sync_loop_picks_a_ban_up_and_restore_refills_a_flushed_set(re
     await fresh.restore()
     await other.sync()
     assert other.banned(player)  # back in Redis for every replica
-    await fresh.unban(player)
+    await BanList(redis).unban(player)

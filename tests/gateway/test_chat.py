@@ -18,7 +18,8 @@ from services.common.errors import ServiceError
 from services.contracts.redis_keys import chat_key
 from services.gateway.chat import KIBITZ, TABLE, ChatRoom, Listener, Seating
 from services.gateway.feed import TableFeed
-from services.gateway.rate_limits import SharedLimiter
+from services.gateway.rate_limits import limiter
+from services.identity.chat_moderation import ChatModeration
 
 pytestmark = [pytest.mark.integration, pytest.mark.single_valkey]
 ALICE, BOB, CAROL, DAVE = "palice", "pbob", "pcarol", "gdave"  # "g": a guest
@@ -56,7 +57,7 @@ class Lobby:
 def _gateway(
     redis: Any, per_s: float = 100.0, burst: float = 100.0, guests: bool = True
 ) -> Gateway:
-    room = ChatRoom(redis, SharedLimiter(redis, "chat", per_s, 0.05, burst=burst), 50, guests)
+    room = ChatRoom(redis, limiter(redis, "chat", per_s, 0.05, burst=burst), 50, guests)
     return Gateway(TableFeed(redis, on_chat=room.received), room)
 
 
@@ -238,8 +239,11 @@ async def test_a_tables_chat_is_kept_a_day_and_bounded(
 async def test_a_report_carries_its_context_once_and_an_operator_removes_and_silences(
     redis: Any, two: list[Gateway], lobby: Lobby
 ) -> None:
+    """The players' side (report) on the gateways' chat rooms, the operators' (the queue,
+    removal, silence) on the identity service's moderation of the same Redis state."""
     table_id = _table(lobby)
     a, b = two
+    ops = ChatModeration(redis)
     seating = lambda t, p: lobby.of(t, p)  # noqa: E731
     bob = await b.reader(table_id, BOB, True)
     for text in ("hi", "gg", "you are bad"):
@@ -266,29 +270,29 @@ async def test_a_report_carries_its_context_once_and_an_operator_removes_and_sil
         with pytest.raises(ServiceError) as refused:
             await report(who, message_id, reason)
         assert refused.value.code == code
-    queued = [r for r in await a.chat.reports(200) if r.report_id == first]
+    queued = [r for r in await ops.reports(200) if r.report_id == first]
     assert len(queued) == 1 and queued[0].reporter_id == BOB and queued[0].reason == "insult"
     assert queued[0].message.text == "you are bad"
     assert [m.text for m in queued[0].context] == ["hi", "gg"]  # its channel's, before it
 
     # Removed: gone from the history, and the stream that showed it is told once.
-    assert await a.chat.remove(table_id, bad.message_id)
-    assert not await a.chat.remove(table_id, bad.message_id)  # removed already
+    assert await ops.remove(table_id, bad.message_id)
+    assert not await ops.remove(table_id, bad.message_id)  # removed already
     notice = (await asyncio.wait_for(bob.get(), 5)).chat
     assert notice.removed and notice.message_id == bad.message_id and notice.text == ""
     assert [m.text for m in await b.chat.history(BOB, table_id, seating)] == ["hi", "gg"]
-    assert await a.chat.resolve(first) and not await a.chat.resolve(first)
+    assert await ops.resolve(first) and not await ops.resolve(first)
 
     # Silenced for a time, on every gateway; lifted early.
-    until = await a.chat.silence(ALICE, 600)
+    until = await ops.silence(ALICE, 600)
     assert until > 0
     with pytest.raises(ServiceError) as silenced:
         await b.chat.send(ALICE, _say(table_id, "unfair"), seating)
     assert silenced.value.code == "CHAT_SILENCED"
     assert 590_000 < int(silenced.value.metadata["retry_after_ms"]) <= 600_000
-    assert await b.chat.silence(ALICE, 0) == 0
+    assert await ops.silence(ALICE, 0) == 0
     await b.chat.send(ALICE, _say(table_id, "sorry"), seating)
     assert await _words(bob, 1) == ["sorry"]
     with pytest.raises(ServiceError) as too_long:
-        await a.chat.silence(ALICE, 31 * 86_400)
+        await ops.silence(ALICE, 31 * 86_400)
     assert too_long.value.code == "INVALID_AMOUNT"

@@ -24,7 +24,7 @@ from services.gateway.chat import TABLE, ChatRoom, Listener, Seating
 from services.gateway.feed import TableFeed
 from services.gateway.friends import OFFLINE, ONLINE, PLAYING, WAITING, Friends
 from services.gateway.presence import Presence
-from services.gateway.rate_limits import SharedLimiter
+from services.gateway.rate_limits import limiter
 
 pytestmark = [pytest.mark.integration, pytest.mark.single_valkey]
 
@@ -134,7 +134,7 @@ async def two(redis: Any, lobby: Lobby, clock: Clock) -> AsyncIterator[list[Gate
     gateways = []
     for _ in range(2):
         store = RedisPresenceStore(redis)
-        room = ChatRoom(redis, SharedLimiter(redis, "chat", 100, 0.05, burst=100), 50, True)
+        room = ChatRoom(redis, limiter(redis, "chat", 100, 0.05, burst=100), 50, True)
         gateways.append(
             Gateway(
                 Presence(store, ttl_s=15, clock=clock),

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from services.common.errors import ServiceError
-from services.gateway.rate_limits import RateLimits, SharedLimiter, peer_address
+from services.common.shared_limits import SharedLimiter, peer_address
+from services.contracts.redis_keys import rate_limit_key
+from services.gateway.rate_limits import RateLimits
 
 pytestmark = pytest.mark.integration
 
@@ -33,14 +35,19 @@ def test_peer_address_counts_a_clients_connections_together() -> None:
 def _twins(redis: Any, clock: Clock, per_s: float, burst: float) -> list[SharedLimiter]:
     """Two gateways' limiters of the same limit, as two replicas of one gateway have it."""
     kind = f"t{uuid.uuid4().hex[:6]}"
-    return [SharedLimiter(redis, kind, per_s, now=clock, burst=burst) for _ in "ab"]
+    return [
+        SharedLimiter(redis, kind, per_s, now=clock, burst=burst, key_of=rate_limit_key)
+        for _ in "ab"
+    ]
 
 
 async def test_a_burst_after_idle_passes_whole_then_the_rate_holds(redis: Any) -> None:
     """Issue 24, item 7: 50/s with a burst of 50: 50 calls at once after a pause all pass (the
     fixed windows let 11 through); then one call per 20 ms, and the refusal says when."""
     clock = Clock()
-    limiter = SharedLimiter(redis, f"t{uuid.uuid4().hex[:6]}", 50, now=clock, burst=50)
+    limiter = SharedLimiter(
+        redis, f"t{uuid.uuid4().hex[:6]}", 50, now=clock, burst=50, key_of=rate_limit_key
+    )
     assert sum(limiter.allow("alice") for _ in range(60)) == 50
     assert limiter.take("alice") == 20  # ms until the next token
     clock.t += 0.1
@@ -55,7 +62,9 @@ async def test_a_client_at_the_rate_is_never_refused(redis: Any) -> None:
     """A well-behaved client (40 calls a second, evenly) never meets a 50/s limit, over
     several seconds and syncs."""
     clock = Clock()
-    limiter = SharedLimiter(redis, f"t{uuid.uuid4().hex[:6]}", 50, now=clock, burst=50)
+    limiter = SharedLimiter(
+        redis, f"t{uuid.uuid4().hex[:6]}", 50, now=clock, burst=50, key_of=rate_limit_key
+    )
     for step in range(400):
         assert limiter.allow("bea"), step
         clock.t += 0.025

@@ -9,7 +9,7 @@ import jwt
 import pytest
 
 from services.common.errors import Unauthenticated
-from services.gateway.auth import AUDIENCE, ISSUER, Identity, TokenSigner, parse_keys
+from services.common.tokens import AUDIENCE, ISSUER, Identity, TokenSigner, parse_keys
 
 ANN = Identity("gann", "ann")
 OLD, NEW = "old-secret-0123456789-0123456789ab", "new-secret-0123456789-0123456789ab"

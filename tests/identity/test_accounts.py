@@ -14,6 +14,7 @@ from services.common.deps import sql_engine
 from services.common.errors import ServiceError
 from services.common.migrate import migrate
 from services.identity.adapters.sql_accounts import Accounts
+from services.identity.adapters.sql_audit import AuditLog
 from services.identity.app import MIGRATIONS
 from tests.helpers import sql_url
 
@@ -240,3 +241,17 @@ async def test_a_ban_ends_every_session_and_operators_see_the_account(accounts: 
     assert await accounts.unban(ann) and not await accounts.unban(ann)
     assert await accounts.banned_ids() == ["g0123456789abcdef"]
     assert (await accounts.device_login(phone, "ann")).account.player_id == ann
+
+
+async def test_the_audit_log_keeps_each_action_and_how_it_ended(accounts: Accounts) -> None:
+    """Written before the action ("started"), finished after it; newest first; by target."""
+    audit = AuditLog(accounts.engine)
+    first = await audit.record("ops", "ban", "p1", "cheating", "started", {"tables": 2})
+    await audit.finish(first, "ok", {"tables": ["t1", "t2"]})
+    second = await audit.record("ops", "login", "ops", "", "ok")
+    assert second > first
+    newest, oldest = await audit.entries(10)
+    assert (newest.id, newest.action, newest.detail) == (second, "login", "{}")
+    assert (oldest.outcome, oldest.detail) == ("ok", '{"tables": ["t1", "t2"]}')
+    assert [e.id for e in await audit.entries(10, target="p1")] == [first]
+    assert [e.id for e in await audit.entries(1)] == [second]

@@ -1,6 +1,6 @@
 """The identity service over gRPC, through the gateway's own adapter (services/gateway/adapters/
 grpc_identity.py) as the gateway calls it: sessions, refusals with their code, field and
-particulars unchanged, bans, the audit log; and its migrations make exactly the declared schema
+particulars unchanged, the bans' record; and its migrations make exactly the declared schema
 (the gateway's database of before carries over: the same version table)."""
 
 from __future__ import annotations
@@ -17,18 +17,19 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection
 
-from bg.identity.v1 import identity_pb2, identity_pb2_grpc
+from bg.identity.v1 import identity_pb2_grpc
 from services.common.deps import sql_engine
 from services.common.errors import ServiceError
 from services.common.host import ServiceHost
 from services.common.migrate import version_table
 from services.contracts.seats import ACCOUNT_PREFIX
-from services.gateway.adapters.grpc_identity import GrpcAccounts, GrpcAudit
+from services.gateway.adapters.grpc_identity import GrpcAccounts
+from services.identity.adapters.sql_accounts import Accounts
 from services.identity.app import MIGRATIONS, build_app
 from services.identity.schema import metadata
 
 pytestmark = pytest.mark.integration
-Identity = tuple[GrpcAccounts, GrpcAudit, "identity_pb2_grpc.IdentityServiceAsyncStub"]
+Identity = tuple[GrpcAccounts, "identity_pb2_grpc.IdentityServiceAsyncStub"]
 
 
 @contextlib.asynccontextmanager
@@ -46,7 +47,7 @@ async def _identity(db: Path, keys: str = "k1") -> AsyncIterator[Identity]:
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel:
             stub = identity_pb2_grpc.IdentityServiceStub(channel)
-            yield GrpcAccounts(stub), GrpcAudit(stub), stub
+            yield GrpcAccounts(stub), stub
     finally:
         await host.stop()
 
@@ -64,7 +65,7 @@ async def _refused(call: Any) -> ServiceError:
 
 
 async def test_a_session_and_its_rotation_cross_the_wire_intact(identity: Identity) -> None:
-    accounts, _, _ = identity
+    accounts, _ = identity
     login = await accounts.device_login(secrets.token_urlsafe(32), "ann")
     assert login.identity.name == "ann" and login.identity.player_id.startswith(ACCOUNT_PREFIX)
     assert not login.granted and login.issued_ms > 0 and login.refresh_expires_ms > 0
@@ -80,7 +81,7 @@ async def test_a_session_and_its_rotation_cross_the_wire_intact(identity: Identi
 
 
 async def test_a_refusal_keeps_its_code_field_and_particulars(identity: Identity) -> None:
-    accounts, _, _ = identity
+    accounts, _ = identity
     bad = await _refused(accounts.device_login(secrets.token_urlsafe(32), "x"))
     assert (bad.code, bad.field, bad.status) == (
         "INVALID_NAME", "display_name", grpc.StatusCode.INVALID_ARGUMENT,
@@ -100,46 +101,17 @@ async def test_a_refusal_keeps_its_code_field_and_particulars(identity: Identity
     )  # fmt: skip
 
 
-async def test_bans_and_account_records(identity: Identity) -> None:
-    accounts, _, _ = identity
-    lee = await accounts.device_login(secrets.token_urlsafe(32), "lee")
-    player = lee.identity.player_id
-    await accounts.ban(player, "ops", "cheating")
-    await accounts.ban("g:guest-1", "ops", "spam")
-    assert sorted(await accounts.banned_ids()) == sorted([player, "g:guest-1"])
-    record = await accounts.record(player)
-    assert record == {
-        "display_name": "lee", "kind": "device", "created_ms": record["created_ms"],
-        "deleted": False, "banned": True, "ban_reason": "cheating",
-    }  # fmt: skip
-    assert record["created_ms"] > 0
-    ended = await _refused(accounts.refresh(lee.refresh_token))  # a ban ends every session
-    assert ended.code == "REFRESH_REVOKED"
-    assert await accounts.unban(player) and not await accounts.unban(player)
-    assert await accounts.banned_ids() == ["g:guest-1"]
-    assert (await accounts.record("g:guest-2"))["kind"] == "guest"
-    await accounts.delete(player)
-    assert (await accounts.record(player))["deleted"]
-    gone = await _refused(accounts.delete("g:guest-2"))
-    assert gone.code == "NO_ACCOUNT" and gone.status == grpc.StatusCode.NOT_FOUND
-
-
-async def test_the_audit_log_keeps_each_action_and_how_it_ended(identity: Identity) -> None:
-    _, audit, stub = identity
-    first = await audit.record("ops", "ban", "a:1", "cheating", "started", {"tables": 2})
-    await audit.finish(first, "ok", {"tables": ["t1", "t2"]})
-    second = await audit.record("ops", "login", "ops", "", "ok")
-    assert second > first
-    newest, oldest = await audit.entries(10)
-    assert (newest.id, newest.action, newest.detail) == (second, "login", "{}")
-    assert (oldest.outcome, oldest.detail) == ("ok", '{"tables": ["t1", "t2"]}')
-    assert [e.id for e in await audit.entries(10, target="a:1")] == [first]
-    # A detail that is not a JSON object is refused, and nothing is written.
-    bad = identity_pb2.RecordAuditRequest(operator="ops", action="x", detail="[1]")
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await stub.RecordAudit(bad)
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert len(await audit.entries(10)) == 2
+async def test_the_bans_record_reaches_the_gateway(tmp_path: Path) -> None:
+    """ListBanned: what a gateway reads at its start to put a flushed Redis's ban list back."""
+    db = tmp_path / "identity.db"
+    async with _identity(db) as (accounts, _):
+        assert await accounts.banned_ids() == []
+        engine = sql_engine(f"sqlite+aiosqlite:///{db}")
+        try:
+            await Accounts(engine).ban("g:guest-1", "ops", "spam")
+        finally:
+            await engine.dispose()
+        assert await accounts.banned_ids() == ["g:guest-1"]
 
 
 async def test_a_retry_across_replicas_sharing_the_keys_answers_the_same_session(
@@ -149,12 +121,12 @@ async def test_a_retry_across_replicas_sharing_the_keys_answers_the_same_session
     send it there) answers the first's session; the first key derives, the rest are checked,
     so a rotation in between changes nothing."""
     db = tmp_path / "identity.db"
-    async with _identity(db, "old") as (one, _, _):
+    async with _identity(db, "old") as (one, _):
         login = await one.device_login(secrets.token_urlsafe(32), "max")
         first = await one.refresh(login.refresh_token)
-    async with _identity(db, "new,old") as (two, _, _):
+    async with _identity(db, "new,old") as (two, _):
         assert await two.refresh(login.refresh_token) == first
-    async with _identity(db, "other") as (three, _, _):
+    async with _identity(db, "other") as (three, _):
         copied = await _refused(three.refresh(login.refresh_token))
         assert copied.code == "REFRESH_REUSED"
 

@@ -28,10 +28,10 @@ def render(overlay: str, tmp_path: Path) -> list[dict[str, Any]]:
             "BG_BOTS_SECRET=b\nBG_WALLET_OPERATOR_TOKEN=y\nPOSTGRES_PASSWORD=z\n"
             "BG_DATABASE_URL=postgresql+asyncpg://bg:z@postgres:5432/bg\n"
         )
-        (tree / "overlays/prod/signing.env").write_text(
-            "BG_TOKEN_SECRET=x\nBG_OPERATOR_KEYS=admin=k\n"
+        (tree / "overlays/prod/signing.env").write_text("BG_TOKEN_SECRET=x\n")
+        (tree / "overlays/prod/identity.env").write_text(
+            "BG_REFRESH_KEYS=r\nBG_OPERATOR_KEYS=admin=k\nBG_OPERATOR_SECRET=o\n"
         )
-        (tree / "overlays/prod/refresh.env").write_text("BG_REFRESH_KEYS=r\n")
     out = subprocess.run(
         ["kubectl", "kustomize", str(tree / "overlays" / overlay)],
         capture_output=True,
@@ -158,14 +158,14 @@ def test_the_gateway_is_served_over_tls_and_every_workload_spreads(
 
 
 @pytest.mark.parametrize("overlay", ["dev", "prod"])
-def test_only_the_gateway_holds_the_signing_and_operator_keys(overlay: str, tmp_path: Path) -> None:
-    """Issue 16 req. 3: the token-signing key (and the operators' keys) reach the gateway and no
-    other workload: every other one could otherwise mint a token for any player."""
+def test_only_the_gateway_holds_the_signing_key(overlay: str, tmp_path: Path) -> None:
+    """Issue 16 req. 3: the players' token-signing key reaches the gateway and no other
+    workload: every other one could otherwise mint a token for any player."""
     docs = render(overlay, tmp_path)
     signing = next(
         d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"].startswith("bg-signing")
     )
-    assert set(signing["data"]) == {"BG_TOKEN_SECRET", "BG_OPERATOR_KEYS"}
+    assert set(signing["data"]) == {"BG_TOKEN_SECRET"}
     others = [d for d in docs if d["kind"] == "Secret" and d is not signing]
     assert all("BG_TOKEN_SECRET" not in d.get("data", {}) for d in others)
     holders = sorted(
@@ -178,14 +178,18 @@ def test_only_the_gateway_holds_the_signing_and_operator_keys(overlay: str, tmp_
 
 
 @pytest.mark.parametrize("overlay", ["dev", "prod"])
-def test_only_the_identity_service_holds_the_refresh_keys(overlay: str, tmp_path: Path) -> None:
-    """Issue 44 item 3: the refresh successors' keys are the identity service's alone; the
-    gateway, which signs access tokens, holds no key of the refresh tokens' (nor a database)."""
+def test_only_the_identity_service_holds_the_refresh_and_operator_keys(
+    overlay: str, tmp_path: Path
+) -> None:
+    """Issue 44 item 3: the refresh successors' keys, the operators' keys and the key of their
+    tokens are the identity service's alone (the operators' plane); the gateway, which signs
+    players' tokens, holds none of them (nor a database). Identity reaches what the operators'
+    tools call; only the gateway calls it."""
     docs = render(overlay, tmp_path)
     refresh = next(
-        d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"].startswith("bg-refresh")
+        d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"].startswith("bg-identity")
     )
-    assert set(refresh["data"]) == {"BG_REFRESH_KEYS"}
+    assert set(refresh["data"]) == {"BG_REFRESH_KEYS", "BG_OPERATOR_KEYS", "BG_OPERATOR_SECRET"}
     holders = sorted(
         d["metadata"]["name"]
         for d in docs
@@ -199,6 +203,11 @@ def test_only_the_identity_service_holds_the_refresh_keys(overlay: str, tmp_path
     sql = policies["postgres-ingress"]["spec"]["ingress"][0]["from"][0]["podSelector"]
     assert "gateway" not in sql["matchExpressions"][0]["values"]
     assert "identity" in sql["matchExpressions"][0]["values"]
+    for callee in ("matchmaking", "table", "wallet", "leaderboard", "analysis"):
+        sources = policies[f"{callee}-ingress"]["spec"]["ingress"][0]["from"]
+        assert {"podSelector": {"matchLabels": {"app": "identity"}}} in sources, callee
+    redis = policies["valkey-ingress"]["spec"]["ingress"][0]["from"][0]["podSelector"]
+    assert "identity" in redis["matchExpressions"][0]["values"]
 
 
 def test_the_topics_are_the_clusters_and_every_producer_may_reach_the_broker(

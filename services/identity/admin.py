@@ -1,17 +1,22 @@
 """The gRPC servicer of bg.admin.v1.AdminService: operators' tools, each call audited.
 
-An operator signs in with a name and key from BG_OPERATOR_KEYS and gets a token of the operators'
-audience (services/gateway/auth.py): a player's token is not one, nor the other way round. Every
+Served by the identity service, the operators' plane: it holds the accounts, bans and the audit
+log itself, and calls the other services for the rest. An operator signs in with a name and key
+from BG_OPERATOR_KEYS and gets a token of the operators' audience, signed with this service's
+BG_OPERATOR_SECRET (services/common/tokens.py): a player's token is not one (the gateway signs
+those under its own key), nor the other way round. Every
 call writes its audit row before it acts (an action that cannot be audited is not done) and
 completes it with the outcome afterwards, refused calls included.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
@@ -23,6 +28,7 @@ from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from services.common import request_bounds
 from services.common.errors import (
     InvalidArgument,
     PermissionDenied,
@@ -31,22 +37,21 @@ from services.common.errors import (
     grpc_errors,
     remote_call,
 )
+from services.common.shared_limits import KeyOf, SharedLimiter, check, peer_address
+from services.common.tokens import OPERATORS, Identity, TokenSigner
 from services.contracts import money_keys
-from services.contracts.bounds import REASON_MAX, TOURNAMENT_NAME_MAX
-from services.gateway import limits
-from services.gateway.auth import OPERATORS, Identity, TokenSigner
-from services.gateway.bans import Bans
-from services.gateway.chat import ChatRoom
-from services.gateway.ports import AccountsPort, AuditPort, Detail
-from services.gateway.rate_limits import RateLimits, peer_address
+from services.contracts.bounds import DEFAULT_MAX, REASON_MAX, TOURNAMENT_NAME_MAX
+from services.identity.ban_list import BanList
+from services.identity.chat_moderation import ChatModeration
+from services.identity.ports import AccountsRepository, AuditRepository, Detail
 
-log = logging.getLogger("bg.gateway.admin")
+log = logging.getLogger("bg.identity.admin")
 Context = grpc.aio.ServicerContext[Any, Any]
 T = TypeVar("T")
 OPERATOR_PREFIX = "op:"
 MIN_KEY = 32
-# Every string an operator sends is bounded, as players' are (services/gateway/limits.py): the
-# rest (ids, keys, the audit filter) take the default of 64 characters.
+# Every string an operator sends is bounded, as players' are (services/common/request_bounds.py):
+# the rest (ids, keys, the audit filter) take the default of 64 characters.
 # `name` is an operator's at login (1..32, and unknown ones fail as credentials) and a
 # tournament's at its creation (bounds.TOURNAMENT_NAME_MAX): the longer of the two.
 ADMIN_BOUNDS = {"name": TOURNAMENT_NAME_MAX, "key": 256, "reason": REASON_MAX}
@@ -70,6 +75,28 @@ def parse_operator_keys(spec: str) -> dict[str, str]:
     return keys
 
 
+def _reason(text: str) -> str:
+    return request_bounds.reason(text, REASON_MAX)
+
+
+class OperatorLimits:
+    """Operators' calls per second from one address, and sign-ins per second per operator name,
+    over every identity replica (services/common/shared_limits.py)."""
+
+    def __init__(self, redis: Any, per_peer_s: float, per_login_s: float, key_of: KeyOf) -> None:
+        self.peers = SharedLimiter(redis, "operator-peer", per_peer_s, key_of=key_of)
+        self.logins = SharedLimiter(redis, "operator-login", per_login_s, key_of=key_of)
+
+    def check_peer(self, address: str) -> None:
+        check(self.peers, address, "operator calls per second from one address")
+
+    def check_login(self, name: str) -> None:
+        check(self.logins, name, "sign-ins per second for one operator")
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await asyncio.gather(self.peers.run(stop), self.logins.run(stop))
+
+
 def _limit(asked: int) -> int:
     """A listing's size: 1..200, 50 when not given."""
     limit = asked or 50
@@ -84,38 +111,51 @@ def _target(text: str, field: str) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class Services:
+    """The services the operators' tools call, with the wallet's operator token."""
+
+    lobby: matchmaking_pb2_grpc.MatchmakingServiceAsyncStub
+    wallet: wallet_pb2_grpc.WalletServiceAsyncStub
+    tables: table_pb2_grpc.TableServiceAsyncStub
+    boards: leaderboard_pb2_grpc.LeaderboardServiceAsyncStub
+    analyses: analysis_pb2_grpc.AnalysisServiceAsyncStub
+    wallet_token: str
+
+
+@dataclass(frozen=True)
+class Operators:
+    """Who may act: the operators' keys, the signer of their tokens, their rate limits."""
+
+    keys: Mapping[str, str]
+    signer: TokenSigner
+    limits: OperatorLimits
+
+
 class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     def __init__(
         self,
-        signer: TokenSigner,
-        operator_keys: Mapping[str, str],
-        accounts: AccountsPort,
-        audit: AuditPort,
-        bans: Bans,
-        limits: RateLimits,
-        matchmaking: grpc.aio.Channel,
-        wallet: grpc.aio.Channel,
-        tables: grpc.aio.Channel,
-        leaderboard: grpc.aio.Channel,
-        wallet_token: str,
-        analyses: analysis_pb2_grpc.AnalysisServiceAsyncStub,
-        chat: ChatRoom,
-        ttl_s: int = 900,
+        operators: Operators,
+        accounts: AccountsRepository,
+        audit: AuditRepository,
+        bans: BanList,
+        chat: ChatModeration,
+        services: Services,
     ) -> None:
-        self.signer = signer
-        self.keys = dict(operator_keys)
+        self.signer = operators.signer
+        self.keys = dict(operators.keys)
+        self.limits = operators.limits
+        self.ttl_s = operators.signer.ttl_s
         self.accounts = accounts
         self.audit = audit
         self.bans = bans
-        self.limits = limits
-        self.lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(matchmaking)
-        self.wallet = wallet_pb2_grpc.WalletServiceStub(wallet)
-        self.tables = table_pb2_grpc.TableServiceStub(tables)
-        self.boards = leaderboard_pb2_grpc.LeaderboardServiceStub(leaderboard)
-        self.analyses = analyses
         self.chat = chat
-        self.wallet_auth = [("x-operator-token", wallet_token)]
-        self.ttl_s = ttl_s
+        self.lobby = services.lobby
+        self.wallet = services.wallet
+        self.tables = services.tables
+        self.boards = services.boards
+        self.analyses = services.analyses
+        self.wallet_auth = [("x-operator-token", services.wallet_token)]
         self._dummy = secrets.token_urlsafe(MIN_KEY)
 
     # -- the frame: who, rate, audit -----------------------------------------------------------
@@ -151,7 +191,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         reason = str(getattr(request, "reason", "")).strip()
         operator = "-"
         try:
-            limits.check(request, ADMIN_BOUNDS)
+            request_bounds.check_strings(request, ADMIN_BOUNDS, DEFAULT_MAX)
             if target_field:
                 _target(target, target_field)
             self.limits.check_peer(peer_address(context.peer()))
@@ -180,9 +220,9 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     ) -> admin_pb2.OperatorLoginResponse:
         name = request.name[:32]
         try:
-            limits.check(request, ADMIN_BOUNDS)
+            request_bounds.check_strings(request, ADMIN_BOUNDS, DEFAULT_MAX)
             self.limits.check_peer(peer_address(context.peer()))
-            self.limits.check_login(f"operator:{name}")
+            self.limits.check_login(name)
             key = self.keys.get(name, self._dummy)
             if not hmac.compare_digest(request.key.encode(), key.encode()) or name not in self.keys:
                 raise Unauthenticated("BAD_CREDENTIALS", "wrong operator name or key")
@@ -252,7 +292,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(operator: str) -> tuple[wallet_pb2.OperationResponse, Detail]:
-            reason = limits.reason(request.reason)
+            reason = _reason(request.reason)
             if not request.idempotency_key:
                 raise InvalidArgument(
                     "INVALID_IDEMPOTENCY_KEY", "an adjustment needs an idempotency key",
@@ -276,7 +316,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(operator: str) -> tuple[admin_pb2.BanResponse, Detail]:
-            reason = limits.reason(request.reason)
+            reason = _reason(request.reason)
             # First cut the player off (no call of theirs passes from here), then leave their
             # tables for them: the table applies the profile's leaving rule to each match.
             await self.accounts.ban(player, operator, reason)
@@ -312,7 +352,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(_: str) -> tuple[admin_pb2.BanResponse, Detail]:
-            limits.reason(request.reason)
+            _reason(request.reason)
             was = await self.accounts.unban(player)
             await self.bans.unban(player)
             return admin_pb2.BanResponse(player_id=player, banned=False), {"was_banned": was}
@@ -326,7 +366,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         table_id = request.table_id
 
         async def act(_: str) -> tuple[admin_pb2.CloseTableResponse, Detail]:
-            limits.reason(request.reason)
+            _reason(request.reason)
             reply = await remote_call(
                 self.tables.CloseMatch(table_pb2.CloseMatchRequest(table_id=table_id), timeout=10)
             )
@@ -351,7 +391,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: matchmaking_pb2.CancelTournamentRequest, context: Context
     ) -> matchmaking_pb2.Tournament:
         async def act(_: str) -> tuple[matchmaking_pb2.Tournament, Detail]:
-            limits.reason(request.reason)
+            _reason(request.reason)
             found = await remote_call(self.lobby.CancelTournament(request, timeout=10))
             return found, {"status": found.status}
 
@@ -401,7 +441,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         two can never both pay."""
 
         async def act(_: str) -> tuple[wallet_pb2.OperationResponse, Detail]:
-            limits.reason(request.reason)
+            _reason(request.reason)
             status = await self._tournament_status(request.tournament_id)
             if status:
                 raise ServiceError(
@@ -441,7 +481,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(_: str) -> tuple[leaderboard_pb2.ReplayPlayerResponse, Detail]:
-            limits.reason(request.reason)
+            _reason(request.reason)
             ask = leaderboard_pb2.ReplayPlayerRequest(player_id=player)
             reply = await remote_call(self.boards.ReplayPlayer(ask, timeout=120))
             detail: Detail = {"events": reply.events, "applied": reply.applied}
@@ -456,7 +496,14 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         limit = _limit(request.limit)
 
         async def act(_: str) -> tuple[admin_pb2.ListAuditResponse, Detail]:
-            entries = await self.audit.entries(limit, request.target)
+            rows = await self.audit.entries(limit, request.target)
+            entries = [
+                admin_pb2.AuditEntry(
+                    id=r.id, at_ms=r.at_ms, operator=r.operator, action=r.action,
+                    target=r.target, reason=r.reason, outcome=r.outcome, detail=r.detail,
+                )
+                for r in rows
+            ]  # fmt: skip
             return admin_pb2.ListAuditResponse(entries=entries), {
                 "limit": limit,
                 "target": request.target,
@@ -465,7 +512,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         # Reading the log is audited too, under no target: a read never lists itself.
         return await self._audited(context, request, "audit", "", act)
 
-    # -- chat moderation (services/gateway/chat.py) -------------------------------------------
+    # -- chat moderation (services/identity/chat_moderation.py) -------------------------------
 
     @grpc_errors
     async def ListChatReports(
@@ -484,7 +531,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.ResolveChatReportRequest, context: Context
     ) -> admin_pb2.ResolveChatReportResponse:
         async def act(_: str) -> tuple[admin_pb2.ResolveChatReportResponse, Detail]:
-            limits.reason(request.reason)
+            _reason(request.reason)
             was = await self.chat.resolve(request.report_id)
             return admin_pb2.ResolveChatReportResponse(was_waiting=was), {"was_waiting": was}
 
@@ -495,7 +542,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.RemoveChatMessageRequest, context: Context
     ) -> admin_pb2.RemoveChatMessageResponse:
         async def act(_: str) -> tuple[admin_pb2.RemoveChatMessageResponse, Detail]:
-            limits.reason(request.reason)
+            _reason(request.reason)
             table_id = _target(request.table_id, "table_id")
             removed = await self.chat.remove(table_id, request.message_id)
             return admin_pb2.RemoveChatMessageResponse(removed=removed), {
@@ -510,7 +557,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.SilenceChatPlayerRequest, context: Context
     ) -> admin_pb2.SilenceChatPlayerResponse:
         async def act(_: str) -> tuple[admin_pb2.SilenceChatPlayerResponse, Detail]:
-            limits.reason(request.reason)
+            _reason(request.reason)
             until = await self.chat.silence(request.player_id, request.seconds)
             return admin_pb2.SilenceChatPlayerResponse(until_ms=until), {"seconds": request.seconds}
 
