@@ -135,8 +135,8 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         names = Names(redis, signer.ttl_s)
         privacy = Privacy(redis)
         sign_in = SignIn(
-            callers, GuestIdentities(), names, wallet_stub, lobby, accounts,
-            settings.access_ttl_s, settings.bots_secret,
+            callers, GuestIdentities(), names, lobby, accounts, settings.access_ttl_s,
+            settings.bots_secret,
         )  # fmt: skip
         streams = PlayStreams(
             callers, table_stub, lines, lobby, feed, presence, privacy, live, chat

@@ -1,7 +1,8 @@
-"""Signing in and the account: guests, devices, email, refresh, the bots' service login.
+"""Signing in: guests, devices, email, refresh, the bots' service login; the edge's part of it.
 
-A new account's starter diamonds are granted at its first login (best effort: the next login
-asks again). The bots worker signs in only as a computer seat that some table has: its
+An account's session (and what comes with a first login: the starter grant) is the identity
+service's (services/identity/); the gateway checks its limits and the ban list, and signs the
+access token. The bots worker signs in only as a computer seat that some table has: its
 credential cannot act for a person, and it never holds the token-signing key."""
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ import logging
 
 from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common.errors import NotFound, PermissionDenied, ServiceError, remote_call
+from services.common.errors import PermissionDenied, ServiceError, remote_call
 from services.common.tokens import Identity, TokenSigner
-from services.contracts.seats import ACCOUNT_PREFIX, computer_name, computer_table
+from services.contracts.seats import computer_name, computer_table
 from services.gateway.callers import Callers
 from services.gateway.names import Names
 from services.gateway.ports import AccountsPort, IdentityProvider, Session
@@ -29,7 +29,6 @@ class SignIn:
         callers: Callers,
         identities: IdentityProvider,
         names: Names,
-        wallet: wallet_pb2_grpc.WalletServiceAsyncStub,
         lobby: matchmaking_pb2_grpc.MatchmakingServiceAsyncStub,
         accounts: AccountsPort | None = None,
         access_ttl_s: int = 900,
@@ -39,7 +38,6 @@ class SignIn:
         self.signer: TokenSigner = callers.signer
         self.identities = identities
         self.names = names
-        self.wallet = wallet
         self.lobby = lobby
         self.accounts = accounts
         self.access_ttl_s = access_ttl_s  # accounts' tokens; guests' live signer.ttl_s
@@ -51,11 +49,11 @@ class SignIn:
             device = hashlib.sha256(request.device_id.encode()).hexdigest()[:24]
             rates.check_login(f"device:{device}")
             session = await self._accounts().device_login(request.device_id, request.display_name)
-            return await self._first_login(session)
+            return self._logged_in(session)
         if request.email:
             rates.check_login("email:" + request.email.strip().casefold())
             session = await self._accounts().email_login(request.email, request.password)
-            return await self._first_login(session)
+            return self._logged_in(session)
         identity = await self.identities.guest(request.guest_name)
         token, expires = self.signer.issue(identity)
         await self.names.remember(identity.player_id, identity.name)
@@ -63,27 +61,6 @@ class SignIn:
             token=token, player_id=identity.player_id, expires_ms=expires,
             display_name=identity.name,
         )  # fmt: skip
-
-    async def _first_login(self, session: Session) -> gateway_pb2.LoginResponse:
-        self.callers.refuse_banned(session.identity.player_id)
-        await self._starter_grant(session)
-        return self._logged_in(session)
-
-    async def _starter_grant(self, session: Session) -> None:
-        """A new account's diamonds (the wallet credits them once per player). Best effort:
-        with the wallet down the login still works, and the next login asks again."""
-        if session.granted or self.accounts is None:
-            return
-        player = session.identity.player_id
-        try:
-            await remote_call(
-                self.wallet.GrantStarter(
-                    wallet_pb2.GrantStarterRequest(player_id=player), timeout=5
-                )
-            )
-            await self.accounts.granted(player)
-        except Exception as exc:
-            log.warning("starter grant postponed", extra={"error": repr(exc)[:200]})
 
     async def service_login(
         self, request: gateway_pb2.ServiceLoginRequest, credential: str
@@ -115,14 +92,8 @@ class SignIn:
         await self._accounts().logout(refresh_token)
 
     async def delete_account(self, player: str) -> None:
-        """The wallet first: with stakes in play nothing changes; a retry after a failure in
-        between finds the wallet's close done (idempotent) and finishes the rest."""
-        accounts = self._accounts()
-        if not player.startswith(ACCOUNT_PREFIX):
-            raise NotFound("NO_ACCOUNT", "guests have no account to delete")
-        close = wallet_pb2.CloseAccountRequest(idempotency_key=f"close:{player}", player_id=player)
-        await remote_call(self.wallet.CloseAccount(close, timeout=10))
-        await accounts.delete(player)
+        """The identity service closes the wallet's side first, then the account's."""
+        await self._accounts().delete(player)
 
     async def link_email(self, player: str, email: str, password: str) -> None:
         await self._accounts().link_email(player, email, password)

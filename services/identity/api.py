@@ -11,6 +11,7 @@ import grpc
 from bg.identity.v1 import identity_pb2, identity_pb2_grpc
 from services.common.errors import InvalidArgument, grpc_errors
 from services.identity.ports import Account, AccountsRepository, Session
+from services.identity.sign_in import AccountLifecycle
 
 Context = grpc.aio.ServicerContext[Any, Any]
 MAX_NAMES = 1000  # player ids a Names call may ask about
@@ -23,26 +24,28 @@ def _account(account: Account) -> identity_pb2.Account:
 def _session(session: Session) -> identity_pb2.Session:
     return identity_pb2.Session(
         account=_account(session.account), refresh_token=session.refresh_token,
-        refresh_expires_ms=session.refresh_expires_ms, granted=session.granted,
-        issued_ms=session.issued_ms,
+        refresh_expires_ms=session.refresh_expires_ms, issued_ms=session.issued_ms,
     )  # fmt: skip
 
 
 class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
-    def __init__(self, accounts: AccountsRepository) -> None:
+    def __init__(self, accounts: AccountsRepository, lifecycle: AccountLifecycle) -> None:
         self.accounts = accounts
+        self.lifecycle = lifecycle
 
     @grpc_errors
     async def DeviceLogin(
         self, request: identity_pb2.DeviceLoginRequest, context: Context
     ) -> identity_pb2.Session:
-        return _session(await self.accounts.device_login(request.device_id, request.display_name))
+        session = await self.accounts.device_login(request.device_id, request.display_name)
+        return _session(await self.lifecycle.signed_in(session))
 
     @grpc_errors
     async def EmailLogin(
         self, request: identity_pb2.EmailLoginRequest, context: Context
     ) -> identity_pb2.Session:
-        return _session(await self.accounts.email_login(request.email, request.password))
+        session = await self.accounts.email_login(request.email, request.password)
+        return _session(await self.lifecycle.signed_in(session))
 
     @grpc_errors
     async def LinkEmail(
@@ -52,17 +55,10 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
         return identity_pb2.LinkEmailResponse()
 
     @grpc_errors
-    async def MarkGranted(
-        self, request: identity_pb2.MarkGrantedRequest, context: Context
-    ) -> identity_pb2.MarkGrantedResponse:
-        await self.accounts.granted(request.player_id)
-        return identity_pb2.MarkGrantedResponse()
-
-    @grpc_errors
     async def DeleteAccount(
         self, request: identity_pb2.DeleteAccountRequest, context: Context
     ) -> identity_pb2.DeleteAccountResponse:
-        await self.accounts.delete(request.player_id)
+        await self.lifecycle.close(request.player_id)
         return identity_pb2.DeleteAccountResponse()
 
     @grpc_errors

@@ -39,6 +39,7 @@ from services.identity.api import IdentityServicer
 from services.identity.ban_list import BanList
 from services.identity.chat_moderation import ChatModeration
 from services.identity.settings import load_settings
+from services.identity.sign_in import AccountLifecycle
 
 SERVICE_NAME = identity_pb2.DESCRIPTOR.services_by_name["IdentityService"].full_name
 ADMIN_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
@@ -70,10 +71,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     operators = Operators(parse_operator_keys(settings.operator_keys), signer, limits)
 
     def register(server: grpc.aio.Server) -> list[str]:
-        # The clients of the services the operators' tools call (grpc.aio channels need the
-        # running loop, so they are made here, not above).
+        # The clients of the services the operators' tools and a first login call (grpc.aio
+        # channels need the running loop, so they are made here, not above).
         interceptors = tracing.client_interceptors(app.tracer_provider)
-        identity_pb2_grpc.add_IdentityServiceServicer_to_server(IdentityServicer(accounts), server)
         services = Services(
             matchmaking_pb2_grpc.MatchmakingServiceStub(
                 app.channel(channel_to(peers.MATCHMAKING, settings.matchmaking_addr, interceptors))
@@ -91,6 +91,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
                 app.channel(channel_to(peers.ANALYSIS, settings.analysis_addr, interceptors))
             ),
             settings.wallet_operator_token,
+        )
+        lifecycle = AccountLifecycle(accounts, services.wallet)
+        identity_pb2_grpc.add_IdentityServiceServicer_to_server(
+            IdentityServicer(accounts, lifecycle), server
         )
         admin = AdminServicer(
             operators, accounts, AuditLog(engine), BanList(redis), ChatModeration(redis), services

@@ -635,6 +635,9 @@ async def test_a_device_account_follows_the_player_to_a_new_tab_until_logout(
     await tab.goto(cluster["url"])
     await tab.wait_for_function("() => bg.state().screen === 'lobby'")
     assert (await _state(tab))["playerId"] == first["playerId"]
+    # The header is written once the balance and profile are read (refreshMe), just after the
+    # lobby shows: wait for it rather than race it (it failed so under a loaded box).
+    await tab.wait_for_function("() => document.getElementById('me').textContent !== ''")
     assert "hal" in (await tab.locator("#me").text_content() or "")
     await tab.get_by_role("button", name="Sign out").click()
     await tab.wait_for_function("() => bg.state().screen === 'login'")

@@ -68,10 +68,9 @@ async def test_a_session_and_its_rotation_cross_the_wire_intact(identity: Identi
     accounts, _ = identity
     login = await accounts.device_login(secrets.token_urlsafe(32), "ann")
     assert login.identity.name == "ann" and login.identity.player_id.startswith(ACCOUNT_PREFIX)
-    assert not login.granted and login.issued_ms > 0 and login.refresh_expires_ms > 0
-    await accounts.granted(login.identity.player_id)
+    assert login.issued_ms > 0 and login.refresh_expires_ms > 0
     first = await accounts.refresh(login.refresh_token)
-    assert first.granted and first.identity == login.identity
+    assert first.identity == login.identity
     assert await accounts.refresh(login.refresh_token) == first  # a retry: the very same
     renamed = await accounts.set_name(login.identity.player_id, "Annie")
     assert await accounts.names([renamed.player_id, "g:nobody"]) == {renamed.player_id: "Annie"}

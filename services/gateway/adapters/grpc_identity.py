@@ -20,7 +20,7 @@ def _identity(account: pb.Account) -> Identity:
 def _session(session: pb.Session) -> Session:
     return Session(
         _identity(session.account), session.refresh_token, session.refresh_expires_ms,
-        session.granted, session.issued_ms,
+        session.issued_ms,
     )  # fmt: skip
 
 
@@ -39,10 +39,6 @@ class GrpcAccounts:
     async def link_email(self, player_id: str, email: str, password: str) -> None:
         ask = pb.LinkEmailRequest(player_id=player_id, email=email, password=password)
         await remote_call(self.stub.LinkEmail(ask, timeout=TIMEOUT_S))
-
-    async def granted(self, player_id: str) -> None:
-        ask = pb.MarkGrantedRequest(player_id=player_id)
-        await remote_call(self.stub.MarkGranted(ask, timeout=TIMEOUT_S))
 
     async def delete(self, player_id: str) -> None:
         ask = pb.DeleteAccountRequest(player_id=player_id)

@@ -463,6 +463,11 @@ class Accounts:
             gone = await conn.execute(bans.delete().where(bans.c.player_id == player_id))
         return bool(gone.rowcount)
 
+    async def is_banned(self, player_id: str) -> bool:
+        async with self.engine.connect() as conn:
+            found = await conn.scalar(select(bans.c.player_id).where(bans.c.player_id == player_id))
+        return found is not None
+
     async def banned_ids(self) -> list[str]:
         async with self.engine.connect() as conn:
             return [str(r) for r in (await conn.scalars(select(bans.c.player_id))).all()]
