@@ -44,17 +44,24 @@ class Bans:
         return player_id in self._banned
 
     async def seed_from(
-        self, record: Callable[[], Awaitable[list[str]]], stop: asyncio.Event, every_s: float = 1.0
+        self,
+        record: Callable[[], Awaitable[list[str]]],
+        stop: asyncio.Event,
+        every_s: float = 1.0,
+        most_s: float = 30.0,
     ) -> None:
         """At start, the record's bans (the identity service's), asked for until it answers
-        (it may start after this gateway): then `seed`."""
+        (it may start after this gateway; the wait doubles up to `most_s`, so a long outage
+        logs a line every half minute, not every second): then `seed`."""
+        wait = every_s
         while not stop.is_set():
             try:
                 self.seed(await record())
                 return
             except ServiceError as err:
                 log.warning("bans not read from the record yet", extra={"error": err.code})
-            await pause(stop, every_s)
+            await pause(stop, wait)
+            wait = min(most_s, wait * 2)
 
     def seed(self, player_ids: list[str]) -> None:
         """The record's bans: enforced here at once, and put back into Redis (derived state,

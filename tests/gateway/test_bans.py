@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from services.common.errors import ServiceError
 from services.contracts.redis_keys import BANNED
 from services.gateway.bans import Bans
 from services.identity.ban_list import BanList
@@ -62,3 +63,38 @@ async def test_the_sync_loop_picks_a_ban_up_and_restore_refills_a_flushed_set(re
     await other.sync()
     assert other.banned(player)  # back in Redis for every replica
     await BanList(redis).unban(player)
+
+
+async def test_the_record_is_asked_for_until_the_identity_service_answers(
+    redis: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gateway may start before the identity service: the record's bans are asked for again,
+    each wait twice the last up to a most, until it answers; then they hold here and go back
+    into Redis."""
+    player = "p" + uuid.uuid4().hex[:10]
+    asked = 0
+    waits: list[float] = []
+
+    async def record() -> list[str]:
+        nonlocal asked
+        asked += 1
+        if asked < 6:
+            raise ServiceError("UPSTREAM_UNAVAILABLE", "identity is starting")
+        return [player]
+
+    async def pause(stop: asyncio.Event, seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr("services.gateway.bans.pause", pause)
+    bans = Bans(redis)
+    await bans.seed_from(record, asyncio.Event(), every_s=1.0, most_s=8.0)
+    assert asked == 6 and waits == [1.0, 2.0, 4.0, 8.0, 8.0] and bans.banned(player)
+    await bans.restore()
+    other = Bans(redis)
+    await other.sync()
+    assert other.banned(player)
+    await BanList(redis).unban(player)
+    stop = asyncio.Event()
+    stop.set()
+    await bans.seed_from(record, stop)  # stopped: returns at once, asks nothing
+    assert asked == 6
