@@ -2,8 +2,10 @@
 
 A guest's name is known only from its login; the gateway keeps it in Redis for as long as the
 login's token lives (one key per player, so the keys spread over a Valkey Cluster's slots), and
-any gateway answers for any player. Computer seats are named by their level. A name that has
-lapsed reads as empty: clients fall back to the id.
+any gateway answers for any player. An account's is kept so too from its sign-ins and renewals
+(and its renaming), so a lookup asks the identity service only for accounts not seen lately.
+Computer seats are named by their level. A guest's name that has lapsed reads as empty: clients
+fall back to the id.
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ class Names:
             await self.redis.set(name_key(player_id), name, ex=self.ttl_s)
         except Exception as exc:
             log.warning("cannot remember a player's name", extra={"error": repr(exc)[:200]})
+
+    async def forget(self, player_id: str) -> None:
+        """Best effort, as `remember`: a lookup then asks the accounts."""
+        try:
+            await self.redis.delete(name_key(player_id))
+        except Exception as exc:
+            log.warning("cannot forget a player's name", extra={"error": repr(exc)[:200]})
 
     async def lookup(self, player_ids: list[str]) -> dict[str, str]:
         if len(player_ids) > MAX_LOOKUP:

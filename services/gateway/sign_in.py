@@ -49,11 +49,11 @@ class SignIn:
             device = hashlib.sha256(request.device_id.encode()).hexdigest()[:24]
             rates.check_login(f"device:{device}")
             session = await self._accounts().device_login(request.device_id, request.display_name)
-            return self._logged_in(session)
+            return await self._logged_in(session)
         if request.email:
             rates.check_login("email:" + request.email.strip().casefold())
             session = await self._accounts().email_login(request.email, request.password)
-            return self._logged_in(session)
+            return await self._logged_in(session)
         identity = await self.identities.guest(request.guest_name)
         token, expires = self.signer.issue(identity)
         await self.names.remember(identity.player_id, identity.name)
@@ -86,20 +86,23 @@ class SignIn:
         )
 
     async def refresh(self, refresh_token: str) -> gateway_pb2.LoginResponse:
-        return self._logged_in(await self._accounts().refresh(refresh_token))
+        return await self._logged_in(await self._accounts().refresh(refresh_token))
 
     async def logout(self, refresh_token: str) -> None:
         await self._accounts().logout(refresh_token)
 
     async def delete_account(self, player: str) -> None:
-        """The identity service closes the wallet's side first, then the account's."""
+        """The identity service closes the wallet's side first, then the account's; the name
+        the directory kept for it goes too (the identity service answers "deleted player")."""
         await self._accounts().delete(player)
+        await self.names.forget(player)
 
     async def link_email(self, player: str, email: str, password: str) -> None:
         await self._accounts().link_email(player, email, password)
 
     async def set_name(self, player: str, name: str) -> gateway_pb2.LoginResponse:
         identity = await self._accounts().set_name(player, name)
+        await self.names.remember(player, identity.name)
         token, expires = self.signer.issue(identity, ttl_s=self.access_ttl_s)
         return gateway_pb2.LoginResponse(
             token=token, player_id=player, expires_ms=expires, display_name=identity.name
@@ -110,8 +113,11 @@ class SignIn:
             raise ServiceError("NO_ACCOUNTS", "this gateway has no accounts (guests only)")
         return self.accounts
 
-    def _logged_in(self, session: Session) -> gateway_pb2.LoginResponse:
+    async def _logged_in(self, session: Session) -> gateway_pb2.LoginResponse:
         self.callers.refuse_banned(session.identity.player_id)
+        # The directory keeps an account's name while it signs in and renews (every refresh):
+        # others' lookups (a friends view every BG_FRIENDS_REFRESH_S) need not ask identity.
+        await self.names.remember(session.identity.player_id, session.identity.name)
         # Issued as of the session's making: a refresh retried within its race window gets the
         # very same pair, access token included.
         issued = session.issued_ms / 1000 if session.issued_ms else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.common.errors import InvalidArgument
-from services.gateway.names import MAX_LOOKUP, Names
+from services.gateway.names import MAX_LOOKUP, DisplayNames, Names
 from tests.helpers import Valkey
 
 
@@ -28,5 +28,33 @@ async def test_too_many_at_once_is_refused(valkey: Valkey) -> None:
         with pytest.raises(InvalidArgument) as err:
             await Names(redis, ttl_s=60).lookup([f"g{i}" for i in range(MAX_LOOKUP + 1)])
         assert err.value.code == "TOO_MANY"
+    finally:
+        await redis.aclose()
+
+
+async def test_an_account_seen_lately_is_named_without_asking_identity(valkey: Valkey) -> None:
+    """Sign-ins and renewals keep an account's name in the directory (services/gateway/
+    sign_in.py): a friends view, every BG_FRIENDS_REFRESH_S, asks the identity service only for
+    accounts not seen lately; a deleted account's name is forgotten, so identity answers it."""
+
+    class Identity:
+        def __init__(self) -> None:
+            self.asked: list[list[str]] = []
+
+        async def names(self, player_ids: list[str]) -> dict[str, str]:
+            self.asked.append(player_ids)
+            return {p: "deleted player" for p in player_ids}
+
+    redis = valkey.client()
+    try:
+        names, identity = Names(redis, ttl_s=60), Identity()
+        display = DisplayNames(names, identity)
+        await names.remember("pann0001", "ann")
+        found = await display.lookup(["pann0001", "pbob0002", "gguest"])
+        assert found == {"pann0001": "ann", "pbob0002": "deleted player"}
+        assert identity.asked == [["pbob0002"]]  # ann's from the directory; a guest never asked
+        await names.forget("pann0001")
+        assert await display.lookup(["pann0001"]) == {"pann0001": "deleted player"}
+        await names.forget("pnobody")  # nothing to forget: no harm
     finally:
         await redis.aclose()
