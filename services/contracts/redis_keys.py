@@ -91,9 +91,12 @@ def table_prefs_key(player_id: str) -> str:
     return f"prefs:{player_id}"
 
 
-# -- chat (the gateways') -----------------------------------------------------------------------
+# -- chat (the gateways' players' side; the identity service's moderation) ---------------------
 
 CHAT_REPORTS = "chat:reports"  # the operators' queue (a stream: oldest first)
+# A table's chat lives a day after its last message, and what is kept about it (a message's
+# removal, a report made once) as long.
+CHAT_KEEP_S = 86_400
 
 
 def chat_channel(table_id: str) -> str:

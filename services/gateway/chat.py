@@ -3,7 +3,7 @@ table's chat channel, so every gateway delivers it to the streams it holds.
 
 - Table chat is between the table's two players; kibitz among its spectators. The players read
   kibitz (GetChat) once the match it was said during is over, never live.
-- A message is kept in the table's chat stream (its last MAX_KEPT, for KEEP_S after the last
+- A message is kept in the table's chat stream (its last MAX_KEPT, for CHAT_KEEP_S after the last
   one) and published once; each gateway's delivery leaves out, per reader, the players that
   reader muted (`chat:mutes:<player>`, read at delivery, so a mute made on another gateway
   holds at once), and the players that reader blocked (services/gateway/friends.py).
@@ -31,13 +31,14 @@ from services.common.deps import reply_text
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
 from services.common.shared_limits import SharedLimiter, rate_limited
 from services.contracts.redis_keys import (
-    CHAT_REPORTS as REPORTS,
-)
-from services.contracts.redis_keys import (
+    CHAT_KEEP_S,
     blocks_key,
     chat_channel,
     chat_key,
     chat_reported_key,
+)
+from services.contracts.redis_keys import (
+    CHAT_REPORTS as REPORTS,
 )
 from services.contracts.redis_keys import (
     chat_mutes_key as _mutes_key,
@@ -55,7 +56,6 @@ log = logging.getLogger("bg.gateway.chat")
 TABLE = gateway_pb2.CHAT_CHANNEL_TABLE
 KIBITZ = gateway_pb2.CHAT_CHANNEL_KIBITZ
 MAX_KEPT = 500  # messages kept per table
-KEEP_S = 86_400  # a table's chat lives a day after its last message
 MAX_MUTED = 500  # players one player may mute
 CONTEXT = 10  # messages before a reported one that the report keeps
 MAX_REPORTS = 100_000
@@ -182,7 +182,7 @@ class ChatRoom:
         data = message.SerializeToString()
         pipe = self.redis.pipeline(transaction=True)
         pipe.xadd(chat_key(table_id), {"m": data}, maxlen=MAX_KEPT, approximate=True)
-        pipe.expire(chat_key(table_id), KEEP_S)
+        pipe.expire(chat_key(table_id), CHAT_KEEP_S)
         pipe.publish(chat_channel(table_id), data)
         await pipe.execute()
         return message
@@ -245,14 +245,14 @@ class ChatRoom:
             context=before,
             reported_ms=self.now(),
         )
-        if not await self.redis.set(once, "", nx=True, ex=KEEP_S):
+        if not await self.redis.set(once, "", nx=True, ex=CHAT_KEEP_S):
             return reply_text(await self.redis.get(once + ":id") or b"")
         report_id = reply_text(
             await self.redis.xadd(
                 REPORTS, {"r": report.SerializeToString()}, maxlen=MAX_REPORTS, approximate=True
             )
         )
-        await self.redis.set(once + ":id", report_id, ex=KEEP_S)
+        await self.redis.set(once + ":id", report_id, ex=CHAT_KEEP_S)
         return report_id
 
     async def mute(self, player: str, other: str, muted: bool) -> list[str]:

@@ -13,15 +13,15 @@ from bg.gateway.v1 import gateway_pb2
 from services.common.clock import now_ms
 from services.common.deps import reply_text
 from services.common.errors import InvalidArgument
-from services.contracts.redis_keys import CHAT_REPORTS as REPORTS
 from services.contracts.redis_keys import (
+    CHAT_KEEP_S,
     chat_channel,
     chat_key,
     chat_removed_key,
     chat_silenced_key,
 )
+from services.contracts.redis_keys import CHAT_REPORTS as REPORTS
 
-KEEP_S = 86_400  # a removal is kept as long as the table's chat (a day after its last message)
 MAX_SILENCE_S = 30 * 86_400
 
 
@@ -57,7 +57,7 @@ class ChatModeration:
             return False  # gone with its day, or removed already (the streams were told)
         pipe = self.redis.pipeline(transaction=True)
         pipe.sadd(removed, message_id)
-        pipe.expire(removed, KEEP_S)
+        pipe.expire(removed, CHAT_KEEP_S)
         found.text, found.removed = "", True
         pipe.publish(chat_channel(table_id), found.SerializeToString())
         added, _, _ = await pipe.execute()
