@@ -1,4 +1,5 @@
-"""What a friends view costs (issue 29): the gateway's CPU, Valkey's CPU and Redis commands per
+"""What a friends view costs (issue 29): the identity service's CPU (friends are its since issue
+44; the gateway's part is one gRPC call per view), Valkey's CPU and Redis commands per
 FriendsView, by how many players one follows, on a real Valkey; and what that makes of 10,000
 open Friends streams refreshing every BG_FRIENDS_REFRESH_S (its default).
 
@@ -21,10 +22,12 @@ import redis.asyncio as redis_asyncio
 
 from bg.matchmaking.v1 import matchmaking_pb2
 from infra.cluster.embedded import start_valkey
+from services.contracts.redis_keys import PRESENCE_LOBBY as LOBBY
 from services.gateway.adapters.redis_presence import RedisPresenceStore
-from services.gateway.friends import Friends
-from services.gateway.presence import LOBBY, Presence
+from services.gateway.presence import Presence
 from services.gateway.settings import load_settings
+from services.identity.adapters.redis_presence import RedisPlayerPresence
+from services.identity.friends import Friends
 
 PLAYERS = 2_000
 FOLLOWS = (10, 50, 200)
@@ -83,11 +86,11 @@ async def _main(url: str) -> None:
             )
             await gateway.opened(table_id, player, f"s{i}")
     print(f"   {PLAYERS:,} players: 40% online, 20% at a table, on 2 gateways' leases")
-    print(f"   {'follows':>8} {'views/s':>8} {'gateway ms/view':>16} {'valkey ms/view':>15} "
+    print(f"   {'follows':>8} {'views/s':>8} {'identity ms/view':>16} {'valkey ms/view':>15} "
           f"{'redis cmds/view':>16}")  # fmt: skip
     rows = []
     for follows in FOLLOWS:
-        friends = Friends(redis, store, lobby, _names, follows, 300)
+        friends = Friends(redis, RedisPlayerPresence(redis), lobby, _names, follows, 300)
         viewers = rng.sample(players, 20)
         for viewer in viewers:
             for other in rng.sample([p for p in players if p != viewer], follows):
@@ -101,25 +104,26 @@ async def _main(url: str) -> None:
         wall, own = time.perf_counter() - wall0, time.process_time() - own0
         cpu1, cmds1 = await _server(redis)
         per = {
-            "follows": follows, "views_s": VIEWS / wall, "gateway_ms": own / VIEWS * 1000,
+            "follows": follows, "views_s": VIEWS / wall, "identity_ms": own / VIEWS * 1000,
             "valkey_ms": (cpu1 - cpu0) / VIEWS * 1000, "cmds": (cmds1 - cmds0 - 2) / VIEWS,
         }  # fmt: skip
         rows.append(per)
-        print(f"   {follows:>8} {per['views_s']:>8.0f} {per['gateway_ms']:>16.2f} "
+        print(f"   {follows:>8} {per['views_s']:>8.0f} {per['identity_ms']:>16.2f} "
               f"{per['valkey_ms']:>15.3f} {per['cmds']:>16.1f}")  # fmt: skip
         for viewer in viewers:
             await redis.delete(f"friends:follows:{viewer}")
     base = rows[0]
     for row in rows[1:]:
-        print(f"   {row['follows']} follows cost {row['gateway_ms'] / base['gateway_ms']:.1f}x the "
-              f"gateway CPU of {base['follows']} ({row['follows'] / base['follows']:.0f}x the "
+        ratio = row["identity_ms"] / base["identity_ms"]
+        print(f"   {row['follows']} follows cost {ratio:.1f}x the "
+              f"identity CPU of {base['follows']} ({row['follows'] / base['follows']:.0f}x the "
               "follows)")  # fmt: skip
     refresh_s = load_settings({}).friends_refresh_s  # BG_FRIENDS_REFRESH_S's default
     rate = STREAMS / refresh_s
     for row in rows:
-        cores = rate * row["gateway_ms"] / 1000
+        cores = rate * row["identity_ms"] / 1000
         print(f"   {STREAMS:,} Friends streams of {row['follows']} follows, every "
-              f"{refresh_s:.0f} s: {rate:,.0f} views/s = {cores:.1f} gateway cores, "
+              f"{refresh_s:.0f} s: {rate:,.0f} views/s = {cores:.1f} identity cores, "
               f"{rate * row['valkey_ms'] / 1000:.2f} Valkey cores, "
               f"{rate * row['cmds']:,.0f} Redis commands/s")  # fmt: skip
     await redis.aclose()

@@ -57,14 +57,16 @@ def target(addresses: Sequence[str]) -> str:
     return ("ipv4:" if versions == {4} else "ipv6:") + ",".join(addresses)
 
 
-def service_config(service: str, attempts: int = 4) -> str:
-    """round_robin, and UNAVAILABLE retried on the next replica (every method of `service`)."""
+def service_config(services: str | Sequence[str], attempts: int = 4) -> str:
+    """round_robin, and UNAVAILABLE retried on the next replica (every method of each of
+    `services`)."""
+    names = [services] if isinstance(services, str) else list(services)
     return json.dumps(
         {
             "loadBalancingConfig": [{"round_robin": {}}],
             "methodConfig": [
                 {
-                    "name": [{"service": service}],
+                    "name": [{"service": name} for name in names],
                     "retryPolicy": {
                         "maxAttempts": attempts,
                         "initialBackoff": "0.05s",
@@ -79,11 +81,13 @@ def service_config(service: str, attempts: int = 4) -> str:
 
 
 def balanced_channel(
-    addresses: Sequence[str], service: str, interceptors: Sequence[Any] | None = None
+    addresses: Sequence[str],
+    services: str | Sequence[str],
+    interceptors: Sequence[Any] | None = None,
 ) -> grpc.aio.Channel:
-    """A channel to every replica of `service` (its full proto name: bg.table.v1.TableService)."""
+    """A channel to every replica of `services` (full proto names: bg.table.v1.TableService)."""
     options = [
-        ("grpc.service_config", service_config(service)),
+        ("grpc.service_config", service_config(services)),
         ("grpc.enable_retries", 1),
         *KEEPALIVE_OPTIONS,
     ]
@@ -103,4 +107,5 @@ def channel_to(
 ) -> grpc.aio.Channel:
     """The balanced channel to every replica of `peer` (services/contracts/peers.py), its
     UNAVAILABLE calls retried."""
-    return balanced_channel(addresses_of(addresses), peer.service, interceptors)
+    services = (peer.service, *peer.also)
+    return balanced_channel(addresses_of(addresses), services, interceptors)

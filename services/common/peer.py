@@ -13,3 +13,5 @@ class Peer:
     env: str  # the setting that lists its replicas: BG_WALLET_ADDR
     default: str | tuple[str, ...]  # a tuple: the setting is a list
     help: str
+    # Other gRPC services the same replicas serve: one channel, the same balancing and retries.
+    also: tuple[str, ...] = ()

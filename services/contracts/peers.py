@@ -43,15 +43,17 @@ ANALYSIS = Peer(
     "127.0.0.1:50056",
     "Analysis replicas: IP:port,... or one dns:/// name (balanced).",
 )
-# The gateway's: accounts, sign-in's sessions, bans and the audit log. Retries are safe: a
-# login's retry makes one more session (the first is never answered), a refresh's answers the
-# first's within its race window, the rest are idempotent but a retried audit entry, which may be
-# kept twice.
+# The gateway's: accounts, sign-in's sessions, bans and the audit log, chat and friends
+# (bg.social.v1, the same replicas). Retries are safe: a login's retry makes one more session
+# (the first is never answered), a refresh's answers the first's within its race window, a
+# challenge carries a request id (the gateway fills one in) and an accept is claimed once, the
+# rest are idempotent but a retried audit entry or chat message, which may be kept twice.
 IDENTITY = Peer(
     "bg.identity.v1.IdentityService",
     "BG_IDENTITY_ADDR",
     "127.0.0.1:50057",
-    "Identity replicas (accounts, bans, the audit log): IP:port,... or one dns:/// name "
-    "(balanced).",
+    "Identity replicas (accounts, bans, the audit log, chat and friends): IP:port,... or one "
+    "dns:/// name (balanced).",
+    also=("bg.social.v1.SocialService",),
 )
 PEERS = (WALLET, TABLE, MATCHMAKING, LEADERBOARD, ANALYSIS, IDENTITY)

@@ -128,6 +128,7 @@ def chat_reported_key(message_id: str, player_id: str) -> str:
 # -- players, friends, presence, rate limits (the gateways') ------------------------------------
 
 PRESENCE_GATEWAYS = "presence:gateways"  # gateway -> expiry ms
+PRESENCE_LOBBY = ""  # the "table" of a Friends stream: online, at no table
 BANNED = "{bans}:banned"  # banned players (one hash slot with its version: Redis Cluster)
 BANS_VERSION = "{bans}:v"  # bumped on each change: gateways reload the set when it moves
 

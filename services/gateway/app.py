@@ -14,6 +14,7 @@ from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.identity.v1 import identity_pb2_grpc
 from bg.leaderboard.v1 import leaderboard_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2_grpc
+from bg.social.v1 import social_pb2_grpc
 from bg.table.v1 import table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2_grpc
 from services.common import tracing
@@ -23,26 +24,25 @@ from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
 from services.common.tokens import TokenSigner, parse_keys
 from services.contracts import peers
-from services.gateway.adapters.friends_lobby import MatchmakingFriendsLobby
 from services.gateway.adapters.grpc_identity import GrpcAccounts
+from services.gateway.adapters.grpc_social import GrpcSocial
 from services.gateway.adapters.redis_presence import RedisPresenceStore
 from services.gateway.api import GatewayServicer
 from services.gateway.auth import GuestIdentities
 from services.gateway.bans import Bans
 from services.gateway.callers import Callers
-from services.gateway.chat import ChatRoom
+from services.gateway.chat_delivery import ChatDelivery
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import TableFeed
-from services.gateway.friends import Friends
+from services.gateway.friends_streams import FriendsStreams
 from services.gateway.handlers import GatewayHandlers
 from services.gateway.live_streams import LiveStreams
-from services.gateway.lobby_views import LobbyViews
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.names import DisplayNames, Names
 from services.gateway.play_streams import PlayStreams
 from services.gateway.presence import Presence
 from services.gateway.privacy import Privacy
-from services.gateway.rate_limits import RateLimits, limiter
+from services.gateway.rate_limits import RateLimits
 from services.gateway.settings import load_settings
 from services.gateway.sign_in import SignIn
 from services.gateway.static_files import StaticFiles
@@ -88,17 +88,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.rate_burst,
     )
     app.closes(redis.aclose)
-    chat = ChatRoom(
-        redis,
-        limiter(
-            redis, "chat", settings.chat_per_s, settings.rate_sync_s, burst=settings.chat_burst
-        ),
-        settings.chat_max_chars,
-        settings.chat_guests,
-    )
-    app.closes(chat.close)
-    feed = TableFeed(redis, on_seat=live.taken, on_chat=chat.received)
-    app.closes(feed.close)
     owners = TableOwners(redis)
     callers = Callers(signer, limits, bans)
     handlers: GatewayHandlers | None = None
@@ -118,10 +107,17 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         analyses = analysis_pb2_grpc.AnalysisServiceStub(
             app.channel(channel_to(peers.ANALYSIS, settings.analysis_addr, interceptors))
         )
-        identity = identity_pb2_grpc.IdentityServiceStub(
-            app.channel(channel_to(peers.IDENTITY, settings.identity_addr, interceptors))
+        identity_channel = app.channel(
+            channel_to(peers.IDENTITY, settings.identity_addr, interceptors)
         )
+        identity = identity_pb2_grpc.IdentityServiceStub(identity_channel)
         accounts = GrpcAccounts(identity)
+        # Chat and friends are the identity service's; their live parts are here.
+        social = GrpcSocial(social_pb2_grpc.SocialServiceStub(identity_channel))
+        chat = ChatDelivery(social.hidden_from)
+        app.closes(chat.close)
+        feed = TableFeed(redis, on_seat=live.taken, on_chat=chat.received)
+        app.closes(feed.close)
         lines = CommandLines(
             table_pb2_grpc.TableServiceStub(tables),
             settings.command_streams,
@@ -142,17 +138,12 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             callers, table_stub, lines, lobby, feed, presence, privacy, live, chat
         )
         display_names = DisplayNames(names, accounts)
-        friends = Friends(
-            redis, presence.store,
-            MatchmakingFriendsLobby(lobby, LobbyViews(privacy, table_stub)),
-            display_names.lookup, settings.friends_max, settings.challenge_ttl_s,
-            now=store_clock,  # presence leases and challenges' expiry: the store's time
-        )  # fmt: skip
+        friends = FriendsStreams(social, presence, settings.friends_refresh_s)
         # One application layer; gRPC here, the WebSocket at start, both on it.
         handlers = GatewayHandlers(
             callers, sign_in, streams, lobby, wallet_stub, table_stub,
             leaderboard_pb2_grpc.LeaderboardServiceStub(boards),
-            display_names, privacy, analyses, friends, settings.friends_refresh_s, metrics,
+            display_names, privacy, analyses, social, friends, metrics,
         )  # fmt: skip
         # The unary methods are made from the handlers' names (api.py), which mypy cannot see:
         # tests/gateway/test_handlers.py checks every method of the service is served.
@@ -185,7 +176,6 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         background.spawn("store-clock", store_clock.run(background.stop))
         background.spawn("presence", presence.run(handlers.streams.report, background.stop))
         background.spawn("rate-limits", limits.run(background.stop))
-        background.spawn("chat-limits", chat.limiter.run(background.stop))
         background.spawn("table-owners", owners.run(background.stop))
 
     app.register = register

@@ -12,7 +12,7 @@ with the command's answer (`Answer`), and the pub/sub copy that follows is skipp
 
 Beside each table's update channel the feed listens on its seat channel: a Play stream opening
 anywhere (`take_seat`) is handed to `on_seat`, which ends that player's older streams here; and
-on its chat channel, whose messages go to `on_chat` (services/gateway/chat.py).
+on its chat channel, whose messages go to `on_chat` (services/gateway/chat_delivery.py).
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ class TableFeed:
                     player, _, stream = reply_text(message["data"]).partition(" ")
                     self.on_seat(table_id, player, stream)
                 continue
-            if channel.endswith(":chat"):  # a chat message (services/gateway/chat.py)
+            if channel.endswith(":chat"):  # a chat message (services/gateway/chat_delivery.py)
                 if table_id in self.subscribers:
                     self.on_chat(table_id, message["data"])
                 continue

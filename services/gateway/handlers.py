@@ -30,13 +30,13 @@ from services.common.errors import (
 )
 from services.gateway import hints, match_export
 from services.gateway.callers import Caller, Callers
-from services.gateway.chat import Seating, SeatingOf
-from services.gateway.friends import Friends
+from services.gateway.friends_streams import FriendsStreams
 from services.gateway.hints import Hints
 from services.gateway.lobby_views import LobbyViews
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.names import DisplayNames
 from services.gateway.play_streams import PlayStreams
+from services.gateway.ports import SocialPort
 from services.gateway.privacy import Privacy
 from services.gateway.sign_in import SignIn
 
@@ -64,8 +64,8 @@ class GatewayHandlers:
         names: DisplayNames,
         privacy: Privacy,
         analyses: analysis_pb2_grpc.AnalysisServiceAsyncStub,
-        friends: Friends,
-        friends_refresh_s: float = 15.0,
+        social: SocialPort,
+        friends: FriendsStreams,
         metrics: GatewayMetrics | None = None,
     ) -> None:
         self.callers = callers
@@ -78,8 +78,8 @@ class GatewayHandlers:
         self.names = names
         self.privacy = privacy
         self.analyses = analyses
-        self.friends = friends
-        self.friends_refresh_s = friends_refresh_s
+        self.social = social  # chat and friends: the identity service's
+        self.friends = friends  # the Friends streams here, woken by changes made through here
         self.metrics = metrics or GatewayMetrics.unregistered()
         self.shown = LobbyViews(privacy, tables)
         self.hints = Hints()
@@ -332,66 +332,49 @@ class GatewayHandlers:
     async def SendChat(
         self, request: gateway_pb2.SendChatRequest, caller: Caller
     ) -> gateway_pb2.ChatMessage:
-        player = self.callers.player(caller, request)
-        return await self.streams.chat.send(player, request, self._seating_for(player))
+        return await self.social.send_chat(self.callers.player(caller, request), request)
 
     async def GetChat(
         self, request: gateway_pb2.GetChatRequest, caller: Caller
     ) -> gateway_pb2.ChatHistory:
-        player = self.callers.player(caller, request)
-        found = await self.streams.chat.history(player, request.table_id, self._seating_for(player))
-        return gateway_pb2.ChatHistory(messages=found)
+        return await self.social.chat_history(self.callers.player(caller, request), request)
 
     async def MuteChat(
         self, request: gateway_pb2.MuteChatRequest, caller: Caller
     ) -> gateway_pb2.MuteChatResponse:
-        player = self.callers.player(caller, request)
-        muted = await self.streams.chat.mute(player, request.player_id, request.muted)
-        return gateway_pb2.MuteChatResponse(muted=muted)
+        return await self.social.mute(self.callers.player(caller, request), request)
 
     async def ReportChat(
         self, request: gateway_pb2.ReportChatRequest, caller: Caller
     ) -> gateway_pb2.ReportChatResponse:
-        player = self.callers.player(caller, request)
-        found = await self.streams.chat.report(player, request, self._seating_for(player))
-        return gateway_pb2.ReportChatResponse(report_id=found)
+        return await self.social.report(self.callers.player(caller, request), request)
 
     # -- friends -----------------------------------------------------------------------------
 
     async def Follow(
         self, request: gateway_pb2.FollowRequest, caller: Caller
     ) -> gateway_pb2.FriendsView:
-        player = self.callers.player(caller, request)
-        return await self.friends.follow(player, request.player_id, request.following)
+        return await self.friends.follow(self.callers.player(caller, request), request)
 
     async def Block(
         self, request: gateway_pb2.BlockRequest, caller: Caller
     ) -> gateway_pb2.FriendsView:
-        player = self.callers.player(caller, request)
-        return await self.friends.block(player, request.player_id, request.blocked)
+        return await self.friends.block(self.callers.player(caller, request), request)
 
     async def GetFriends(
         self, request: gateway_pb2.GetFriendsRequest, caller: Caller
     ) -> gateway_pb2.FriendsView:
-        return await self.friends.view(self.callers.player(caller, request))
+        return await self.social.view(self.callers.player(caller, request))
 
     async def Challenge(
         self, request: gateway_pb2.ChallengeRequest, caller: Caller
     ) -> gateway_pb2.ChallengeAnswer:
-        player = self.callers.player(caller, request)
-        return await self.friends.challenge(player, request)
+        return await self.friends.challenge(self.callers.player(caller, request), request)
 
     async def AnswerChallenge(
         self, request: gateway_pb2.AnswerChallengeRequest, caller: Caller
     ) -> gateway_pb2.ChallengeAnswer:
-        player = self.callers.player(caller, request)
-        return await self.friends.answer(player, request)
-
-    def _seating_for(self, player: str) -> SeatingOf:
-        async def seating(table_id: str, phase: bool) -> Seating:
-            return await self.streams.seating(table_id, player, phase)
-
-        return seating
+        return await self.friends.answer(self.callers.player(caller, request), request)
 
     async def SetPrivacy(
         self, request: gateway_pb2.PrivacyRequest, caller: Caller
@@ -436,10 +419,7 @@ class GatewayHandlers:
     ) -> None:
         player = self.callers.player(caller, request)
         with self.metrics.stream_open("friends", caller.transport):
-            await self.friends.stream(
-                player, self.streams.presence, write, self.friends_refresh_s,
-                lambda: self.callers.refuse_banned(player),
-            )  # fmt: skip
+            await self.friends.stream(player, write, lambda: self.callers.refuse_banned(player))
 
 
 def _retry_safe(

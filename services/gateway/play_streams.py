@@ -32,10 +32,9 @@ from services.common.errors import (
     infrastructure_failure,
     remote_call,
 )
-from services.contracts.vocabulary import FINISHED
 from services.gateway import limits
 from services.gateway.callers import Caller, Callers
-from services.gateway.chat import ChatRoom, Listener, Seating
+from services.gateway.chat_delivery import ChatDelivery, Listener
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import Answer, Subscription, TableFeed
 from services.gateway.live_streams import LiveStreams, Queue, stream_id
@@ -59,7 +58,7 @@ class PlayStreams:
         presence: Presence,
         privacy: Privacy,
         live: LiveStreams,
-        chat: ChatRoom,
+        chat: ChatDelivery,
     ) -> None:
         self.callers = callers
         self.tables = tables  # one balanced channel to every table replica
@@ -69,7 +68,7 @@ class PlayStreams:
         self.presence = presence
         self.privacy = privacy
         self.live = live  # each player's streams here: a ban ends them (Bans(on_ban=...))
-        self.chat = chat  # the tables' chat, delivered on the streams (services/gateway/chat.py)
+        self.chat = chat  # the tables' chat, delivered on the streams here
         self.spectators = SpectatorViews(self._spectator_view)
         self._background: set[asyncio.Task[None]] = set()
 
@@ -302,26 +301,17 @@ class PlayStreams:
     async def may_watch(self, table_id: str, player: str) -> bool:
         """PERMISSION_DENIED NOT_WATCHABLE unless `player` sits at the table or anyone may
         watch it (I-35, with the players' opt-out); whether `player` sits there."""
-        seats = await self.seating(table_id, player)
-        seated = player in seats.player_ids
-        if not seated and not seats.watchable:
-            raise PermissionDenied("NOT_WATCHABLE", "this table is not open to spectators")
-        return seated
-
-    async def seating(self, table_id: str, player: str, phase: bool = False) -> Seating:
-        """Who sits at the table and whether anyone may watch it (I-35, with the players'
-        opt-out); with `phase`, whether its match is over (one view read)."""
         lobby = await remote_call(
             self.lobby.GetTable(
                 matchmaking_pb2.TableRequest(player_id=player, table_id=table_id), timeout=10
             )
         )
-        hidden = await self.privacy.any_hidden(list(lobby.player_ids))
-        match_id, over = lobby.match_id, False
-        if phase and lobby.match_id:
-            view = await self._spectator_view(table_id)
-            match_id, over = view.match_id, view.phase in FINISHED
-        return Seating(tuple(lobby.player_ids), lobby.watchable and not hidden, match_id, over)
+        seated = player in lobby.player_ids
+        if not seated and not (
+            lobby.watchable and not await self.privacy.any_hidden(list(lobby.player_ids))
+        ):
+            raise PermissionDenied("NOT_WATCHABLE", "this table is not open to spectators")
+        return seated
 
     async def _spectator_view(self, table_id: str) -> table_pb2.TableView:
         request = table_pb2.GetViewRequest(table_id=table_id, spectator=True)

@@ -1,5 +1,6 @@
 """The gateway's ports: where identities come from, the accounts (services/gateway/adapters/
-grpc_identity.py: the identity service's, which keeps them on its own database), presence
+grpc_identity.py: the identity service's, which keeps them on its own database), chat and
+friends (services/gateway/adapters/grpc_social.py: the identity service's too), presence
 leases and streams
 (services/gateway/adapters/redis_presence.py; in memory for the unit tests,
 tests/gateway/memory_presence.py, held to it by a contract test), and a table's events for the
@@ -11,8 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bg.events.v1 import events_pb2
-from bg.matchmaking.v1 import matchmaking_pb2
-from bg.table.v1 import table_pb2
+from bg.gateway.v1 import gateway_pb2
 from services.common.tokens import Identity
 
 
@@ -80,11 +80,6 @@ class PresenceRepository(Protocol):
         """Up to `limit` of the streams recorded under `gateway`."""
         ...
 
-    async def tables_of(self, player_ids: list[str], now_ms: int) -> dict[str, set[str]]:
-        """The tables each player has a stream to under a lease live at `now_ms` (LOBBY for a
-        Friends stream); a player with none is left out."""
-        ...
-
 
 class EventSource(Protocol):
     async def events_between(
@@ -92,26 +87,37 @@ class EventSource(Protocol):
     ) -> list[events_pb2.TableEvent]: ...
 
 
-class FriendsLobby(Protocol):
-    """What friends ask of the lobby (services/gateway/adapters/friends_lobby.py)."""
+class SocialPort(Protocol):
+    """Chat and friends (bg.social.v1.SocialService): each call for the player the gateway
+    authenticated; a refusal is a ServiceError (its code is the client's). What is live (chat on
+    the streams here, Friends streams' views) is the gateway's own."""
 
-    async def create(
-        self, player_id: str, options: table_pb2.TableOptions, request_id: str
-    ) -> matchmaking_pb2.LobbyTable:
-        """A private table hosted by `player_id` (retry-safe under `request_id`)."""
+    async def send_chat(
+        self, player: str, request: gateway_pb2.SendChatRequest
+    ) -> gateway_pb2.ChatMessage: ...
+    async def chat_history(
+        self, player: str, request: gateway_pb2.GetChatRequest
+    ) -> gateway_pb2.ChatHistory: ...
+    async def mute(
+        self, player: str, request: gateway_pb2.MuteChatRequest
+    ) -> gateway_pb2.MuteChatResponse: ...
+    async def report(
+        self, player: str, request: gateway_pb2.ReportChatRequest
+    ) -> gateway_pb2.ReportChatResponse: ...
+    async def hidden_from(self, sender: str, readers: list[str]) -> list[str]:
+        """Of a message's readers here, those who muted or blocked its sender."""
         ...
 
-    async def join(self, player_id: str, code: str, request_id: str) -> matchmaking_pb2.LobbyTable:
-        """Seat `player_id` by the table's code (retry-safe under `request_id`)."""
-        ...
-
-    async def leave(self, player_id: str, table_id: str) -> None: ...
-
-    async def table(self, table_id: str) -> matchmaking_pb2.LobbyTable | None:
-        """The table as spectators may know it (watchable with the players' privacy), or None
-        when the lobby does not know it."""
-        ...
-
-    async def seated(self, player_id: str) -> list[matchmaking_pb2.LobbyTable]:
-        """The tables `player_id` sits at that are not closed (as spectators may know them)."""
-        ...
+    async def follow(
+        self, player: str, request: gateway_pb2.FollowRequest
+    ) -> gateway_pb2.FriendsView: ...
+    async def block(
+        self, player: str, request: gateway_pb2.BlockRequest
+    ) -> gateway_pb2.FriendsView: ...
+    async def view(self, player: str) -> gateway_pb2.FriendsView: ...
+    async def challenge(
+        self, player: str, request: gateway_pb2.ChallengeRequest
+    ) -> gateway_pb2.ChallengeAnswer: ...
+    async def answer(
+        self, player: str, request: gateway_pb2.AnswerChallengeRequest
+    ) -> gateway_pb2.ChallengeAnswer: ...

@@ -13,7 +13,7 @@ when it next renews: it takes a new id and opens its live streams again under it
 connects the sweeper undid), so nothing the sweeper does to the old id touches them.
 
 A Friends stream is recorded the same way under the table LOBBY, so a player's followers see
-them online (services/gateway/friends.py); no table is told of it.
+them online (services/identity/friends.py reads it); no table is told of it.
 
 (Per-stream leases, renewed one call per stream, cost a gateway 2,000 calls a second at 10,000
 streams; this costs one.)
@@ -28,11 +28,11 @@ from collections.abc import Awaitable, Callable
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
+from services.contracts.redis_keys import PRESENCE_LOBBY as LOBBY  # no table hears of it
 from services.gateway.ports import PresenceRepository
 
 log = logging.getLogger("bg.gateway.presence")
 
-LOBBY = ""  # the "table" of a Friends stream: online, at no table (no table hears of it)
 SWEEP_BATCH = 500  # streams of dead gateways closed per sweep
 SWEEP_GATEWAYS = 10  # dead gateways looked at per sweep
 

@@ -41,6 +41,7 @@ from services.common.shared_limits import KeyOf, SharedLimiter, check, peer_addr
 from services.common.tokens import OPERATORS, Identity, TokenSigner
 from services.contracts import money_keys
 from services.contracts.bounds import DEFAULT_MAX, REASON_MAX, TOURNAMENT_NAME_MAX
+from services.identity import bounds
 from services.identity.ban_list import BanList
 from services.identity.chat_moderation import ChatModeration
 from services.identity.ports import AccountsRepository, AuditRepository, Detail
@@ -73,10 +74,6 @@ def parse_operator_keys(spec: str) -> dict[str, str]:
             raise ValueError(f"an operator key must be at least {MIN_KEY} characters")
         keys[name] = key
     return keys
-
-
-def _reason(text: str) -> str:
-    return request_bounds.reason(text, REASON_MAX)
 
 
 class OperatorLimits:
@@ -292,7 +289,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(operator: str) -> tuple[wallet_pb2.OperationResponse, Detail]:
-            reason = _reason(request.reason)
+            reason = bounds.reason(request.reason)
             if not request.idempotency_key:
                 raise InvalidArgument(
                     "INVALID_IDEMPOTENCY_KEY", "an adjustment needs an idempotency key",
@@ -316,7 +313,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(operator: str) -> tuple[admin_pb2.BanResponse, Detail]:
-            reason = _reason(request.reason)
+            reason = bounds.reason(request.reason)
             # First cut the player off (no call of theirs passes from here), then leave their
             # tables for them: the table applies the profile's leaving rule to each match.
             await self.accounts.ban(player, operator, reason)
@@ -352,7 +349,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(_: str) -> tuple[admin_pb2.BanResponse, Detail]:
-            _reason(request.reason)
+            bounds.reason(request.reason)
             was = await self.accounts.unban(player)
             await self.bans.unban(player)
             return admin_pb2.BanResponse(player_id=player, banned=False), {"was_banned": was}
@@ -366,7 +363,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         table_id = request.table_id
 
         async def act(_: str) -> tuple[admin_pb2.CloseTableResponse, Detail]:
-            _reason(request.reason)
+            bounds.reason(request.reason)
             reply = await remote_call(
                 self.tables.CloseMatch(table_pb2.CloseMatchRequest(table_id=table_id), timeout=10)
             )
@@ -391,7 +388,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: matchmaking_pb2.CancelTournamentRequest, context: Context
     ) -> matchmaking_pb2.Tournament:
         async def act(_: str) -> tuple[matchmaking_pb2.Tournament, Detail]:
-            _reason(request.reason)
+            bounds.reason(request.reason)
             found = await remote_call(self.lobby.CancelTournament(request, timeout=10))
             return found, {"status": found.status}
 
@@ -441,7 +438,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         two can never both pay."""
 
         async def act(_: str) -> tuple[wallet_pb2.OperationResponse, Detail]:
-            _reason(request.reason)
+            bounds.reason(request.reason)
             status = await self._tournament_status(request.tournament_id)
             if status:
                 raise ServiceError(
@@ -481,7 +478,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(_: str) -> tuple[leaderboard_pb2.ReplayPlayerResponse, Detail]:
-            _reason(request.reason)
+            bounds.reason(request.reason)
             ask = leaderboard_pb2.ReplayPlayerRequest(player_id=player)
             reply = await remote_call(self.boards.ReplayPlayer(ask, timeout=120))
             detail: Detail = {"events": reply.events, "applied": reply.applied}
@@ -531,7 +528,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.ResolveChatReportRequest, context: Context
     ) -> admin_pb2.ResolveChatReportResponse:
         async def act(_: str) -> tuple[admin_pb2.ResolveChatReportResponse, Detail]:
-            _reason(request.reason)
+            bounds.reason(request.reason)
             was = await self.chat.resolve(request.report_id)
             return admin_pb2.ResolveChatReportResponse(was_waiting=was), {"was_waiting": was}
 
@@ -542,7 +539,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.RemoveChatMessageRequest, context: Context
     ) -> admin_pb2.RemoveChatMessageResponse:
         async def act(_: str) -> tuple[admin_pb2.RemoveChatMessageResponse, Detail]:
-            _reason(request.reason)
+            bounds.reason(request.reason)
             table_id = _target(request.table_id, "table_id")
             removed = await self.chat.remove(table_id, request.message_id)
             return admin_pb2.RemoveChatMessageResponse(removed=removed), {
@@ -557,7 +554,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.SilenceChatPlayerRequest, context: Context
     ) -> admin_pb2.SilenceChatPlayerResponse:
         async def act(_: str) -> tuple[admin_pb2.SilenceChatPlayerResponse, Detail]:
-            _reason(request.reason)
+            bounds.reason(request.reason)
             until = await self.chat.silence(request.player_id, request.seconds)
             return admin_pb2.SilenceChatPlayerResponse(until_ms=until), {"seconds": request.seconds}
 

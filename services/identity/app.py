@@ -1,6 +1,7 @@
 """Composition root of the identity service: accounts, bans and the audit log on its own SQL
-database, migrated at start; the gateway's IdentityService and the operators' AdminService over
-gRPC; Redis for the live ban list, the chat it moderates and the operators' rate limits."""
+database, migrated at start; the gateway's IdentityService and SocialService (chat and friends)
+and the operators' AdminService over gRPC; Redis for the live ban list, the chat and friends'
+state, and the rate limits of chat and of the operators."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bg.analysis.v1 import analysis_pb2_grpc
 from bg.identity.v1 import identity_pb2, identity_pb2_grpc
 from bg.leaderboard.v1 import leaderboard_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2_grpc
+from bg.social.v1 import social_pb2, social_pb2_grpc
 from bg.table.v1 import table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2_grpc
 from services.common import tracing
@@ -23,9 +25,13 @@ from services.common.balanced import channel_to
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
+from services.common.shared_limits import SharedLimiter
+from services.common.store_clock import StoreClock, redis_times
 from services.common.tokens import TokenSigner
 from services.contracts import peers
 from services.contracts.redis_keys import rate_limit_key
+from services.identity.adapters.friends_lobby import MatchmakingFriendsLobby
+from services.identity.adapters.redis_presence import RedisPlayerPresence
 from services.identity.adapters.sql_accounts import Accounts, successor_keys
 from services.identity.adapters.sql_audit import AuditLog
 from services.identity.admin import (
@@ -37,11 +43,18 @@ from services.identity.admin import (
 )
 from services.identity.api import IdentityServicer
 from services.identity.ban_list import BanList
+from services.identity.chat import ChatRoom
 from services.identity.chat_moderation import ChatModeration
+from services.identity.friends import Friends
+from services.identity.player_names import PlayerNames
+from services.identity.seating import Seatings
 from services.identity.settings import load_settings
 from services.identity.sign_in import AccountLifecycle
+from services.identity.social import Social
+from services.identity.social_api import SocialServicer
 
 SERVICE_NAME = identity_pb2.DESCRIPTOR.services_by_name["IdentityService"].full_name
+SOCIAL_NAME = social_pb2.DESCRIPTOR.services_by_name["SocialService"].full_name
 ADMIN_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 MIGRATIONS = Path(__file__).with_name("migrations")  # the accounts, bans and audit tables
 log = logging.getLogger("bg.identity")
@@ -69,6 +82,11 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.operator_secret or secrets.token_urlsafe(32), settings.operator_ttl_s
     )
     operators = Operators(parse_operator_keys(settings.operator_keys), signer, limits)
+    store_clock = StoreClock(redis_times(redis))
+    chat_limits = SharedLimiter(
+        redis, "chat", settings.chat_per_s, settings.chat_sync_s,
+        burst=settings.chat_burst, key_of=rate_limit_key,
+    )  # fmt: skip
 
     def register(server: grpc.aio.Server) -> list[str]:
         # The clients of the services the operators' tools and a first login call (grpc.aio
@@ -96,17 +114,32 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         identity_pb2_grpc.add_IdentityServiceServicer_to_server(
             IdentityServicer(accounts, lifecycle), server
         )
+        seatings = Seatings(redis, services.lobby, services.tables)
+        chat = ChatRoom(
+            redis, seatings.of, chat_limits, settings.chat_max_chars, settings.chat_guests
+        )
+        friends = Friends(
+            redis, RedisPlayerPresence(redis),
+            MatchmakingFriendsLobby(services.lobby, seatings), PlayerNames(redis, accounts).lookup,
+            settings.friends_max, settings.challenge_ttl_s,
+            now=store_clock,  # presence leases and challenges' expiry: the store's time (I-40)
+        )  # fmt: skip
+        social_pb2_grpc.add_SocialServiceServicer_to_server(
+            SocialServicer(Social(chat, friends)), server
+        )
         admin = AdminServicer(
             operators, accounts, AuditLog(engine), BanList(redis), ChatModeration(redis), services
         )
         admin_pb2_grpc.add_AdminServiceServicer_to_server(admin, server)
-        return [SERVICE_NAME, ADMIN_NAME]
+        return [SERVICE_NAME, SOCIAL_NAME, ADMIN_NAME]
 
     async def start() -> None:
         if operators.keys and not settings.operator_secret:
             log.warning("BG_OPERATOR_SECRET is unset: operators' tokens hold on this replica only")
         await migrate(engine, MIGRATIONS)
         app.background.spawn("operator-limits", limits.run(app.background.stop))
+        app.background.spawn("chat-limits", chat_limits.run(app.background.stop))
+        app.background.spawn("store-clock", store_clock.run(app.background.stop))
 
     app.register = register
     app.checks += [sql_check(engine), redis_check(redis)]

@@ -1,4 +1,4 @@
-"""The operators' side of the tables' chat (services/gateway/chat.py is the players'): the
+"""The operators' side of the tables' chat (services/identity/chat.py is the players'): the
 queue of players' reports, a message taken out of every reader's history (and out of the live
 streams that showed it), a player kept from chatting for a while. Everything here is the
 chat's state in Redis (services/contracts/redis_keys.py), which the gateways read."""

@@ -1,11 +1,16 @@
 """The identity service's ports: its accounts (`AccountsRepository`) and the operators' audit log
-(`AuditRepository`), and the types they speak in. The service's are on SQL
-(services/identity/adapters/sql_accounts.py, sql_audit.py: SQLite or PostgreSQL)."""
+(`AuditRepository`), and the types they speak in, on SQL (services/identity/adapters/
+sql_accounts.py, sql_audit.py: SQLite or PostgreSQL); for friends, where players are
+(`PlayerPresence`, from the gateways' presence in Redis) and the lobby (`FriendsLobby`, the
+matchmaking service)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict
+
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2
 
 
 @dataclass(frozen=True)
@@ -79,4 +84,40 @@ class AuditRepository(Protocol):
     async def entries(self, limit: int = 50, target: str = "") -> list[Any]:
         """Newest first (rows with the fields of bg.admin.v1.AuditEntry); only those about
         `target` when given."""
+        ...
+
+
+class PlayerPresence(Protocol):
+    """Where players are, as the gateways record their live streams
+    (services/identity/adapters/redis_presence.py reads what services/gateway/presence.py
+    writes)."""
+
+    async def tables_of(self, player_ids: list[str], now_ms: int) -> dict[str, set[str]]:
+        """The tables each player has a stream to under a gateway lease live at `now_ms` (""
+        for a Friends stream); a player with none is left out."""
+        ...
+
+
+class FriendsLobby(Protocol):
+    """What friends ask of the lobby (services/identity/adapters/friends_lobby.py)."""
+
+    async def create(
+        self, player_id: str, options: table_pb2.TableOptions, request_id: str
+    ) -> matchmaking_pb2.LobbyTable:
+        """A private table hosted by `player_id` (retry-safe under `request_id`)."""
+        ...
+
+    async def join(self, player_id: str, code: str, request_id: str) -> matchmaking_pb2.LobbyTable:
+        """Seat `player_id` by the table's code (retry-safe under `request_id`)."""
+        ...
+
+    async def leave(self, player_id: str, table_id: str) -> None: ...
+
+    async def table(self, table_id: str) -> matchmaking_pb2.LobbyTable | None:
+        """The table as spectators may know it (watchable with the players' privacy), or None
+        when the lobby does not know it."""
+        ...
+
+    async def seated(self, player_id: str) -> list[matchmaking_pb2.LobbyTable]:
+        """The tables `player_id` sits at that are not closed (as spectators may know them)."""
         ...

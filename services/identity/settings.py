@@ -14,6 +14,7 @@ from services.common.settings import (
     setting,
 )
 from services.contracts import peers
+from services.contracts.bounds import CHAT_LIMIT, CHAT_MAX
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,46 @@ class IdentitySettings(ServiceSettings):
         "",
         "The wallet's operator token: the admin service's credits, debits and escrow lists.",
         secret=True,
+    )
+    chat_max_chars: int = setting(
+        "BG_CHAT_MAX_CHARS",
+        CHAT_MAX,
+        "Characters a chat message may hold.",
+        min=1,
+        max=CHAT_LIMIT,
+    )
+    chat_per_s: float = setting(
+        "BG_CHAT_PER_S",
+        0.5,
+        "Chat messages per second per player over every identity replica (a token bucket of "
+        "BG_CHAT_BURST), then RATE_LIMITED with retry_after_ms.",
+        min=0.01,
+    )
+    chat_burst: float = setting(
+        "BG_CHAT_BURST", 5.0, "Chat messages a player may send at once after a pause.", min=1
+    )
+    chat_guests: bool = setting(
+        "BG_CHAT_GUESTS",
+        True,
+        "Whether guests (players without an account) may chat; they always read it.",
+    )
+    friends_max: int = setting(
+        "BG_FRIENDS_MAX", 200, "Players one player may follow.", min=1, max=5000
+    )
+    challenge_ttl_s: int = setting(
+        "BG_CHALLENGE_TTL_S",
+        300,
+        "Seconds a challenge waits for its answer before it lapses.",
+        min=10,
+        max=86_400,
+    )
+    chat_sync_s: float = setting(
+        "BG_CHAT_SYNC_S",
+        0.1,
+        "How often an identity replica shares its players' chat counts through Redis (the "
+        "chat limit's slack).",
+        min=0.01,
+        max=1.0,
     )
     matchmaking_addr: str = peer_setting(peers.MATCHMAKING)
     wallet_addr: str = peer_setting(peers.WALLET)

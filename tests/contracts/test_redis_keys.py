@@ -24,7 +24,8 @@ def samples(value: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, member in vars(k).items():
         if name.isupper() and isinstance(member, str):
-            out[name] = member
+            if member:  # PRESENCE_LOBBY, a Friends stream's "table", is a part, not a key
+                out[name] = member
         elif inspect.isfunction(member) and member.__module__ == k.__name__:
             params = inspect.signature(member).parameters
             if name in ("stream_entries", "table_of_channel"):

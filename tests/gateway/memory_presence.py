@@ -48,13 +48,5 @@ class MemoryPresenceStore:
         self.streams.get(gateway, set()).discard((table_id, player_id, stream))
         return last
 
-    async def tables_of(self, player_ids: list[str], now_ms: int) -> dict[str, set[str]]:
-        live = {g for g, expiry in self.leases.items() if expiry >= now_ms}
-        out: dict[str, set[str]] = {}
-        for (table_id, player_id), members in self.pairs.items():
-            if player_id in player_ids and any(g in live for g, _ in members):
-                out.setdefault(player_id, set()).add(table_id)
-        return out
-
     async def streams_of(self, gateway: str, limit: int) -> list[Stream]:
         return sorted(self.streams.get(gateway, set()))[:limit]

@@ -1,7 +1,7 @@
 """The gateway and the identity service as separate processes (issue 44 item 3): with the
-identity service away, an account's login is refused with a typed, retryable error and nothing
-else stops (a guest still signs in); once it is back, the same device logs in, with no restart
-of the gateway."""
+identity service away, an account's login and a friends view are refused with a typed,
+retryable error and nothing else stops (a guest still signs in); once it is back, the same
+device logs in and the view answers, with no restart of the gateway."""
 
 from __future__ import annotations
 
@@ -48,11 +48,18 @@ async def test_an_identity_outage_costs_account_logins_only(
             assert error_of(away.value).code == "UPSTREAM_UNAVAILABLE"
             guest = await stub.Login(gateway_pb2.LoginRequest(guest_name="gil"), timeout=10)
             assert guest.token and not guest.refresh_token
+            bearer = (("authorization", f"Bearer {guest.token}"),)
+            friends = gateway_pb2.GetFriendsRequest()
+            with pytest.raises(grpc.aio.AioRpcError) as no_friends:
+                await stub.GetFriends(friends, metadata=bearer, timeout=30)
+            assert no_friends.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert error_of(no_friends.value).code == "UPSTREAM_UNAVAILABLE"
             accounts = ServiceHost(
                 identity(
                     {
                         "BG_GRPC_PORT": str(port), "BG_METRICS_PORT": "0",
                         "BG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'identity.db'}",
+                        "BG_REDIS_URL": valkey_url,
                     }
                 )
             )  # fmt: skip
@@ -61,6 +68,8 @@ async def test_an_identity_outage_costs_account_logins_only(
             assert back.display_name == "ida" and back.refresh_token
             again = await stub.Login(phone, timeout=30)
             assert again.player_id == back.player_id  # the same account, kept by identity
+            view = await stub.GetFriends(friends, metadata=bearer, timeout=30)
+            assert list(view.friends) == [] and list(view.blocked) == []
     finally:
         if accounts is not None:
             await accounts.stop()

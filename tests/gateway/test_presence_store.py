@@ -10,6 +10,7 @@ import pytest
 
 from services.gateway.adapters.redis_presence import RedisPresenceStore
 from services.gateway.ports import PresenceRepository
+from services.identity.adapters.redis_presence import RedisPlayerPresence
 from tests.gateway.memory_presence import MemoryPresenceStore
 from tests.helpers import flushed_client
 
@@ -66,28 +67,6 @@ async def test_streams_report_first_in_and_last_out_per_table_and_player(
     assert await store.open_stream("g1", "t1", "ann", "s5")  # back: a connect again
 
 
-async def test_where_a_player_is_counts_only_live_gateways_streams(
-    store: PresenceRepository,
-) -> None:
-    """Issue 29, friends: the tables each player has a stream to ("" is a Friends stream)."""
-    await store.take_lease("g1", 1000)
-    await store.take_lease("g2", 2000)
-    await store.open_stream("g1", "t1", "ann", "s1")
-    await store.open_stream("g2", "", "ann", "s2")
-    await store.open_stream("g2", "t2", "bob", "s3")
-    await store.open_stream("g2", "t2", "bob", "s4")
-    assert await store.tables_of(["ann", "bob", "cid"], 500) == {
-        "ann": {"t1", ""}, "bob": {"t2"},
-    }  # fmt: skip
-    # g1's lease lapsed: its streams are gone to followers before any sweeper closes them.
-    assert await store.tables_of(["ann"], 1500) == {"ann": {""}}
-    await store.close_stream("g2", "t2", "bob", "s3")
-    assert await store.tables_of(["bob"], 1500) == {"bob": {"t2"}}  # s4 still open
-    await store.close_stream("g2", "t2", "bob", "s4")
-    await store.close_stream("g2", "", "ann", "s2")
-    assert await store.tables_of(["ann", "bob"], 1500) == {}
-
-
 async def test_a_gateway_off_by_30_s_takes_no_live_lease_for_lapsed_on_the_store_clock(
     valkey_url: str,
 ) -> None:
@@ -111,7 +90,7 @@ async def test_a_gateway_off_by_30_s_takes_no_live_lease_for_lapsed_on_the_store
     await skewed.sync()
     steady = Presence(store, ttl_s=15, clock=skewed)
     assert await steady.expired() == []
-    assert (await store.tables_of(["ann"], skewed())) == {"ann": {"t1"}}
+    assert (await RedisPlayerPresence(client).tables_of(["ann"], skewed())) == {"ann": {"t1"}}
     wall_fast = Presence(store, ttl_s=15, clock=lambda: now_ms() + 30_000)
     assert await wall_fast.expired() == [("t1", "ann")]  # the old way: a false disconnect
     await client.aclose()

@@ -291,3 +291,24 @@ def test_the_gateway_is_an_edge_with_no_database() -> None:
     assert sql == []
     assert not (gateway / "migrations").exists()
     assert "database_url" not in {f.name for f in dataclasses.fields(GatewaySettings)}
+
+
+def test_the_gateway_keeps_no_chat_or_friends_state() -> None:
+    """Issue 44 item 3: chat and friends are the identity service's (bg.social.v1), on state it
+    alone writes; the gateway delivers them live (a table's chat channel, its Friends streams)
+    and touches none of their keys. Fails on the tree before, whose gateway kept both."""
+    state = {
+        "chat_key", "chat_mutes_key", "chat_removed_key", "chat_silenced_key",
+        "chat_reported_key", "CHAT_REPORTS", "CHAT_KEEP_S", "follows_key", "blocks_key",
+        "challenge_key", "challenges_sent_key", "challenges_received_key",
+    }  # fmt: skip
+    found = []
+    for path in (SERVICES / "gateway").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "services.contracts.redis_keys":
+                found += [
+                    f"{path.relative_to(SERVICES)}: {a.name}" for a in node.names if a.name in state
+                ]
+    assert found == []
+    assert not (SERVICES / "gateway" / "chat.py").exists()
+    assert not (SERVICES / "gateway" / "friends.py").exists()

@@ -8,9 +8,9 @@ stream is a member "<gateway>\\0<stream>" of its (table, player) set
 Cluster slot) and a member "<table>\\0<player>\\0<stream>" of its gateway's set
 `presence:streams:{<gateway>}`, written first so a gateway that dies mid-open leaves nothing
 unswept, and "<table>\\0<gateway>\\0<stream>" of the player's set `presence:player:{<player>}`
-(where a player is, for their followers: services/gateway/friends.py). Each transition (first
-member in, last member out, a renewal, forgetting a lapsed gateway) is decided by one Lua
-script, so exactly one caller sees it."""
+(where a player is, for their followers: services/identity/adapters/redis_presence.py reads
+it). Each transition (first member in, last member out, a renewal, forgetting a lapsed
+gateway) is decided by one Lua script, so exactly one caller sees it."""
 
 from __future__ import annotations
 
@@ -96,21 +96,6 @@ class RedisPresenceStore:
         await self.redis.srem(_player_key(player_id), f"{table_id}\0{gateway}\0{stream}")
         await self.redis.srem(streams_key(gateway), f"{table_id}\0{player_id}\0{stream}")
         return last
-
-    async def tables_of(self, player_ids: list[str], now_ms: int) -> dict[str, set[str]]:
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.zrangebyscore(GATEWAYS_KEY, now_ms, "+inf")
-        for player_id in player_ids:
-            pipe.smembers(_player_key(player_id))
-        live_raw, *found = await pipe.execute()
-        live = {reply_text(raw) for raw in live_raw}
-        out: dict[str, set[str]] = {}
-        for player_id, members in zip(player_ids, found, strict=True):
-            for raw in members:
-                table_id, gateway, _ = reply_text(raw).split("\0")
-                if gateway in live:  # a dead gateway's streams count as gone before the sweep
-                    out.setdefault(player_id, set()).add(table_id)
-        return out
 
     async def streams_of(self, gateway: str, limit: int) -> list[Stream]:
         found = await self.redis.srandmember(streams_key(gateway), limit)

@@ -4,15 +4,18 @@
   a player is: offline, online (a Friends stream open), waiting at a table or playing, with the
   table when anyone may watch it (I-35, the players' privacy applied).
 - Presence is read from what the gateways already hold: every Play stream and every Friends
-  stream is recorded under its gateway's lease (services/gateway/presence.py), so a gateway
-  that dies takes its players' presence with it when its lease lapses, not when someone notices.
+  stream is recorded under its gateway's lease (services/gateway/presence.py; read here by
+  services/identity/adapters/redis_presence.py), so a gateway that dies takes its players'
+  presence with it when its lease lapses, not when someone notices.
 - A block (`friends:blocks:<player>`) ends the follows both ways and the challenges between the
   two, refuses the blocked player's follows and challenges, and hides their chat words from the
-  blocker (services/gateway/chat.py reads it beside the mutes).
+  blocker (services/identity/chat.py reads it beside the mutes).
 - A challenge opens a private table for the challenger (CreateTable with its code) and invites
   the other player; accepting seats them there (JoinByCode, retry-safe under the challenge's
   id), declining closes the table (the challenger's stake hold goes back). Its answer is claimed
   once, by one script on the challenge's hash, so two answers can never both win.
+- The gateway that served a change sends its Friends streams' new views at once; the others
+  see it at their next look (services/gateway/friends_streams.py).
 """
 
 from __future__ import annotations
@@ -29,13 +32,12 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from services.common.clock import now_ms
 from services.common.deps import evalsha, reply_text
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
-from services.contracts.redis_keys import blocks_key, follows_key
+from services.contracts.redis_keys import PRESENCE_LOBBY, blocks_key, follows_key
 from services.contracts.redis_keys import challenge_key as _challenge_key
 from services.contracts.redis_keys import challenges_received_key as _received_key
 from services.contracts.redis_keys import challenges_sent_key as _sent_key
-from services.gateway import limits
-from services.gateway.ports import FriendsLobby, PresenceRepository
-from services.gateway.presence import LOBBY, Presence
+from services.identity import bounds
+from services.identity.ports import FriendsLobby, PlayerPresence
 
 OFFLINE = gateway_pb2.FRIEND_STATUS_OFFLINE
 ONLINE = gateway_pb2.FRIEND_STATUS_ONLINE
@@ -44,7 +46,7 @@ PLAYING = gateway_pb2.FRIEND_STATUS_PLAYING
 MAX_BLOCKED = 500
 MAX_SENT = 5  # pending challenges one player may have out
 MAX_RECEIVED = 20  # pending challenges one player may be sent
-TABLE_CACHE_S = 2.0  # a table's lobby status, shared by every follower's view on this gateway
+TABLE_CACHE_S = 2.0  # a table's lobby status, shared by every follower's view on this replica
 PENDING, ACCEPTING, ACCEPTED, DECLINED = "pending", "accepting", "accepted", "declined"
 
 # KEYS: the challenge's hash. ARGV: the answering player, the new status, now ms.
@@ -71,7 +73,7 @@ class Friends:
     def __init__(
         self,
         redis: Any,  # redis-py's async client: untyped
-        presence: PresenceRepository,
+        presence: PlayerPresence,
         lobby: FriendsLobby,
         names: Names,
         max_follows: int,
@@ -88,7 +90,6 @@ class Friends:
         self._claim = redis.register_script(_CLAIM)
         self._tables: dict[str, tuple[float, matchmaking_pb2.LobbyTable | None]] = {}
         self._seats: dict[str, tuple[float, list[matchmaking_pb2.LobbyTable]]] = {}
-        self._wakes: dict[str, set[asyncio.Event]] = {}  # this gateway's Friends streams
 
     # -- follows and blocks ------------------------------------------------------------------
 
@@ -104,7 +105,6 @@ class Friends:
             await self._add_bounded(follows_key(player), other, limit, full)
         else:
             await self.redis.srem(follows_key(player), other)
-        self._wake(player)
         return await self.view(player)
 
     async def block(self, player: str, other: str, blocked: bool) -> gateway_pb2.FriendsView:
@@ -112,7 +112,6 @@ class Friends:
         key = blocks_key(player)
         if not blocked:
             await self.redis.srem(key, other)
-            self._wake(player)
             return await self.view(player)
         full = ServiceError("BLOCKS_FULL", f"you block at most {MAX_BLOCKED} players")
         await self._add_bounded(key, other, MAX_BLOCKED, full)
@@ -125,7 +124,6 @@ class Friends:
         ):
             if challenge.status == PENDING and other in (challenge.from_id, challenge.to_id):
                 await self._end(challenge)
-        self._wake(player, other)
         return await self.view(player)
 
     async def _add_bounded(self, key: str, member: str, limit: int, full: ServiceError) -> None:
@@ -134,7 +132,7 @@ class Friends:
         await self.redis.sadd(key, member)
 
     def _other(self, player: str, other: str, verb: str) -> str:
-        other = limits.bounded(other, "player_id")
+        other = bounds.bounded(other, "player_id")
         if not other:
             raise InvalidArgument("MISSING", f"name the player to {verb}", field="player_id")
         if other == player:
@@ -176,7 +174,7 @@ class Friends:
 
     async def _friend(self, other: str, tables: set[str]) -> gateway_pb2.Friend:
         friend = gateway_pb2.Friend(player_id=other, status=OFFLINE if not tables else ONLINE)
-        for table_id in sorted(tables - {LOBBY}):
+        for table_id in sorted(tables - {PRESENCE_LOBBY}):
             table = await self._table(table_id)
             if table is None or other not in table.player_ids:
                 continue  # the stream outlived the seat (or the lobby forgot the table)
@@ -222,7 +220,7 @@ class Friends:
         self, player: str, request: gateway_pb2.ChallengeRequest
     ) -> gateway_pb2.ChallengeAnswer:
         other = self._other(player, request.player_id, "challenge")
-        request_id = limits.bounded(request.request_id, "request_id")
+        request_id = bounds.bounded(request.request_id, "request_id")
         # Under a request id the challenge's id is the request's, so a retry (of a call whose
         # answer was lost, or that died halfway) finds the first's table and challenge.
         challenge_id = (
@@ -264,7 +262,6 @@ class Friends:
             pipe.zremrangebyscore(index, "-inf", sent - keep_s * 1000)
             pipe.expire(index, keep_s)
         await pipe.execute()
-        self._wake(player, other)
         found = await self._challenge(challenge_id)
         assert found is not None
         return gateway_pb2.ChallengeAnswer(challenge=found, table=table)
@@ -272,7 +269,7 @@ class Friends:
     async def answer(
         self, player: str, request: gateway_pb2.AnswerChallengeRequest
     ) -> gateway_pb2.ChallengeAnswer:
-        challenge_id = limits.bounded(request.challenge_id, "challenge_id")
+        challenge_id = bounds.bounded(request.challenge_id, "challenge_id")
         if not challenge_id:
             raise InvalidArgument("MISSING", "name the challenge", field="challenge_id")
         wanted = ACCEPTING if request.accept else DECLINED
@@ -297,14 +294,12 @@ class Friends:
         except ServiceError as err:
             if err.code in ("UNKNOWN_CODE", "UNKNOWN_TABLE", "TABLE_NOT_OPEN", "TABLE_FULL"):
                 await self.redis.hset(key, "status", DECLINED)  # the challenger left it
-                self._wake(player, found.from_id)
                 raise ServiceError("CHALLENGE_GONE", "the challenger's table is gone") from err
             if was == PENDING:  # a wager not covered, a match elsewhere: pending, to retry
                 await self.redis.hset(key, "status", PENDING)
             raise
         await self.redis.hset(key, "status", ACCEPTED)
         found.status = ACCEPTED
-        self._wake(player, found.from_id)
         return gateway_pb2.ChallengeAnswer(challenge=found, table=table)
 
     async def _end(self, challenge: gateway_pb2.Challenge, claimed: bool = False) -> None:
@@ -320,7 +315,6 @@ class Friends:
                 return
         with contextlib.suppress(ServiceError):  # the challenger left already
             await self.lobby.leave(challenge.from_id, challenge.table_id)
-        self._wake(challenge.from_id, challenge.to_id)
 
     async def _challenges(self, index: str) -> list[gateway_pb2.Challenge]:
         ids = [reply_text(r) for r in await self.redis.zrevrange(index, 0, 49)]
@@ -344,43 +338,3 @@ class Friends:
         if challenge.status == PENDING and challenge.expires_ms < self.now():
             challenge.status = "expired"
         return challenge
-
-    # -- the Friends stream ------------------------------------------------------------------
-
-    async def stream(
-        self,
-        player: str,
-        presence: Presence,
-        write: Callable[[gateway_pb2.FriendsView], Awaitable[None]],
-        refresh_s: float,
-        allowed: Callable[[], None] = lambda: None,
-    ) -> None:
-        """Hold the player's online presence and send their view whenever it changes: at once
-        for what this gateway did, within `refresh_s` for what others did."""
-        stream = secrets.token_hex(8)
-        wake = asyncio.Event()
-        self._wakes.setdefault(player, set()).add(wake)
-        try:
-            await presence.opened(LOBBY, player, stream)
-            last: gateway_pb2.FriendsView | None = None
-            while True:
-                allowed()  # a ban ends the stream (raises)
-                view = await self.view(player)
-                if view != last:
-                    await write(view)
-                    last = view
-                wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), refresh_s)
-        finally:
-            here = self._wakes.get(player)
-            if here is not None:
-                here.discard(wake)
-                if not here:
-                    del self._wakes[player]
-            await asyncio.shield(presence.closed(LOBBY, player, stream))
-
-    def _wake(self, *players: str) -> None:
-        for player in players:
-            for wake in self._wakes.get(player, ()):
-                wake.set()

@@ -1,5 +1,6 @@
 """Table chat and kibitz across two gateways on real Valkey (issue 29 req. 2): each gateway is
-its feed and chat room, as services/gateway/app.py wires them; the lobby is a fixed seating.
+its feed and live chat delivery, as services/gateway/app.py wires them, on an identity replica
+of its own (its chat room, as services/identity/app.py wires it); the lobby is a fixed seating.
 Delivered once to the right readers, kibitz hidden from the players until the match is over,
 mutes honoured on the other gateway, and bad input refused with nothing stored."""
 
@@ -15,10 +16,11 @@ import pytest
 
 from bg.gateway.v1 import gateway_pb2
 from services.common.errors import ServiceError
-from services.contracts.redis_keys import chat_key
-from services.gateway.chat import KIBITZ, TABLE, ChatRoom, Listener, Seating
+from services.common.shared_limits import SharedLimiter
+from services.contracts.redis_keys import chat_key, rate_limit_key
+from services.gateway.chat_delivery import ChatDelivery, Listener
 from services.gateway.feed import TableFeed
-from services.gateway.rate_limits import limiter
+from services.identity.chat import KIBITZ, TABLE, ChatRoom, Seating
 from services.identity.chat_moderation import ChatModeration
 
 pytestmark = [pytest.mark.integration, pytest.mark.single_valkey]
@@ -28,7 +30,8 @@ ALICE, BOB, CAROL, DAVE = "palice", "pbob", "pcarol", "gdave"  # "g": a guest
 @dataclass
 class Gateway:
     feed: TableFeed
-    chat: ChatRoom
+    chat: ChatDelivery
+    room: ChatRoom  # its identity replica's
     subs: list[Any] = field(default_factory=list)
 
     async def reader(self, table_id: str, viewer: str, seated: bool) -> asyncio.Queue[Any]:
@@ -45,7 +48,7 @@ class Lobby:
     def __init__(self) -> None:
         self.tables: dict[str, Seating] = {}
 
-    def of(self, table_id: str, phase: bool) -> Any:
+    def of(self, table_id: str, player: str, phase: bool) -> Any:
         async def answer() -> Seating:
             if table_id not in self.tables:
                 raise ServiceError("TABLE_NOT_FOUND", "no such table")
@@ -55,24 +58,26 @@ class Lobby:
 
 
 def _gateway(
-    redis: Any, per_s: float = 100.0, burst: float = 100.0, guests: bool = True
+    redis: Any, lobby: Lobby, per_s: float = 100.0, burst: float = 100.0, guests: bool = True
 ) -> Gateway:
-    room = ChatRoom(redis, limiter(redis, "chat", per_s, 0.05, burst=burst), 50, guests)
-    return Gateway(TableFeed(redis, on_chat=room.received), room)
-
-
-@pytest.fixture
-async def two(redis: Any) -> AsyncIterator[list[Gateway]]:
-    gateways = [_gateway(redis), _gateway(redis)]
-    yield gateways
-    for g in gateways:
-        await g.chat.close()
-        await g.feed.close()
+    limits = SharedLimiter(redis, "chat", per_s, 0.05, burst=burst, key_of=rate_limit_key)
+    room = ChatRoom(redis, lobby.of, limits, 50, guests)
+    delivery = ChatDelivery(room.hidden_from)
+    return Gateway(TableFeed(redis, on_chat=delivery.received), delivery, room)
 
 
 @pytest.fixture
 def lobby() -> Lobby:
     return Lobby()
+
+
+@pytest.fixture
+async def two(redis: Any, lobby: Lobby) -> AsyncIterator[list[Gateway]]:
+    gateways = [_gateway(redis, lobby), _gateway(redis, lobby)]
+    yield gateways
+    for g in gateways:
+        await g.chat.close()
+        await g.feed.close()
 
 
 def _table(lobby: Lobby, watchable: bool = True) -> str:
@@ -106,8 +111,8 @@ async def test_table_chat_reaches_both_players_once_and_kibitz_only_the_spectato
     bob = await b.reader(table_id, BOB, True)
     carol = await b.reader(table_id, CAROL, False)  # a spectator, on bob's gateway
     dave = await a.reader(table_id, DAVE, False)
-    await a.chat.send(ALICE, _say(table_id, "  good luck  "), lambda t, p: lobby.of(t, p))
-    await b.chat.send(CAROL, _say(table_id, "nice opening", KIBITZ), lambda t, p: lobby.of(t, p))
+    await a.room.send(ALICE, _say(table_id, "  good luck  "))
+    await b.room.send(CAROL, _say(table_id, "nice opening", KIBITZ))
     assert await _words(alice, 1) == ["good luck"]  # trimmed, and to its sender's stream too
     assert await _words(bob, 1) == ["good luck"]
     assert await _words(carol, 1) == ["nice opening"]  # table chat is the players' own
@@ -115,21 +120,19 @@ async def test_table_chat_reaches_both_players_once_and_kibitz_only_the_spectato
 
     # History: the same split, kibitz shown to the players once the match is over.
     seating = lobby.tables[table_id]
-    history = await a.chat.history(ALICE, table_id, lambda t, p: lobby.of(t, p))
+    history = await a.room.history(ALICE, table_id)
     assert [m.text for m in history] == ["good luck"]
-    spectators = await b.chat.history(CAROL, table_id, lambda t, p: lobby.of(t, p))
+    spectators = await b.room.history(CAROL, table_id)
     assert [m.text for m in spectators] == ["nice opening"]
     lobby.tables[table_id] = Seating(seating.player_ids, True, "m1", match_over=True)
-    after = await a.chat.history(ALICE, table_id, lambda t, p: lobby.of(t, p))
+    after = await a.room.history(ALICE, table_id)
     assert [(m.text, m.channel) for m in after] == [("good luck", TABLE), ("nice opening", KIBITZ)]
     # A rematch: the first match's kibitz stays readable, the new one's waits for its end.
     lobby.tables[table_id] = Seating(seating.player_ids, True, "m2")
-    await a.chat.send(DAVE, _say(table_id, "again!", KIBITZ), lambda t, p: lobby.of(t, p))
-    later = await b.chat.history(BOB, table_id, lambda t, p: lobby.of(t, p))
+    await a.room.send(DAVE, _say(table_id, "again!", KIBITZ))
+    later = await b.room.history(BOB, table_id)
     assert [m.text for m in later] == ["good luck", "nice opening"]
-    assert [
-        m.match_id for m in await b.chat.history(CAROL, table_id, lambda t, p: lobby.of(t, p))
-    ] == ["m1", "m2"]
+    assert [m.match_id for m in await b.room.history(CAROL, table_id)] == ["m1", "m2"]
 
 
 async def test_a_mute_made_on_one_gateway_holds_on_the_other(
@@ -138,17 +141,15 @@ async def test_a_mute_made_on_one_gateway_holds_on_the_other(
     table_id = _table(lobby)
     a, b = two
     bob = await b.reader(table_id, BOB, True)
-    assert await a.chat.mute(BOB, ALICE, True) == [ALICE]  # bob mutes alice, on gateway a
-    await a.chat.send(ALICE, _say(table_id, "hello?"), lambda t, p: lobby.of(t, p))
-    await b.chat.send(BOB, _say(table_id, "anyone?"), lambda t, p: lobby.of(t, p))
+    assert await a.room.mute(BOB, ALICE, True) == [ALICE]  # bob mutes alice, on gateway a
+    await a.room.send(ALICE, _say(table_id, "hello?"))
+    await b.room.send(BOB, _say(table_id, "anyone?"))
     assert await _words(bob, 1) == ["anyone?"]  # alice's words never reach bob
-    assert [m.text for m in await b.chat.history(BOB, table_id, lambda t, p: lobby.of(t, p))] == [
-        "anyone?"
-    ]
-    assert await b.chat.mute(BOB, ALICE, False) == []
-    await a.chat.send(ALICE, _say(table_id, "now?"), lambda t, p: lobby.of(t, p))
+    assert [m.text for m in await b.room.history(BOB, table_id)] == ["anyone?"]
+    assert await b.room.mute(BOB, ALICE, False) == []
+    await a.room.send(ALICE, _say(table_id, "now?"))
     assert await _words(bob, 1) == ["now?"]
-    texts = [m.text for m in await b.chat.history(BOB, table_id, lambda t, p: lobby.of(t, p))]
+    texts = [m.text for m in await b.room.history(BOB, table_id)]
     assert texts == ["hello?", "anyone?", "now?"]  # unmuted: the history is whole again
 
 
@@ -177,7 +178,7 @@ async def test_bad_messages_are_refused_typed_and_nothing_is_stored_or_sent(
     a, b = two
     readers = [await b.reader(table_id, p, p in (ALICE, BOB)) for p in (ALICE, CAROL)]
     with pytest.raises(ServiceError) as refused:
-        await a.chat.send(who, request_, lambda t, p: lobby.of(t, p))
+        await a.room.send(who, request_)
     assert refused.value.code == code
     assert await _stored(redis, table_id) == 0
     for queue in readers:
@@ -186,40 +187,39 @@ async def test_bad_messages_are_refused_typed_and_nothing_is_stored_or_sent(
 
 async def test_strangers_tables_guests_and_floods_are_refused(redis: Any, lobby: Lobby) -> None:
     private = _table(lobby, watchable=False)
-    room = _gateway(redis, per_s=0.01, burst=2, guests=False)
-    other = _gateway(redis, per_s=0.01, burst=2, guests=False)
-    seating = lambda t, p: lobby.of(t, p)  # noqa: E731
+    room = _gateway(redis, lobby, per_s=0.01, burst=2, guests=False)
+    other = _gateway(redis, lobby, per_s=0.01, burst=2, guests=False)
     try:
         with pytest.raises(ServiceError) as stranger:
-            await room.chat.send(CAROL, _say(private, "let me in", KIBITZ), seating)
+            await room.room.send(CAROL, _say(private, "let me in", KIBITZ))
         assert stranger.value.code == "NOT_WATCHABLE"
         with pytest.raises(ServiceError) as peek:
-            await room.chat.history(CAROL, private, seating)
+            await room.room.history(CAROL, private)
         assert peek.value.code == "NOT_WATCHABLE"
         with pytest.raises(ServiceError) as unknown:
-            await room.chat.send(ALICE, _say("nosuchtable", "hi"), seating)
+            await room.room.send(ALICE, _say("nosuchtable", "hi"))
         assert unknown.value.code == "TABLE_NOT_FOUND"
         lobby.tables[private] = Seating((ALICE, DAVE), False, "m1")
         with pytest.raises(ServiceError) as guest:
-            await room.chat.send(DAVE, _say(private, "hi"), seating)
+            await room.room.send(DAVE, _say(private, "hi"))
         assert guest.value.code == "CHAT_GUESTS"
         assert await _stored(redis, private) == 0
 
-        # Two messages of burst, then refused: on either gateway (the counts meet in Redis).
-        await room.chat.send(ALICE, _say(private, "one"), seating)
-        await room.chat.limiter.sync()  # its count reaches Redis (the limiter's task, here)
-        await other.chat.send(ALICE, _say(private, "two"), seating)
-        await other.chat.limiter.sync()
-        await room.chat.limiter.sync()
+        # Two messages of burst, then refused: on either replica (the counts meet in Redis).
+        await room.room.send(ALICE, _say(private, "one"))
+        await room.room.limiter.sync()  # its count reaches Redis (the limiter's task, here)
+        await other.room.send(ALICE, _say(private, "two"))
+        await other.room.limiter.sync()
+        await room.room.limiter.sync()
         for gateway in (room, other):
             with pytest.raises(ServiceError) as flood:
-                await gateway.chat.send(ALICE, _say(private, "three"), seating)
+                await gateway.room.send(ALICE, _say(private, "three"))
             assert flood.value.code == "RATE_LIMITED"
             assert int(flood.value.metadata["retry_after_ms"]) > 0
         assert await _stored(redis, private) == 2
 
         with pytest.raises(ServiceError) as mute_self:
-            await room.chat.mute(ALICE, ALICE, True)
+            await room.room.mute(ALICE, ALICE, True)
         assert mute_self.value.code == "CHAT_MUTE_SELF"
     finally:
         for g in (room, other):
@@ -231,7 +231,7 @@ async def test_a_tables_chat_is_kept_a_day_and_bounded(
     redis: Any, two: list[Gateway], lobby: Lobby
 ) -> None:
     table_id = _table(lobby)
-    await two[0].chat.send(ALICE, _say(table_id, "hi"), lambda t, p: lobby.of(t, p))
+    await two[0].room.send(ALICE, _say(table_id, "hi"))
     ttl = await redis.ttl(chat_key(table_id))
     assert 86_000 < ttl <= 86_400
 
@@ -239,29 +239,28 @@ async def test_a_tables_chat_is_kept_a_day_and_bounded(
 async def test_a_report_carries_its_context_once_and_an_operator_removes_and_silences(
     redis: Any, two: list[Gateway], lobby: Lobby
 ) -> None:
-    """The players' side (report) on the gateways' chat rooms, the operators' (the queue,
+    """The players' side (report) on the identity's chat rooms, the operators' (the queue,
     removal, silence) on the identity service's moderation of the same Redis state."""
     table_id = _table(lobby)
     a, b = two
     ops = ChatModeration(redis)
-    seating = lambda t, p: lobby.of(t, p)  # noqa: E731
     bob = await b.reader(table_id, BOB, True)
     for text in ("hi", "gg", "you are bad"):
-        await a.chat.send(ALICE, _say(table_id, text), seating)
-    await b.chat.send(CAROL, _say(table_id, "kibitz", KIBITZ), seating)
+        await a.room.send(ALICE, _say(table_id, text))
+    await b.room.send(CAROL, _say(table_id, "kibitz", KIBITZ))
     assert await _words(bob, 3) == ["hi", "gg", "you are bad"]
-    messages = await b.chat.history(BOB, table_id, seating)
+    messages = await b.room.history(BOB, table_id)
     bad = messages[-1]
 
     def report(who: str, message_id: str, reason: str = "insult") -> Any:
         request = gateway_pb2.ReportChatRequest(
             table_id=table_id, message_id=message_id, reason=reason
         )
-        return b.chat.report(who, request, seating)
+        return b.room.report(who, request)
 
     first = await report(BOB, bad.message_id)
     assert await report(BOB, bad.message_id) == first  # the same report, not a second one
-    kibitz = (await b.chat.history(CAROL, table_id, seating))[0]
+    kibitz = (await b.room.history(CAROL, table_id))[0]
     for who, message_id, reason, code in (
         (BOB, kibitz.message_id, "rude", "UNKNOWN_MESSAGE"),  # not his to read (yet)
         (BOB, "nosuchmessage", "rude", "UNKNOWN_MESSAGE"),
@@ -280,18 +279,18 @@ async def test_a_report_carries_its_context_once_and_an_operator_removes_and_sil
     assert not await ops.remove(table_id, bad.message_id)  # removed already
     notice = (await asyncio.wait_for(bob.get(), 5)).chat
     assert notice.removed and notice.message_id == bad.message_id and notice.text == ""
-    assert [m.text for m in await b.chat.history(BOB, table_id, seating)] == ["hi", "gg"]
+    assert [m.text for m in await b.room.history(BOB, table_id)] == ["hi", "gg"]
     assert await ops.resolve(first) and not await ops.resolve(first)
 
     # Silenced for a time, on every gateway; lifted early.
     until = await ops.silence(ALICE, 600)
     assert until > 0
     with pytest.raises(ServiceError) as silenced:
-        await b.chat.send(ALICE, _say(table_id, "unfair"), seating)
+        await b.room.send(ALICE, _say(table_id, "unfair"))
     assert silenced.value.code == "CHAT_SILENCED"
     assert 590_000 < int(silenced.value.metadata["retry_after_ms"]) <= 600_000
     assert await ops.silence(ALICE, 0) == 0
-    await b.chat.send(ALICE, _say(table_id, "sorry"), seating)
+    await b.room.send(ALICE, _say(table_id, "sorry"))
     assert await _words(bob, 1) == ["sorry"]
     with pytest.raises(ServiceError) as too_long:
         await ops.silence(ALICE, 31 * 86_400)

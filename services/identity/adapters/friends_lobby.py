@@ -1,4 +1,5 @@
-"""Friends' lobby port (services/gateway/ports.py FriendsLobby) on the matchmaking service."""
+"""Friends' lobby port (services/identity/ports.py FriendsLobby) on the matchmaking service,
+its tables as spectators may know them (services/identity/seating.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import grpc
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError, remote_call
-from services.gateway.lobby_views import LobbyViews
+from services.identity.seating import Seatings
 
 
 class MatchmakingFriendsLobby:
     def __init__(
-        self, lobby: matchmaking_pb2_grpc.MatchmakingServiceAsyncStub, shown: LobbyViews
+        self, lobby: matchmaking_pb2_grpc.MatchmakingServiceAsyncStub, shown: Seatings
     ) -> None:
         self.lobby = lobby
         self.shown = shown

@@ -1,9 +1,10 @@
 """Friends across two gateways on real Valkey (issue 29 req. 3): each gateway is its presence,
-friends and chat room, as services/gateway/app.py wires them, on one Valkey; the lobby is an
-in-memory one behind the friends' port (the cluster test, tests/cluster/test_gateway.py, plays a
-challenge on the real matchmaking). Presence from the gateways' live streams, challenges
-answered exactly once, blocks honoured on the other gateway, bad input refused with nothing
-stored."""
+Friends streams and chat delivery, as services/gateway/app.py wires them, on an identity
+replica of its own (its friends and chat room, as services/identity/app.py wires them), on one
+Valkey; the lobby is an in-memory one behind the friends' port (the cluster test,
+tests/cluster/test_gateway.py, plays a challenge on the real matchmaking). Presence from the
+gateways' live streams, challenges answered exactly once, blocks honoured on the other
+gateway, bad input refused with nothing stored."""
 
 from __future__ import annotations
 
@@ -19,12 +20,17 @@ from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
+from services.common.shared_limits import SharedLimiter
+from services.contracts.redis_keys import rate_limit_key
 from services.gateway.adapters.redis_presence import RedisPresenceStore
-from services.gateway.chat import TABLE, ChatRoom, Listener, Seating
+from services.gateway.chat_delivery import ChatDelivery, Listener
 from services.gateway.feed import TableFeed
-from services.gateway.friends import OFFLINE, ONLINE, PLAYING, WAITING, Friends
+from services.gateway.friends_streams import FriendsStreams
 from services.gateway.presence import Presence
-from services.gateway.rate_limits import limiter
+from services.identity.adapters.redis_presence import RedisPlayerPresence
+from services.identity.chat import TABLE, ChatRoom, Seating
+from services.identity.friends import OFFLINE, ONLINE, PLAYING, WAITING, Friends
+from services.identity.social import Social
 
 pytestmark = [pytest.mark.integration, pytest.mark.single_valkey]
 
@@ -92,8 +98,10 @@ class Clock:
 @dataclass
 class Gateway:
     presence: Presence
-    friends: Friends
-    chat: ChatRoom
+    streams: FriendsStreams  # this gateway's Friends streams, on its identity replica
+    friends: Friends  # its identity replica's
+    room: ChatRoom  # its identity replica's
+    chat: ChatDelivery
     feed: TableFeed
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -107,12 +115,16 @@ class Gateway:
             views.put_nowait(view)
 
         self.tasks.append(
-            asyncio.create_task(self.friends.stream(player, self.presence, write, refresh_s))
+            asyncio.create_task(self.streams.stream(player, write, refresh_s=refresh_s))
         )
         return views
 
 
 NAMES = {"ann": "Ann", "bob": "Bob", "cid": "Cid", "dee": "Dee", "eve": "Eve"}
+
+
+async def _seating(table_id: str, player: str, phase: bool) -> Seating:
+    return Seating(("ann", "bob"), False, "m1")
 
 
 async def _names(wanted: list[str]) -> dict[str, str]:
@@ -133,16 +145,14 @@ def clock() -> Clock:
 async def two(redis: Any, lobby: Lobby, clock: Clock) -> AsyncIterator[list[Gateway]]:
     gateways = []
     for _ in range(2):
-        store = RedisPresenceStore(redis)
-        room = ChatRoom(redis, limiter(redis, "chat", 100, 0.05, burst=100), 50, True)
-        gateways.append(
-            Gateway(
-                Presence(store, ttl_s=15, clock=clock),
-                Friends(redis, store, lobby, _names, 3, 300, now=clock),
-                room,
-                TableFeed(redis, on_chat=room.received),
-            )
-        )
+        presence = Presence(RedisPresenceStore(redis), ttl_s=15, clock=clock)
+        limits = SharedLimiter(redis, "chat", 100, 0.05, burst=100, key_of=rate_limit_key)
+        room = ChatRoom(redis, _seating, limits, 50, True)
+        friends = Friends(redis, RedisPlayerPresence(redis), lobby, _names, 3, 300, now=clock)
+        streams = FriendsStreams(Social(room, friends), presence, refresh_s=60.0)
+        delivery = ChatDelivery(room.hidden_from)
+        feed = TableFeed(redis, on_chat=delivery.received)
+        gateways.append(Gateway(presence, streams, friends, room, delivery, feed))
     yield gateways
     for g in gateways:
         for task in g.tasks:
@@ -233,7 +243,7 @@ async def test_the_friends_stream_is_woken_by_its_gateway_and_refreshed_for_the_
     first = await asyncio.wait_for(ann.get(), 5)
     assert list(first.received) == []
     # A challenge made on ann's gateway reaches her stream at once.
-    sent = await a.friends.challenge("bob", gateway_pb2.ChallengeRequest(player_id="ann"))
+    sent = await a.streams.challenge("bob", gateway_pb2.ChallengeRequest(player_id="ann"))
     view = await asyncio.wait_for(ann.get(), 5)
     assert [(c.challenge_id, c.from_name, c.status) for c in view.received] == [
         (sent.challenge.challenge_id, "Bob", "pending")
@@ -382,11 +392,8 @@ async def test_a_block_ends_follows_and_challenges_and_hides_chat_on_the_other_g
     await a.feed.subscribe(table_id)
     a.chat.listen(Listener(table_id, "ann", True, heard.put_nowait))
 
-    async def seating(t: str, phase: bool) -> Seating:
-        return Seating(("ann", "bob"), False, "m1")
-
     say = gateway_pb2.SendChatRequest(table_id=table_id, channel=TABLE, text="hi")
-    await b.chat.send("bob", say, seating)
+    await b.room.send("bob", say)
     assert (await asyncio.wait_for(heard.get(), 5)).chat.text == "hi"
 
     view = await a.friends.block("ann", "bob", True)
@@ -396,11 +403,11 @@ async def test_a_block_ends_follows_and_challenges_and_hides_chat_on_the_other_g
     assert lobby.tables[pending.table.table_id].status == "closed"
 
     say.text = "still there?"
-    await b.chat.send("bob", say, seating)
+    await b.room.send("bob", say)
     await asyncio.sleep(0.5)
     assert heard.empty()  # hidden from her, on her gateway
-    assert [m.text for m in await a.chat.history("ann", table_id, seating)] == []
-    assert [m.text for m in await b.chat.history("bob", table_id, seating)] == [
+    assert [m.text for m in await a.room.history("ann", table_id)] == []
+    assert [m.text for m in await b.room.history("bob", table_id)] == [
         "hi", "still there?",
     ]  # fmt: skip
 
@@ -417,7 +424,7 @@ async def test_a_block_ends_follows_and_challenges_and_hides_chat_on_the_other_g
     assert len(lobby.tables) == tables  # no challenge table opened
 
     await a.friends.block("ann", "bob", False)
-    assert [m.text for m in await a.chat.history("ann", table_id, seating)] == [
+    assert [m.text for m in await a.room.history("ann", table_id)] == [
         "hi", "still there?",
     ]  # fmt: skip
     await b.friends.follow("bob", "ann", True)  # allowed again

@@ -1,22 +1,21 @@
-"""Table chat and kibitz (issue 29), held in Redis beside the table's keys and fanned out on the
-table's chat channel, so every gateway delivers it to the streams it holds.
+"""Table chat and kibitz (issue 29), held in Redis beside the table's keys and published on the
+table's chat channel, so every gateway delivers it to the streams it holds
+(services/gateway/chat_delivery.py, which asks `hidden_from` here of each message's readers).
 
 - Table chat is between the table's two players; kibitz among its spectators. The players read
   kibitz (GetChat) once the match it was said during is over, never live.
 - A message is kept in the table's chat stream (its last MAX_KEPT, for CHAT_KEEP_S after the last
   one) and published once; each gateway's delivery leaves out, per reader, the players that
   reader muted (`chat:mutes:<player>`, read at delivery, so a mute made on another gateway
-  holds at once), and the players that reader blocked (services/gateway/friends.py).
+  holds at once), and the players that reader blocked (services/identity/friends.py).
 - A message's length is bounded (BG_CHAT_MAX_CHARS) and control characters are refused; a
-  player's messages are limited over every gateway (BG_CHAT_PER_S, bursts of BG_CHAT_BURST);
-  guests may be kept out (BG_CHAT_GUESTS).
+  player's messages are limited over every identity replica (BG_CHAT_PER_S, bursts of
+  BG_CHAT_BURST); guests may be kept out (BG_CHAT_GUESTS).
 - Refused messages are stored nowhere and published to nobody.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import secrets
 import unicodedata
@@ -50,9 +49,9 @@ from services.contracts.redis_keys import (
     chat_silenced_key as _silenced_key,
 )
 from services.contracts.seats import ACCOUNT_PREFIX
-from services.gateway import limits
+from services.identity import bounds
 
-log = logging.getLogger("bg.gateway.chat")
+log = logging.getLogger("bg.identity.chat")
 TABLE = gateway_pb2.CHAT_CHANNEL_TABLE
 KIBITZ = gateway_pb2.CHAT_CHANNEL_KIBITZ
 MAX_KEPT = 500  # messages kept per table
@@ -72,18 +71,9 @@ class Seating:
     match_over: bool = False
 
 
-@dataclass(eq=False)
-class Listener:
-    """A local Play or Watch stream's reader of a table's chat."""
-
-    table_id: str
-    viewer: str
-    seated: bool
-    deliver: Callable[[gateway_pb2.PlayUpdate], None]
-
-
-# (table, whether the match's phase is needed) -> the table's Seating for the caller.
-SeatingOf = Callable[[str, bool], Awaitable[Seating]]
+# (table, the caller, whether the match's phase is needed) -> the table's Seating for the caller
+# (services/identity/seating.py).
+SeatingOf = Callable[[str, str, bool], Awaitable[Seating]]
 
 
 def is_guest(player_id: str) -> bool:
@@ -120,19 +110,18 @@ class ChatRoom:
     def __init__(
         self,
         redis: Any,
+        seating: SeatingOf,
         limiter: SharedLimiter,
         max_chars: int,
         guests_may_chat: bool,
         now: Callable[[], int] = now_ms,
     ) -> None:
         self.redis = redis
+        self.seating = seating
         self.limiter = limiter
         self.max_chars = max_chars
         self.guests_may_chat = guests_may_chat
         self.now = now
-        self.listeners: dict[str, set[Listener]] = {}
-        self._inbox: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
-        self._worker: asyncio.Task[None] | None = None
 
     # -- saying ------------------------------------------------------------------------------
 
@@ -140,10 +129,9 @@ class ChatRoom:
         self,
         player: str,
         request: gateway_pb2.SendChatRequest,
-        seating: SeatingOf,
     ) -> gateway_pb2.ChatMessage:
         """Store and publish one message, or refuse it (typed, nothing stored)."""
-        table_id = limits.table_id(request.table_id)
+        table_id = bounds.table_id(request.table_id)
         if request.channel not in (TABLE, KIBITZ):
             raise InvalidArgument("CHAT_CHANNEL", "channel is TABLE or KIBITZ", field="channel")
         text = clean_text(request.text, self.max_chars)
@@ -156,7 +144,9 @@ class ChatRoom:
                 "an operator has kept you from chatting for a while",
                 retry_after_ms=str(silenced_ms),
             )
-        seats = await seating(table_id, False)  # raises for a table unknown to the lobby
+        seats = await self.seating(
+            table_id, player, False
+        )  # raises for a table unknown to the lobby
         seated = player in seats.player_ids
         if request.channel == TABLE and not seated:
             raise PermissionDenied("CHAT_NOT_SEATED", "table chat is for the table's players")
@@ -189,11 +179,9 @@ class ChatRoom:
 
     # -- reading -----------------------------------------------------------------------------
 
-    async def history(
-        self, player: str, table_id: str, seating: SeatingOf
-    ) -> list[gateway_pb2.ChatMessage]:
-        table_id = limits.table_id(table_id)
-        seats = await seating(table_id, True)
+    async def history(self, player: str, table_id: str) -> list[gateway_pb2.ChatMessage]:
+        table_id = bounds.table_id(table_id)
+        seats = await self.seating(table_id, player, True)
         seated = player in seats.player_ids
         if not seated and not seats.watchable:
             raise PermissionDenied("NOT_WATCHABLE", "this table is not open to spectators")
@@ -222,14 +210,12 @@ class ChatRoom:
 
     # -- reports (the operators act on them: services/identity/chat_moderation.py) ------------
 
-    async def report(
-        self, player: str, request: gateway_pb2.ReportChatRequest, seating: SeatingOf
-    ) -> str:
+    async def report(self, player: str, request: gateway_pb2.ReportChatRequest) -> str:
         """Queue a report of a message the reporter may read, with the messages of its channel
         before it; one report per reporter and message."""
-        table_id = limits.table_id(request.table_id)
-        reason = limits.reason(request.reason)
-        seats = await seating(table_id, True)
+        table_id = bounds.table_id(request.table_id)
+        reason = bounds.reason(request.reason)
+        seats = await self.seating(table_id, player, True)
         seated = player in seats.player_ids
         messages = await self._messages(table_id)
         at = next((i for i, m in enumerate(messages) if m.message_id == request.message_id), -1)
@@ -256,7 +242,7 @@ class ChatRoom:
         return report_id
 
     async def mute(self, player: str, other: str, muted: bool) -> list[str]:
-        other = limits.bounded(other, "player_id", 64)
+        other = bounds.bounded(other, "player_id", 64)
         if not other:
             raise InvalidArgument("MISSING", "name the player to mute", field="player_id")
         if other == player:
@@ -272,57 +258,15 @@ class ChatRoom:
             await self.redis.srem(key, other)
         return sorted(_texts(await self.redis.smembers(key)))
 
-    # -- delivering to this gateway's streams ------------------------------------------------
-
-    def listen(self, listener: Listener) -> None:
-        self.listeners.setdefault(listener.table_id, set()).add(listener)
-
-    def unlisten(self, listener: Listener) -> None:
-        here = self.listeners.get(listener.table_id)
-        if here is not None:
-            here.discard(listener)
-            if not here:
-                del self.listeners[listener.table_id]
-
-    def received(self, table_id: str, data: bytes) -> None:
-        """A message published on a table's chat channel (the feed's reader calls this)."""
-        if table_id not in self.listeners:
-            return
-        self._inbox.put_nowait((table_id, data))
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._deliver(), name="chat-delivery")
-
-    async def _deliver(self) -> None:
-        """One message at a time, so each stream gets a table's messages in the order sent."""
-        while not self._inbox.empty():
-            table_id, data = self._inbox.get_nowait()
-            try:
-                await self._deliver_one(table_id, data)
-            except Exception:  # Redis away: this message is lost to live readers (GetChat has it)
-                log.warning("chat delivery failed", extra={"table_id": table_id}, exc_info=True)
-
-    async def _deliver_one(self, table_id: str, data: bytes) -> None:
-        message = gateway_pb2.ChatMessage()
-        message.ParseFromString(data)
-        readers = [
-            listener
-            for listener in self.listeners.get(table_id, ())
-            if listener.seated == (message.channel == TABLE)
-        ]
-        if not readers:
-            return
+    async def hidden_from(self, sender: str, readers: list[str]) -> list[str]:
+        """Of a message's live readers, those who muted or blocked its sender (the gateways'
+        delivery leaves them out)."""
+        wanted = sorted(set(readers))
+        if not wanted:
+            return []
         pipe = self.redis.pipeline(transaction=False)
-        for listener in readers:
-            pipe.sismember(_mutes_key(listener.viewer), message.sender_id)
-            pipe.sismember(blocks_key(listener.viewer), message.sender_id)
-        hidden = await pipe.execute()
-        update = gateway_pb2.PlayUpdate(chat=message, table_id=table_id)
-        for i, listener in enumerate(readers):
-            if not (hidden[2 * i] or hidden[2 * i + 1]):
-                listener.deliver(update)
-
-    async def close(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._worker
+        for reader in wanted:
+            pipe.sismember(_mutes_key(reader), sender)
+            pipe.sismember(blocks_key(reader), sender)
+        found = await pipe.execute()
+        return [r for i, r in enumerate(wanted) if found[2 * i] or found[2 * i + 1]]

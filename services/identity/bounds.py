@@ -1,0 +1,24 @@
+"""Bounds on what the gateway forwards of a player's request, checked again here where it is
+used (the gateway checks every string at its edge: services/gateway/limits.py), so this
+service never stores unbounded input whoever calls it."""
+
+from __future__ import annotations
+
+from services.common import request_bounds
+from services.common.errors import InvalidArgument
+from services.contracts.bounds import DEFAULT_MAX, REASON_MAX
+
+
+def bounded(value: str, field: str, limit: int = DEFAULT_MAX) -> str:
+    return request_bounds.bounded(value, field, limit)
+
+
+def table_id(value: str, field: str = "table_id") -> str:
+    if not value:
+        raise InvalidArgument("MISSING", f"{field} is required", field=field)
+    return bounded(value, field)
+
+
+def reason(text: str) -> str:
+    """Why a player reports: 1..REASON_MAX characters, trimmed."""
+    return request_bounds.reason(text, REASON_MAX)
