@@ -144,9 +144,8 @@ class ChatRoom:
                 "an operator has kept you from chatting for a while",
                 retry_after_ms=str(silenced_ms),
             )
-        seats = await self.seating(
-            table_id, player, False
-        )  # raises for a table unknown to the lobby
+        # The lobby's NOT_FOUND for a table it does not know.
+        seats = await self.seating(table_id, player, False)
         seated = player in seats.player_ids
         if request.channel == TABLE and not seated:
             raise PermissionDenied("CHAT_NOT_SEATED", "table chat is for the table's players")
