@@ -148,6 +148,8 @@ class ServiceHost:
                 self._readiness.cancel()
             if self.settings.shutdown_delay_s:
                 await asyncio.sleep(self.settings.shutdown_delay_s)
+            for drain in self.app.on_drain:
+                drain()
             if self._server is not None:
                 await self._server.stop(self.settings.shutdown_grace_s)
             await self.app.background.close()

@@ -31,8 +31,10 @@ class ServiceApp:
 
     `register` adds the domain servicers to the server and returns their full names (for health
     and reflection); `on_start` hooks run once the port is bound and start the `background`
-    loops; after the server has drained the host stops those loops, then closes `resources`
-    (an AsyncExitStack: what was made last is closed first).
+    loops; `on_drain` hooks run when the host starts draining, before the server's grace (a
+    long-lived stream ends there, cleanly, instead of being cut when the grace runs out); after
+    the server has drained the host stops those loops, then closes `resources` (an
+    AsyncExitStack: what was made last is closed first).
     """
 
     name: str
@@ -41,6 +43,7 @@ class ServiceApp:
     register: Callable[[grpc.aio.Server], list[str]] = lambda server: []
     checks: list[ReadinessCheck] = field(default_factory=list)
     on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    on_drain: list[Callable[[], None]] = field(default_factory=list)
     resources: AsyncExitStack = field(default_factory=AsyncExitStack)
     background: Background = field(default_factory=Background)
     tracer_provider: TracerProvider | None = None

@@ -22,6 +22,15 @@ log = logging.getLogger("bg.table.api")
 class TableServicer(table_pb2_grpc.TableServiceServicer):
     def __init__(self, core: TableCore) -> None:
         self.core = core
+        self._readers: set[asyncio.Task[None]] = set()  # each command stream's reader
+
+    def drain(self) -> None:
+        """The replica is stopping: each command stream stops reading, answers the commands it
+        took and ends (OK), so its gateway sends what follows to another replica (commands
+        carry ids: applied once). Cut at the end of the grace instead, a stream's last status
+        failed in gRPC's core and logged an ERROR."""
+        for reader in list(self._readers):
+            reader.cancel()
 
     @grpc_errors
     async def CreateMatch(
@@ -117,6 +126,8 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                 wake.set()
 
         reader = asyncio.create_task(read())
+        self._readers.add(reader)
+        reader.add_done_callback(self._readers.discard)
         try:
             while True:
                 if ready:

@@ -101,7 +101,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             on_commit=relay.committed if settings.relay else None,
             now=store_clock,
         )
-        table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(core), server)
+        servicer = TableServicer(core)
+        app.on_drain.append(servicer.drain)
+        table_pb2_grpc.add_TableServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
 
     async def start() -> None:
