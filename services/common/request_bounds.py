@@ -21,6 +21,13 @@ def bounded(value: str, field: str, limit: int) -> str:
     return value
 
 
+def required(value: str, field: str, limit: int) -> str:
+    """A field the request must name: MISSING when empty, then within its limit."""
+    if not value:
+        raise InvalidArgument("MISSING", f"{field} is required", field=field)
+    return bounded(value, field, limit)
+
+
 def check_strings(
     request: Message, bounds: Mapping[str, int], default: int, prefix: str = ""
 ) -> None:

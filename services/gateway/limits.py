@@ -56,9 +56,7 @@ def bounded(value: str, field: str, limit: int = DEFAULT_MAX) -> str:
 
 
 def table_id(value: str, field: str = "table_id") -> str:
-    if not value:
-        raise InvalidArgument("MISSING", f"{field} is required", field=field)
-    return bounded(value, field)
+    return request_bounds.required(value, field, DEFAULT_MAX)
 
 
 def check(request: Message, bounds: Mapping[str, int] = MAX_BY_FIELD) -> None:

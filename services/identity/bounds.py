@@ -5,7 +5,6 @@ service never stores unbounded input whoever calls it."""
 from __future__ import annotations
 
 from services.common import request_bounds
-from services.common.errors import InvalidArgument
 from services.contracts.bounds import DEFAULT_MAX, REASON_MAX
 
 
@@ -14,9 +13,7 @@ def bounded(value: str, field: str, limit: int = DEFAULT_MAX) -> str:
 
 
 def table_id(value: str, field: str = "table_id") -> str:
-    if not value:
-        raise InvalidArgument("MISSING", f"{field} is required", field=field)
-    return bounded(value, field)
+    return request_bounds.required(value, field, DEFAULT_MAX)
 
 
 def reason(text: str) -> str:
