@@ -26,6 +26,13 @@ KEEPALIVE_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
 ]
+# gRPC backs off reconnecting to a dead peer up to 120 s by default, so a replica that came back
+# would be refused calls (fast, UNAVAILABLE) for up to two minutes; a second is the cap here.
+RECONNECT_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.min_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 1_000),
+]
 # What a server must allow for its clients' keepalives (else it answers too_many_pings).
 SERVER_KEEPALIVE_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_permit_without_calls", 1),
@@ -90,6 +97,7 @@ def balanced_channel(
         ("grpc.service_config", service_config(services)),
         ("grpc.enable_retries", 1),
         *KEEPALIVE_OPTIONS,
+        *RECONNECT_OPTIONS,
     ]
     return grpc.aio.insecure_channel(
         target(addresses), options=options, interceptors=list(interceptors or [])

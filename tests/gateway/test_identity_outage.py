@@ -6,6 +6,7 @@ device logs in and the view answers, with no restart of the gateway."""
 from __future__ import annotations
 
 import secrets
+import time
 from pathlib import Path
 
 import grpc
@@ -16,7 +17,7 @@ from infra.cluster.embedded import free_port
 from services.common.host import ServiceHost
 from services.gateway.app import build_app as gateway
 from services.identity.app import build_app as identity
-from tests.helpers import error_of
+from tests.helpers import error_of, retried
 
 pytestmark = pytest.mark.integration
 
@@ -64,11 +65,14 @@ async def test_an_identity_outage_costs_account_logins_only(
                 )
             )  # fmt: skip
             await accounts.start()
-            back = await stub.Login(phone, timeout=30)
+            # As a client does with a retryable refusal: the gateway's channel reconnects
+            # within its capped backoff (services/common/balanced.py), not at once.
+            soon = time.monotonic() + 15
+            back = await retried(lambda: stub.Login(phone, timeout=5), soon)
             assert back.display_name == "ida" and back.refresh_token
             again = await stub.Login(phone, timeout=30)
             assert again.player_id == back.player_id  # the same account, kept by identity
-            view = await stub.GetFriends(friends, metadata=bearer, timeout=30)
+            view = await retried(lambda: stub.GetFriends(friends, metadata=bearer, timeout=5), soon)
             assert list(view.friends) == [] and list(view.blocked) == []
     finally:
         if accounts is not None:
