@@ -47,6 +47,17 @@ class CommitStatus(StrEnum):
 
 
 @dataclass(frozen=True)
+class Entry:
+    """One event as the relay sends it: its seq and bytes, its kind, and on a commit's first
+    event how many the commit made (0: not a first event, or written before kinds)."""
+
+    seq: int
+    data: bytes
+    kind: str
+    opens: int
+
+
+@dataclass(frozen=True)
 class CommitResult:
     status: CommitStatus
     seq: int

@@ -36,8 +36,9 @@ from services.common.log_port import Outgoing, Placement, Publisher, Unsent, Ver
 from services.contracts.event_records import commit_record
 from services.contracts.shards import shard_of
 from services.contracts.topics import TABLE_EVENTS
-from services.table.adapters.redis_store import Entry, RelayState, TableStore
+from services.table.adapters.redis_store import RelayState, TableStore
 from services.table.metrics import TableMetrics
+from services.table.ports import Entry
 from services.table.shard_leases import AllShards, ShardLeases
 
 log = logging.getLogger("bg.table.relay")
@@ -55,6 +56,9 @@ CONFIRM_ALL_S = 10.0
 # With nothing committed here, a relay sleeps until a commit wakes it, at most this long (so a
 # change of its shards is still swept at once, and confirmations keep their pace).
 IDLE_S = 0.25
+# Events a relay keeps from this replica's commits per table until they are sent; a table past
+# it is read back from its stream instead (a relay that fell behind).
+FRESH_MAX = 500
 
 
 def records(entries: list[Entry]) -> list[tuple[int, bytes, list[tuple[str, bytes]]]]:
@@ -101,16 +105,53 @@ class EventRelay:
         # until a check finds them read, their streams are not read again each pass.
         self._held: dict[str, Placement] = {}
         self._woken = asyncio.Event()  # set by a commit here
+        # This replica's commits' events, in seq order, not yet sent: a pass sends them from
+        # here when they follow the table's relayed pointer (no read of the stream it wrote).
+        self._fresh: dict[str, list[Entry]] = {}
 
-    def committed(self, table_id: str) -> None:
-        """The core committed events to this table: relay it in the next pass."""
+    def committed(self, table_id: str, entries: list[Entry] | None = None) -> None:
+        """The core committed `entries` to this table: relay it in the next pass."""
         self._committed.add(table_id)
+        if entries:
+            kept = self._fresh.setdefault(table_id, [])
+            if (kept and kept[-1].seq + 1 != entries[0].seq) or len(kept) >= FRESH_MAX:
+                kept.clear()  # a gap (another replica committed between): read the stream
+            kept.extend(entries)
         self._woken.set()
+
+    def _from_memory(self, pointers: dict[str, int]) -> dict[str, list[Entry]]:
+        """The tables whose events after their pointer this relay holds, every one of them:
+        the commits it saw here follow the pointer with no gap. (Events another replica
+        committed after them stay in the table's pending set: its own relay, or a sweep,
+        sends them after these, in order.)"""
+        found: dict[str, list[Entry]] = {}
+        for table_id, relayed in pointers.items():
+            kept = self._fresh.get(table_id)
+            if not kept:
+                continue
+            after = [e for e in kept if e.seq > relayed]
+            if after and after[0].seq == relayed + 1 and after[0].opens:
+                found[table_id] = after
+        return found
+
+    def _sent(self, acked: dict[str, int]) -> None:
+        """Forget the kept events up to each table's new pointer."""
+        for table_id, upto in acked.items():
+            kept = self._fresh.get(table_id)
+            if kept is None:
+                continue
+            rest = [e for e in kept if e.seq > upto]
+            if rest:
+                self._fresh[table_id] = rest
+            else:
+                del self._fresh[table_id]
 
     async def run_once(self, sweep: bool = True) -> int:
         """One pass over the tables committed here since the last pass and, with `sweep`, every
         pending table of the owned shards: at most four Redis round trips however many tables
-        (the pending sets, leases and pointers, the streams, the acknowledgements)."""
+        (the pending sets, leases and pointers, the streams of the tables whose events this
+        relay does not hold, the acknowledgements with the leases' end), two in the steady
+        state (every event committed here)."""
         tables = set(self._committed)
         self._committed.clear()
         if sweep:
@@ -129,12 +170,16 @@ class EventRelay:
         self._committed.update(tables - owned.keys())
         if not owned:
             return 0
+        released = False
         try:
             at_ms = self.now()
             waiting = await self._still_held(owned)
             self._committed.update(waiting)  # their turn comes when their last records are read
             sending = {t: s.relayed for t, s in owned.items() if t not in waiting}
-            streams = await self.store.events_after(sending) if sending else {}
+            streams = self._from_memory(sending)
+            unread = {t: n for t, n in sending.items() if t not in streams}
+            if unread:
+                streams.update(await self.store.events_after(unread))
             out: list[Outgoing] = []
             last_seqs: list[tuple[str, int]] = []
             for table_id, entries in streams.items():
@@ -167,14 +212,21 @@ class EventRelay:
                     self._held[table_id] = after
                 else:
                     self._held.pop(table_id, None)
-            await self.store.relay_ack_many(acked, where, at_ms)  # where: empty on Kafka
+            # Every leased table's pointer (unmoved for those not sent) and lease end at once.
+            pointers = {t: s.relayed for t, s in owned.items()} | acked
+            await self.store.relay_ack_many(
+                pointers, where, at_ms, self.token
+            )  # where: empty on Kafka
+            released = True
+            self._sent(acked)
             self._marked.update(shard_of(t) for t in where)
             moved = sum(len(streams[t]) for t in acked if t in streams)
             if self.metrics:
                 self.metrics.relayed.inc(moved)
             return moved
         finally:
-            await self.store.release_relay(list(owned), self.token)
+            if not released:
+                await self.store.release_relay(list(owned), self.token)
 
     async def _still_held(self, owned: dict[str, RelayState]) -> set[str]:
         """Of the tables a pass held back, those whose last records are still unread where they
@@ -247,6 +299,7 @@ class EventRelay:
                 # carry many commits each instead of spinning on one event at a time.
             except Exception as exc:  # Kafka or Redis down: events stay in the streams
                 log.warning("relay failed; will retry", extra={"error": repr(exc)})
+                self._committed.update(self._fresh)  # what this replica holds goes next
                 wait = backoff.failed()
             await pause(stop, wait)
             if not self._committed:

@@ -49,6 +49,7 @@ from services.table.ports import (
     Commit,
     CommitResult,
     CommitStatus,
+    Entry,
     Loaded,
     MatchRecord,
     Outcome,
@@ -164,7 +165,7 @@ class TableCore:
         clock_scale: float = 1.0,
         now: Callable[[], int] = now_ms,
         cache_size: int = 4096,
-        on_commit: Callable[[str], None] | None = None,
+        on_commit: Callable[[str, list[Entry]], None] | None = None,
     ) -> None:
         self.store = store
         self.wallet = wallet
@@ -172,7 +173,7 @@ class TableCore:
         self.clock_scale = clock_scale
         self.now = now
         self.cache = StateCache(cache_size)
-        # Told of every table this replica commits events to (the relay sends them at once).
+        # Told of every commit's events here (the relay sends them at once, from memory).
         self.on_commit = on_commit
 
     # -- creating ----------------------------------------------------------------------------
@@ -587,24 +588,33 @@ class TableCore:
             ],
         )
         due = next_deadline(m)
+        data = [ev.SerializeToString() for ev in events]
+        kinds = [str(ev.WhichOneof("body")) for ev in events]
         commit = Commit(
             table_id,
             None if change.create else base.seq,
             out.state,
             None if due is None else due.at_ms,
             change.field,
-            [ev.SerializeToString() for ev in events],
+            data,
             now,
             meta=change.meta,
             update=update.SerializeToString(),
             record=record,
-            kinds=[str(ev.WhichOneof("body")) for ev in events],
+            kinds=kinds,
         )
         result = await self.store.commit(commit)
         if result.status is CommitStatus.OK:
             self.cache.put(table_id, Loaded(result.seq, out.state, meta, base.relayed))
             if events and self.on_commit is not None:
-                self.on_commit(table_id)
+                first = result.seq - len(events) + 1
+                self.on_commit(
+                    table_id,
+                    [
+                        Entry(first + i, data[i], kinds[i], len(events) if i == 0 else 0)
+                        for i in range(len(events))
+                    ],
+                )
         return result, update
 
     async def _match_moves(

@@ -16,7 +16,8 @@ from services.common.event_log import confirmed
 from services.common.log_port import Outgoing, Placement, Unsent, Verdict
 from services.contracts.shards import shard_of
 from services.table import relay as relay_module
-from services.table.adapters.redis_store import Entry, RelayState
+from services.table.adapters.redis_store import RelayState
+from services.table.ports import Entry
 from services.table.relay import EventRelay
 
 INCARNATION = "inc-1"
@@ -145,6 +146,7 @@ class HoldingStore:
         self.state = RelayState(relayed=4, gen=7, offset=3, incarnation=INCARNATION)
         self.reads = 0
         self.acked: dict[str, int] = {}
+        self.released = 0
 
     async def lease_for_relay(self, tables: list[str], token: str, ttl: int) -> dict[str, Any]:
         return {t: self.state for t in tables}
@@ -154,11 +156,15 @@ class HoldingStore:
         event = events_pb2.TableEvent(table_id="t1", seq=5).SerializeToString()
         return {t: [Entry(5, event, "turn_started", 1)] for t in pointers}
 
-    async def relay_ack_many(self, upto: dict[str, int], where: Any, at_ms: int) -> None:
-        self.acked.update(upto)
+    async def relay_ack_many(
+        self, upto: dict[str, int], where: Any, at_ms: int, token: str
+    ) -> None:
+        """Pointers that moved are kept; each call ends the pass's leases."""
+        self.acked.update({t: n for t, n in upto.items() if n > self.state.relayed})
+        self.released += len(upto)
 
     async def release_relay(self, tables: list[str], token: str) -> None:
-        return None
+        raise AssertionError("the acknowledgement ends the leases")
 
 
 class Holding(Broker):
@@ -187,6 +193,7 @@ async def test_a_held_table_is_checked_not_read_again_until_its_records_are_read
     relay.committed("t1")
     assert await relay.run_once(sweep=False) == 1
     assert store.reads == 2 and store.acked == {"t1": 5}
+    assert store.released == 4  # every pass's lease ended with its acknowledgement
 
 
 class CountingLeases(Leases):

@@ -50,7 +50,14 @@ from services.contracts.redis_keys import (
 )
 from services.contracts.shards import VIRTUAL_SHARDS, shard_of
 from services.table.adapters import state_codec as codec
-from services.table.ports import Commit, CommitResult, CommitStatus, Loaded, MatchRecord
+from services.table.ports import (
+    Commit,
+    CommitResult,
+    CommitStatus,
+    Entry,
+    Loaded,
+    MatchRecord,
+)
 
 # A finished match's keys (state, stream, command ids, record) expire FINISHED_TTL_S after all
 # its events are on Kafka: time enough for a rematch (which persists them again), resuming
@@ -132,14 +139,15 @@ return 1
 # last record), where that record went is kept, and the table stays in its shard's
 # unconfirmed set (KEYS[5], ARGV[7]: now) until every group has read it.
 _RELAY_ACK = """
+if redis.call('GET', KEYS[5]) == ARGV[3] then redis.call('DEL', KEYS[5]) end
 local relayed = tonumber(redis.call('HGET', KEYS[1], 'relayed') or '0')
 local upto = tonumber(ARGV[1])
 if upto > relayed then redis.call('HSET', KEYS[1], 'relayed', upto); relayed = upto end
-if ARGV[3] then
-  redis.call('HSET', KEYS[1], 'rg', ARGV[3], 'rp', ARGV[4], 'ro', ARGV[5], 'ri', ARGV[6],
+if ARGV[4] then
+  redis.call('HSET', KEYS[1], 'rg', ARGV[4], 'rp', ARGV[5], 'ro', ARGV[6], 'ri', ARGV[7],
              'rs', upto)
   if upto > tonumber(redis.call('HGET', KEYS[1], 'consumed') or '0') then
-    redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2])
+    redis.call('ZADD', KEYS[6], ARGV[8], ARGV[2])
   end
 end
 local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
@@ -256,17 +264,6 @@ class RelayState:
     partition: int = 0
     offset: int = -1
     incarnation: str = ""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One event as the relay reads the stream: its seq and bytes, its kind, and on a commit's
-    first event how many the commit made (0: not a first event, or written before kinds)."""
-
-    seq: int
-    data: bytes
-    kind: str
-    opens: int
 
 
 def encode_state(state: TableState) -> bytes:
@@ -472,15 +469,18 @@ class TableStore:
         upto: dict[str, int],
         where: dict[str, tuple[int, int, int, str]] | None = None,
         now_ms: int = 0,
+        token: str = "",
     ) -> None:
-        """Move each table's relayed pointer (unmarking caught-up tables). With `where` (a
-        broker that may forget), keep where each table's last record went and mark the table
-        unconfirmed. One round trip."""
+        """Move each table's relayed pointer (unmarking caught-up tables) and end the relay
+        lease `token` holds on it. With `where` (a broker that may forget), keep where each
+        table's last record went and mark the table unconfirmed. One round trip."""
         calls = []
         for t, seq in upto.items():
             shard = shard_of(t)
-            keys = [table_key(t), relay_key(shard), stream_key(t), commands_key(t)]
-            args: list[Any] = [seq, t]
+            keys = [
+                table_key(t), relay_key(shard), stream_key(t), commands_key(t), relay_lock_key(t)
+            ]  # fmt: skip
+            args: list[Any] = [seq, t, token]
             if where is not None and t in where:
                 keys.append(unconfirmed_key(shard))
                 args += [*where[t], now_ms]

@@ -1,0 +1,81 @@
+"""The relay sends a replica's own commits from memory, reading back no stream it just wrote,
+and reads the stream when another replica committed in between: every event goes once, in seq
+order, and each pass's leases end with its acknowledgement (real Valkey, a fake event log)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bg.events.v1 import events_pb2
+from services.table.adapters.redis_store import TableStore
+from services.table.ports import Entry
+from services.table.relay import EventRelay
+from services.table.tables import TableCore
+from tests.table.driver import deal, options
+from tests.table.fakes import FakePublisher, FakeWallet
+
+P = ["alice", "bob"]
+
+
+class CountingStore(TableStore):
+    """Counts the tables whose streams a relay reads."""
+
+    reads = 0
+
+    async def events_after(self, pointers: dict[str, int]) -> dict[str, list[Entry]]:
+        self.reads += len(pointers)
+        return await super().events_after(pointers)
+
+
+def _replica(redis: Any, wallet: FakeWallet) -> tuple[TableCore, EventRelay, CountingStore]:
+    store = CountingStore(redis)
+    relay = EventRelay(store, FakePublisher())
+    core = TableCore(store, wallet, clock_scale=0.01, on_commit=relay.committed)
+    return core, relay, store
+
+
+def _seqs(*relays: EventRelay) -> list[int]:
+    out = []
+    for relay in relays:
+        for _key, data in relay.publisher.sent:  # type: ignore[attr-defined]
+            out.append(events_pb2.TableEvent.FromString(data).seq)
+    return out
+
+
+async def test_a_replicas_own_commits_leave_from_memory(redis: Any, wallet: FakeWallet) -> None:
+    core, relay, store = _replica(redis, wallet)
+    await deal(core, "t1", "t1-1", P, options("casual"))
+    assert await relay.run_once(sweep=False) > 0
+    await core.presence("t1", P[0], connected=False)
+    await core.presence("t1", P[1], connected=False)
+    assert await relay.run_once(sweep=False) > 0
+    seq = (await store.load("t1")).seq  # type: ignore[union-attr]
+    assert _seqs(relay) == list(range(1, seq + 1))  # each once, in order
+    assert store.reads == 0  # not one stream read back
+    assert await store.relayed("t1") == seq
+    assert await redis.keys("relay:lock:*") == []  # the acknowledgement ended the leases
+    assert relay._fresh == {}  # nothing kept once sent
+
+
+async def test_a_commit_by_another_replica_in_between_is_read_from_the_stream(
+    redis: Any, wallet: FakeWallet
+) -> None:
+    """Replica A's kept events do not follow the pointer (B committed in between): A reads the
+    stream and sends B's event before its own; B then finds nothing left to send."""
+    core_a, relay_a, store_a = _replica(redis, wallet)
+    core_b, relay_b, store_b = _replica(redis, wallet)
+    await deal(core_a, "t1", "t1-1", P, options("casual"))
+    await relay_a.run_once(sweep=False)
+    await core_b.presence("t1", P[0], connected=False)  # B's commit, not yet relayed
+    await core_a.presence("t1", P[1], connected=False)
+    assert await relay_a.run_once(sweep=False) == 2
+    assert store_a.reads == 1
+    assert await relay_b.run_once(sweep=False) == 0  # its event went with A's pass
+    seq = (await store_a.load("t1")).seq  # type: ignore[union-attr]
+    assert _seqs(relay_a, relay_b) == list(range(1, seq + 1))
+    assert await store_a.relayed("t1") == seq
+    assert relay_a._fresh == {} and relay_b._fresh == {}
+    # B's next commit follows the pointer again: from memory.
+    await core_b.presence("t1", P[0], connected=True)
+    assert await relay_b.run_once(sweep=False) == 1
+    assert store_b.reads == 1 and _seqs(relay_b) == [seq + 1]
