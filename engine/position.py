@@ -13,6 +13,8 @@ We follow the program: `tests/engine/test_position.py` proves it against gnubg.)
 
 from __future__ import annotations
 
+import operator
+
 import base64
 import binascii
 from dataclasses import dataclass
@@ -142,6 +144,10 @@ class Position:
         return self.gnubg_id()
 
 
+_POINT_NUMBERS = range(1, 26)  # points 1..24 from the owner's side, then the bar (25)
+
+
 def pip_count(side: tuple[int, ...]) -> int:
-    """Point number times checkers from the owner's side, the bar counting 25."""
-    return sum((i + 1) * n for i, n in enumerate(side))
+    """Point number times checkers from the owner's side, the bar counting 25 (in C: every
+    commit counts both seats' pips for their views)."""
+    return sum(map(operator.mul, _POINT_NUMBERS, side))

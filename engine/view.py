@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from engine.machine import may_double, next_deadline
+from engine.position import pip_count
 from engine.state import MatchState, Phase
 from engine.vocabulary import DeadlineKind, EndReason
 
@@ -77,10 +78,7 @@ def player_view(m: MatchState, seat: int) -> PlayerView:
         position_id=pos.gnubg_id(),
         own=own,
         opponent=opponent,
-        pips=(
-            sum((i + 1) * n for i, n in enumerate(own)),
-            sum((i + 1) * n for i, n in enumerate(opponent)),
-        ),
+        pips=(pip_count(own), pip_count(opponent)),
         dice=m.dice,
         steps=steps,
         cube=m.cube,
@@ -113,10 +111,7 @@ def spectator_view(m: MatchState) -> PlayerView:
         view,
         own=pos.mover,
         opponent=pos.opponent,
-        pips=(
-            sum((i + 1) * n for i, n in enumerate(pos.mover)),
-            sum((i + 1) * n for i, n in enumerate(pos.opponent)),
-        ),
+        pips=(pos.mover_pips, pos.opponent_pips),
         steps=(),
         lit={},
         movable=(),

@@ -76,6 +76,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         events.publisher(f"{replica}-relay"),
         metrics,
         leases=leases,
+        interval_s=settings.relay_interval_s,
         sweep_s=settings.relay_sweep_s,
         now=store_clock,  # the generations by the store's clock, as the keepers' (I-40)
     )

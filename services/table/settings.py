@@ -59,6 +59,15 @@ class TableSettings(ServiceSettings):
         "own commits leave at once; this finds those of replicas that died before relaying).",
         min=0.05,
     )
+    relay_interval_s: float = setting(
+        "BG_TABLE_RELAY_INTERVAL_S",
+        0.05,
+        "Seconds a relay waits between passes while commits keep coming: each pass sends every "
+        "commit since the last in one batch, so a longer wait costs less CPU per event and "
+        "adds as much to the events' way to Kafka's consumers (never to the players' streams).",
+        min=0.001,
+        max=1.0,
+    )
     shard_lease_ms: int = setting(
         "BG_SHARD_LEASE_MS",
         750,

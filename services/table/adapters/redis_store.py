@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import redis.asyncio as redis_asyncio
 from redis.asyncio.cluster import RedisCluster
@@ -133,37 +133,69 @@ else redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3]) end
 return 1
 """
 
-# After the relay published up to ARGV[1]: move the pointer forward, unmark when caught up.
-# A finished table whose events are all on Kafka starts its grace period: its keys expire.
-# On a broker that may forget (ARGV[3..6]: generation, partition, offset, incarnation of the
-# last record), where that record went is kept, and the table stays in its shard's
-# unconfirmed set (KEYS[5], ARGV[7]: now) until every group has read it.
-_RELAY_ACK = """
-if redis.call('GET', KEYS[5]) == ARGV[3] then redis.call('DEL', KEYS[5]) end
-local relayed = tonumber(redis.call('HGET', KEYS[1], 'relayed') or '0')
-local upto = tonumber(ARGV[1])
-if upto > relayed then redis.call('HSET', KEYS[1], 'relayed', upto); relayed = upto end
-if ARGV[4] then
-  redis.call('HSET', KEYS[1], 'rg', ARGV[4], 'rp', ARGV[5], 'ro', ARGV[6], 'ri', ARGV[7],
-             'rs', upto)
-  if upto > tonumber(redis.call('HGET', KEYS[1], 'consumed') or '0') then
-    redis.call('ZADD', KEYS[6], ARGV[8], ARGV[2])
+# After the relay published up to A[1] (table id A[2]): end the relay lease of A[3] (K[5]), move
+# the pointer forward, unmark when caught up. A finished table whose events are all on Kafka
+# starts its grace period: its keys expire. On a broker that may forget (A[4..7]: generation,
+# partition, offset, incarnation of the last record, "" for none), where that record went is
+# kept, and the table stays in its shard's unconfirmed set (K[6], A[8]: now) until every group
+# has read it. K: state hash, relay set, stream, commands, relay lock, unconfirmed set.
+_ACK_ONE = """
+local function ack(K, A)
+  if redis.call('GET', K[5]) == A[3] then redis.call('DEL', K[5]) end
+  local relayed = tonumber(redis.call('HGET', K[1], 'relayed') or '0')
+  local upto = tonumber(A[1])
+  if upto > relayed then redis.call('HSET', K[1], 'relayed', upto); relayed = upto end
+  if A[4] ~= '' then
+    redis.call('HSET', K[1], 'rg', A[4], 'rp', A[5], 'ro', A[6], 'ri', A[7], 'rs', upto)
+    if upto > tonumber(redis.call('HGET', K[1], 'consumed') or '0') then
+      redis.call('ZADD', K[6], A[8], A[2])
+    end
+  end
+  local seq = tonumber(redis.call('HGET', K[1], 'seq') or '0')
+  if relayed >= seq then
+    redis.call('ZREM', K[2], A[2])
+    local record = redis.call('HGET', K[1], 'finished')
+    if record then
+      redis.call('EXPIRE', K[1], FINISHED_TTL)
+      redis.call('EXPIRE', K[3], FINISHED_TTL)
+      redis.call('EXPIRE', K[4], FINISHED_TTL)
+      -- The record's name is stored by the final commit: same hash tag, so the same slot.
+      redis.call('EXPIRE', record, FINISHED_TTL)
+    end
   end
 end
-local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
-if relayed >= seq then
-  redis.call('ZREM', KEYS[2], ARGV[2])
-  local record = redis.call('HGET', KEYS[1], 'finished')
-  if record then
-    redis.call('EXPIRE', KEYS[1], FINISHED_TTL)
-    redis.call('EXPIRE', KEYS[3], FINISHED_TTL)
-    redis.call('EXPIRE', KEYS[4], FINISHED_TTL)
-    -- The record's name is stored by the final commit: same hash tag, so the same slot.
-    redis.call('EXPIRE', record, FINISHED_TTL)
-  end
-end
-return relayed
 """.replace("FINISHED_TTL", str(FINISHED_TTL_S))
+ACK_KEYS, ACK_ARGS = 6, 8
+# One table (a Valkey Cluster: a script's keys share a slot).
+_RELAY_ACK = _ACK_ONE + "ack(KEYS, ARGV)\nreturn 1\n"
+# Every table of a relay pass in one call (a standalone Redis): the per-table calls of a
+# pipeline cost redis-py more than the relay's Kafka producer did.
+_RELAY_ACK_ALL = (
+    _ACK_ONE
+    + """
+for i = 0, #KEYS / ACK_KEYS - 1 do
+  ack({unpack(KEYS, i * ACK_KEYS + 1, (i + 1) * ACK_KEYS)},
+      {unpack(ARGV, i * ACK_ARGS + 1, (i + 1) * ACK_ARGS)})
+end
+return 1
+""".replace("ACK_KEYS", str(ACK_KEYS)).replace("ACK_ARGS", str(ACK_ARGS))
+)
+
+# Lease every table of a relay pass (a standalone Redis): KEYS in pairs (its relay lock, its
+# state hash), ARGV[1] the relay's token, ARGV[2] the lease's ms, then the fields to read; per
+# table the fields, or false where another relay holds the lease.
+_LEASE_ALL = """
+local fields = {unpack(ARGV, 3)}
+local out = {}
+for i = 1, #KEYS, 2 do
+  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    out[#out + 1] = redis.call('HMGET', KEYS[i + 1], unpack(fields))
+  else
+    out[#out + 1] = false
+  end
+end
+return out
+"""
 
 # Every group has read the table's events up to ARGV[1]: move `consumed`; out of the shard's
 # unconfirmed set (KEYS[2]) once it reaches the relayed pointer.
@@ -221,6 +253,16 @@ CLUSTER_CHUNK = 48
 
 
 _RELAY_FIELDS = ("relayed", "consumed", "rg", "rp", "ro", "ri")
+
+
+# Tables per script call of a relay pass: a call blocks Redis while it runs, so a sweep's
+# thousands of tables go as several calls (pipelined: still one round trip).
+TABLES_PER_CALL = 128
+C = TypeVar("C")
+
+
+def _chunked(items: list[C]) -> list[list[C]]:
+    return [items[i : i + TABLES_PER_CALL] for i in range(0, len(items), TABLES_PER_CALL)]
 
 
 def _relay_state(raw: list[Any]) -> RelayState:
@@ -281,6 +323,8 @@ class TableStore:
         self._commit = client.register_script(_COMMIT)
         self._reschedule = client.register_script(_RESCHEDULE)
         self._relay_ack = client.register_script(_RELAY_ACK)
+        self._relay_ack_all = client.register_script(_RELAY_ACK_ALL)
+        self._lease_all = client.register_script(_LEASE_ALL)
         self._confirm = client.register_script(_CONFIRM)
         self._replay = client.register_script(_REPLAY)
         self._unlock = client.register_script(_UNLOCK)
@@ -441,6 +485,22 @@ class TableStore:
     ) -> dict[str, RelayState]:
         """Lease each table for relaying; {leased table: what the relay knows of it}. One round
         trip. A table whose node failed is not leased (a lock it may have set expires)."""
+        if not table_ids:
+            return {}
+        if not self._cluster:
+            chunks = _chunked(table_ids)
+            replies = await self._run_many(
+                self._lease_all,
+                [
+                    (
+                        [k for t in chunk for k in (relay_lock_key(t), table_key(t))],
+                        [token, ttl_ms, *_RELAY_FIELDS],
+                    )
+                    for chunk in chunks
+                ],
+            )
+            states = [raw for reply in replies for raw in reply]
+            return {t: _relay_state(raw) for t, raw in zip(table_ids, states, strict=True) if raw}
         commands: list[tuple[Any, ...]] = []
         for table_id in table_ids:
             commands.append(("SET", relay_lock_key(table_id), token, "NX", "PX", ttl_ms))
@@ -477,14 +537,23 @@ class TableStore:
         calls = []
         for t, seq in upto.items():
             shard = shard_of(t)
+            placed = where.get(t) if where is not None else None
             keys = [
-                table_key(t), relay_key(shard), stream_key(t), commands_key(t), relay_lock_key(t)
+                table_key(t), relay_key(shard), stream_key(t), commands_key(t), relay_lock_key(t),
+                unconfirmed_key(shard),
             ]  # fmt: skip
-            args: list[Any] = [seq, t, token]
-            if where is not None and t in where:
-                keys.append(unconfirmed_key(shard))
-                args += [*where[t], now_ms]
-            calls.append((keys, args))
+            calls.append((keys, [seq, t, token, *(placed or ("", "", "", "")), now_ms]))
+        if not calls:
+            return
+        if not self._cluster:  # the tables in a few calls
+            await self._run_many(
+                self._relay_ack_all,
+                [
+                    ([k for keys, _ in chunk for k in keys], [a for _, args in chunk for a in args])
+                    for chunk in _chunked(calls)
+                ],
+            )
+            return
         await self._run_many(self._relay_ack, calls)
 
     async def unconfirmed(
