@@ -212,8 +212,9 @@ class EventRelay:
                     self._held[table_id] = after
                 else:
                     self._held.pop(table_id, None)
-            # Every leased table's pointer (unmoved for those not sent) and lease end at once.
-            pointers = {t: s.relayed for t, s in owned.items()} | acked
+            # Every leased table's lease ends with the acknowledgements; those not sent move no
+            # pointer (0): a forgotten table's was just put back to what every group read.
+            pointers = dict.fromkeys(owned, 0) | acked
             await self.store.relay_ack_many(
                 pointers, where, at_ms, self.token
             )  # where: empty on Kafka

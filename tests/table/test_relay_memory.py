@@ -4,9 +4,12 @@ order, and each pass's leases end with its acknowledgement (real Valkey, a fake 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from bg.events.v1 import events_pb2
+from services.common.log_port import Outgoing, Placement, Unsent
+from services.contracts.redis_keys import table_key
 from services.table.adapters.redis_store import TableStore
 from services.table.ports import Entry
 from services.table.relay import EventRelay
@@ -79,3 +82,30 @@ async def test_a_commit_by_another_replica_in_between_is_read_from_the_stream(
     await core_b.presence("t1", P[0], connected=True)
     assert await relay_b.run_once(sweep=False) == 1
     assert store_b.reads == 1 and _seqs(relay_b) == [seq + 1]
+
+
+class Forgetting(FakePublisher):
+    """A broker that lost the table's last records: every publish comes back FORGOTTEN."""
+
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
+        return [Unsent.FORGOTTEN] * len(records)
+
+
+async def test_a_forgotten_table_goes_again_from_what_every_group_read(
+    redis: Any, wallet: FakeWallet
+) -> None:
+    """The pass that finds the broker forgot a table puts its pointer back to `consumed`; the
+    same pass's acknowledgement, which ends its lease, leaves that pointer where it is."""
+    core, relay, store = _replica(redis, wallet)
+    await deal(core, "t1", "t1-1", P, options("casual"))
+    await relay.run_once(sweep=False)
+    await redis.hset(table_key("t1"), "consumed", 2)  # every group read up to seq 2
+    await core.presence("t1", P[0], connected=False)
+    relay.publisher = Forgetting()
+    assert await relay.run_once(sweep=False) == 0
+    assert await store.relayed("t1") == 2  # relayed again from there, next pass
+    assert await redis.keys("relay:lock:*") == []
+    relay.publisher = FakePublisher()
+    assert await relay.run_once(sweep=False) > 0
+    seq = (await store.load("t1")).seq  # type: ignore[union-attr]
+    assert _seqs(relay)[0] == 3 and _seqs(relay)[-1] == seq
