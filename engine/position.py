@@ -13,10 +13,9 @@ We follow the program: `tests/engine/test_position.py` proves it against gnubg.)
 
 from __future__ import annotations
 
-import operator
-
 import base64
 import binascii
+import operator
 from dataclasses import dataclass
 from functools import lru_cache
 

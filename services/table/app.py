@@ -48,11 +48,14 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.closes(redis.aclose)
     store = TableStore(redis)
     core: TableCore | None = None
+    worker: ClockWorker | None = None
 
     def shards_changed(owned: list[int]) -> None:
         metrics.shards.set(len(owned))
         if core is not None:  # another replica's tables now: their states would only go stale
             core.cache.keep_shards(set(owned))
+        if worker is not None:
+            worker.shards_changed(owned)
 
     # One reference time for the rules, the clocks and the leases: the store's (I-40).
     store_clock = StoreClock(redis_times(redis))
@@ -108,6 +111,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         return [SERVICE_NAME]
 
     async def start() -> None:
+        nonlocal worker
         assert core is not None  # the host registers before it starts
         leases.address = f"{_advertised(settings)}:{app.ports['grpc']}"
         with contextlib.suppress(Exception):  # Redis not up yet: the tasks keep trying
@@ -118,6 +122,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         background.spawn("shard-leases", leases.run(background.stop))
         if settings.clock_workers:
             worker = ClockWorker(store, core, leases, now=store_clock)
+            core.local_clock = worker  # told of this replica's commits' deadlines directly
             background.spawn("clock", worker.run(background.stop))
         if settings.relay:  # the per-table event streams into Kafka
             background.spawn("relay", relay.run(background.stop))

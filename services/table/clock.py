@@ -65,6 +65,7 @@ class ClockWorker:
         self._passes: dict[str, asyncio.Task[int]] = {}  # node -> its pass in flight
         self._failed: dict[str, int] = {}  # node -> when its last pass failed
         self._wake_at = 0  # when the loop means to wake by itself (ms)
+        self._handing: set[asyncio.Future[None]] = set()  # hand-overs being published
         self.fired = 0
 
     async def _listen(self, stop: asyncio.Event) -> None:
@@ -112,10 +113,37 @@ class ClockWorker:
         text = reply_text(data)
         with contextlib.suppress(ValueError):
             shard, at = (int(part) for part in text.split(":"))
-            for seen in (self._earliest, *self._reads.values()):
-                seen[shard] = min(at, seen.get(shard, at))
-            if at < self._wake_at:  # (the loop sets it before each sleep)
-                self._wake.set()
+            self.sooner(shard, at)
+
+    def looks_after(self, shard: int) -> bool:
+        """This worker fires `shard`'s deadlines: a commit in its process then tells it
+        directly (`sooner`) instead of publishing a wake-up every replica would read."""
+        return self.leases.owns(shard)
+
+    def sooner(self, shard: int, at: int) -> None:
+        """`shard`'s earliest deadline is now `at` (a commit's, here or published)."""
+        for seen in (self._earliest, *self._reads.values()):
+            seen[shard] = min(at, seen.get(shard, at))
+        if at < self._wake_at:  # (the loop sets it before each sleep)
+            self._wake.set()
+
+    def shards_changed(self, owned: list[int]) -> None:
+        """The replica's shards changed (its lease's renewal): publish the earliest deadline of
+        each shard it no longer looks after, as it knows them. Commits here told only this
+        worker of them, and the new owner's first read of the shard may have come before them."""
+        now_owned = set(owned)
+        lost = {s: at for s, at in self._earliest.items() if s not in now_owned}
+        if lost:
+            task = asyncio.ensure_future(self._hand_over(lost))
+            self._handing.add(task)
+            task.add_done_callback(self._handing.discard)
+
+    async def _hand_over(self, lost: dict[int, int]) -> None:
+        try:
+            for shard, at in lost.items():
+                await self.store.wake(shard, at)
+        except Exception as exc:  # the new owner's sweeps find them (within SWEEP_S)
+            log.warning("clock hand-over not published", extra={"error": repr(exc)})
 
     def _merge(self, shards: list[int], read: dict[int, int], hinted: dict[int, int]) -> None:
         """Take what Redis said for `shards`, keeping wake-ups that arrived while it was read

@@ -62,6 +62,7 @@ class CommitResult:
     status: CommitStatus
     seq: int
     count: int = 0  # DUP: how many events the original command produced
+    sooner: bool = False  # OK: the commit brought its shard's earliest deadline sooner
 
 
 @dataclass(frozen=True)
@@ -137,12 +138,27 @@ class Commit:
     update: bytes = b""  # published to the table's gateways once committed
     record: MatchRecord | None = None  # written when this commit ends the match
     kinds: list[str] | None = None  # the events' kinds (the relay's record headers)
+    # Publish the clock wake-up when the shard's earliest deadline comes sooner (False: the
+    # committing replica's own clock worker looks after the shard; the result tells it).
+    wake: bool = True
 
 
 def command_field(seat: int, command_id: str) -> str:
     """Command ids are scoped to the seat that sends them (I-34): the field a store remembers a
     command's result under ("" for no id)."""
     return f"{seat}:{command_id}" if command_id else ""
+
+
+class LocalClock(Protocol):
+    """The clock worker in the committing replica's process, if one runs there."""
+
+    def looks_after(self, shard: int) -> bool:
+        """This worker fires `shard`'s deadlines (its replica holds the shard's lease)."""
+        ...
+
+    def sooner(self, shard: int, at_ms: int) -> None:
+        """A commit here brought `shard`'s earliest deadline to `at_ms`."""
+        ...
 
 
 class TableRepository(Protocol):
@@ -172,6 +188,10 @@ class TableRepository(Protocol):
         ...
 
     async def unschedule(self, table_id: str) -> None: ...
+
+    async def wake(self, shard: int, at_ms: int) -> None:
+        """Tell every clock worker that `shard`'s earliest deadline is now `at_ms`."""
+        ...
 
     async def get_record(self, table_id: str, match_id: str) -> MatchRecord | None: ...
 

@@ -56,9 +56,13 @@ class ShardLeases:
         self.on_change = on_change
         self.members: list[str] = []
         self._owned: list[int] = []
+        self._owned_set: set[int] = set()
 
     def owned(self) -> list[int]:
         return self._owned
+
+    def owns(self, shard: int) -> bool:
+        return shard in self._owned_set
 
     async def renew(self) -> list[int]:
         """Renew this replica's lease and recompute its shards from the live members (one
@@ -75,6 +79,7 @@ class ShardLeases:
         if members != self.members:
             self.members = members
             self._owned = assign(members).get(self.member, [])
+            self._owned_set = set(self._owned)
             log.info(
                 "shards rebalanced",
                 extra={"replicas": len(members), "owned": len(self._owned)},
@@ -100,3 +105,6 @@ class AllShards:
 
     def owned(self) -> list[int]:
         return list(range(VIRTUAL_SHARDS))
+
+    def owns(self, shard: int) -> bool:
+        return 0 <= shard < VIRTUAL_SHARDS

@@ -51,6 +51,7 @@ from services.table.ports import (
     CommitStatus,
     Entry,
     Loaded,
+    LocalClock,
     MatchRecord,
     Outcome,
     OutcomeState,
@@ -175,6 +176,9 @@ class TableCore:
         self.cache = StateCache(cache_size)
         # Told of every commit's events here (the relay sends them at once, from memory).
         self.on_commit = on_commit
+        # This process's clock worker, if one runs here: told directly of the deadlines of the
+        # shards it looks after (a commit publishes a wake-up only for the others' shards).
+        self.local_clock: LocalClock | None = None
 
     # -- creating ----------------------------------------------------------------------------
 
@@ -588,6 +592,9 @@ class TableCore:
             ],
         )
         due = next_deadline(m)
+        shard = shard_of(table_id)
+        local = self.local_clock
+        here = local is not None and local.looks_after(shard)
         data = [ev.SerializeToString() for ev in events]
         kinds = [str(ev.WhichOneof("body")) for ev in events]
         commit = Commit(
@@ -602,10 +609,13 @@ class TableCore:
             update=update.SerializeToString(),
             record=record,
             kinds=kinds,
+            wake=not here,
         )
         result = await self.store.commit(commit)
         if result.status is CommitStatus.OK:
             self.cache.put(table_id, Loaded(result.seq, out.state, meta, base.relayed))
+            if result.sooner and here and due is not None:
+                await self._sooner(shard, due.at_ms)
             if events and self.on_commit is not None:
                 first = result.seq - len(events) + 1
                 self.on_commit(
@@ -616,6 +626,16 @@ class TableCore:
                     ],
                 )
         return result, update
+
+    async def _sooner(self, shard: int, at_ms: int) -> None:
+        """Tell the clock worker that looks after `shard` of its new earliest deadline: this
+        process's, or, if the shard's lease moved while the commit ran, the others by the
+        wake-up channel (the commit published none)."""
+        local = self.local_clock
+        if local is not None and local.looks_after(shard):
+            local.sooner(shard, at_ms)
+        else:
+            await self.store.wake(shard, at_ms)
 
     async def _match_moves(
         self,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from services.contracts.shards import shard_of
 from services.table.adapters.redis_store import decode_state, encode_state
 from services.table.ports import Commit, CommitResult, CommitStatus, Loaded, MatchRecord
 
@@ -20,6 +21,7 @@ class MemoryTableStore:
         self.records: dict[str, str] = {}  # encoded, as Redis holds them
         self.prefs: dict[str, dict[str, str]] = {}
         self.updates: list[tuple[str, bytes]] = []  # what a commit publishes to the gateways
+        self.wakes: list[tuple[int, int]] = []  # the clock wake-ups published (shard, ms)
 
     async def load(self, table_id: str) -> Loaded | None:
         row = self.tables.get(table_id)
@@ -52,15 +54,23 @@ class MemoryTableStore:
             row["meta"] = copy.deepcopy(c.meta)
         if c.record is not None:
             self.records[f"{c.table_id}:{c.record.match_id}"] = c.record.encode()
+        sooner = False
         if c.deadline_ms is None:
             self.deadlines.pop(c.table_id, None)
         else:
+            shard = shard_of(c.table_id)
+            before = min(
+                (d for t, d in self.deadlines.items() if shard_of(t) == shard), default=None
+            )
+            sooner = before is None or c.deadline_ms < before
+            if sooner and c.wake:
+                self.wakes.append((shard, c.deadline_ms))
             self.deadlines[c.table_id] = c.deadline_ms
         if c.command_field:
             self.commands.setdefault(c.table_id, {})[c.command_field] = (new, len(c.events))
         if c.update:
             self.updates.append((c.table_id, c.update))
-        return CommitResult(CommitStatus.OK, new)
+        return CommitResult(CommitStatus.OK, new, sooner=sooner)
 
     async def command_result(self, table_id: str, field: str) -> tuple[int, int] | None:
         return self.commands.get(table_id, {}).get(field)
@@ -82,6 +92,9 @@ class MemoryTableStore:
         else:
             self.deadlines[table_id] = deadline_ms
         return True
+
+    async def wake(self, shard: int, at_ms: int) -> None:
+        self.wakes.append((shard, at_ms))
 
     async def unschedule(self, table_id: str) -> None:
         self.deadlines.pop(table_id, None)

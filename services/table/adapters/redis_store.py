@@ -101,6 +101,7 @@ if ARGV[9] ~= '' then
   redis.call('HSET', KEYS[1], 'finished', KEYS[7])
 end
 local new = seq + n
+local sooner = '0'
 redis.call('HSET', KEYS[1], 'seq', new, 'state', ARGV[2])
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'meta', ARGV[7])
@@ -113,16 +114,19 @@ else
   -- Wake the clock workers only when the shard's earliest deadline comes sooner: one that
   -- moves later (every move pushes the mover's on) would only wake them early for nothing,
   -- and a worker that wakes at the old one reads the shard again anyway.
+  -- No channel (ARGV[10] ''): the committing replica's own clock worker looks after the shard
+  -- and is told by the reply instead (every replica reads every wake-up published).
   local before = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
   if before[1] == nil or tonumber(ARGV[3]) < tonumber(before[2]) then
-    redis.call('PUBLISH', ARGV[10], ARGV[11] .. ':' .. ARGV[3])
+    sooner = '1'
+    if ARGV[10] ~= '' then redis.call('PUBLISH', ARGV[10], ARGV[11] .. ':' .. ARGV[3]) end
   end
 end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[4], ARGV[5], new .. ':' .. n) end
 if n > 0 then redis.call('ZADD', KEYS[5], 'NX', ARGV[6], ARGV[4]) end
 if ARGV[8] ~= '' then redis.call('PUBLISH', KEYS[6], ARGV[8]) end
-return {'OK', tostring(new)}
+return {'OK', tostring(new), sooner}
 """.replace("RECORD_TTL", str(RECORD_TTL_S)).replace("MAX_BEHIND", str(CLOCK_MAX_BEHIND_MS))
 
 # Put the clocks entry back in line with the state (a replica saw a stale deadline).
@@ -360,7 +364,7 @@ class TableStore:
             "" if c.meta is None else json.dumps(c.meta),
             c.update,
             "" if c.record is None else c.record.encode(),
-            WAKE_CHANNEL,
+            WAKE_CHANNEL if c.wake else "",
             str(shard),
             *c.events,
             *kinds,
@@ -370,13 +374,19 @@ class TableStore:
             commands_key(c.table_id), relay_key(shard), update_channel(c.table_id),
             record_key(c.table_id, c.record.match_id if c.record else ""),
         ]  # fmt: skip
-        status, value = await self._run(self._commit, keys, args)
+        status, value, *sooner = await self._run(self._commit, keys, args)
         status = CommitStatus(reply_text(status))
         value = reply_text(value)
         if status is CommitStatus.DUP:
             seq, count = value.split(":")
             return CommitResult(status, int(seq), int(count))
-        return CommitResult(status, int(value))
+        return CommitResult(
+            status, int(value), sooner=bool(sooner) and reply_text(sooner[0]) == "1"
+        )
+
+    async def wake(self, shard: int, at_ms: int) -> None:
+        """Tell the clock workers that `shard`'s earliest deadline is now `at_ms`."""
+        await self.redis.publish(WAKE_CHANNEL, f"{shard}:{at_ms}")
 
     async def command_result(self, table_id: str, field: str) -> tuple[int, int] | None:
         """(seq after, events produced) of an applied command (`command_field`), or None."""
