@@ -66,6 +66,7 @@ class ClockWorker:
         self._failed: dict[str, int] = {}  # node -> when its last pass failed
         self._wake_at = 0  # when the loop means to wake by itself (ms)
         self._handing: set[asyncio.Future[None]] = set()  # hand-overs being published
+        self._looked_after: set[int] = set()  # the shards as `shards_changed` last had them
         self.fired = 0
 
     async def _listen(self, stop: asyncio.Event) -> None:
@@ -131,8 +132,9 @@ class ClockWorker:
         """The replica's shards changed (its lease's renewal): publish the earliest deadline of
         each shard it no longer looks after, as it knows them. Commits here told only this
         worker of them, and the new owner's first read of the shard may have come before them."""
-        now_owned = set(owned)
-        lost = {s: at for s, at in self._earliest.items() if s not in now_owned}
+        now_owned, before = set(owned), self._looked_after
+        self._looked_after = now_owned
+        lost = {s: at for s, at in self._earliest.items() if s in before and s not in now_owned}
         if lost:
             task = asyncio.ensure_future(self._hand_over(lost))
             self._handing.add(task)

@@ -116,15 +116,17 @@ async def test_a_replica_handing_shards_over_publishes_their_earliest_deadlines(
     core = TableCore(store, wallet, clock_scale=0.01)
     leases = Shards(set(range(VIRTUAL_SHARDS)))
     worker = ClockWorker(store, core, leases)  # type: ignore[arg-type]
+    worker.shards_changed(leases.owned())  # the first renewal: every shard
     at = now_ms() + 60_000
     worker.sooner(3, at)
     worker.sooner(4, at + 1)
+    worker.sooner(VIRTUAL_SHARDS + 7, at)  # a shard it never looked after (another's wake-up)
     pubsub = redis.pubsub()
     await pubsub.subscribe(WAKE_CHANNEL)
     await pubsub.get_message(timeout=1.0)
     try:
         leases.shards.discard(3)
         worker.shards_changed(leases.owned())
-        assert await _heard(pubsub) == [f"3:{at}"]  # the shard it keeps is not published
+        assert await _heard(pubsub) == [f"3:{at}"]  # not the shard it keeps, nor another's
     finally:
         await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]
