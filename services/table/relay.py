@@ -56,9 +56,11 @@ CONFIRM_ALL_S = 10.0
 # With nothing committed here, a relay sleeps until a commit wakes it, at most this long (so a
 # change of its shards is still swept at once, and confirmations keep their pace).
 IDLE_S = 0.25
-# Events a relay keeps from this replica's commits per table until they are sent; a table past
-# it is read back from its stream instead (a relay that fell behind).
+# Events a relay keeps from this replica's commits until they are sent, per table and in all;
+# past either, a table's are read back from its stream instead (a relay that fell behind: Kafka
+# away, say, with every table still playing).
 FRESH_MAX = 500
+FRESH_TOTAL_MAX = 20_000
 
 
 def records(entries: list[Entry]) -> list[tuple[int, bytes, list[tuple[str, bytes]]]]:
@@ -108,15 +110,21 @@ class EventRelay:
         # This replica's commits' events, in seq order, not yet sent: a pass sends them from
         # here when they follow the table's relayed pointer (no read of the stream it wrote).
         self._fresh: dict[str, list[Entry]] = {}
+        self._kept = 0  # events in `_fresh`
 
     def committed(self, table_id: str, entries: list[Entry] | None = None) -> None:
         """The core committed `entries` to this table: relay it in the next pass."""
         self._committed.add(table_id)
         if entries:
-            kept = self._fresh.setdefault(table_id, [])
-            if (kept and kept[-1].seq + 1 != entries[0].seq) or len(kept) >= FRESH_MAX:
-                kept.clear()  # a gap (another replica committed between): read the stream
-            kept.extend(entries)
+            kept = self._fresh.pop(table_id, [])
+            self._kept -= len(kept)
+            gap = bool(kept) and kept[-1].seq + 1 != entries[0].seq  # another replica's between
+            if gap or len(kept) >= FRESH_MAX:
+                kept = []  # its stream is read instead
+            if self._kept + len(kept) + len(entries) <= FRESH_TOTAL_MAX:
+                kept.extend(entries)
+                self._fresh[table_id] = kept
+                self._kept += len(kept)
         self._woken.set()
 
     def _from_memory(self, pointers: dict[str, int]) -> dict[str, list[Entry]]:
@@ -137,14 +145,13 @@ class EventRelay:
     def _sent(self, acked: dict[str, int]) -> None:
         """Forget the kept events up to each table's new pointer."""
         for table_id, upto in acked.items():
-            kept = self._fresh.get(table_id)
+            kept = self._fresh.pop(table_id, None)
             if kept is None:
                 continue
             rest = [e for e in kept if e.seq > upto]
+            self._kept -= len(kept) - len(rest)
             if rest:
                 self._fresh[table_id] = rest
-            else:
-                del self._fresh[table_id]
 
     async def run_once(self, sweep: bool = True) -> int:
         """One pass over the tables committed here since the last pass and, with `sweep`, every

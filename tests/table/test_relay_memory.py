@@ -10,6 +10,7 @@ from typing import Any
 from bg.events.v1 import events_pb2
 from services.common.log_port import Outgoing, Placement, Unsent
 from services.contracts.redis_keys import table_key
+from services.table import relay as relay_module
 from services.table.adapters.redis_store import TableStore
 from services.table.ports import Entry
 from services.table.relay import EventRelay
@@ -109,3 +110,23 @@ async def test_a_forgotten_table_goes_again_from_what_every_group_read(
     assert await relay.run_once(sweep=False) > 0
     seq = (await store.load("t1")).seq  # type: ignore[union-attr]
     assert _seqs(relay)[0] == 3 and _seqs(relay)[-1] == seq
+
+
+def test_the_events_kept_are_bounded_in_all(monkeypatch: Any) -> None:
+    """Past FRESH_TOTAL_MAX (Kafka away while every table plays) a table's events are not kept:
+    its pass reads its stream; sending frees what was kept."""
+    monkeypatch.setattr(relay_module, "FRESH_TOTAL_MAX", 3)
+    relay = EventRelay(None, FakePublisher())  # type: ignore[arg-type]
+
+    def events(first: int, n: int) -> list[Entry]:
+        return [Entry(first + i, b"e", "dice_rolled", n if i == 0 else 0) for i in range(n)]
+
+    relay.committed("a", events(1, 2))
+    relay.committed("b", events(1, 2))  # would make 4
+    assert set(relay._fresh) == {"a"} and relay._kept == 2
+    assert relay._from_memory({"a": 0, "b": 0}) == {"a": events(1, 2)}
+    relay.committed("a", events(4, 1))  # a gap (seq 3 another replica's): only the new one
+    assert [e.seq for e in relay._fresh["a"]] == [4] and relay._kept == 1
+    relay._sent({"a": 4})
+    assert relay._fresh == {} and relay._kept == 0
+    assert relay._committed == {"a", "b"}  # both still go in the next pass
