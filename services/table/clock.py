@@ -66,7 +66,8 @@ class ClockWorker:
         self._failed: dict[str, int] = {}  # node -> when its last pass failed
         self._wake_at = 0  # when the loop means to wake by itself (ms)
         self._handing: set[asyncio.Future[None]] = set()  # hand-overs being published
-        self._looked_after: set[int] = set()  # the shards as `shards_changed` last had them
+        # The shards as `shards_changed` last had them (or as the leases had them at the start).
+        self._looked_after: set[int] = set(self.leases.owned())
         self.fired = 0
 
     async def _listen(self, stop: asyncio.Event) -> None:

@@ -116,7 +116,6 @@ async def test_a_replica_handing_shards_over_publishes_their_earliest_deadlines(
     core = TableCore(store, wallet, clock_scale=0.01)
     leases = Shards(set(range(VIRTUAL_SHARDS)))
     worker = ClockWorker(store, core, leases)  # type: ignore[arg-type]
-    worker.shards_changed(leases.owned())  # the first renewal: every shard
     at = now_ms() + 60_000
     worker.sooner(3, at)
     worker.sooner(4, at + 1)
