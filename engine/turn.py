@@ -9,6 +9,7 @@ several dice, except a total that would hit on an intermediate point.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -39,31 +40,57 @@ def dice_values(dice: tuple[int, int]) -> tuple[int, ...]:
     return (dice[0],) * 4 if dice[0] == dice[1] else dice
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=4096)
+def _most(start: Position, dice: tuple[int, int]) -> int:
+    """How many dice every legal play uses (0: none can be played)."""
+    plays = _plays(start, dice)
+    return len(plays[0].steps) if plays else 0
+
+
 def _reaches(
     start: Position, dice: tuple[int, int], current: Position, remaining: tuple[int, ...]
 ) -> bool:
-    """Can the legal results be reached from `current` with the dice `remaining` (sorted)?"""
-    if current in _results(start, dice):
-        return True
+    """Can the legal results be reached from `current` with the dice `remaining` (sorted)?
+
+    `current` is reached from `start` by legal single steps, so it has used `used` dice. Every
+    legal play uses `most` dice, and every sequence of `most` legal steps is a legal play except
+    where one die of two is all that can be played (the higher, when it can be: hence the
+    results' membership there). Each step lowers the mover's pips, so a position short of
+    `most` dice is never a result: it reaches one exactly when it can play the rest."""
+    most = _most(start, dice)
+    used = (4 if dice[0] == dice[1] else 2) - len(remaining)
+    if used < most:
+        return _can_play(current, remaining, most - used)
+    if used > most:
+        return False
+    return most != 1 or dice[0] == dice[1] or current in _results(start, dice)
+
+
+def _can_play(position: Position, remaining: tuple[int, ...], count: int) -> bool:
+    """Whether `count` more legal single steps can be played with dice from `remaining`."""
     for die in set(remaining):
-        rest = list(remaining)
-        rest.remove(die)
-        for step in _single_steps(current, die):
-            if _reaches(start, dice, apply_step(current, step), tuple(rest)):
+        rest: tuple[int, ...] | None = None
+        for step in _single_steps(position, die):
+            if count == 1:
+                return True
+            if rest is None:
+                left = list(remaining)
+                left.remove(die)
+                rest = tuple(left)
+            if _can_play(apply_step(position, step), rest, count - 1):
                 return True
     return False
 
 
-def _single_steps(position: Position, die: int) -> list[Step]:
+def _single_steps(position: Position, die: int) -> Iterator[Step]:
+    """The legal single steps of `die`, found one at a time (callers often need only one)."""
     me = position.mover
-    sources = [25] if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]
-    out = []
+    sources = (25,) if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]
+    dice = (die,)
     for frm in sources:
-        to = max(frm - die, 0)
-        if step_die(position, (frm, to), (die,)) == die:
-            out.append((frm, to))
-    return out
+        step = (frm, frm - die if frm > die else 0)
+        if step_die(position, step, dice) == die:
+            yield step
 
 
 @dataclass(frozen=True, slots=True)

@@ -532,3 +532,38 @@ def kafka_now() -> int:
     from services.common.clock import now_ms
 
     return now_ms()
+
+
+async def test_committed_reads_each_groups_offsets_of_many_partitions(broker: list[Any]) -> None:
+    """`Committed.of` asks each group once for every partition (one OffsetFetch): each group's
+    own commits come back per partition, None where it committed nothing or the topic is not
+    known, and one group's commits never stand for another's."""
+    boot = broker[0].address
+    namespace = Namespace("c" + uuid.uuid4().hex[:6])
+    topic, missing = f"{namespace.prefix}.c3", f"{namespace.prefix}.never"
+    await Topics(boot, 3).ensure([topic])
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    readers = {TABLE_EVENTS: READERS[TABLE_EVENTS][:2]}
+    first, second = readers[TABLE_EVENTS]
+    commits = {first: {tps[0]: 5, tps[2]: 7}, second: {tps[1]: 3}}
+    for service, offsets in commits.items():
+        member = AIOKafkaConsumer(
+            bootstrap_servers=boot, group_id=namespace.group(service), enable_auto_commit=False
+        )
+        await member.start()
+        try:
+            member.assign(list(offsets))
+            await member.commit(offsets)
+        finally:
+            await member.stop()
+    committed = Committed(boot, namespace, readers)
+    try:
+        got = await committed.of(TABLE_EVENTS, [*tps, TopicPartition(missing, 0)])
+    finally:
+        await committed.close()
+    assert got == {
+        tps[0]: {first: 5, second: None},
+        tps[1]: {first: None, second: 3},
+        tps[2]: {first: 7, second: None},
+        TopicPartition(missing, 0): {first: None, second: None},
+    }

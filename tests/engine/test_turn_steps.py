@@ -1,0 +1,122 @@
+"""I-30 step by step: the turn's allowed steps, lit points and completeness agree with their
+definition, searched in full. `engine/turn.py` decides whether a legal result is still
+reachable by counting the dice every legal play uses (a lit point is asked for on every roll's
+view); the reference below searches every order of every remaining die, as the rule reads."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.movegen import legal_plays
+from engine.position import Position
+from engine.steps import Step, apply_step, is_hit, step_die
+from engine.turn import Turn, dice_values
+from tests.engine.strategies import dice, positions
+
+
+@cache
+def _results(start: Position, roll: tuple[int, int]) -> frozenset[Position]:
+    return frozenset(p.result for p in legal_plays(start, roll))
+
+
+def _steps(position: Position, die: int) -> list[Step]:
+    me = position.mover
+    sources = [25] if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]
+    return [
+        (f, max(f - die, 0))
+        for f in sources
+        if step_die(position, (f, max(f - die, 0)), (die,)) == die
+    ]
+
+
+@cache
+def reaches(start: Position, roll: tuple[int, int], at: Position, rest: tuple[int, ...]) -> bool:
+    """The definition: `at` is a legal result, or some die left plays a step that reaches one."""
+    if at in _results(start, roll):
+        return True
+    for die in set(rest):
+        left = list(rest)
+        left.remove(die)
+        if any(reaches(start, roll, apply_step(at, s), tuple(left)) for s in _steps(at, die)):
+            return True
+    return False
+
+
+def reference_lit(turn: Turn) -> dict[int, list[int]]:
+    """Each checker's destinations: one die, or several for one checker through empty or own
+    points (never hitting on the way), each keeping a legal result reachable."""
+    current, remaining = turn.current, turn.remaining
+    out: dict[int, set[int]] = {}
+
+    def walk(pos: Position, at: int, rest: tuple[int, ...], frm: int) -> None:
+        for die in sorted(set(rest), reverse=True):
+            step = (at, max(at - die, 0))
+            if step_die(pos, step, (die,)) != die:
+                continue
+            left = list(rest)
+            left.remove(die)
+            left_t = tuple(sorted(left, reverse=True))
+            nxt = apply_step(pos, step)
+            if reaches(turn.start, turn.dice, nxt, left_t):
+                out.setdefault(frm, set()).add(step[1])
+            if step[1] > 0 and left_t and not is_hit(pos, step) and nxt.mover[24] == 0:
+                walk(nxt, step[1], left_t, frm)
+
+    me = current.mover
+    for frm in [25] if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]:
+        walk(current, frm, remaining, frm)
+    return {frm: sorted(dests, reverse=True) for frm, dests in out.items()}
+
+
+def reference_complete(turn: Turn) -> bool:
+    current = turn.current
+    if current not in _results(turn.start, turn.dice):
+        return False
+    rest = turn.remaining
+    for die in set(rest):
+        left = list(rest)
+        left.remove(die)
+        for s in _steps(current, die):
+            if reaches(
+                turn.start, turn.dice, apply_step(current, s), tuple(sorted(left, reverse=True))
+            ):
+                return False
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(positions, dice, st.randoms(use_true_random=False))
+def test_lit_points_and_completeness_match_the_full_search(
+    pos: Position, roll: tuple[int, int], rng: object
+) -> None:
+    """At the roll and after each lit move chosen at random until the turn is complete."""
+    turn = Turn(pos, roll)
+    for _ in range(len(dice_values(roll)) + 1):
+        lit = turn.lit()
+        assert lit == reference_lit(turn), (pos.gnubg_id(), roll, turn.steps)
+        assert turn.is_complete() == reference_complete(turn), (pos.gnubg_id(), roll, turn.steps)
+        if not lit:
+            break
+        frm = rng.choice(sorted(lit))  # type: ignore[attr-defined]
+        turn = turn.play(frm, rng.choice(lit[frm]))  # type: ignore[attr-defined]
+    assert not turn.lit()  # the dice run out or nothing more keeps a legal result
+    if legal_plays(pos, roll):
+        assert turn.current in turn.results  # lit moves alone always end on a legal play
+
+
+def test_only_the_higher_die_is_lit_when_either_die_alone_can_play() -> None:
+    """One checker on the 24-point, 6-5, the 13-point made: 24/18 or 24/19 can play but neither
+    then plays the other die, so the rules take the 6 alone; the 5's point is not lit."""
+    mover = [0] * 25
+    mover[23] = 1
+    opponent = [0] * 25
+    opponent[11] = 2  # faces the mover's 13-point
+    opponent[18] = 13
+    turn = Turn(Position(tuple(mover), tuple(opponent)), (5, 6))
+    assert turn.lit() == reference_lit(turn) == {24: [18]}
+    assert not turn.is_complete()
+    done = turn.play(24, 18)
+    assert done.is_complete() and reference_complete(done)
