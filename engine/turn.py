@@ -233,6 +233,34 @@ def _lit(turn: Turn) -> dict[int, tuple[int, ...]]:
 
 def validate_play(start: Position, dice: tuple[int, int], steps: tuple[Step, ...]) -> Turn:
     """I-30: each step legal in turn and the final position a legal play's result."""
+    turn = _single_die_play(start, dice, steps)
+    return turn if turn is not None else _stepped_play(start, dice, steps)
+
+
+def _single_die_play(
+    start: Position, dice: tuple[int, int], steps: tuple[Step, ...]
+) -> Turn | None:
+    """The turn a play of single-die steps makes, when it is a legal play (else None: the
+    caller plays it step by step, which names the fault). Each step takes the die the
+    step-by-step play would (the exact die, else the least higher one bearing off): that one
+    keeps the result reachable, since the rest of the play reaches it, so both build the
+    same turn (`tests/engine/test_turn_steps.py`) without searching each step's paths."""
+    current = start
+    remaining = list(dice_values(dice))
+    used = []
+    for step in steps:
+        die = step_die(current, step, tuple(remaining))
+        if die is None:
+            return None
+        remaining.remove(die)
+        used.append(die)
+        current = apply_step(current, step)
+    if current not in _results(start, dice):
+        return None
+    return Turn(start, dice, tuple(steps), (1,) * len(steps), tuple(used))
+
+
+def _stepped_play(start: Position, dice: tuple[int, int], steps: tuple[Step, ...]) -> Turn:
     turn = Turn(start, dice)
     for frm, to in steps:
         turn = turn.play(frm, to)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from engine.movegen import legal_plays
 from engine.position import Position
 from engine.steps import Step, apply_step, is_hit, step_die
-from engine.turn import Turn, dice_values
+from engine.turn import Turn, TurnError, _single_die_play, _stepped_play, dice_values
 from tests.engine.strategies import dice, positions
 
 
@@ -120,3 +120,27 @@ def test_only_the_higher_die_is_lit_when_either_die_alone_can_play() -> None:
     assert not turn.is_complete()
     done = turn.play(24, 18)
     assert done.is_complete() and reference_complete(done)
+
+
+@settings(max_examples=300, deadline=None)
+@given(positions, dice)
+def test_a_play_of_single_die_steps_makes_the_turn_step_by_step_play_makes(
+    pos: Position, roll: tuple[int, int]
+) -> None:
+    """validate_play's shortcut: every legal play, in its own order and backwards where that
+    order is legal too, makes the same turn (steps, groups, dice used) as playing it step by
+    step; a play that is not legal is left to the step-by-step play (which names the fault)."""
+    plays = legal_plays(pos, roll)
+    for play in plays:
+        for steps in (play.steps, play.steps[::-1]):
+            fast = _single_die_play(pos, roll, steps)
+            try:
+                slow = _stepped_play(pos, roll, steps)
+            except TurnError:
+                assert fast is None, (pos.gnubg_id(), roll, steps)
+                continue
+            if fast is not None:
+                assert fast == slow, (pos.gnubg_id(), roll, steps)
+    if plays:
+        assert _single_die_play(pos, roll, plays[0].steps) is not None
+        assert _single_die_play(pos, roll, plays[0].steps[:-1]) is None  # a die left to play
