@@ -12,6 +12,7 @@ from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common import kafka, tracing
 from services.common.balanced import channel_to
 from services.common.deps import redis_check, redis_client
+from services.common.lean_redis import LeanRedis
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
 from services.contracts import peers
@@ -46,7 +47,15 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         timeout=settings.redis_timeout_s,
     )
     app.closes(redis.aclose)
-    store = TableStore(redis)
+    hot = None
+    if (
+        settings.lean_commit
+        and not settings.redis_cluster
+        and settings.redis_url.startswith("redis://")
+    ):
+        hot = LeanRedis(settings.redis_url, settings.redis_timeout_s, app.metrics.redis_round_trips)
+        app.closes(hot.aclose)
+    store = TableStore(redis, hot)
     core: TableCore | None = None
     worker: ClockWorker | None = None
 

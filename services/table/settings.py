@@ -52,6 +52,13 @@ class TableSettings(ServiceSettings):
     )
     clock_workers: bool = setting("BG_TABLE_CLOCKS", True, "Run the clock worker in this replica.")
     relay: bool = setting("BG_TABLE_RELAY", True, "Run the Kafka relay in this replica.")
+    lean_commit: bool = setting(
+        "BG_TABLE_LEAN_COMMIT",
+        True,
+        "Send the commit script by the lean client (one pipelined connection, "
+        "services/common/lean_redis.py) on a standalone redis:// Redis; false: by redis-py, "
+        "as every other call. A Valkey Cluster or TLS always uses redis-py.",
+    )
     relay_sweep_s: float = setting(
         "BG_TABLE_RELAY_SWEEP_S",
         5.0,

@@ -32,6 +32,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from engine.state import TableState
 from services.common.deps import evalsha, evalsha_many, reply_text
+from services.common.lean_redis import LeanRedis
 from services.common.node_pipelines import node_of, raise_first, read_slots_again, run_by_node
 from services.contracts import money_keys
 from services.contracts.redis_keys import (
@@ -321,9 +322,12 @@ def decode_state(data: bytes) -> TableState:
 
 
 class TableStore:
-    def __init__(self, client: redis_asyncio.Redis) -> None:
+    def __init__(self, client: redis_asyncio.Redis, hot: LeanRedis | None = None) -> None:
         # redis-py's reply types depend on decode_responses; this store always reads bytes.
         self.redis: Any = client
+        # The commit, on every command's path, goes by the lean client when there is one (a
+        # standalone Redis: services/common/lean_redis.py); the rest by redis-py.
+        self.hot = hot
         self._commit = client.register_script(_COMMIT)
         self._reschedule = client.register_script(_RESCHEDULE)
         self._relay_ack = client.register_script(_RELAY_ACK)
@@ -374,7 +378,11 @@ class TableStore:
             commands_key(c.table_id), relay_key(shard), update_channel(c.table_id),
             record_key(c.table_id, c.record.match_id if c.record else ""),
         ]  # fmt: skip
-        status, value, *sooner = await self._run(self._commit, keys, args)
+        if self.hot is not None:
+            reply = await self.hot.evalsha(self._commit, keys, args)
+        else:
+            reply = await self._run(self._commit, keys, args)
+        status, value, *sooner = reply
         status = CommitStatus(reply_text(status))
         value = reply_text(value)
         if status is CommitStatus.DUP:
