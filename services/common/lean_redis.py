@@ -1,4 +1,5 @@
-"""A lean Redis client for one hot call: the table's commit script.
+"""A lean Redis client for the table store's scripts: the commit on every command's path,
+the relay's on every pass.
 
 redis-py spends ~0.1 ms of Python on each call around the round trip itself (a pooled
 connection taken under a lock and a timeout, a readiness probe of its socket, observability
@@ -12,8 +13,9 @@ It behaves as `services.common.deps.redis_client` does where the table store rel
 redis-py's exceptions (its parser's classes for error replies: NoScriptError, ReadOnlyError...),
 a reply waiting at most `timeout_s` (then the connection is dropped, as a frozen node keeps its
 socket open), a call meeting a dead connection or a timeout sent again on a new one up to 3
-times with the same backoff (safe: the commit script checks the table's `seq` and the command
-id), round trips counted. Plain `redis://` only; anything else (TLS, a cluster) stays on redis-py.
+times with the same backoff (as redis-py sends every call again: each script checks the
+table's `seq`, a command id or a lease token, or only reads), round trips counted. Plain
+`redis://` only; anything else (TLS, a cluster) stays on redis-py.
 """
 
 from __future__ import annotations

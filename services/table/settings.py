@@ -55,9 +55,9 @@ class TableSettings(ServiceSettings):
     lean_commit: bool = setting(
         "BG_TABLE_LEAN_COMMIT",
         True,
-        "Send the commit script by the lean client (one pipelined connection, "
-        "services/common/lean_redis.py) on a standalone redis:// Redis; false: by redis-py, "
-        "as every other call. A Valkey Cluster or TLS always uses redis-py.",
+        "Send the table store's scripts (the commit, the relay's) by the lean client (one "
+        "pipelined connection, services/common/lean_redis.py) on a standalone redis:// Redis; "
+        "false: by redis-py, as every other call. A Valkey Cluster or TLS always uses redis-py.",
     )
     relay_sweep_s: float = setting(
         "BG_TABLE_RELAY_SWEEP_S",

@@ -1,7 +1,7 @@
 """Issue 17: the table core's port, one contract for both stores. The in-memory store the unit
 tests use answers as the Redis store's Lua scripts do (on a single Valkey and a Valkey
-Cluster): created once, compare-and-set on seq, a command id applied once, events in order,
-deadlines, records, preferences."""
+Cluster, the scripts by redis-py or by the lean client): created once, compare-and-set on seq,
+a command id applied once, events in order, deadlines, records, preferences."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from engine import profiles
 from engine.machine import new_match
 from engine.state import TableState
 from services.common.clock import now_ms
+from services.common.lean_redis import LeanRedis
 from services.table.adapters.redis_store import TableStore
 from services.table.ports import Commit, MatchRecord, TableMeta, TableRepository
 from tests.helpers import flushed_client
@@ -22,13 +23,20 @@ from tests.table.memory_store import MemoryTableStore
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(params=["memory", "valkey", "valkey-cluster"])
+@pytest.fixture(params=["memory", "valkey", "valkey-lean", "valkey-cluster"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[TableRepository]:
+    """valkey-lean: the scripts by the lean client, as a table replica sends them on a
+    standalone Redis (services/common/lean_redis.py)."""
     if request.param == "memory":
         yield MemoryTableStore()
         return
-    client = await flushed_client(request, request.param)
-    yield TableStore(client)
+    client = await flushed_client(request, request.param.removesuffix("-lean"))
+    lean = None
+    if request.param == "valkey-lean":
+        lean = LeanRedis(request.getfixturevalue("valkey_url"))
+    yield TableStore(client, lean)
+    if lean is not None:
+        await lean.aclose()
     await client.aclose()
 
 

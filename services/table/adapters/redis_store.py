@@ -23,6 +23,7 @@ makes the table's keys persistent again), so nothing expires before it is on Kaf
 from __future__ import annotations
 
 import json
+from asyncio import gather
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -325,8 +326,9 @@ class TableStore:
     def __init__(self, client: redis_asyncio.Redis, hot: LeanRedis | None = None) -> None:
         # redis-py's reply types depend on decode_responses; this store always reads bytes.
         self.redis: Any = client
-        # The commit, on every command's path, goes by the lean client when there is one (a
-        # standalone Redis: services/common/lean_redis.py); the rest by redis-py.
+        # The scripts (the commit on every command's path, the relay's on every pass) go by the
+        # lean client when there is one (a standalone Redis: services/common/lean_redis.py);
+        # the plain commands by redis-py.
         self.hot = hot
         self._commit = client.register_script(_COMMIT)
         self._reschedule = client.register_script(_RESCHEDULE)
@@ -340,9 +342,13 @@ class TableStore:
         self._cluster = isinstance(client, RedisCluster)
 
     async def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        if self.hot is not None:
+            return await self.hot.evalsha(script, keys, args)
         return await evalsha(self.redis, script, keys, args)
 
     async def _run_many(self, script: Any, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        if self.hot is not None:  # pipelined on its one connection
+            return list(await gather(*(self.hot.evalsha(script, k, a) for k, a in calls)))
         return await evalsha_many(self.redis, script, calls)
 
     async def load(self, table_id: str) -> Loaded | None:
@@ -378,11 +384,7 @@ class TableStore:
             commands_key(c.table_id), relay_key(shard), update_channel(c.table_id),
             record_key(c.table_id, c.record.match_id if c.record else ""),
         ]  # fmt: skip
-        if self.hot is not None:
-            reply = await self.hot.evalsha(self._commit, keys, args)
-        else:
-            reply = await self._run(self._commit, keys, args)
-        status, value, *sooner = reply
+        status, value, *sooner = await self._run(self._commit, keys, args)
         status = CommitStatus(reply_text(status))
         value = reply_text(value)
         if status is CommitStatus.DUP:
