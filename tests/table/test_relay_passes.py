@@ -6,13 +6,33 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from services.common.lean_redis import LeanRedis
 from services.contracts.redis_keys import relay_key, relay_lock_key, table_key
 from services.contracts.shards import shard_of
 from services.table.adapters.redis_store import TABLES_PER_CALL, TableStore
+from tests.helpers import Valkey
 
 
 async def test_a_pass_over_hundreds_of_tables_leases_and_acknowledges_each(redis: Any) -> None:
-    store = TableStore(redis)
+    await _a_pass(TableStore(redis), redis)
+
+
+@pytest.mark.single_valkey
+async def test_a_pass_by_the_lean_client_leases_and_acknowledges_each(
+    redis: Any, valkey: Valkey
+) -> None:
+    """The same pass with the scripts sent as a table replica sends them on a standalone Redis
+    (services/common/lean_redis.py: the calls of a pass pipelined on one connection)."""
+    lean = LeanRedis(valkey.url)
+    try:
+        await _a_pass(TableStore(redis, lean), redis)
+    finally:
+        await lean.aclose()
+
+
+async def _a_pass(store: TableStore, redis: Any) -> None:
     tables = [f"t{i}" for i in range(2 * TABLES_PER_CALL + 44)]
     for t in tables:
         await redis.hset(table_key(t), mapping={"seq": 3, "relayed": 1})
