@@ -82,6 +82,9 @@ class _Connection(asyncio.Protocol):
         self.reader.feed(data)
         try:
             while (reply := self.reader.gets()) is not False:
+                if not self.waiting:  # a reply nobody asked for: the stream is not ours
+                    self.close(RedisConnectionError("Redis sent a reply no call waits for"))
+                    return
                 future, _ = self.waiting.popleft()
                 if not future.done():  # a caller that gave up still had its reply read
                     future.set_result(reply)
