@@ -50,24 +50,43 @@ def _most(start: Position, dice: tuple[int, int]) -> int:
 def _reaches(
     start: Position, dice: tuple[int, int], current: Position, remaining: tuple[int, ...]
 ) -> bool:
-    """Can the legal results be reached from `current` with the dice `remaining` (sorted)?
+    """Can the legal results be reached from `current` with the dice `remaining`?
 
-    `current` is reached from `start` by legal single steps, so it has used `used` dice. Every
-    legal play uses `most` dice, and every sequence of `most` legal steps is a legal play except
-    where one die of two is all that can be played (the higher, when it can be: hence the
-    results' membership there). Each step lowers the mover's pips, so a position short of
-    `most` dice is never a result: it reaches one exactly when it can play the rest."""
+    `current` is reached from `start` by legal single steps, having used `used` dice. Every
+    legal play uses `most` dice, and every sequence of `most` legal steps is a legal play, but
+    where one die of two is all that can be played (the higher, when it can be: the results
+    decide). Short of `most` dice a position reaches a result when it can play the rest, or is
+    one already: that takes bearing off, where a die may be worth more pips than it moves a
+    checker (elsewhere each die lowers the mover's pips by its value, so the positions differ).
+    The same answers as searching every order of the dice left (tests/engine/test_turn_steps.py),
+    without the search."""
     most = _most(start, dice)
     used = (4 if dice[0] == dice[1] else 2) - len(remaining)
-    if used < most:
-        return _can_play(current, remaining, most - used)
     if used > most:
         return False
-    return most != 1 or dice[0] == dice[1] or current in _results(start, dice)
+    if most == 1 and dice[0] != dice[1]:
+        results = _results(start, dice)
+        return current in results or any(
+            apply_step(current, step) in results
+            for die in set(remaining)
+            for step in _single_steps(current, die)
+        )
+    if used == most:
+        return True
+    return _playable(start, dice, current, remaining, most - used)
 
 
-def _can_play(position: Position, remaining: tuple[int, ...], count: int) -> bool:
-    """Whether `count` more legal single steps can be played with dice from `remaining`."""
+def _playable(
+    start: Position,
+    dice: tuple[int, int],
+    position: Position,
+    remaining: tuple[int, ...],
+    count: int,
+) -> bool:
+    """Whether `count` more legal single steps can be played with dice from `remaining`, or
+    `position` is a legal result already (bearing off, all home)."""
+    if not any(position.mover[6:]) and position in _results(start, dice):
+        return True
     for die in set(remaining):
         rest: tuple[int, ...] | None = None
         for step in _single_steps(position, die):
@@ -77,7 +96,7 @@ def _can_play(position: Position, remaining: tuple[int, ...], count: int) -> boo
                 left = list(remaining)
                 left.remove(die)
                 rest = tuple(left)
-            if _can_play(apply_step(position, step), rest, count - 1):
+            if _playable(start, dice, apply_step(position, step), rest, count - 1):
                 return True
     return False
 

@@ -1,7 +1,9 @@
-"""I-30 step by step: the turn's allowed steps, lit points and completeness agree with their
-definition, searched in full. `engine/turn.py` decides whether a legal result is still
-reachable by counting the dice every legal play uses (a lit point is asked for on every roll's
-view); the reference below searches every order of every remaining die, as the rule reads."""
+"""I-30 step by step: the turn's allowed steps, the paths a move takes, lit points and
+completeness agree with their definition, searched in full. `engine/turn.py` decides whether a
+legal result is still reachable by counting the dice every legal play uses (a lit point is asked
+for on every roll's view); the reference below searches every order of every remaining die, as
+the rule reads. Bearing-off positions are drawn apart: there a die may be worth more pips than
+it moves, and a position short of the dice can be a legal result already."""
 
 from __future__ import annotations
 
@@ -45,13 +47,13 @@ def reaches(start: Position, roll: tuple[int, int], at: Position, rest: tuple[in
     return False
 
 
-def reference_lit(turn: Turn) -> dict[int, list[int]]:
-    """Each checker's destinations: one die, or several for one checker through empty or own
-    points (never hitting on the way), each keeping a legal result reachable."""
-    current, remaining = turn.current, turn.remaining
-    out: dict[int, set[int]] = {}
+def reference_paths(turn: Turn, frm: int) -> dict[int, list[tuple[Step, ...]]]:
+    """One checker's destinations from `frm` and the single-step paths to each, in the order
+    found: one die, or several through empty or own points (never hitting on the way), each
+    keeping a legal result reachable."""
+    out: dict[int, list[tuple[Step, ...]]] = {}
 
-    def walk(pos: Position, at: int, rest: tuple[int, ...], frm: int) -> None:
+    def walk(pos: Position, at: int, rest: tuple[int, ...], path: tuple[Step, ...]) -> None:
         for die in sorted(set(rest), reverse=True):
             step = (at, max(at - die, 0))
             if step_die(pos, step, (die,)) != die:
@@ -61,14 +63,22 @@ def reference_lit(turn: Turn) -> dict[int, list[int]]:
             left_t = tuple(sorted(left, reverse=True))
             nxt = apply_step(pos, step)
             if reaches(turn.start, turn.dice, nxt, left_t):
-                out.setdefault(frm, set()).add(step[1])
+                out.setdefault(step[1], []).append((*path, step))
             if step[1] > 0 and left_t and not is_hit(pos, step) and nxt.mover[24] == 0:
-                walk(nxt, step[1], left_t, frm)
+                walk(nxt, step[1], left_t, (*path, step))
 
-    me = current.mover
-    for frm in [25] if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]:
-        walk(current, frm, remaining, frm)
-    return {frm: sorted(dests, reverse=True) for frm, dests in out.items()}
+    walk(turn.current, frm, turn.remaining, ())
+    return out
+
+
+def _sources(position: Position) -> list[int]:
+    me = position.mover
+    return [25] if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]
+
+
+def reference_lit(turn: Turn) -> dict[int, list[int]]:
+    found = {frm: reference_paths(turn, frm) for frm in _sources(turn.current)}
+    return {frm: sorted(paths, reverse=True) for frm, paths in found.items() if paths}
 
 
 def reference_complete(turn: Turn) -> bool:
@@ -87,8 +97,27 @@ def reference_complete(turn: Turn) -> bool:
     return True
 
 
+@st.composite
+def _bearing_off(draw: st.DrawFn) -> Position:
+    """Every mover's checker home (some borne off), the opponent anywhere else, its points in
+    the mover's home board included: where a die can be worth more pips than it moves."""
+    mover = [0] * 25
+    for _ in range(draw(st.integers(1, 15))):
+        mover[draw(st.integers(0, 5))] += 1
+    opponent = [0] * 25
+    for _ in range(draw(st.integers(0, 15))):
+        slot = draw(st.integers(0, 24))
+        if slot < 24 and mover[23 - slot]:
+            continue
+        opponent[slot] += 1
+    return Position(tuple(mover), tuple(opponent))
+
+
+bearing_off = _bearing_off()
+
+
 @settings(max_examples=300, deadline=None)
-@given(positions, dice, st.randoms(use_true_random=False))
+@given(st.one_of(positions, bearing_off), dice, st.randoms(use_true_random=False))
 def test_lit_points_and_completeness_match_the_full_search(
     pos: Position, roll: tuple[int, int], rng: object
 ) -> None:
@@ -97,6 +126,8 @@ def test_lit_points_and_completeness_match_the_full_search(
     for _ in range(len(dice_values(roll)) + 1):
         lit = turn.lit()
         assert lit == reference_lit(turn), (pos.gnubg_id(), roll, turn.steps)
+        for frm in _sources(turn.current):  # the paths a move takes, too
+            assert turn._paths(frm) == reference_paths(turn, frm), (pos.gnubg_id(), roll, frm)
         assert turn.is_complete() == reference_complete(turn), (pos.gnubg_id(), roll, turn.steps)
         if not lit:
             break
@@ -123,7 +154,7 @@ def test_only_the_higher_die_is_lit_when_either_die_alone_can_play() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(positions, dice)
+@given(st.one_of(positions, bearing_off), dice)
 def test_a_play_of_single_die_steps_makes_the_turn_step_by_step_play_makes(
     pos: Position, roll: tuple[int, int]
 ) -> None:
@@ -143,4 +174,8 @@ def test_a_play_of_single_die_steps_makes_the_turn_step_by_step_play_makes(
                 assert fast == slow, (pos.gnubg_id(), roll, steps)
     if plays:
         assert _single_die_play(pos, roll, plays[0].steps) is not None
-        assert _single_die_play(pos, roll, plays[0].steps[:-1]) is None  # a die left to play
+        short = plays[0].steps[:-1]  # a die left to play: refused, unless bearing off with a
+        after = pos  # die worth more than it moved reached the same position as the play
+        for step in short:
+            after = apply_step(after, step)
+        assert (_single_die_play(pos, roll, short) is None) == (after not in _results(pos, roll))
