@@ -49,7 +49,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.closes(redis.aclose)
     hot = None
     if (
-        settings.lean_commit
+        settings.lean_scripts
         and not settings.redis_cluster
         and settings.redis_url.startswith("redis://")
     ):

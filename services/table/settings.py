@@ -52,8 +52,8 @@ class TableSettings(ServiceSettings):
     )
     clock_workers: bool = setting("BG_TABLE_CLOCKS", True, "Run the clock worker in this replica.")
     relay: bool = setting("BG_TABLE_RELAY", True, "Run the Kafka relay in this replica.")
-    lean_commit: bool = setting(
-        "BG_TABLE_LEAN_COMMIT",
+    lean_scripts: bool = setting(
+        "BG_TABLE_LEAN_SCRIPTS",
         True,
         "Send the table store's scripts (the commit, the relay's) by the lean client (one "
         "pipelined connection, services/common/lean_redis.py) on a standalone redis:// Redis; "

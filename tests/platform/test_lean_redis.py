@@ -19,6 +19,7 @@ from redis import exceptions as redis_errors
 from infra.cluster import embedded
 from services.common.deps import redis_client
 from services.common.lean_redis import LeanRedis
+from services.table.adapters.redis_store import TableStore
 
 pytestmark = pytest.mark.integration
 
@@ -150,3 +151,10 @@ async def test_the_urls_password_and_database_are_used(server: Any) -> None:
 def test_only_plain_redis_urls_are_taken() -> None:
     with pytest.raises(ValueError, match="plain redis://"):
         LeanRedis("rediss://127.0.0.1:6380/0")
+
+
+def test_a_store_on_a_cluster_refuses_the_lean_client() -> None:
+    """It pipelines to one node: a cluster's keys live on many."""
+    cluster = redis_client("redis://127.0.0.1:7000/0", cluster=True)  # no I/O until a call
+    with pytest.raises(ValueError, match="standalone"):
+        TableStore(cluster, LeanRedis("redis://127.0.0.1:7000/0"))

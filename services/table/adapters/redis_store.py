@@ -340,6 +340,8 @@ class TableStore:
         self._unlock = client.register_script(_UNLOCK)
         self._each_script = client.register_script(_EACH)
         self._cluster = isinstance(client, RedisCluster)
+        if hot is not None and self._cluster:  # it would send every key to one node
+            raise ValueError("the lean client serves a standalone Redis, not a cluster")
 
     async def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         if self.hot is not None:
