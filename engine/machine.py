@@ -9,6 +9,7 @@ test. A rejected command changes nothing: the caller keeps the state it had.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -67,14 +68,18 @@ _MATCH_FIELDS = tuple(f.name for f in dataclasses.fields(MatchState))
 
 def _replace(m: MatchState, changes: dict[str, Any]) -> MatchState:
     """`dataclasses.replace` for MatchState without its per-call field checks (it runs several
-    times per command). An unknown field name is a bug: KeyError-free, so check it here."""
-    for name in changes:
-        if name not in _MATCH_SLOTS:
+    times per command): every field read in one call, the changed ones put in by position."""
+    values = list(_MATCH_VALUES(m))
+    for name, value in changes.items():
+        at = _MATCH_INDEX.get(name)
+        if at is None:
             raise TypeError(f"MatchState has no field {name!r}")
-    return MatchState(*[changes[n] if n in changes else getattr(m, n) for n in _MATCH_FIELDS])
+        values[at] = value
+    return MatchState(*values)
 
 
-_MATCH_SLOTS = frozenset(_MATCH_FIELDS)
+_MATCH_VALUES = operator.attrgetter(*_MATCH_FIELDS)
+_MATCH_INDEX = {name: i for i, name in enumerate(_MATCH_FIELDS)}
 
 
 class _Ctx:

@@ -200,6 +200,10 @@ class Turn:
         return {frm: list(dests) for frm, dests in _lit(self).items()}
 
     def _compute_lit(self) -> dict[int, tuple[int, ...]]:
+        if not self.steps:
+            quiet = _quiet_lit(self.start, self.dice, _most(self.start, self.dice))
+            if quiet is not None:
+                return quiet
         me = self.current.mover
         sources = [25] if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]
         out = {}
@@ -242,6 +246,58 @@ class Turn:
             raise TurnError("NOTHING_TO_UNDO", "no step to undo this turn")
         n = self.groups[-1]
         return Turn(self.start, self.dice, self.steps[:-n], self.groups[:-1], self.used[:-n])
+
+
+def _quiet_lit(
+    start: Position, dice: tuple[int, int], most: int
+) -> dict[int, tuple[int, ...]] | None:
+    """A roll's lit points, counted point by point, when no checker is on the bar and none can
+    bear off before the turn's last die (None otherwise: the search decides). Then a step is
+    legal when it lands on the board on a point the opponent has not made; the mover's own
+    checkers never block and a hit blot changes no made point, so which other steps stay legal
+    after one is plain: doubles can always play on (each checker's run of open points only
+    shortens by the step taken), different dice when another checker, or this one from where
+    it lands, can play the other die. The same answers as the search
+    (tests/engine/test_turn_steps.py)."""
+    me, opp = start.mover, start.opponent
+    hi, lo = max(dice), min(dice)
+    doubles = hi == lo
+    if me[24] or sum(me[6:24]) < (4 if doubles else 2) or most < (1 if doubles else 2):
+        return None
+
+    def open_(point: int) -> bool:
+        return point >= 1 and opp[24 - point] < 2
+
+    out: dict[int, tuple[int, ...]] = {}
+    sources = [p for p in range(24, 0, -1) if me[p - 1]]
+    if doubles:
+        for frm in sources:
+            run: list[int] = []
+            at = frm
+            while len(run) < most and open_(at - hi):
+                at -= hi
+                run.append(at)
+                if opp[24 - at] == 1:  # a total never goes on through a hit
+                    break
+            if run:
+                out[frm] = tuple(run)
+        return out
+    playable = {die: {p for p in sources if open_(p - die)} for die in (hi, lo)}
+    for frm in sources:
+        dests: set[int] = set()
+        for die, other in ((hi, lo), (lo, hi)):
+            to = frm - die
+            if not open_(to):
+                continue
+            left = playable[other]  # another checker plays it, or this one from `to`
+            others = len(left) > 1 or (left and (frm not in left or me[frm - 1] > 1))
+            if others or open_(to - other):
+                dests.add(to)
+            if opp[24 - to] != 1 and open_(to - other):
+                dests.add(to - other)
+        if dests:
+            out[frm] = tuple(sorted(dests, reverse=True))
+    return out
 
 
 @lru_cache(maxsize=4096)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from engine.machine import may_double, next_deadline
+from engine.machine import PendingDeadline, may_double, next_deadline
 from engine.position import pip_count
 from engine.state import MatchState, Phase
 from engine.vocabulary import DeadlineKind, EndReason
@@ -49,8 +49,16 @@ class PlayerView:
 
 
 def player_view(m: MatchState, seat: int) -> PlayerView:
+    return _view(m, seat, next_deadline(m))
+
+
+def player_views(m: MatchState, due: PendingDeadline | None) -> tuple[PlayerView, PlayerView]:
+    """Both seats' views, given the match's next deadline (a commit has it already)."""
+    return _view(m, 0, due), _view(m, 1, due)
+
+
+def _view(m: MatchState, seat: int, due: PendingDeadline | None) -> PlayerView:
     pos = m.position(seat)
-    due = next_deadline(m)
     lit: dict[int, tuple[int, ...]] = {}
     steps: tuple[tuple[int, int], ...] = ()
     can_confirm = False

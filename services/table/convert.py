@@ -6,7 +6,7 @@ import dataclasses
 import types
 import typing
 from enum import StrEnum
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from bg.events.v1 import events_pb2
@@ -188,10 +188,17 @@ def view_proto(
         fingerprint=v.fingerprint,
         winner=-1 if v.winner is None else v.winner,
         end_reason=to_proto(v.end_reason, EndReason),
-        options=options_to_proto(options),
+        options=_options_proto(options),
         rematch_offered_by=-1 if v.rematch_offered_by is None else v.rematch_offered_by,
         rematch_agreed=v.rematch_agreed,
     )
+
+
+@lru_cache(maxsize=1024)
+def _options_proto(options: RulesOptions) -> table_pb2.TableOptions:
+    # Every view of a table carries its unchanging options; the message is copied into each
+    # view, never changed here.
+    return options_to_proto(options)
 
 
 def _lit(frm: int, dests: tuple[int, ...]) -> table_pb2.LitPoints:

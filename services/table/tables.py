@@ -27,7 +27,7 @@ from engine import events as e
 from engine.machine import Applied, PendingDeadline, Rejection, apply, new_match, next_deadline
 from engine.profiles import RulesOptions
 from engine.state import TableState
-from engine.view import PlayerView, player_view, spectator_view
+from engine.view import PlayerView, player_view, player_views, spectator_view
 from engine.vocabulary import RejectionCode
 from services.common.clock import now_ms
 from services.common.errors import (
@@ -582,16 +582,13 @@ class TableCore:
                 if kind in ("match_ended", "match_closed"):
                     getattr(ev, kind).moves.extend(moves)
             record = _record(meta, out.state, moves)
+        due = next_deadline(m)
         update = table_pb2.TableUpdate(
             table_id=table_id,
             seq=new_seq,
             events=events,
-            views=[
-                convert.view_proto(player_view(m, seat), meta, new_seq, m.options)
-                for seat in (0, 1)
-            ],
+            views=[convert.view_proto(v, meta, new_seq, m.options) for v in player_views(m, due)],
         )
-        due = next_deadline(m)
         shard = shard_of(table_id)
         local = self.local_clock
         here = local is not None and local.looks_after(shard)

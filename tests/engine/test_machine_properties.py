@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from engine import commands as c
 from engine import profiles
-from engine.machine import Rejection, apply
+from engine.machine import Rejection, apply, next_deadline
 from engine.profiles import RulesOptions
-from engine.view import player_view, spectator_view
+from engine.view import player_view, player_views, spectator_view
 from services.table.adapters import state_codec as codec
 from tests.engine.playout import play_match
 
@@ -71,6 +71,8 @@ def test_views_never_carry_the_seed(options: RulesOptions, seed: int, n: int) ->
     rng = random.Random(seed)
     run = play_match(options, rng.randbytes(16), rng, max_commands=n)
     secret = run.state.secret.seed.hex()
+    m = run.state.match  # a commit builds both seats' views on the deadline it has found
+    assert player_views(m, next_deadline(m)) == (player_view(m, 0), player_view(m, 1))
     for seat in (0, 1):
         view = player_view(run.state.match, seat)
         assert secret not in json.dumps(
@@ -126,3 +128,19 @@ def test_every_command_type_has_exactly_one_handler() -> None:
     state = machine.new_match(profiles.casual(1), b"\0" * 16, 0).state
     out = apply(state, Shout(0), 10)
     assert isinstance(out, Rejection) and out.code == "UNKNOWN_COMMAND"
+
+
+def test_a_state_change_naming_no_field_is_refused() -> None:
+    """The transition's own replace (faster than dataclasses.replace) keeps its check: a change
+    to a field MatchState lacks is a bug, raised, never dropped."""
+    import dataclasses
+
+    import pytest
+
+    from engine.machine import _replace
+
+    m = play_match(OPTIONS[2], bytes(16), random.Random(1), max_commands=3).state.match
+    changes = {"dice": (6, 5), "game_no": m.game_no + 7}
+    assert _replace(m, changes) == dataclasses.replace(m, **changes) != m
+    with pytest.raises(TypeError, match="no field 'dices'"):
+        _replace(m, {"dices": (6, 5)})
