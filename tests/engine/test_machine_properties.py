@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -140,7 +141,7 @@ def test_a_state_change_naming_no_field_is_refused() -> None:
     from engine.machine import _replace
 
     m = play_match(OPTIONS[2], bytes(16), random.Random(1), max_commands=3).state.match
-    changes = {"dice": (6, 5), "game_no": m.game_no + 7}
+    changes: dict[str, Any] = {"dice": (6, 5), "game_no": m.game_no + 7}
     assert _replace(m, changes) == dataclasses.replace(m, **changes) != m
     with pytest.raises(TypeError, match="no field 'dices'"):
         _replace(m, {"dices": (6, 5)})
