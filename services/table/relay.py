@@ -48,9 +48,12 @@ BACKLOG = 1000  # events in one pass that mean "behind": go again without waitin
 # died before relaying them (or whose pass failed) need it; the rest leave at once.
 SWEEP_S = 5.0
 PER_SHARD = 50  # pending tables read per shard in one sweep
-CONFIRM_S = 0.5  # how often unconfirmed tables are checked (embedded mode)
+# How often unconfirmed tables are checked (embedded mode): each check asks every reading group
+# for its offsets, ~1% of a loaded replica's CPU a second; a table the broker forgot is sent
+# again at the next check (or its next commit), its events late by as much, never lost.
+CONFIRM_S = 1.0
 # How often every owned shard is checked for unconfirmed tables; in between only the shards this
-# relay marked are (a scan of all 512 shards a replica owns, twice a second, was half an idle
+# relay marked are (a scan of all 512 shards a replica owns at every check was half an idle
 # replica's CPU). The full check finds what another replica marked before a shard changed hands.
 CONFIRM_ALL_S = 10.0
 # With nothing committed here, a relay sleeps until a commit wakes it, at most this long (so a
