@@ -1,4 +1,5 @@
-"""A roll's lit points: engine.turn (dice counted) vs the full search of every order.
+"""A roll's lit points: engine.turn (a quiet roll counted point by point, else the dice every
+legal play uses counted) vs the full search of every order.
 
 Over 2,000 (position, dice) items from seeded random self-play, each round starting with the
 caches empty but for the legal plays (a new turn misses them in a table replica too; its roll
@@ -50,6 +51,6 @@ def run() -> None:
         theirs.append((time.perf_counter() - started) / len(corpus))
         assert lit == searched
     print(f"   corpus: {len(corpus)} (position, dice) items, lit points identical")
-    print(f"   Turn.lit (dice counted):   {min(ours) * 1e6:8.1f} us per roll")
+    print(f"   Turn.lit (counted):        {min(ours) * 1e6:8.1f} us per roll")
     print(f"   full search (reference):   {min(theirs) * 1e6:8.1f} us per roll")
     print(f"   ratio engine/reference:    {min(ours) / min(theirs):8.2f}")
