@@ -418,9 +418,13 @@ async def _floor_seats(
             done += 1
             seat = 1 - seat
     finally:
-        for q, call in zip(queues, calls, strict=True):
-            await q.put(None)
-            call.cancel()
+        for q in queues:
+            await q.put(None)  # each seat's stream ends once the front has sent what it had
+        for call in calls:
+            try:
+                await asyncio.wait_for(call.code(), 5)
+            except TimeoutError:
+                call.cancel()  # a front that stopped answering
         for ch in channels:
             await ch.close(None)
     return done
@@ -457,7 +461,7 @@ async def _floor(
         await asyncio.gather(*(_floor_seats(address, f"{i:016d}", warm, []) for i in range(2)))
         return [await _floor_run(address, pids, seat_bytes, rate) for rate in rates]
     finally:
-        for proc in servers:
+        for proc in reversed(servers):  # the front first: it ends its stream to the back
             proc.terminate()
             proc.wait(10)
         valkey.stop()

@@ -23,6 +23,7 @@ until SIGTERM.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import struct
@@ -76,9 +77,16 @@ class Batcher:
     def __init__(self) -> None:
         self.waiting: list[bytes] = []
         self.ready = asyncio.Event()
+        self.closed = False
 
     def put(self, item: bytes) -> None:
         self.waiting.append(item)
+        self.ready.set()
+
+    def close(self) -> None:
+        """End the stream once what is queued has gone (a stream cut short instead is a
+        cancelled call at the peer: grpc prints its CancelledError)."""
+        self.closed = True
         self.ready.set()
 
     async def messages(self) -> AsyncIterator[bytes]:
@@ -86,7 +94,10 @@ class Batcher:
             await self.ready.wait()
             self.ready.clear()
             batch, self.waiting = self.waiting, []
-            yield frames(batch)
+            if batch:
+                yield frames(batch)
+            if self.closed:
+                return
 
 
 # -- back: the table replica's part -----------------------------------------------------------
@@ -121,6 +132,9 @@ async def serve_back(port: int, redis_port: int, state: int, event: int, update:
             async for message in requests:
                 for command in unframe(message):
                     _spawn(one(command))
+            while _running:  # the front is done: answer what it sent, then end the stream
+                await asyncio.wait(set(_running))
+            out.close()
 
         reader = asyncio.ensure_future(read())
         try:
@@ -138,7 +152,7 @@ async def serve_back(port: int, redis_port: int, state: int, event: int, update:
 async def serve_front(port: int, back: str, redis_port: int, seat_bytes: int) -> None:
     """With `back` "local", the front commits itself (the table's part in the gateway's
     process: no hop between them)."""
-    seats: dict[str, list[asyncio.Queue[bytes]]] = {}
+    seats: dict[str, list[asyncio.Queue[bytes | None]]] = {}
     to_back = Batcher()
     seat_update = os.urandom(seat_bytes)
 
@@ -168,10 +182,11 @@ async def serve_front(port: int, back: str, redis_port: int, seat_bytes: int) ->
         while True:
             await sub.get_message(timeout=1.0)  # answered from the batch: dropped
 
-    tasks = [asyncio.ensure_future(answers()), asyncio.ensure_future(pubsub_copies())]
+    answering = asyncio.ensure_future(answers())
+    copies = asyncio.ensure_future(pubsub_copies())
 
     async def play(requests: AsyncIterator[bytes], context: Any) -> None:
-        queue: asyncio.Queue[bytes] = asyncio.Queue()
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         join = await requests.__anext__()
         table = join[:16].decode()
         seats.setdefault(table, []).append(queue)
@@ -182,11 +197,12 @@ async def serve_front(port: int, back: str, redis_port: int, seat_bytes: int) ->
                     _spawn(commit_here(command))
                 else:
                     to_back.put(command)
+            queue.put_nowait(None)  # the seat is done: the stream ends after what it was sent
 
         reading = asyncio.ensure_future(commands())
         try:
-            while True:
-                await context.write(await queue.get())
+            while (update := await queue.get()) is not None:
+                await context.write(update)
         finally:
             reading.cancel()
             seats[table].remove(queue)
@@ -194,8 +210,10 @@ async def serve_front(port: int, back: str, redis_port: int, seat_bytes: int) ->
     try:
         await serve_methods(port, "floor.Front", {"Play": play})
     finally:
-        for t in tasks:
-            t.cancel()
+        to_back.close()  # the back ends its stream once it has answered the last commands
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(answering, 5)
+        copies.cancel()
 
 
 async def serve_methods(port: int, service: str, methods: dict[str, Any]) -> None:

@@ -290,7 +290,7 @@ def _quiet_lit(
             if not open_(to):
                 continue
             left = playable[other]  # another checker plays it, or this one from `to`
-            others = len(left) > 1 or (left and (frm not in left or me[frm - 1] > 1))
+            others = len(left) > 1 or (len(left) == 1 and (frm not in left or me[frm - 1] > 1))
             if others or open_(to - other):
                 dests.add(to)
             if opp[24 - to] != 1 and open_(to - other):
