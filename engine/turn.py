@@ -101,12 +101,16 @@ def _playable(
     return False
 
 
+def _sources(position: Position) -> list[int]:
+    """The points the mover's checkers may leave, highest first (the bar alone while it has one)."""
+    me = position.mover
+    return [25] if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]
+
+
 def _single_steps(position: Position, die: int) -> Iterator[Step]:
     """The legal single steps of `die`, found one at a time (callers often need only one)."""
-    me = position.mover
-    sources = (25,) if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]
     dice = (die,)
-    for frm in sources:
+    for frm in _sources(position):
         step = (frm, frm - die if frm > die else 0)
         if step_die(position, step, dice) == die:
             yield step
@@ -204,10 +208,8 @@ class Turn:
             quiet = _quiet_lit(self.start, self.dice, _most(self.start, self.dice))
             if quiet is not None:
                 return quiet
-        me = self.current.mover
-        sources = [25] if me[24] else [p for p in range(24, 0, -1) if me[p - 1]]
         out = {}
-        for frm in sources:
+        for frm in _sources(self.current):
             dests = sorted(self._paths(frm), reverse=True)
             if dests:
                 out[frm] = tuple(dests)
@@ -269,7 +271,7 @@ def _quiet_lit(
         return point >= 1 and opp[24 - point] < 2
 
     out: dict[int, tuple[int, ...]] = {}
-    sources = [p for p in range(24, 0, -1) if me[p - 1]]
+    sources = _sources(start)  # no checker on the bar here
     if doubles:
         for frm in sources:
             run: list[int] = []
