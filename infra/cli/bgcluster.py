@@ -14,6 +14,7 @@ from pathlib import Path
 from engine.profiles import CPU_LEVELS
 from infra.cli import admin as admin_cli
 from infra.cli import fault as fault_cli
+from infra.cluster.hosts import check_prefix_and_net
 from infra.cluster.runner import SERVICES, Cluster, ClusterConfig, StartupError
 from infra.cluster.status import (
     NoCluster,
@@ -119,6 +120,16 @@ def _parser() -> argparse.ArgumentParser:
         "the network between them",
     )
     up.add_argument(
+        "--hosts-prefix", default="bgh", metavar="PREFIX",
+        help="with --hosts: the hosts' names (PREFIX-<process>) and bridge (PREFIXbr); 2-8 "
+        "lower-case letters and digits, a letter first and last. A prefix or net a running "
+        "cluster holds is refused: give each drill its own",
+    )  # fmt: skip
+    up.add_argument(
+        "--hosts-net", type=int, default=213, metavar="N",
+        help="with --hosts: the hosts' addresses, 10.N.0.x (1..254)",
+    )  # fmt: skip
+    up.add_argument(
         "--startup-timeout", type=float, default=60.0,
         help="seconds to wait for every service to report SERVING before giving up",
     )  # fmt: skip
@@ -203,6 +214,11 @@ async def _up(args: argparse.Namespace) -> int:
     if args.valkey_cluster and args.redis_url:
         print("bgcluster: --valkey-cluster and --redis-url exclude each other", file=sys.stderr)
         return 2
+    try:
+        check_prefix_and_net(args.hosts_prefix, args.hosts_net)
+    except ValueError as exc:
+        print(f"bgcluster: {exc}", file=sys.stderr)
+        return 2
     cluster = Cluster(ClusterConfig(
         data_dir=args.data_dir, base_port=args.base_port,
         valkey_cluster=args.valkey_cluster, valkey_node_timeout_ms=args.valkey_node_timeout_ms,
@@ -211,7 +227,7 @@ async def _up(args: argparse.Namespace) -> int:
         kafka_storage=args.kafka_storage,
         database_url=args.database_url, startup_timeout_s=args.startup_timeout,
         prometheus=args.prometheus, postgres=args.postgres, starter_grant=args.starter_grant,
-        hosts=args.hosts,
+        hosts=args.hosts, hosts_prefix=args.hosts_prefix, hosts_net=args.hosts_net,
     ))  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -26,7 +26,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from infra.cluster import embedded, readiness, valkey_cluster
-from infra.cluster.hosts import NeedsRoot, Network
+from infra.cluster.hosts import HostsTaken, NeedsRoot, Network
 from infra.cluster.processes import ManagedProcess, ProcSpec
 from infra.cluster.supervision import Supervisor
 from infra.cluster.valkey_cluster import NODE_TIMEOUT_MS
@@ -140,7 +140,11 @@ class Cluster:
         self.prometheus_port = 0
         self.postgres_url = ""  # the embedded PostgreSQL server, without a database
         self.infra_addresses: dict[str, str] = {}
-        self.network = Network(config.hosts_prefix, config.hosts_net) if config.hosts else None
+        self.network = (
+            Network(config.hosts_prefix, config.hosts_net, owner=f"data dir {self.data_dir}")
+            if config.hosts
+            else None
+        )
         # Shared secrets of this local cluster: every gateway signs with the same key; operators
         # (and `bgcluster demo`) deposit with the operator token kept in cluster.json (0600).
         self.token_secret = os.environ.get("BG_TOKEN_SECRET") or secrets.token_urlsafe(32)
@@ -184,7 +188,7 @@ class Cluster:
         assert self.network is not None
         try:
             self.network.create(self._infra_names() + [i.name for i in self.instances])
-        except NeedsRoot as exc:
+        except (NeedsRoot, HostsTaken, ValueError) as exc:
             raise StartupError(f"--hosts: {exc}") from None
         for inst in self.instances:
             inst.host = self.host_of(inst.name)

@@ -1,7 +1,9 @@
 """Runs a ServiceApp: gRPC server with health and reflection, metrics, readiness, shutdown.
 
 Lifecycle (as grpc's graceful-shutdown example and Kubernetes expect):
-  start: bind gRPC and metrics ports, NOT_SERVING, app hooks, then readiness decides SERVING;
+  start: bind gRPC and metrics ports, NOT_SERVING, app hooks (a migration among them; until
+  they are done every call but health's is refused STARTING: services/common/starting_gate.py),
+  then readiness decides SERVING;
   stop (SIGTERM/SIGINT): health NOT_SERVING for good, optional delay for load balancers,
   stop accepting and drain in-flight calls within the grace period, then close the app's clients.
 """
@@ -27,6 +29,7 @@ from services.common.balanced import SERVER_KEEPALIVE_OPTIONS
 from services.common.metrics import MetricsInterceptor
 from services.common.service import ServiceApp
 from services.common.settings import ServiceSettings, SettingsError, redacted
+from services.common.starting_gate import StartingGate
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -53,12 +56,14 @@ class ServiceHost:
         self._stopped = asyncio.Event()
         self._stopping = False
         self._last_check: dict[str, bool] = {}
+        self.gate = StartingGate()  # no call served before the start hooks are done
 
     async def start(self) -> None:
         s = self.settings
         interceptors = [
             *tracing.server_interceptors(self.app.tracer_provider),
             MetricsInterceptor(self.app.metrics),
+            self.gate,  # inside the metrics: a call refused while starting is counted
         ]
         # Clients keep idle connections alive with pings (services/common/balanced.py).
         server = grpc.aio.server(interceptors=interceptors, options=SERVER_KEEPALIVE_OPTIONS)
@@ -85,6 +90,7 @@ class ServiceHost:
         self.metrics_port = self._httpd.server_address[1]
         for hook in self.app.on_start:
             await hook()
+        self.gate.open()
         log.info("started", extra={"grpc_port": self.grpc_port, "metrics_port": self.metrics_port})
         log.debug("settings", extra={"settings": redacted(s)})  # BG_LOG_LEVEL=DEBUG shows them
         await self._check_once()

@@ -18,7 +18,7 @@ from bg.social.v1 import social_pb2_grpc
 from bg.table.v1 import table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2_grpc
 from services.common import tracing
-from services.common.balanced import channel_to
+from services.common.balanced import KEEPALIVE_OPTIONS, RECONNECT_OPTIONS, channel_to
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
@@ -43,14 +43,19 @@ from services.gateway.play_streams import PlayStreams
 from services.gateway.presence import Presence
 from services.gateway.privacy import Privacy
 from services.gateway.rate_limits import RateLimits
+from services.gateway.replica_channels import ReplicaChannels
 from services.gateway.settings import load_settings
 from services.gateway.sign_in import SignIn
 from services.gateway.static_files import StaticFiles
+from services.gateway.table_calls import TableCalls
 from services.gateway.table_owners import TableOwners
 from services.gateway.ws import MAX_MESSAGE, WsGateway
 
 SERVICE_NAME = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
 log = logging.getLogger("bg.gateway")
+# A replica that died is found by keepalive, and one that came back is reconnected within a
+# second (gRPC's default backoff reaches two minutes).
+REPLICA_OPTIONS = [*KEEPALIVE_OPTIONS, *RECONNECT_OPTIONS]
 
 
 def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
@@ -118,15 +123,18 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         app.closes(chat.close)
         feed = TableFeed(redis, on_seat=live.taken, on_chat=chat.received)
         app.closes(feed.close)
-        lines = CommandLines(
-            table_pb2_grpc.TableServiceStub(tables),
-            settings.command_streams,
-            owners,
-            lambda address: grpc.aio.insecure_channel(address, interceptors=interceptors),
+        # A channel to each table replica, for the calls of the tables it owns.
+        replicas = ReplicaChannels(
+            lambda address: grpc.aio.insecure_channel(
+                address, options=REPLICA_OPTIONS, interceptors=interceptors
+            )
         )
+        app.closes(replicas.close)  # after the lines on them (closed last made first)
+        balanced = table_pb2_grpc.TableServiceStub(tables)
+        lines = CommandLines(balanced, settings.command_streams, owners, replicas)
         app.closes(lines.close)
+        table_calls = TableCalls(balanced, owners, replicas)
         lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(mm)
-        table_stub = table_pb2_grpc.TableServiceStub(tables)
         wallet_stub = wallet_pb2_grpc.WalletServiceStub(wallet)
         names = Names(redis, signer.ttl_s)
         privacy = Privacy(redis)
@@ -135,13 +143,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             settings.bots_secret,
         )  # fmt: skip
         streams = PlayStreams(
-            callers, table_stub, lines, lobby, feed, presence, privacy, live, chat
+            callers, table_calls, lines, lobby, feed, presence, privacy, live, chat
         )
         display_names = DisplayNames(names, accounts)
         friends = FriendsStreams(social, presence, settings.friends_refresh_s)
         # One application layer; gRPC here, the WebSocket at start, both on it.
         handlers = GatewayHandlers(
-            callers, sign_in, streams, lobby, wallet_stub, table_stub,
+            callers, sign_in, streams, lobby, wallet_stub, table_calls,
             leaderboard_pb2_grpc.LeaderboardServiceStub(boards),
             display_names, privacy, analyses, social, friends, metrics,
         )  # fmt: skip

@@ -19,12 +19,13 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator
 
 import grpc
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common.errors import ServiceError, home_replica
+from services.gateway.replica_channels import ReplicaChannels
 from services.gateway.table_owners import TableOwners
 
 log = logging.getLogger("bg.gateway.commands")
@@ -147,28 +148,24 @@ class CommandLines:
         stub: table_pb2_grpc.TableServiceAsyncStub,
         streams: int = 4,
         owners: TableOwners | None = None,
-        connect: Callable[[str], grpc.aio.Channel] | None = None,
+        replicas: ReplicaChannels | None = None,
     ) -> None:
         self.lines = [CommandLine(stub) for _ in range(max(1, streams))]
         self.owners = owners
-        self.connect = connect
-        self._to_owner: dict[str, tuple[grpc.aio.Channel, CommandLine]] = {}
+        self.replicas = replicas  # a channel to each replica (shared with the table's reads)
+        self._to_owner: dict[str, CommandLine] = {}
 
     def _owner_line(self, address: str) -> CommandLine:
         found = self._to_owner.get(address)
         if found is None:
-            assert self.connect is not None
-            channel = self.connect(address)
-            found = self._to_owner[address] = (
-                channel,
-                CommandLine(table_pb2_grpc.TableServiceStub(channel)),
-            )
-        return found[1]
+            assert self.replicas is not None
+            found = self._to_owner[address] = CommandLine(self.replicas.stub(address))
+        return found
 
     async def submit(
         self, request: table_pb2.SubmitCommandRequest, timeout: float = 10.0
     ) -> table_pb2.SubmitCommandResponse:
-        address = self.owners.address(request.table_id) if self.owners and self.connect else ""
+        address = self.owners.address(request.table_id) if self.owners and self.replicas else ""
         if address and request.command_id:
             try:
                 return await self._owner_line(address).submit(
@@ -199,7 +196,6 @@ class CommandLines:
     async def close(self) -> None:
         for line in self.lines:
             await line.close()
-        for channel, line in self._to_owner.values():
+        for line in self._to_owner.values():
             await line.close()
-            await channel.close(None)
         self._to_owner.clear()

@@ -19,7 +19,7 @@ from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from bg.gateway.v1 import gateway_pb2
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from bg.table.v1 import table_pb2, table_pb2_grpc
+from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common.errors import (
     InvalidArgument,
@@ -39,6 +39,7 @@ from services.gateway.play_streams import PlayStreams
 from services.gateway.ports import SocialPort
 from services.gateway.privacy import Privacy
 from services.gateway.sign_in import SignIn
+from services.gateway.table_calls import TableCalls
 
 call = remote_call
 
@@ -59,7 +60,7 @@ class GatewayHandlers:
         streams: PlayStreams,
         lobby: matchmaking_pb2_grpc.MatchmakingServiceAsyncStub,
         wallet: wallet_pb2_grpc.WalletServiceAsyncStub,
-        tables: table_pb2_grpc.TableServiceAsyncStub,
+        tables: TableCalls,
         boards: leaderboard_pb2_grpc.LeaderboardServiceAsyncStub,
         names: DisplayNames,
         privacy: Privacy,
@@ -73,7 +74,7 @@ class GatewayHandlers:
         self.streams = streams
         self.lobby = lobby
         self.wallet = wallet
-        self.tables = tables  # one balanced channel to every table replica
+        self.tables = tables  # a table's calls go to its owner first
         self.boards = boards
         self.names = names
         self.privacy = privacy
@@ -227,13 +228,13 @@ class GatewayHandlers:
     async def _own_view(self, player: str, table_id: str) -> table_pb2.TableView:
         """The caller's own seat's view (the table refuses one that is not theirs)."""
         request = table_pb2.GetViewRequest(table_id=table_id, player_id=player)
-        return await call(self.tables.GetView(request, timeout=10))
+        return await self.tables.view(request)
 
     async def GetMatchRecord(
         self, request: table_pb2.GetMatchRecordRequest, caller: Caller
     ) -> table_pb2.MatchRecord:
         player = self.callers.player(caller, request)
-        record = await call(self.tables.GetMatchRecord(request, timeout=10))
+        record = await self.tables.record(request)
         if player not in record.player_ids:
             raise PermissionDenied("NOT_SEATED", "only the match's players get its record")
         return record
@@ -388,7 +389,7 @@ class GatewayHandlers:
     ) -> gateway_pb2.PreferencesResponse:
         player = self.callers.player(caller, request)
         prefs = table_pb2.SetPreferencesRequest(player_id=player, auto_roll=request.auto_roll)
-        await call(self.tables.SetPreferences(prefs, timeout=10))
+        await self.tables.preferences(prefs)
         return gateway_pb2.PreferencesResponse()
 
     # -- streams -----------------------------------------------------------------------------

@@ -8,14 +8,15 @@ from __future__ import annotations
 import asyncio
 
 from bg.matchmaking.v1 import matchmaking_pb2
-from bg.table.v1 import table_pb2, table_pb2_grpc
-from services.common.errors import ServiceError, remote_call
+from bg.table.v1 import table_pb2
+from services.common.errors import ServiceError
 from services.contracts.vocabulary import FINISHED
 from services.gateway.privacy import Privacy
+from services.gateway.table_calls import TableCalls
 
 
 class LobbyViews:
-    def __init__(self, privacy: Privacy, tables: table_pb2_grpc.TableServiceAsyncStub) -> None:
+    def __init__(self, privacy: Privacy, tables: TableCalls) -> None:
         self.privacy = privacy
         self.tables = tables
 
@@ -56,7 +57,7 @@ class LobbyViews:
         self, request: table_pb2.GetViewRequest, somebody_here: bool = False
     ) -> bool:
         try:
-            view = await remote_call(self.tables.GetView(request, timeout=5))
+            view = await self.tables.view(request, timeout=5)
         except ServiceError:
             return False  # gone (forgotten an hour after its end) or unreachable: not listed
         return view.phase not in FINISHED and not (somebody_here and all(view.away))

@@ -24,7 +24,7 @@ from redis.exceptions import RedisError
 
 from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from bg.table.v1 import table_pb2, table_pb2_grpc
+from bg.table.v1 import table_pb2
 from services.common.errors import (
     InvalidArgument,
     PermissionDenied,
@@ -42,6 +42,7 @@ from services.gateway.presence import Presence
 from services.gateway.privacy import Privacy
 from services.gateway.seat_relay import END, play_update, relay_updates
 from services.gateway.spectator_views import SpectatorViews
+from services.gateway.table_calls import TableCalls
 
 log = logging.getLogger("bg.gateway")
 Write = Callable[[gateway_pb2.PlayUpdate], Awaitable[None]]  # where a stream's updates go
@@ -51,7 +52,7 @@ class PlayStreams:
     def __init__(
         self,
         callers: Callers,
-        tables: table_pb2_grpc.TableServiceAsyncStub,
+        tables: TableCalls,
         lines: CommandLines,
         lobby: matchmaking_pb2_grpc.MatchmakingServiceAsyncStub,
         feed: TableFeed,
@@ -61,7 +62,7 @@ class PlayStreams:
         chat: ChatDelivery,
     ) -> None:
         self.callers = callers
-        self.tables = tables  # one balanced channel to every table replica
+        self.tables = tables  # a table's views and presence reports, to its owner first
         self.lines = lines  # commands to the tables' owners (services/gateway/command_lines.py)
         self.lobby = lobby
         self.feed = feed
@@ -128,8 +129,7 @@ class PlayStreams:
             left.add_done_callback(self._background.discard)
 
     async def _seat_view(self, table_id: str, player: str) -> table_pb2.TableView:
-        request = table_pb2.GetViewRequest(table_id=table_id, player_id=player)
-        return await remote_call(self.tables.GetView(request, timeout=10))
+        return await self.tables.view(table_pb2.GetViewRequest(table_id=table_id, player_id=player))
 
     async def _pushes(
         self, sub: Subscription, player: str, seat: int, last: int, queue: Queue, combine: bool
@@ -239,7 +239,7 @@ class PlayStreams:
         )
         for attempt in range(5):
             try:
-                return int((await remote_call(self.tables.SetPresence(request, timeout=5))).seq)
+                return int((await self.tables.presence(request)).seq)
             except grpc.aio.UsageError:
                 # The channel is closed: this gateway is stopping. The stream's presence lease
                 # runs out and a live gateway's sweeper reports the disconnect instead.
@@ -314,8 +314,7 @@ class PlayStreams:
         return seated
 
     async def _spectator_view(self, table_id: str) -> table_pb2.TableView:
-        request = table_pb2.GetViewRequest(table_id=table_id, spectator=True)
-        return await remote_call(self.tables.GetView(request, timeout=10))
+        return await self.tables.view(table_pb2.GetViewRequest(table_id=table_id, spectator=True))
 
 
 def _offer(queue: Queue, update: gateway_pb2.PlayUpdate) -> None:

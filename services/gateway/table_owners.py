@@ -42,6 +42,12 @@ class TableOwners:
         """The owner's gRPC address ("" while no live replica has said where it is)."""
         return self._by_shard[shard_of(table_id)]
 
+    def others(self, address: str) -> list[str]:
+        """The other live replicas' addresses, where a table's call goes when its owner does
+        not answer."""
+        found = (self._addresses.get(m, "") for m in self.members)
+        return [a for a in found if a and a != address]
+
     async def refresh(self) -> None:
         """Read the live members and their addresses (one pipelined round trip)."""
         pipe = self.redis.pipeline(transaction=False)

@@ -4,16 +4,39 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from collections.abc import Awaitable
 from typing import Any
 
 import grpc
 
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from services.common.errors import InvalidArgument, grpc_errors
+from services.common.errors import (
+    InvalidArgument,
+    ServiceError,
+    grpc_errors,
+    infrastructure_failure,
+)
 from services.matchmaking.lobby import Lobby, LobbyStatus, Retry, Table
 from services.matchmaking.tournaments import Tournaments
 from services.matchmaking.tournaments import to_proto as tournament_proto
+
+log = logging.getLogger("bg.matchmaking")
+
+
+def _ended_alone(task: asyncio.Task[Table]) -> None:
+    """A lobby change whose caller went away (its deadline passed while the wallet timed out
+    mid-deal, say) ends here: its failure is said once by its code, not left to the loop as an
+    unretrieved task's traceback. The caller's retry, by its request id, runs it again."""
+    if task.cancelled() or (failure := task.exception()) is None:
+        return
+    err = failure if isinstance(failure, ServiceError) else infrastructure_failure(failure)
+    if err is None:
+        log.error("lobby change failed after its caller left", exc_info=failure)
+    else:
+        extra = {"code": err.code, "status": err.status.name}
+        log.warning("lobby change failed after its caller left", extra=extra)
+
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -118,7 +141,11 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         task = asyncio.ensure_future(change)
         self._running.add(task)
         task.add_done_callback(self._running.discard)
-        return await asyncio.shield(task)
+        try:
+            return await asyncio.shield(task)  # its failure: the caller's typed refusal
+        except asyncio.CancelledError:
+            task.add_done_callback(_ended_alone)
+            raise
 
     def _out(self, t: Table) -> matchmaking_pb2.LobbyTable:
         return to_proto(t, self.invite_base)

@@ -35,6 +35,7 @@ class Call:
     command_id: str = ""
     seq: int = 0  # a command's result: the table's seq after it
     duplicate: bool = False
+    kind: str = ""  # a command's kind (roll, submit_play, offer_double, ...)
 
     @property
     def failed(self) -> bool:
@@ -174,6 +175,7 @@ class RecordedSession(PlaySession):
     ) -> gateway_pb2.CommandResult:
         call = self.player.history.begin(self.player, "command", self.table_id)
         call.command_id = command_id or uuid.uuid4().hex
+        call.kind = cmd.WhichOneof("kind") or ""
         try:
             result = await super().send(cmd, expected_seq, timeout_s, call.command_id)
         except BaseException as exc:

@@ -5,6 +5,7 @@ the problems it found (an empty list: it holds), so one failure names every tabl
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,13 +13,20 @@ import redis.asyncio as redis_asyncio
 
 from bg.events.v1 import events_pb2
 from services.gateway.feed import read_events
-from tests.cluster.history import History
+from tests.cluster.history import Call, History
 
 # The player's acts each clock bounds: a turn's (moves, undo, the end of the turn, a double
 # offered in it) and the taker's answer to a double.
 TURN_ACTS = frozenset({"checkers_moved", "steps_undone", "turn_ended", "double_offered"})
 ANSWER_ACTS = frozenset({"double_taken", "double_dropped"})
 TURN_CLOCKS = frozenset({"turn_started", "awaiting_confirm", "boost_applied"})
+# The players' calls a table replica serves (a Play stream's opening reads the table's view and
+# reports the player present), and the commands that also wait on the wallet (a wagered table's
+# raise or boost is held before it commits).
+TABLE_CALLS = frozenset({"GetView", "GetMatchRecord", "open", "command"})
+WALLET_COMMANDS = frozenset({"offer_double", "boost"})
+WALLET_HOSTS = frozenset({"wallet", "postgres"})
+PATIENCE_S = 1.0  # the longest a call of an untouched player may take
 
 
 async def read_streams(redis_url: str, table_ids: list[str]) -> dict[str, list[Any]]:
@@ -106,4 +114,61 @@ def deadlines_kept(streams: dict[str, list[Any]]) -> Deadlines:
                 turn = 0
             elif kind in ANSWER_ACTS:
                 answer = 0
+    return out
+
+
+def untouched_kept(history: History, owner_of: Callable[[str], str]) -> list[str]:
+    """Issue 58: a call for a table whose owner (`owner_of`, with every replica live) and
+    gateway no fault touched while the call lasted never fails and never takes over
+    PATIENCE_S. A fault touches its hosts; a wagered raise or boost also waits on the wallet.
+    Returns the calls that broke it, with the faults they met."""
+    problems = []
+    for c, met in _untouched(history, owner_of):
+        took = c.end - c.start
+        if c.failed or took > PATIENCE_S:
+            what = c.code if c.failed else f"{took:.2f} s"
+            faults = ", ".join(w.name for w in met)
+            problems.append(f"{_described(c)}: {what} ({faults})")
+    return problems
+
+
+def untouched_figures(history: History, owner_of: Callable[[str], str]) -> dict[str, Any]:
+    """Per fault, the calls of the players it did not touch: how many, the slowest (s), and
+    which call that was."""
+    calls: dict[str, list[Call]] = {w.name: [] for w in history.windows}
+    for c, met in _untouched(history, owner_of):
+        calls[met[0].name].append(c)
+    out: dict[str, Any] = {}
+    for name, made in calls.items():
+        slowest = max(made, key=lambda c: c.end - c.start, default=None)
+        out[name] = {
+            "calls": len(made),
+            "slowest_s": round(slowest.end - slowest.start, 2) if slowest else 0,
+            "slowest": _described(slowest) if slowest else "",
+        }
+    return out
+
+
+def _described(c: Call) -> str:
+    op = f"{c.op} {c.kind}" if c.kind else c.op
+    return f"{op} on {c.table_id} via {c.gateway}"
+
+
+def _untouched(history: History, owner_of: Callable[[str], str]) -> list[tuple[Call, list[Any]]]:
+    """The table calls made while a fault lasted (from its start to the next fault's) that no
+    fault they met touched, each with the faults it met."""
+    w = history.windows
+    spans = [
+        (x, x.start, w[n + 1].start if n + 1 < len(w) else float("inf")) for n, x in enumerate(w)
+    ]
+    out = []
+    for c in history.calls:
+        if c.op not in TABLE_CALLS or not c.table_id or not c.end:
+            continue
+        met = [x for x, start, until in spans if start <= c.end and c.start < until]
+        path = {c.gateway, owner_of(c.table_id)}
+        if c.kind in WALLET_COMMANDS:
+            path |= WALLET_HOSTS
+        if met and not any(path & x.hosts for x in met):
+            out.append((c, met))
     return out

@@ -34,7 +34,8 @@ def _rules(namespace: str) -> str:
 
 def test_a_cluster_on_hosts_and_the_operators_faults(tmp_path: Path) -> None:
     data = tmp_path
-    with running_cluster(data, {"BG_LOG_LEVEL": "WARNING"}, "--hosts") as state:
+    hosts_of_its_own = ("--hosts", "--hosts-prefix", "bgf", "--hosts-net", "217")
+    with running_cluster(data, {"BG_LOG_LEVEL": "WARNING"}, *hosts_of_its_own) as state:
         hosts = state["hosts"]["addresses"]
         # Every process on its own address; each service serves on its host's.
         assert len(set(hosts.values())) == len(hosts) >= 10
@@ -70,6 +71,24 @@ def test_a_cluster_on_hosts_and_the_operators_faults(tmp_path: Path) -> None:
         pid = int(skewed.stdout.rsplit("pid ", 1)[1])
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         assert b"BG_CLOCK_SKEW_MS=2000" in environ
+
+        # Issue 58, item 2: a second drill asking for these hosts is refused and takes nothing
+        # down; one with a prefix and net of its own would start beside it.
+        second = [BGCLUSTER, "up", "--data-dir", str(tmp_path / "second"), "--base-port", "0"]
+        taken = subprocess.run(
+            [*second, *hosts_of_its_own], capture_output=True, text=True, timeout=60
+        )
+        assert taken.returncode == 1
+        assert "hosts prefix 'bgf' is held by a running cluster (pid" in taken.stdout
+        assert f"data dir {data.resolve()}" in taken.stdout
+        bad = subprocess.run(
+            [*second, "--hosts", "--hosts-prefix", "bg-f"], capture_output=True, text=True
+        )
+        assert bad.returncode == 2 and "hosts prefix 'bg-f': 2-8 lower-case" in bad.stderr
+        now = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+        assert all(f"bgf-{name}" in now.stdout for name in hosts)
+        assert _fault(data, "isolate", "kafka").returncode == 0  # still this cluster's hosts
+        _fault(data, "heal")
     namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"{state['hosts']['prefix']}-" not in namespaces  # the runner removed its hosts
 

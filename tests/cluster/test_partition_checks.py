@@ -7,8 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from bg.events.v1 import events_pb2
-from tests.cluster.history import Call, History
-from tests.cluster.partition_checks import acknowledged_kept, contiguous, deadlines_kept
+from tests.cluster.history import Call, History, Window
+from tests.cluster.partition_checks import (
+    acknowledged_kept,
+    contiguous,
+    deadlines_kept,
+    untouched_figures,
+    untouched_kept,
+)
 
 
 def _event(seq: int, at_ms: int, **body: Any) -> events_pb2.TableEvent:
@@ -84,3 +90,48 @@ def test_the_doublers_clock_stops_while_the_taker_answers_and_runs_on_after() ->
     assert deadlines_kept({"t1": late}).problems == [
         "t1 seq 4: checkers_moved accepted 0 ms after its deadline"
     ]
+
+
+def test_an_untouched_players_failed_or_slow_table_call_is_found_a_touched_ones_is_not() -> None:
+    """Issue 58: the fault touches table-1 and Valkey; t2 is table-2's. A slow or failed call
+    for t2 through either gateway is a problem; one for t1 (its owner cut), one through a
+    gateway a later fault touches while it lasts, and a raise waiting on a cut wallet are not."""
+    owner = {"t1": "table-1", "t2": "table-2"}.__getitem__
+    cut = Window("table-1 | valkey", frozenset({"table-1", "valkey"}), 10.0)
+    wallet = Window("wallet | postgres", frozenset({"wallet", "postgres"}), 20.0)
+    gateway = Window("gateway-1 | valkey", frozenset({"gateway-1", "valkey"}), 30.0)
+    history = History(windows=[cut, wallet, gateway])
+    history.calls += [
+        Call("p", "gateway-2", "GetView", "t2", 11.0, 11.2),  # fine
+        Call("p", "gateway-2", "GetView", "t1", 11.0, 19.0),  # its owner cut: a stall allowed
+        Call("p", "gateway-1", "GetView", "t2", 12.0, 14.5),  # slow: a problem
+        Call("p", "gateway-2", "open", "t2", 13.0, 13.1, code="UNAVAILABLE"),  # a problem
+        Call("p", "gateway-2", "command", "t2", 21.0, 23.0, kind="offer_double"),  # the wallet's
+        Call("p", "gateway-2", "command", "t2", 21.0, 23.0, kind="roll"),  # a problem
+        Call("p", "gateway-1", "command", "t2", 29.5, 31.0, kind="roll"),  # met gateway-1's cut
+        Call("p", "gateway-2", "command", "t2", 5.0, 9.0, kind="roll"),  # before any fault
+        Call("p", "gateway-2", "command", "t2", 32.0, 32.1, code="STALE_SEQ"),  # a rule's answer
+        Call("p", "gateway-2", "CreateTable", "", 11.0, 18.0),  # not a table's call
+    ]
+    assert untouched_kept(history, owner) == [
+        "GetView on t2 via gateway-1: 2.50 s (table-1 | valkey)",
+        "open on t2 via gateway-2: UNAVAILABLE (table-1 | valkey)",
+        "command roll on t2 via gateway-2: 2.00 s (wallet | postgres)",
+    ]
+    assert untouched_figures(history, owner) == {
+        "table-1 | valkey": {
+            "calls": 3,
+            "slowest_s": 2.5,
+            "slowest": "GetView on t2 via gateway-1",
+        },
+        "wallet | postgres": {
+            "calls": 1,
+            "slowest_s": 2.0,
+            "slowest": "command roll on t2 via gateway-2",
+        },
+        "gateway-1 | valkey": {
+            "calls": 1,
+            "slowest_s": 0.1,
+            "slowest": "command on t2 via gateway-2",
+        },
+    }

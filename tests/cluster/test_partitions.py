@@ -50,7 +50,7 @@ from infra.cluster.status import read_state
 from services.common.deps import sql_engine
 from services.contracts.redis_keys import TABLE_REPLICAS as MEMBERS
 from services.contracts.redis_keys import lobby_key
-from services.contracts.shards import live_members
+from services.contracts.shards import assign, live_members, shard_of
 from tests.cluster.boards import assert_boards_equal_a_rebuild
 from tests.cluster.drivers import compete, play_tables
 from tests.cluster.history import History, RecordedPlayer, Window
@@ -60,6 +60,8 @@ from tests.cluster.partition_checks import (
     contiguous,
     deadlines_kept,
     read_streams,
+    untouched_figures,
+    untouched_kept,
 )
 from tests.cluster.test_tournament_faults import _ledger, decided_as
 from tests.helpers import awaited, retried
@@ -192,6 +194,21 @@ async def _deposit(wallet: str, token: str, player_id: str, amount: int) -> None
         )
 
 
+async def _read_views(players: list[RecordedPlayer], stop: asyncio.Event) -> None:
+    """A client's reads beside its Play stream (a resync, the web client's refresh): each
+    player's GetView of the table it plays, every half second, into the history."""
+    while not stop.is_set():
+        reads = [p.view(p.session.table_id) for p in players if p.session is not None]
+        await asyncio.gather(*reads, return_exceptions=True)
+        await asyncio.sleep(0.5)
+
+
+def _owner_of(replicas: list[str]) -> Callable[[str], str]:
+    """A table's owner while every replica is live (the shards' split the gateways compute)."""
+    by_shard = {s: member for member, shards in assign(replicas).items() for s in shards}
+    return lambda table_id: by_shard[shard_of(table_id)]
+
+
 async def _analysed_once(url: str, until: float) -> int:
     """Every archived match with a play in it analysed, once (one row, at most one error-rate
     row per player). Returns how many."""
@@ -305,6 +322,7 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
     channels: list[grpc.aio.Channel] = []
     traffic = Traffic(History(), asyncio.Event(), {})
     tasks: list[asyncio.Task[None]] = []
+    reader: asyncio.Task[None] | None = None
     try:
         tag = uuid.uuid4().hex[:4]
         players: list[RecordedPlayer] = []
@@ -333,6 +351,7 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
             )
             for n in range(PAIRS)
         ] + [asyncio.create_task(compete(p, tournament_id, 600, traffic.tables)) for p in entrants]
+        reader = asyncio.create_task(_read_views(pairs, traffic.stop))
         await asyncio.sleep(SECONDS)
         for fault in FAULTS:
             window = Window(fault.name, fault.hosts, time.time())
@@ -347,6 +366,7 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
         traffic.stop.set()
         await asyncio.wait_for(asyncio.gather(*tasks[:PAIRS], return_exceptions=True), 120)
         await asyncio.wait_for(asyncio.gather(*tasks[PAIRS:]), 300)
+        await reader
 
         # Quiescence: abandoned matches end by their clocks; every escrow and hold closes.
         url = cluster.postgres_url
@@ -373,10 +393,15 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
         )
         analysed = await _analysed_once(url, time.monotonic() + 240)
 
-        # A gateway's own faults reach its own players only.
+        # A gateway's own faults reach its own players only; a player whose table's owner and
+        # gateway a fault did not touch sees no error and no call over a second (issue 58).
         seen = {r["fault"]: r for r in traffic.history.report()}
         for name in ("gateway-1 | valkey", "gateway-1 | table replicas"):
             assert seen[name]["failed_calls"].get("gateway-2", 0) == 0, seen[name]
+        owner_of = _owner_of(["table-1", "table-2"])
+        for name, untouched in untouched_figures(traffic.history, owner_of).items():
+            seen[name]["untouched_table_calls"] = untouched
+        untouched_problems = untouched_kept(traffic.history, owner_of)
         figures = {
             "mode": mode,
             "fault_held_s": SECONDS,
@@ -394,17 +419,22 @@ async def test_partitions_skews_and_flaps_lose_nothing_and_fire_nothing_early(
             "matches_analysed": analysed,
             "tournament": cup,
             "diamonds_lost_or_doubled": 0,
+            "untouched_calls_failed_or_over_1s": untouched_problems,
             "faults": list(seen.values()),
         }
         print(json.dumps(figures, indent=1))
         if out := os.environ.get("BG_PARTITION_OUT", ""):  # make partitions' figures
             path = Path(out) / f".partitions-{mode}.json"
             await asyncio.to_thread(path.write_text, json.dumps(figures, indent=1))
+        assert untouched_problems == []
     finally:
         traffic.stop.set()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if reader is not None:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
         for ch in channels:
             await ch.close(None)
         await cluster.stop()

@@ -9,6 +9,7 @@ import grpc
 
 from bg.table.v1 import table_pb2_grpc
 from services.gateway.play_streams import PlayStreams
+from services.gateway.table_calls import TableCalls
 
 
 async def test_a_presence_report_after_the_channel_closed_is_dropped_quietly() -> None:
@@ -17,6 +18,6 @@ async def test_a_presence_report_after_the_channel_closed_is_dropped_quietly() -
     and a live gateway's sweeper reports the disconnect."""
     channel = grpc.aio.insecure_channel("127.0.0.1:9")
     await channel.close(None)
-    streams = SimpleNamespace(tables=table_pb2_grpc.TableServiceStub(channel))
+    streams = SimpleNamespace(tables=TableCalls(table_pb2_grpc.TableServiceStub(channel)))
     await PlayStreams.report(streams, "t1", "p1", False)  # type: ignore[arg-type]
     # (before the fix this raised grpc.aio.UsageError: "Channel is closed")

@@ -5,6 +5,9 @@ down afterwards. (Root and Debian's iproute2 and iptables: .ci/run installs ipta
 
 from __future__ import annotations
 
+import json
+import os
+import random
 import subprocess
 import sys
 import time
@@ -14,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.cluster.hosts import Network
+from infra.cluster import hosts
+from infra.cluster.hosts import HostsTaken, Network
 
 pytestmark = pytest.mark.integration
 
@@ -64,14 +68,27 @@ except OSError:
 PORT = 7331
 
 
+def _prefix() -> str:
+    """A prefix of this test's own (a letter last: a prefix must end with one)."""
+    return f"bgt{uuid.uuid4().hex[:4]}x"
+
+
+def _own_network(names: list[str], owner: str = "") -> Network:
+    """A network with a prefix and a net of this test's own: the tests run side by side on
+    several workers, and a net another holds is refused (as it should be)."""
+    for net in random.sample(range(150, 200), 50):
+        network = Network(prefix=_prefix(), net=net, owner=owner)
+        try:
+            network.create(names)
+        except HostsTaken:
+            continue
+        return network
+    raise AssertionError("no free net in 150..199")
+
+
 @pytest.fixture
 def network(tmp_path: Path) -> Iterator[Network]:
-    net = Network(prefix=f"bgt{uuid.uuid4().hex[:4]}", net=214)
-    try:
-        net.create(["a", "b", "c"])
-    except Exception:
-        net.remove()
-        raise
+    net = _own_network(["a", "b", "c"])
     servers = [
         subprocess.Popen(
             [*net.run_in(h), sys.executable, "-c", SERVER, str(PORT), "60", str(tmp_path / h)]
@@ -127,9 +144,68 @@ def test_one_direction_dropped_and_an_isolated_host(network: Network, tmp_path: 
 
 
 def test_removing_the_network_leaves_nothing() -> None:
-    net = Network(prefix=f"bgt{uuid.uuid4().hex[:4]}", net=215)
-    net.create(["x"])
+    net = _own_network(["x"])
     net.remove()
     namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     links = subprocess.run(["ip", "link", "show"], capture_output=True, text=True).stdout
     assert net.prefix not in namespaces and f"{net.prefix}br" not in links
+
+
+def _namespaces() -> str:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+def test_a_prefix_or_net_a_live_network_holds_is_refused_and_its_hosts_kept() -> None:
+    """Issue 58, item 2: a second drill (or a test beside one) asking for a live network's
+    prefix or net is refused, saying whose it is, and removes nothing of it."""
+    first = _own_network(["a"], owner="data dir /tmp/drill")
+    try:
+        for second in (Network(first.prefix, first.net), Network(_prefix(), first.net)):
+            with pytest.raises(HostsTaken) as refused:
+                second.create(["a"])
+            assert f"pid {os.getpid()}, data dir /tmp/drill" in str(refused.value)
+            assert not second.created
+        said = str(_refusal(Network(first.prefix, first.net)))
+        assert f"hosts prefix {first.prefix!r} is held" in said and "--hosts-prefix" in said
+        said = str(_refusal(Network(_prefix(), first.net)))
+        assert f"hosts net 10.{first.net}.0.0/24 is held" in said and "--hosts-net" in said
+        assert first.namespace("a") in _namespaces()  # untouched by the refusals
+        links = subprocess.run(["ip", "link", "show"], capture_output=True, text=True).stdout
+        assert f"{first.bridge}:" in links
+    finally:
+        first.remove()
+    again = Network(first.prefix, first.net)  # released: free for the next
+    again.create(["a"])
+    again.remove()
+
+
+def _refusal(network: Network) -> HostsTaken:
+    with pytest.raises(HostsTaken) as refused:
+        network.create(["a"])
+    return refused.value
+
+
+def test_a_dead_processs_hosts_are_swept_and_its_prefix_free(tmp_path: Path) -> None:
+    """A network whose maker was killed (its claim names a pid that no longer runs) holds
+    nothing: the next start of any prefix sweeps its hosts, and its prefix may be taken."""
+    dead = _own_network(["a"])
+    claim = hosts.CLAIMS / f"{dead.prefix}.json"
+    record = json.loads(claim.read_text())
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    claim.write_text(json.dumps({**record, "pid": int(gone.stdout), "started": "0"}))
+    other = _own_network(["a"])
+    try:
+        assert dead.namespace("a") not in _namespaces() and not claim.exists()
+        assert other.namespace("a") in _namespaces()
+    finally:
+        other.remove()
+
+
+@pytest.mark.parametrize(
+    ("prefix", "net"), [("bgh-", 213), ("BGH", 213), ("bgh1", 213), ("x", 213), ("bgh", 0)]
+)
+def test_a_prefix_or_net_no_network_may_have_is_refused(prefix: str, net: int) -> None:
+    with pytest.raises(ValueError, match=r"hosts (prefix|net)"):
+        Network(prefix, net).create(["a"])

@@ -5,13 +5,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
+from bg.identity.v1 import identity_pb2, identity_pb2_grpc
+from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
+from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from infra.cluster.embedded import free_port
+from services.analysis.app import build_app as analysis
+from services.common import migrate as migrations
+from services.common.errors import ServiceError, remote_call
 from services.common.host import ServiceHost
 from services.common.service import ServiceApp
 from services.gateway.app import build_app as gateway
@@ -133,4 +141,74 @@ async def test_readiness_recovers_when_dependency_returns(valkey_url: str, tmp_p
         assert seen == [True, False, True]
         assert await _status(host.grpc_port) == SERVING
     finally:
+        await host.stop()
+
+
+# A read of each service with a database, and what it answers once started.
+SCHEMA_CALLS: dict[str, tuple[Callable[[Mapping[str, str] | None], ServiceApp], Any]] = {
+    "identity": (
+        identity,
+        lambda ch: identity_pb2_grpc.IdentityServiceStub(ch).ListBanned(
+            identity_pb2.ListBannedRequest(), timeout=5
+        ),
+    ),
+    "wallet": (
+        wallet,
+        lambda ch: wallet_pb2_grpc.WalletServiceStub(ch).GetBalance(
+            wallet_pb2.GetBalanceRequest(player_id="p1"), timeout=5
+        ),
+    ),
+    "leaderboard": (
+        leaderboard,
+        lambda ch: leaderboard_pb2_grpc.LeaderboardServiceStub(ch).History(
+            leaderboard_pb2.HistoryRequest(player_id="p1"), timeout=5
+        ),
+    ),
+    "analysis": (
+        analysis,
+        lambda ch: analysis_pb2_grpc.AnalysisServiceStub(ch).PlayerTrend(
+            analysis_pb2.PlayerTrendRequest(player_id="p1"), timeout=5
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMA_CALLS))
+async def test_no_call_is_served_before_the_schema_is_at_its_revision(
+    name: str, valkey_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 58, item 3: the identity service answered ListBanned before its migration ran
+    ("relation "bans" does not exist", UNKNOWN at the gateway). While a service with a database
+    migrates, its health says NOT_SERVING and every call of its own is refused UNAVAILABLE
+    STARTING (retried elsewhere, nothing run); once the schema is at head it answers."""
+    build, read = SCHEMA_CALLS[name]
+    migrating, may_finish = asyncio.Event(), asyncio.Event()
+    real = migrations.migrate
+
+    async def slow_migrate(*args: Any, **kwargs: Any) -> None:
+        migrating.set()
+        await may_finish.wait()  # PostgreSQL slow to answer, another replica holding the lock
+        await real(*args, **kwargs)
+
+    monkeypatch.setattr(f"services.{name}.app.migrate", slow_migrate)
+    host = ServiceHost(build(_env(valkey_url, tmp_path)))
+    starting = asyncio.create_task(host.start())
+    try:
+        await asyncio.wait_for(migrating.wait(), 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as ch:
+            for _ in range(3):
+                with pytest.raises(ServiceError) as refused:
+                    await remote_call(read(ch))
+                assert (refused.value.status, refused.value.code) == (
+                    grpc.StatusCode.UNAVAILABLE,
+                    "STARTING",
+                )
+            assert await _status(host.grpc_port) == NOT_SERVING
+            may_finish.set()
+            await asyncio.wait_for(starting, 30)
+            assert await _status(host.grpc_port) == SERVING
+            await remote_call(read(ch))  # answered from the migrated schema
+    finally:
+        may_finish.set()
+        await asyncio.gather(starting, return_exceptions=True)
         await host.stop()

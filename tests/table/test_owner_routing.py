@@ -22,6 +22,7 @@ from services.common.host import ServiceHost
 from services.contracts import peers
 from services.contracts.shards import assign, shard_of
 from services.gateway.command_lines import CommandLines
+from services.gateway.replica_channels import ReplicaChannels
 from services.gateway.table_owners import TableOwners
 from services.table.app import build_app
 from tests.helpers import Valkey
@@ -121,7 +122,7 @@ async def test_commands_go_to_the_replica_that_owns_the_tables_shard(
     addresses = [_address(h) for h in replicas.values()]
     async with channel_to(peers.TABLE, addresses) as balanced:
         stub = table_pb2_grpc.TableServiceStub(balanced)
-        lines = CommandLines(stub, 2, owners, grpc.aio.insecure_channel)
+        lines = CommandLines(stub, 2, owners, ReplicaChannels(grpc.aio.insecure_channel))
         for ids in tables.values():
             for table_id in ids:
                 await _deal(stub, table_id)
@@ -150,7 +151,7 @@ async def test_a_command_to_another_replica_then_to_the_stale_owner_applies_each
     )
     async with channel_to(peers.TABLE, [_address(h) for h in replicas.values()]) as balanced:
         stub = table_pb2_grpc.TableServiceStub(balanced)
-        lines = CommandLines(stub, 1, owners, grpc.aio.insecure_channel)
+        lines = CommandLines(stub, 1, owners, ReplicaChannels(grpc.aio.insecure_channel))
         await _deal(stub, table_id)
         seqs = []
         _, first = await _step(stub, lines, table_id, 0)  # the owner (a) caches it
@@ -197,7 +198,7 @@ async def test_a_lease_moving_mid_stream_loses_no_command_and_doubles_none(
     survivor = replicas["table-b"]
     async with channel_to(peers.TABLE, [_address(h) for h in replicas.values()]) as balanced:
         stub = table_pb2_grpc.TableServiceStub(balanced)
-        lines = CommandLines(stub, 2, owners, grpc.aio.insecure_channel)
+        lines = CommandLines(stub, 2, owners, ReplicaChannels(grpc.aio.insecure_channel))
         for table_id in tables:
             await _deal(stub, table_id)
         answered: dict[str, list[int]] = {t: [] for t in tables}

@@ -135,6 +135,7 @@ export const SAYS = {
   TABLE_BUSY: "The table is busy: try again.",
   UPSTREAM_UNAVAILABLE: "The server is busy or restarting: try again in a moment.",
   STORE_UNAVAILABLE: "The server is busy or restarting: try again in a moment.",
+  STARTING: "The server is starting: try again in a moment.",
   STORE_FULL: "The server is full right now: try again later.",
   LEDGER_UNAVAILABLE: "The wallet is busy or restarting: try again in a moment.",
   UNAVAILABLE: "The server is busy or restarting: try again in a moment.",
