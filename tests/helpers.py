@@ -20,11 +20,11 @@ from typing import Any
 from services.common.deps import redis_client
 
 
-async def scrape_metrics(port: int) -> str:
+async def scrape_metrics(port: int, host: str = "127.0.0.1") -> str:
     """The Prometheus text a service exports on `port` (fetched off the event loop)."""
 
     def fetch() -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5) as reply:
             return str(reply.read().decode())
 
     return await asyncio.to_thread(fetch)

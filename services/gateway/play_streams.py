@@ -46,6 +46,10 @@ from services.gateway.table_calls import TableCalls
 
 log = logging.getLogger("bg.gateway")
 Write = Callable[[gateway_pb2.PlayUpdate], Awaitable[None]]  # where a stream's updates go
+# A stream refused as it opens reads the client's messages until it goes quiet, then refuses
+# (`_drained`): a write still on its way when the refusal lands is the client's INTERNAL.
+DRAIN_QUIET_S = 0.25
+DRAIN_MOST_S = 2.0
 
 
 class PlayStreams:
@@ -78,14 +82,20 @@ class PlayStreams:
     async def play(
         self, requests: AsyncIterator[gateway_pb2.PlayRequest], caller: Caller, write: Write
     ) -> None:
-        player = self.callers.player(caller)
         try:
-            first = await anext(requests)
-        except StopAsyncIteration:
-            return
-        if first.WhichOneof("kind") != "join":
-            raise InvalidArgument("JOIN_FIRST", "the first message names the table", field="join")
-        table_id = limits.table_id(first.join.table_id, "join.table_id")
+            player = self.callers.player(caller)
+            try:
+                first = await anext(requests)
+            except StopAsyncIteration:
+                return
+            if first.WhichOneof("kind") != "join":
+                raise InvalidArgument(
+                    "JOIN_FIRST", "the first message names the table", field="join"
+                )
+            table_id = limits.table_id(first.join.table_id, "join.table_id")
+        except ServiceError:
+            await _drained(requests)
+            raise
         sub = await self.feed.subscribe(table_id)
         stream = stream_id()
         try:
@@ -99,6 +109,7 @@ class PlayStreams:
             backlog = await self.feed.events_between(table_id, first.join.from_seq, view.seq)
         except (ServiceError, RedisError) as exc:
             await self._stream_closed(sub, player, stream)
+            await _drained(requests)
             raise infrastructure_failure(exc) or cast(ServiceError, exc) from None
         seat = view.seat
         queue: Queue = asyncio.Queue(maxsize=1000)
@@ -315,6 +326,25 @@ class PlayStreams:
 
     async def _spectator_view(self, table_id: str) -> table_pb2.TableView:
         return await self.tables.view(table_pb2.GetViewRequest(table_id=table_id, spectator=True))
+
+
+async def _drained(
+    requests: AsyncIterator[gateway_pb2.PlayRequest],
+    quiet_s: float = DRAIN_QUIET_S,
+    most_s: float = DRAIN_MOST_S,
+) -> None:
+    """Before a Play stream is refused as it opens: read what the client already sent (its
+    join, the command it sent straight after) until it goes quiet for `quiet_s`, at most
+    `most_s`. A client's message still on its way when the refusal arrives fails in its own
+    gRPC, which then reports INTERNAL "Internal error from Core" instead of the refusal's code
+    (grpc/grpc#36066, Python asyncio clients): a forged token came back INTERNAL in about one
+    stream of two hundred opened at once, and a client retries INTERNAL as a server fault
+    instead of renewing its token."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + most_s
+    with contextlib.suppress(StopAsyncIteration, TimeoutError, grpc.RpcError):
+        while (left := until - loop.time()) > 0:
+            await asyncio.wait_for(anext(requests), min(quiet_s, left))
 
 
 def _offer(queue: Queue, update: gateway_pb2.PlayUpdate) -> None:

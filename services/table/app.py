@@ -135,6 +135,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             background.spawn("clock", worker.run(background.stop))
         if settings.relay:  # the per-table event streams into Kafka
             background.spawn("relay", relay.run(background.stop))
+            background.spawn("relay-lag", relay.watch_lag(background.stop))
         if keeper is not None:
             # By the store's clock: a keeper whose own ran ahead would let go of generations
             # still written; one behind, make again ones already read and deleted.

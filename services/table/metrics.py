@@ -63,7 +63,8 @@ class TableMetrics:
         )
         self.relay_lag = Gauge(
             "bg_table_relay_lag_seconds",
-            "Age of the oldest table event not yet on Kafka.",
+            "Age of the oldest table event of the shards this replica looks after not yet "
+            "accepted by the event log (read every second, whether or not a relay pass ends).",
             registry=r,
         )
         self.relayed = Counter(

@@ -64,6 +64,7 @@ IDLE_S = 0.25
 # away, say, with every table still playing).
 FRESH_MAX = 500
 FRESH_TOTAL_MAX = 20_000
+LAG_S = 1.0  # how often the relay's lag is read (one script call over the owned shards)
 
 
 def records(entries: list[Entry]) -> list[tuple[int, bytes, list[tuple[str, bytes]]]]:
@@ -168,11 +169,6 @@ class EventRelay:
             self._swept = time.monotonic()
             pending = await self.store.pending_tables(self.leases.owned(), PER_SHARD)
             tables.update(table_id for table_id, _ in pending)
-            if self.metrics:
-                oldest = min((score for _, score in pending), default=None)
-                self.metrics.relay_lag.set(
-                    0 if oldest is None else max(0.0, time.time() - oldest / 1000)
-                )
         if not tables:
             return 0
         owned = await self.store.lease_for_relay(sorted(tables), self.token, LEASE_MS)
@@ -315,6 +311,23 @@ class EventRelay:
             await pause(stop, wait)
             if not self._committed:
                 await self._idle(stop)
+
+    async def watch_lag(self, stop: asyncio.Event, every_s: float = LAG_S) -> None:
+        """`bg_table_relay_lag_seconds`: how long the oldest event of the owned shards has
+        waited for the log to accept it, read from the pending sets (a table enters its shard's
+        at its first unrelayed commit, with that commit's time, and leaves once its events are
+        acknowledged), on a loop of its own. Set by the passes, it stayed at 0 through a broker
+        outage: a pass waits on the broker (issue 58)."""
+        while not stop.is_set():
+            try:
+                pending = await self.store.pending_tables(self.leases.owned(), 1)
+                oldest = min((score for _, score in pending), default=None)
+                lag = 0.0 if oldest is None else max(0.0, (self.now() - oldest) / 1000)
+                if self.metrics:
+                    self.metrics.relay_lag.set(lag)
+            except Exception as exc:  # Redis away: the store's own alerts say so
+                log.debug("relay lag not read", extra={"error": repr(exc)[:200]})
+            await pause(stop, every_s)
 
     async def _idle(self, stop: asyncio.Event) -> None:
         """Nothing committed here: wait for a commit, at most IDLE_S (an idle replica woke

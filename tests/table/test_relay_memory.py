@@ -4,14 +4,18 @@ order, and each pass's leases end with its acknowledgement (real Valkey, a fake 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bg.events.v1 import events_pb2
+from services.common.clock import now_ms
 from services.common.log_port import Outgoing, Placement, Unsent
+from services.common.metrics import ServiceMetrics
 from services.contracts.redis_keys import table_key
 from services.table import relay as relay_module
 from services.table.adapters.redis_store import TableStore
+from services.table.metrics import TableMetrics
 from services.table.ports import Entry
 from services.table.relay import EventRelay
 from services.table.tables import TableCore
@@ -130,3 +134,56 @@ def test_the_events_kept_are_bounded_in_all(monkeypatch: Any) -> None:
     relay._sent({"a": 4})
     assert relay._fresh == {} and relay._kept == 0
     assert relay._committed == {"a", "b"}  # both still go in the next pass
+
+
+class StalledPublisher(FakePublisher):
+    """A broker that takes records and never answers, until `answers` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answers = asyncio.Event()
+        self.waiting = asyncio.Event()
+
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
+        self.waiting.set()
+        await self.answers.wait()
+        return await super().publish(records, at_ms)
+
+
+async def test_the_lag_shows_an_outage_while_a_pass_waits_on_the_broker(
+    redis: Any, wallet: FakeWallet
+) -> None:
+    """Issue 58, item 5: the gauge was set by the relay's passes, which wait on the broker, and
+    stayed at 0-0.015 s through a 10 s broker isolation. Read on a loop of its own from the
+    pending sets, it is the age of the oldest unaccepted event while the pass is stuck (the
+    relay's clock 42 s on from the commits: no sleeping), and 0 once the broker answers."""
+    store = TableStore(redis)
+    publisher = StalledPublisher()
+    metrics = TableMetrics(ServiceMetrics("table"))
+    relay = EventRelay(
+        store, publisher, metrics, interval_s=0.01, now=lambda: now_ms() + 42_000, sweep_s=0
+    )
+    core = TableCore(store, wallet, clock_scale=0.01, on_commit=relay.committed)
+    await deal(core, "t1", "t1-1", P, options("casual"))
+    stop = asyncio.Event()
+    passes = asyncio.create_task(relay.run(stop))
+    lag = asyncio.create_task(relay.watch_lag(stop, every_s=0.01))
+    try:
+        await asyncio.wait_for(publisher.waiting.wait(), 10)
+        seen = await _gauge_until(metrics, lambda v: v > 0)
+        assert 41 <= seen <= 50  # the commit's age by the relay's clock, the pass still stuck
+        publisher.answers.set()
+        assert await _gauge_until(metrics, lambda v: v == 0) == 0  # accepted: nothing waits
+        assert await store.pending_tables(None, 1) == []
+    finally:
+        stop.set()
+        await asyncio.gather(passes, lag)
+
+
+async def _gauge_until(metrics: TableMetrics, ok: Callable[[float], bool]) -> float:
+    for _ in range(1000):
+        value = metrics.relay_lag._value.get()
+        if ok(value):
+            return float(value)
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the relay lag stayed at {metrics.relay_lag._value.get()}")
