@@ -47,6 +47,9 @@ class Presence:
         self.gateway = uuid.uuid4().hex[:16]  # this process's lease; a new one after a lapse
         # This gateway's live streams: stream -> (table, player, the gateway id it opened under).
         self.mine: dict[str, tuple[str, str, str]] = {}
+        # Streams that ended while the store could not be told (this gateway cut off from
+        # Valkey): each round closes them, so their players' disconnects are still reported.
+        self.unclosed: dict[str, tuple[str, str, str]] = {}
         self._registered = False
 
     async def _register(self) -> None:
@@ -68,9 +71,32 @@ class Presence:
         return first
 
     async def closed(self, table_id: str, player_id: str, stream: str) -> bool:
-        """Forget `stream`; True when it was the player's last live stream to the table."""
+        """Forget `stream`; True when it was the player's last live stream to the table. When
+        the store cannot be told (False here), a later round of `run` closes it and reports the
+        disconnect: it never fails, so a stream's end, in a task of its own or shielded, leaves
+        no unretrieved error."""
         _, _, gateway = self.mine.pop(stream, (table_id, player_id, self.gateway))
-        return await self.store.close_stream(gateway, table_id, player_id, stream)
+        try:
+            return await self.store.close_stream(gateway, table_id, player_id, stream)
+        except Exception as exc:  # Redis away: this gateway's loop closes it when it answers
+            self.unclosed[stream] = (table_id, player_id, gateway)
+            log.warning(
+                "a stream's end not yet recorded",
+                extra={"table_id": table_id, "error": repr(exc)[:200]},
+            )
+            return False
+
+    async def close_unclosed(self) -> list[tuple[str, str]]:
+        """Close the streams that ended while the store was away; the (table, player) pairs
+        that lost their last live stream (disconnects the caller must report). A lease that
+        lapsed meanwhile had them closed by a sweeper: the store then reports nothing twice."""
+        gone = []
+        for stream, (table_id, player_id, gateway) in list(self.unclosed.items()):
+            last = await self.store.close_stream(gateway, table_id, player_id, stream)
+            del self.unclosed[stream]
+            if last:
+                gone.append((table_id, player_id))
+        return gone
 
     async def renew_all(self) -> list[tuple[str, str, str]]:
         """Extend this gateway's lease (one call). When it had lapsed (this gateway stalled past
@@ -124,6 +150,9 @@ class Presence:
         """Renew this gateway's lease and sweep lapsed gateways' streams, every `ttl_s / 3`."""
         while not stop.is_set():
             try:
+                for table_id, player_id in await self.close_unclosed():
+                    if table_id != LOBBY:
+                        await report(table_id, player_id, False)
                 for table_id, player_id, stream in await self.renew_all():
                     if await self.reopen(table_id, player_id, stream) and table_id != LOBBY:
                         await report(table_id, player_id, True)

@@ -17,6 +17,7 @@ from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
 from client.play_wire import CommandRefused, PlaySession
 from client.player import Player
+from services.contracts.error_wire import error_from
 
 # Refusals that are the table's answer to a client acting on a view a clock or the other
 # player had already moved on (the client's race, not the cluster's failure).
@@ -48,7 +49,7 @@ class Window:
     """One fault: when it was made, healed, and every call succeeded again."""
 
     name: str
-    hosts: frozenset[str]  # the hosts the fault touches
+    hosts: frozenset[str]  # the hosts whose calls the fault may touch (its cut links are theirs)
     start: float
     healed: float = 0.0
     figures: dict[str, Any] = field(default_factory=dict)  # the fault's own measurements
@@ -110,7 +111,8 @@ def code_of(exc: BaseException) -> str:
     if isinstance(exc, CommandRefused):
         return str(exc.code)
     if isinstance(exc, grpc.aio.AioRpcError):
-        return exc.code().name
+        detail = error_from(exc)  # the typed code, when the cluster gave one
+        return f"{exc.code().name} {detail.code}" if detail else exc.code().name
     return type(exc).__name__
 
 

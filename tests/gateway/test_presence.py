@@ -195,6 +195,50 @@ async def test_a_failing_store_does_not_end_the_presence_task(clock: Clock) -> N
     assert task.exception() is None
 
 
+async def test_a_stream_ended_while_the_store_is_away_is_reported_once_it_answers(
+    clock: Clock,
+) -> None:
+    """Found by issue 58's partition runs: a gateway cut off from Valkey logged "Task exception
+    was never retrieved" for each Play stream that ended meanwhile, and the stream stayed
+    recorded under the gateway's live lease: its player never went away for the table (I-8).
+    Now the end is kept, and the presence loop's next round after the store answers closes it
+    and reports the disconnect, once."""
+
+    class CutStore(MemoryPresenceStore):
+        cut = False
+
+        async def close_stream(self, gateway: str, table_id: str, player: str, s: str) -> bool:
+            if self.cut:
+                raise ConnectionError("Valkey cut off")
+            return await super().close_stream(gateway, table_id, player, s)
+
+    store = CutStore()
+    presence = Presence(store, 0.03, clock)
+    table, player = _ids()
+    assert await presence.opened(table, player, "s1") is True
+    store.cut = True
+    assert await presence.closed(table, player, "s1") is False  # not failing: kept for later
+    assert list(presence.unclosed) == ["s1"]
+    reported: list[tuple[str, str, bool]] = []
+    answered = asyncio.Event()
+
+    async def report(t: str, p: str, connected: bool) -> None:
+        reported.append((t, p, connected))
+        answered.set()
+
+    stop = asyncio.Event()
+    task = asyncio.create_task(presence.run(report, stop))
+    await asyncio.sleep(0.1)  # rounds while the store is still away: nothing reported
+    assert reported == [] and list(presence.unclosed) == ["s1"]
+    store.cut = False
+    await asyncio.wait_for(answered.wait(), 5)
+    await asyncio.sleep(0.1)  # more rounds: still once
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    assert reported == [(table, player, False)] and presence.unclosed == {}
+    assert await presence.opened(table, player, "s2") is True  # the next stream: a connect
+
+
 class _Calls:
     def __init__(self) -> None:
         self.n = 0

@@ -182,6 +182,7 @@ async def test_boost_holds_then_captures_only_when_applied(
     deadline = loaded.state.match.clock_deadline_ms
     out = await core.submit("t1", P[seat], seat, "", 0, c.Boost(seat))
     assert kind(out.events[0]) == "boost_applied"
+    await core.captures_done()  # spent after the answer (issue 58)
     assert wallet.balances[P[seat]] == 10_000 - 10
     assert wallet.captured == [f"boost:m1:1:{seat}:1"]
     after = await load_table(core.store, "t1")
@@ -235,6 +236,7 @@ async def test_i4_double_holds_the_raise_and_the_take_captures_it(
     taken = await core.submit("t1", P[1 - seat], 1 - seat, "", 0, c.Take(1 - seat))
     assert kind(taken.events[0]) == "double_taken"
     assert taken.events[0].double_taken.game_no == 1 and taken.events[0].double_taken.cube == 2
+    await core.captures_done()  # captured after the answer (issue 58)
     assert wallet.escrow["m1"] == 1000 and wallet.captured == ["raise:m1:1:2"]
 
 
@@ -252,8 +254,36 @@ async def test_a_take_needs_no_wallet_so_an_outage_is_not_a_drop(
     assert kind(taken.events[0]) == "double_taken"
     loaded = await core.store.load("t1")
     assert loaded is not None and loaded.state.match.cube == 2
+    await core.captures_done()
     assert wallet.captured == []  # deferred, not lost: the hold is still there
     assert "raise:m1:1:2" in wallet.holds
+
+
+async def test_a_takes_answer_does_not_wait_for_its_capture(
+    core: TableCore, wallet: FakeWallet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 58: with the wallet cut off from its database, a take waited 3 s for its answer on
+    the capture of its raise, which is best effort. The answer comes first; the capture goes on
+    after it, and lands."""
+    await core.create_match("t1", "m1", P, options("wagered", match_length=1, bet=500))
+    wallet.escrow["m1"] = 500
+    seat = await _to_doubling_turn(core)
+    await core.submit("t1", P[seat], seat, "", 0, c.OfferDouble(seat))
+    answering = asyncio.Event()
+    capture = wallet.capture
+
+    async def slow_capture(hold_key: str) -> None:
+        await answering.wait()  # the wallet's database away until the take has its answer
+        await capture(hold_key)
+
+    monkeypatch.setattr(wallet, "capture", slow_capture)
+    taken = await asyncio.wait_for(
+        core.submit("t1", P[1 - seat], 1 - seat, "", 0, c.Take(1 - seat)), 5
+    )
+    assert kind(taken.events[0]) == "double_taken" and wallet.captured == []
+    answering.set()
+    await core.captures_done()
+    assert wallet.captured == ["raise:m1:1:2"]
 
 
 async def test_a_wagered_tournaments_double_needs_no_wallet(
