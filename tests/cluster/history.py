@@ -20,8 +20,11 @@ from client.player import Player
 from services.contracts.error_wire import error_from
 
 # Refusals that are the table's answer to a client acting on a view a clock or the other
-# player had already moved on (the client's race, not the cluster's failure).
-RULES_ANSWERS = frozenset({"STALE_SEQ", "NOT_YOUR_TURN", "MATCH_OVER", "RATE_LIMITED", "TIME_UP"})
+# player had already moved on (the client's race, not the cluster's failure), and W-1's: a
+# player whose last wagered deal or match is still on waits before another.
+RULES_ANSWERS = frozenset(
+    {"STALE_SEQ", "NOT_YOUR_TURN", "MATCH_OVER", "RATE_LIMITED", "TIME_UP", "IN_ANOTHER_MATCH"}
+)
 
 
 @dataclass
@@ -41,7 +44,7 @@ class Call:
     @property
     def failed(self) -> bool:
         """Not answered, for a reason of the cluster's (a rule's refusal is an answer)."""
-        return bool(self.code) and self.code not in RULES_ANSWERS
+        return bool(self.code) and self.code.rsplit(" ", 1)[-1] not in RULES_ANSWERS
 
 
 @dataclass
