@@ -77,16 +77,25 @@ MINUTES ?= 10
 soak: setup
 	$(BIN)/python -m benchmarks.soak --tables $(TABLES) --minutes $(MINUTES) --json .soak.json
 
-# Headless Locust against a local cluster it starts; prints a summary JSON, fails on any
-# correctness failure. make load USERS=60 SPAWN_RATE=10 DURATION=170 PROCESSES=2 CHAOS=1
+# Locust (a master and WORKERS workers) against a local cluster it starts, or a deployment's
+# gateway at TARGET (its operators' API at ADMIN; the operator's key in BG_LOAD_OPERATOR_KEY);
+# prints a summary JSON, writes .load-runs/<run id>/report.html, fails on any correctness failure
+# or error. make load USERS=60 DURATION=170 WORKERS=2 CHAOS=1 PROFILE=mix
+# make load TARGET=gw.example:443 TLS=1 ADMIN=10.0.0.5:50057 OPERATOR=loadtest PROFILE=human
 USERS ?= 40
 SPAWN_RATE ?= 10
 DURATION ?= 170
-PROCESSES ?= 1
+WORKERS ?= 1
+PROFILE ?= stress
 CHAOS ?=
+TARGET ?=
+ADMIN ?=
+OPERATOR ?= admin
+TLS ?=
 load: setup
 	$(BIN)/python -m loadtests.run --users $(USERS) --spawn-rate $(SPAWN_RATE) \
-		--duration $(DURATION) --processes $(PROCESSES) $(if $(CHAOS),--chaos,)
+		--duration $(DURATION) --workers $(WORKERS) --profile $(PROFILE) $(if $(CHAOS),--chaos,) \
+		$(if $(TARGET),--target $(TARGET) --admin $(ADMIN) --operator $(OPERATOR),) $(if $(TLS),--tls,)
 
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix .tools @bufbuild/buf@$(BUF_VERSION)

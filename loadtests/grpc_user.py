@@ -1,6 +1,6 @@
 """A gevent-friendly gRPC client for Locust: every call is reported to Locust's statistics
-(as in Locust's own gRPC example), plus helpers to report correctness counters and timings as
-named entries that Locust aggregates across worker processes."""
+(as in Locust's own gRPC example), plus helpers to report correctness counters, timings and
+refusals by code as named entries that Locust aggregates across worker processes."""
 
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ from typing import Any
 import grpc
 from grpc_interceptor import ClientInterceptor
 
-# Refusals by the rules that a client waits out and tries again (W-1: one wagered match at a
-# time): answers, counted by the users as checks, not errors of the cluster.
-RULE_REFUSALS = ("IN_ANOTHER_MATCH",)
+from loadtests.failures import LIMIT_KIND, RULE_KIND, code_of, kind_of
 
 
 def rule_refusal(exc: BaseException | None) -> bool:
-    details = str(exc.details() or "") if isinstance(exc, grpc.RpcError) else ""
-    return any(code in details for code in RULE_REFUSALS)
+    """A refusal the rules make (W-1's wait, say): the client waits and tries again."""
+    return exc is not None and kind_of(code_of(exc)) == RULE_KIND
 
 
 class LocustInterceptor(ClientInterceptor):
@@ -44,14 +42,29 @@ class LocustInterceptor(ClientInterceptor):
                 and response.exception() is not None
             ):
                 exception = response.exception()
+            name = call_details.method
+            failure = None
+            if exception is not None:
+                refused(self.env, name.rsplit("/", 1)[-1], code_of(exception))
+                failure = code_of(exception) if kind_of(code_of(exception)) == "error" else None
             self.env.events.request.fire(
-                request_type="grpc", name=call_details.method, response_time=elapsed_ms,
-                response_length=0, context={},
-                exception=None if rule_refusal(exception) else exception,
+                request_type="grpc", name=name, response_time=elapsed_ms, response_length=0,
+                context={}, exception=failure,
             )  # fmt: skip
         if exception is not None:
             raise exception
         return response
+
+
+def refused(env: Any, what: str, code: str) -> None:
+    """A refusal the rules make, or the gateway's rate limit: counted by its code in an entry
+    of its own (an error is the failure of the call's or command's own entry)."""
+    kind = kind_of(code)
+    if kind in (RULE_KIND, LIMIT_KIND):
+        env.events.request.fire(
+            request_type=kind, name=f"{what} {code}", response_time=0, response_length=0,
+            context={}, exception=None,
+        )  # fmt: skip
 
 
 def report(
@@ -61,5 +74,5 @@ def report(
     timings (value_ms)."""
     env.events.request.fire(
         request_type=kind, name=name, response_time=value_ms, response_length=0,
-        exception=RuntimeError(failure) if failure else None, context={},
+        exception=failure, context={},
     )  # fmt: skip

@@ -198,7 +198,11 @@ class Cluster:
         )
 
     def _netns(self, name: str) -> str:
-        return self.network.namespace(name) if self.network is not None else ""
+        """A process's host: its own, or "" for one on the machine itself (Prometheus, which
+        reaches every host over the bridge and serves the operator on loopback)."""
+        if self.network is None or name not in self.network.hosts:
+            return ""
+        return self.network.namespace(name)
 
     def _spec(
         self, name: str, argv: list[str], env: dict[str, str], user: str | None = None

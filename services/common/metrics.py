@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 # 20 ms is issue 43's bound on a pause.
 GC_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -27,6 +27,9 @@ class ServiceMetrics:
     def __init__(self, service: str, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         self.service = service
+        # The process's CPU seconds, memory and files (process_*): the capacity report's costs
+        # by service (loadtests/capacity.py), from the overview dashboard's panels.
+        ProcessCollector(registry=self.registry)
         self.rpc_total = Counter(
             "bg_grpc_server_handled_total",
             "gRPC calls handled, by method and status code.",

@@ -143,7 +143,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             settings.bots_secret,
         )  # fmt: skip
         streams = PlayStreams(
-            callers, table_calls, lines, lobby, feed, presence, privacy, live, chat
+            callers, table_calls, lines, lobby, feed, presence, privacy, live, chat, metrics
         )
         display_names = DisplayNames(names, accounts)
         friends = FriendsStreams(social, presence, settings.friends_refresh_s)

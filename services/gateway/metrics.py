@@ -1,6 +1,7 @@
 """The gateway's own metrics: the connections and streams it holds, by transport; the WebSocket's
 calls by outcome (gRPC's are the platform's bg_grpc_server_*, which a WebSocket call never
-passes through); sign-ins by kind and outcome."""
+passes through); sign-ins by kind and outcome; each Play command's time from its arrival to its
+answer (a Play stream's gRPC metric times the whole stream)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from services.common.metrics import LATENCY_BUCKETS
 
 TRANSPORTS = ("grpc", "ws")
 STREAMS = ("play", "watch", "friends")
@@ -36,6 +39,12 @@ class GatewayMetrics:
             "Sign-ins answered, by kind (guest, device, email, service, refresh) and result "
             "(ok, or the refusal's code).",
             ["kind", "result"],
+            registry=registry,
+        )
+        self.commands = Histogram(
+            "bg_gateway_command_seconds",
+            "Play commands, from their arrival at the gateway to their answer (refusals too).",
+            buckets=LATENCY_BUCKETS,
             registry=registry,
         )
         for kind in STREAMS:  # every series there from the start: a rate() sees the first one

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
@@ -38,6 +39,7 @@ from services.gateway.chat_delivery import ChatDelivery, Listener
 from services.gateway.command_lines import CommandLines
 from services.gateway.feed import Answer, Subscription, TableFeed
 from services.gateway.live_streams import LiveStreams, Queue, stream_id
+from services.gateway.metrics import GatewayMetrics
 from services.gateway.presence import Presence
 from services.gateway.privacy import Privacy
 from services.gateway.seat_relay import END, play_update, relay_updates
@@ -64,6 +66,7 @@ class PlayStreams:
         privacy: Privacy,
         live: LiveStreams,
         chat: ChatDelivery,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self.callers = callers
         self.tables = tables  # a table's views and presence reports, to its owner first
@@ -74,6 +77,7 @@ class PlayStreams:
         self.privacy = privacy
         self.live = live  # each player's streams here: a ban ends them (Bans(on_ban=...))
         self.chat = chat  # the tables' chat, delivered on the streams here
+        self.command_seconds = (metrics or GatewayMetrics.unregistered()).commands
         self.spectators = SpectatorViews(self._spectator_view)
         self._background: set[asyncio.Task[None]] = set()
 
@@ -172,7 +176,9 @@ class PlayStreams:
             async for message in requests:
                 request_no += 1
                 sub.answers_due += 1
+                started = time.perf_counter()
                 answer, update = await self._command(message, table_id, player, seat, request_no)
+                self.command_seconds.observe(time.perf_counter() - started)
                 if update is not None:
                     self.feed.deliver_local(update, sub, answer)
                 else:

@@ -76,6 +76,32 @@ def parse_operator_keys(spec: str) -> dict[str, str]:
     return keys
 
 
+# Every audited action: what BG_OPERATOR_RIGHTS grants, one by one.
+ACTIONS = frozenset({
+    "lookup", "adjust", "ban", "unban", "close_table", "stale_escrows", "replay", "audit",
+    "chat_reports", "chat_resolve", "chat_remove", "chat_silence", "tournament_create",
+    "tournament_cancel", "stale_pools", "pool_refund",
+})  # fmt: skip
+
+
+def parse_operator_rights(spec: str, operators: Mapping[str, str]) -> dict[str, frozenset[str]]:
+    """BG_OPERATOR_RIGHTS: `name=right+right,...` for the operators limited to some actions
+    (an operator not named may take every one)."""
+    rights: dict[str, frozenset[str]] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, sep, listed = part.partition("=")
+        given = frozenset(filter(None, (r.strip() for r in listed.split("+"))))
+        if not sep or name not in operators:
+            raise ValueError(f"BG_OPERATOR_RIGHTS: {name!r} is not an operator of BG_OPERATOR_KEYS")
+        if unknown := sorted(given - ACTIONS):
+            raise ValueError(
+                f"BG_OPERATOR_RIGHTS: no right {', '.join(unknown)}; the rights: "
+                + ", ".join(sorted(ACTIONS))
+            )
+        rights[name] = given
+    return {name: rights.get(name, ACTIONS) for name in operators}
+
+
 class OperatorLimits:
     """Operators' calls per second from one address, and sign-ins per second per operator name,
     over every identity replica (services/common/shared_limits.py)."""
@@ -127,6 +153,7 @@ class Operators:
     keys: Mapping[str, str]
     signer: TokenSigner
     limits: OperatorLimits
+    rights: Mapping[str, frozenset[str]] | None = None  # None: every operator may do all
 
 
 class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
@@ -141,6 +168,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     ) -> None:
         self.signer = operators.signer
         self.keys = dict(operators.keys)
+        self.rights = dict(operators.rights or dict.fromkeys(self.keys, ACTIONS))
         self.limits = operators.limits
         self.ttl_s = operators.signer.ttl_s
         self.accounts = accounts
@@ -193,6 +221,10 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
                 _target(target, target_field)
             self.limits.check_peer(peer_address(context.peer()))
             operator = self._operator(context)
+            if action not in self.rights.get(operator, frozenset()):
+                raise PermissionDenied(
+                    "NOT_ALLOWED", f"operator {operator} may not {action} (BG_OPERATOR_RIGHTS)"
+                )
         except ServiceError as err:
             # Refused calls are audited too, with what they sent cut to the log's bounds.
             await self.audit.record(operator, action, target[:64], reason[:200], err.code)
@@ -229,7 +261,9 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         identity = Identity(OPERATOR_PREFIX + name, name, operator=True)
         token, expires = self.signer.issue(identity, ttl_s=self.ttl_s)
         await self.audit.record(name, "login", name, "", "ok")
-        return admin_pb2.OperatorLoginResponse(token=token, expires_ms=expires)
+        return admin_pb2.OperatorLoginResponse(
+            token=token, expires_ms=expires, rights=sorted(self.rights.get(name, ()))
+        )
 
     @grpc_errors
     async def LookupPlayer(

@@ -40,6 +40,7 @@ from services.identity.admin import (
     Operators,
     Services,
     parse_operator_keys,
+    parse_operator_rights,
 )
 from services.identity.api import IdentityServicer
 from services.identity.ban_list import BanList
@@ -81,7 +82,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     signer = TokenSigner(
         settings.operator_secret or secrets.token_urlsafe(32), settings.operator_ttl_s
     )
-    operators = Operators(parse_operator_keys(settings.operator_keys), signer, limits)
+    operator_keys = parse_operator_keys(settings.operator_keys)
+    rights = parse_operator_rights(settings.operator_rights, operator_keys)
+    operators = Operators(operator_keys, signer, limits, rights)
     store_clock = StoreClock(redis_times(redis))
     chat_limits = SharedLimiter(
         redis, "chat", settings.chat_per_s, settings.chat_sync_s,

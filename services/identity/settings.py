@@ -41,6 +41,15 @@ class IdentitySettings(ServiceSettings):
         "AdminService.OperatorLogin takes them (empty: no operators).",
         secret=True,
     )
+    operator_rights: str = setting(
+        "BG_OPERATOR_RIGHTS",
+        "",
+        "What some operators may do, name=right+right pairs separated by commas, a right being "
+        "an audit action (lookup, adjust, ban, unban, close_table, stale_escrows, replay, "
+        "audit, chat_reports, chat_resolve, chat_remove, chat_silence, tournament_create, "
+        "tournament_cancel, stale_pools, pool_refund): e.g. loadtest=adjust+lookup. An operator "
+        "not named here may do everything.",
+    )
     operator_secret: str = setting(
         "BG_OPERATOR_SECRET",
         "",

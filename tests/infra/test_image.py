@@ -63,3 +63,15 @@ def test_the_image_runs_only_modules_that_exist() -> None:
 def test_the_build_installs_the_generators_plugins() -> None:
     """protogen runs protoc with mypy-protobuf's plugin (protoc-gen-mypy_grpc)."""
     assert "mypy-protobuf" in DOCKERFILE and "grpcio-tools" in DOCKERFILE
+
+
+def test_the_load_tests_image_holds_what_they_import() -> None:
+    """Issue 59: `docker build --target loadtest` is Locust's master and workers
+    (k8s/loadtest): every folder loadtests/ reaches, the load extra, the dashboard it reads."""
+    stage = DOCKERFILE.split("AS loadtest", 1)[1].split("\nFROM ", 1)[0]
+    copied = set(re.findall(r"^COPY --from=build /src/(\w+) /app/\1$", stage, re.M))
+    needed = _reached("loadtests")
+    assert {"loadtests", "services", "client", "engine"} <= needed
+    assert needed <= copied, sorted(needed - copied)
+    assert "/install-load /usr/local" in stage and '".[load]"' in DOCKERFILE
+    assert "COPY --from=build /src/k8s/base/dashboards /app/k8s/base/dashboards" in stage

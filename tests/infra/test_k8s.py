@@ -232,3 +232,40 @@ def test_the_topics_are_the_clusters_and_every_producer_may_reach_the_broker(
         for v in e["values"]
     }
     assert {"table", "wallet", "leaderboard", "analysis", "matchmaking"} <= allowed
+
+
+def test_the_load_test_renders_and_validates(tmp_path: Path) -> None:
+    """Issue 59: k8s/loadtest, a Locust master (a Service for its web UI and its workers) and
+    workers scaled by replicas, the project's load-test image, the operator's key from a
+    Secret, the gateway's Service as the target; valid, non-root, read-only, limited."""
+    tree = tmp_path / "k8s"
+    shutil.copytree(ROOT / "k8s", tree)
+    (tree / "loadtest/operator.env").write_text("BG_LOAD_OPERATOR_KEY=" + "k" * 40 + "\n")
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(tree / "loadtest")], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    for doc in docs:
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    master = by[("Deployment", "locust-master")]["spec"]["template"]["spec"]
+    workers = by[("Deployment", "locust-worker")]
+    assert workers["spec"]["replicas"] >= 1
+    service = by[("Service", "locust-master")]
+    assert {p["name"] for p in service["spec"]["ports"]} == {"web", "workers"}
+    args = master["containers"][0]["args"]
+    assert "--master" in args and "--web-ui" in args and "--target=$(LOAD_TARGET)" in args
+    settings = next(d for d in docs if d["metadata"]["name"].startswith("loadtest-settings"))
+    assert settings["data"]["LOAD_TARGET"] == "gateway:50051"  # the gateway's Service
+    secret = next(d for d in docs if d["kind"] == "Secret")
+    for spec in (master, workers["spec"]["template"]["spec"]):
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        container = spec["containers"][0]
+        assert container["image"] == "bgcluster-loadtest:latest"
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+        assert container["resources"]["limits"]["cpu"]
+        key = next(e for e in container["env"] if e["name"] == "BG_LOAD_OPERATOR_KEY")
+        assert key["valueFrom"]["secretKeyRef"]["name"] == secret["metadata"]["name"]
+    policy = by[("NetworkPolicy", "identity-from-locust")]
+    assert policy["spec"]["podSelector"]["matchLabels"] == {"app": "identity"}

@@ -48,7 +48,7 @@ def exported_metrics() -> set[str]:
 
 
 def queried(text: str) -> set[str]:
-    return set(re.findall(r"\b(bg_[a-z0-9_]+|up)\b", text))
+    return set(re.findall(r"\b(bg_[a-z0-9_]+|process_[a-z0-9_]+|up)\b", text))
 
 
 def test_dashboards_query_only_exported_metrics() -> None:
