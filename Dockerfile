@@ -19,35 +19,30 @@ RUN pip install --no-cache-dir "grpcio-tools>=1.85,<2" "mypy-protobuf>=5.1,<6" \
     && pip install --no-cache-dir --prefix=/install . \
     && pip install --no-cache-dir --prefix=/install-load ".[load]"
 
-# The load test's image (`docker build --target loadtest -t bgcluster-loadtest .`): Locust's
-# master and workers of k8s/loadtest; the capacity report reads the overview dashboard.
-FROM python:3.11-slim AS loadtest
-COPY --from=build /install-load /usr/local
+# The sources every image runs, first on the path, with their data files.
+FROM python:3.11-slim AS app
 COPY --from=build /src/bg /app/bg
 COPY --from=build /src/engine /app/engine
 COPY --from=build /src/evaluator /app/evaluator
 COPY --from=build /src/services /app/services
 COPY --from=build /src/client /app/client
 COPY --from=build /src/infra /app/infra
-COPY --from=build /src/loadtests /app/loadtests
-COPY --from=build /src/k8s/base/dashboards /app/k8s/base/dashboards
 WORKDIR /app
 ENV PYTHONPATH=/app PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+
+# The load test's image (`docker build --target loadtest -t bgcluster-loadtest .`): Locust's
+# master and workers of k8s/loadtest; the capacity report reads the overview dashboard.
+FROM app AS loadtest
+COPY --from=build /install-load /usr/local
+COPY --from=build /src/loadtests /app/loadtests
+COPY --from=build /src/k8s/base/dashboards /app/k8s/base/dashboards
 USER 10001:10001
 EXPOSE 8089 5557
 CMD ["python", "-m", "loadtests.run", "--help"]
 
 # The services' image (the default target).
-FROM python:3.11-slim
+FROM app
 COPY --from=build /install /usr/local
-COPY --from=build /src/bg /app/bg
-COPY --from=build /src/engine /app/engine
-COPY --from=build /src/evaluator /app/evaluator
-COPY --from=build /src/services /app/services
-COPY --from=build /src/client /app/client
-COPY --from=build /src/infra /app/infra
-WORKDIR /app
-ENV PYTHONPATH=/app PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 USER 10001:10001
 EXPOSE 50051 50052 50053 50054 50055 50061 8081
 CMD ["python", "-m", "services.gateway"]

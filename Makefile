@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 BUF_VERSION := 1.75.0
 BUF := .tools/node_modules/.bin/buf
 
-.PHONY: setup up test test-fast chaos partitions bench soak load lint proto-release protos docs clean
+.PHONY: setup up test test-fast chaos partitions bench soak load load-hosts capacity lint proto-release protos docs clean
 
 setup: $(VENV)/.installed bg/.generated
 
@@ -96,6 +96,20 @@ load: setup
 	$(BIN)/python -m loadtests.run --users $(USERS) --spawn-rate $(SPAWN_RATE) \
 		--duration $(DURATION) --workers $(WORKERS) --profile $(PROFILE) $(if $(CHAOS),--chaos,) \
 		$(if $(TARGET),--target $(TARGET) --admin $(ADMIN) --operator $(OPERATOR),) $(if $(TLS),--tls,)
+
+# Issue 59's human-paced capacity of this machine: tables played at a person's pace, steps of
+# TABLES, each judged over STEADY seconds (command p99 < 200 ms, clock lateness p99 < 100 ms in
+# every 10 s window), the analysis on and off; writes .human-capacity.json (~1 hour).
+CAPACITY_TABLES ?= 250,500,750,1000,1250
+STEADY ?= 180
+capacity: setup
+	$(BIN)/python -m benchmarks.human_capacity --tables $(CAPACITY_TABLES) --steady $(STEADY)
+
+# The load test against `bgcluster up --hosts` by address, with the alert drill, for longer
+# than `make test` plays it (LOAD_SECONDS of load).
+LOAD_SECONDS ?= 120
+load-hosts: setup
+	BG_LOAD_TARGET_SECONDS=$(LOAD_SECONDS) $(BIN)/python -m pytest -q -s tests/cluster/test_load_target.py
 
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix .tools @bufbuild/buf@$(BUF_VERSION)

@@ -116,21 +116,27 @@ class HumanUser(GameUser):
             self.close_stream()
 
     def rematch(self, v: Any) -> bool:
-        """After the match: offer or accept a rematch, as people do; True when a new match is
-        dealt on the table (the stream goes on with it)."""
-        if v.rematch_offered_by == -1 and self.rng.random() < REMATCH_OFFER:
-            self.think("cube")
-            self.send(table_pb2.Command(offer_rematch=table_pb2.Empty()), v.seq, "offer_rematch")
-        elif v.rematch_offered_by not in (-1, v.seat) and self.rng.random() < REMATCH_ACCEPT:
-            self.think("cube")
-            self.send(table_pb2.Command(accept_rematch=table_pb2.Empty()), v.seq, "accept_rematch")
+        """After the match: offer or accept a rematch, as people do, deciding once; True when
+        a new match is dealt on the table (the stream goes on with it)."""
+        offers, accepts = self.rng.random() < REMATCH_OFFER, self.rng.random() < REMATCH_ACCEPT
+        answered = False
         for _ in range(15):  # the other side decides (or the offer lapses)
-            self.drain(1.0)
-            if self.latest.phase not in FINISHED:
+            v = self.latest
+            if v.phase not in FINISHED:
                 report(self.environment, "human", "rematch")
                 return True
-            if self.latest.rematch_offered_by not in (-1, self.latest.seat):
-                return self.rematch(self.latest)
+            theirs = v.rematch_offered_by not in (-1, v.seat)
+            if not answered and not v.rematch_agreed and ((theirs and accepts) or offers):
+                answered = True
+                self.think("cube")
+                empty = table_pb2.Empty()
+                cmd = (
+                    table_pb2.Command(accept_rematch=empty)
+                    if theirs
+                    else table_pb2.Command(offer_rematch=empty)
+                )
+                self.send(cmd, v.seq, str(cmd.WhichOneof("kind")))
+            self.drain(1.0)
         return False
 
     def chat(self, table_id: str) -> None:

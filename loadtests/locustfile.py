@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import gevent
+from grpc import _common as grpc_common
 from locust import events, task
 from locust.runners import MasterRunner, WorkerRunner
 
@@ -60,6 +61,7 @@ ANSWER = table_pb2.TableOptions(profile="wagered", match_length=1, bet=500)
 # gRPC's gevent mode waits on completion queues in gevent's thread pool (10 threads by
 # default): every open Play stream holds one, so a small pool throttles the generator itself.
 THREADPOOL = int(os.environ.get("LOAD_THREADPOOL", "1000"))
+WAIT_S = 5.0
 _funded: dict[str, int] = {}  # the master's record: player -> diamonds granted
 
 
@@ -74,6 +76,10 @@ def _init(environment: Any, **_: Any) -> None:
 
     gevent.get_hub().threadpool.maxsize = THREADPOOL
     grpc_gevent.init_gevent()
+    # A blocked stream read waits in a thread of that pool and wakes every 0.1 s to look again
+    # (grpc's _common.wait), though a message's arrival wakes it at once: at 500 streams a
+    # worker woke 5,000 times a second for nothing. Every few seconds is enough for a stop.
+    grpc_common.MAXIMUM_WAIT_TIMEOUT = WAIT_S
     options = environment.parsed_options
     if options is not None and options.load_profile == "mix":
         # The master deals users to workers by weight: humans' share of all users.

@@ -10,6 +10,7 @@ that may not adjust stops the run with one line and nothing granted (`Refused`).
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
@@ -19,6 +20,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2
 from loadtests.endpoints import Endpoint
 from services.contracts.error_wire import error_from
 
@@ -47,6 +50,29 @@ async def check_gateway(gateway: Endpoint) -> None:
             raise Refused(
                 f"the gateway at {gateway.described()} did not answer: {_why(exc)}"
             ) from None
+
+
+async def open_tournaments(admin: Endpoint, token: str, run_id: str, count: int) -> list[str]:
+    """Casual four-player sit-and-gos for the run's people to join (loadtests/human.py): their
+    ids, or none when the operator may not create tournaments (said, not fatal)."""
+    made: list[str] = []
+    async with admin.aio_channel() as channel:
+        stub = admin_pb2_grpc.AdminServiceStub(channel)
+        for n in range(count):
+            request = matchmaking_pb2.CreateTournamentRequest(
+                name=f"Load test {run_id} #{n + 1}", kind="sit_and_go", size=4,
+                options=table_pb2.TableOptions(profile="casual", match_length=1),
+                request_id=f"load:{run_id}:{n}",
+            )  # fmt: skip
+            try:
+                found = await stub.CreateTournament(
+                    request, metadata=[("authorization", f"Bearer {token}")], timeout=30
+                )
+            except grpc.aio.AioRpcError as exc:
+                print(f"loadtests.run: no tournaments: {_why(exc)}", file=sys.stderr)
+                return made
+            made.append(str(found.tournament_id))
+    return made
 
 
 async def sign_in(admin: Endpoint, name: str, key: str) -> str:

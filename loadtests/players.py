@@ -77,6 +77,8 @@ class ClockWatch:
             if reporter:
                 self._judge(event)
             self.pending = None
+        elif kind == "turn_passed":  # no legal move: the no-move window ends the turn, not a clock
+            self.pending = None
         elif kind == "player_away":
             self.away_deadline = event.player_away.deadline_ms or None
         elif kind in ("match_ended", "match_closed", "game_ended"):

@@ -44,6 +44,7 @@ from loadtests.operators import (
     OPERATOR_KEY_ENV,
     Refused,
     check_gateway,
+    open_tournaments,
     run_id,
     sign_in,
     where_they_ended,
@@ -68,6 +69,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=int, default=170, help="seconds of load")
     p.add_argument("--profile", default="stress", choices=("stress", "human", "mix"))
     p.add_argument("--human-share", type=float, default=0.5, help="--profile mix: humans' share")
+    p.add_argument(
+        "--tournaments", type=int, default=-1,
+        help="casual sit-and-gos opened for the people to join (default: 2 with people on a "
+        "local cluster, 0 on a --target; the operator needs the tournament_create right)",
+    )  # fmt: skip
     target = p.add_argument_group("the cluster tested (default: a local one started here)")
     target.add_argument("--target", default="", help="a gateway's gRPC address, HOST:PORT")
     target.add_argument("--tls", action="store_true", help="the target speaks TLS")
@@ -193,6 +199,9 @@ def _measure(
         token = asyncio.run(_checked(gateway, admin, args.operator, key))
     except Refused as exc:
         return _refused(str(exc))
+    people = args.profile != "stress"
+    count = args.tournaments if args.tournaments >= 0 else (2 if people and not args.target else 0)
+    tournaments = asyncio.run(open_tournaments(admin, token, args.run_id, count)) if count else []
     locust = str(Path(sys.executable).parent / "locust")
     env = {**os.environ, OPERATOR_KEY_ENV: key}
     master = [
@@ -242,7 +251,7 @@ def _measure(
     summary.update({
         "run_id": args.run_id, "target": gateway.described(), "profile": args.profile,
         "users": args.users, "duration_s": args.duration, "workers": args.workers,
-        "chaos": args.chaos, "report": str(out / "report.html"),
+        "chaos": args.chaos, "report": str(out / "report.html"), "tournaments": tournaments,
         "commands_per_s": round(summary["commands_total"] / max(1, args.duration), 1),
     })  # fmt: skip
     generator_s = sum(g.sample() for g in generators)

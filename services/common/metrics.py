@@ -16,6 +16,8 @@ from typing import Any
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
+from services.common.handler_wrap import wrapped
+
 # 20 ms is issue 43's bound on a pause.
 GC_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -108,9 +110,6 @@ class ServiceMetrics:
         self.background_failures.labels(self.service, loop).inc()
 
 
-_HANDLER_KINDS = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
-
-
 class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     """Counts and times every call, labelled by method and final status code."""
 
@@ -128,12 +127,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         if handler is None:
             return handler
         method = details.method
-        for kind in _HANDLER_KINDS:
-            behaviour = getattr(handler, kind)
-            if behaviour is not None:
-                wrapped = self._wrap(kind, behaviour, method)
-                return handler._replace(**{kind: wrapped})  # type: ignore[attr-defined, no-any-return]
-        return handler
+        return wrapped(handler, lambda kind, behaviour: self._wrap(kind, behaviour, method))
 
     def _observe(
         self, method: str, context: Any, started: float, error: BaseException | None

@@ -19,15 +19,14 @@ from typing import Any
 import grpc
 
 from services.common.errors import Unavailable, abort
+from services.common.handler_wrap import wrapped
 
-KINDS = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
 ALWAYS = ("/grpc.health.", "/grpc.reflection.")  # answer while starting
 
 
 class StartingGate(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    """grpc.aio keeps the handler an interceptor returns for a method for the server's life,
-    so the handler checks the gate at each call (one attribute read), rather than the
-    interceptor choosing a refusing handler while closed."""
+    """Each handler checks the gate at each call (one attribute read): grpc.aio keeps the
+    handler an interceptor returns (services/common/handler_wrap.py)."""
 
     def __init__(self) -> None:
         self.is_open = False
@@ -45,13 +44,9 @@ class StartingGate(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         handler = await continuation(details)
         if handler is None or details.method.startswith(ALWAYS):
             return handler
-        for kind in KINDS:
-            behaviour = getattr(handler, kind)
-            if behaviour is not None:
-                return handler._replace(**{kind: self._gated(behaviour)})  # type: ignore[attr-defined, no-any-return]
-        return handler
+        return wrapped(handler, self._gated)
 
-    def _gated(self, behaviour: Any) -> Any:
+    def _gated(self, kind: str, behaviour: Any) -> Any:
         if inspect.isasyncgenfunction(behaviour):  # a stream of yielded messages
 
             async def streamed(request: Any, context: Any) -> AsyncIterator[Any]:

@@ -68,8 +68,9 @@ def test_the_build_installs_the_generators_plugins() -> None:
 def test_the_load_tests_image_holds_what_they_import() -> None:
     """Issue 59: `docker build --target loadtest` is Locust's master and workers
     (k8s/loadtest): every folder loadtests/ reaches, the load extra, the dashboard it reads."""
-    stage = DOCKERFILE.split("AS loadtest", 1)[1].split("\nFROM ", 1)[0]
-    copied = set(re.findall(r"^COPY --from=build /src/(\w+) /app/\1$", stage, re.M))
+    base = DOCKERFILE.split("AS app", 1)[1].split("\nFROM ", 1)[0]
+    stage = DOCKERFILE.split("FROM app AS loadtest", 1)[1].split("\nFROM ", 1)[0]
+    copied = set(re.findall(r"^COPY --from=build /src/(\w+) /app/\1$", base + stage, re.M))
     needed = _reached("loadtests")
     assert {"loadtests", "services", "client", "engine"} <= needed
     assert needed <= copied, sorted(needed - copied)
