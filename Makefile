@@ -100,7 +100,7 @@ load: setup
 # Issue 59's human-paced capacity of this machine: tables played at a person's pace, steps of
 # TABLES, each judged over STEADY seconds (command p99 < 200 ms, clock lateness p99 < 100 ms in
 # every 10 s window), the analysis on and off; writes .human-capacity.json (~1 hour).
-CAPACITY_TABLES ?= 250,500,750,1000,1250
+CAPACITY_TABLES ?= 250,375,500,625
 STEADY ?= 180
 capacity: setup
 	$(BIN)/python -m benchmarks.human_capacity --tables $(CAPACITY_TABLES) --steady $(STEADY)

@@ -19,6 +19,10 @@ Commands (bar = 25 or "bar", off = 0 or "off"):
   leave                 leave the table (forfeits a match in play)
   hint                  the best plays of your roll (vs CPU and scored test games)
   history               your finished matches, with your error rate in each
+  standing              your rating and its course, record, trophies and league, and what
+                        this table's finished match changed
+  board NAME [PAGE]     a leaderboard, 10 a page: trophies, trophies-all, league, scored,
+                        scored-easy/-normal/-expert, rating, tournaments, tournaments-all
   analysis [MATCH]      a finished match's analysis (this table's by default): each
                         player's error rate and luck, every move marked doubtful or worse
   help                  this list          quit (q)   stop this client
@@ -44,6 +48,7 @@ from bg.table.v1 import table_pb2
 from client.analysis_text import analysis_lines
 from client.play_wire import CommandRefused, PlaySession
 from client.player import Player
+from client.standing_text import BOARDS, board_lines, change_line, profile_lines
 from client.tournament import done_with, next_match
 from client.words import closed_sentence, code_of, refusal, sentence
 from services.contracts.vocabulary import FINISHED
@@ -220,7 +225,10 @@ def parse(line: str) -> table_pb2.Command | str | None:
             return cmd
     except ValueError:
         return None
-    if word in ("help", "quit", "q", "hint", "history") or line.strip().lower() in (
+    if word == "board" and 2 <= len(words) <= 3 and words[1].lower() in BOARDS:
+        page = words[2] if len(words) == 3 else "1"
+        return f"board {words[1].lower()} {page}" if page.isdigit() and int(page) >= 1 else None
+    if word in ("help", "quit", "q", "hint", "history", "standing") or line.strip().lower() in (
         "auto on",
         "auto off",
     ):
@@ -413,6 +421,13 @@ async def _command(me: Player, session: PlaySession, line: str) -> str | None:
     elif cmd == "history":
         await _history(me)
         prompt()
+    elif cmd == "standing":
+        await _standing(me, view)
+        prompt()
+    elif isinstance(cmd, str) and cmd.startswith("board "):
+        _, word, page = cmd.split()
+        await _board(me, word, int(page))
+        prompt()
     elif isinstance(cmd, str) and cmd.startswith("analysis"):
         await _analysis(me, cmd.split()[1] if " " in cmd else view.match_id)
         prompt()
@@ -465,6 +480,39 @@ async def _history(me: Player) -> None:
             f"  {when} {m.profile} vs {rival}, {result} {score[seat]}-{score[1 - seat]}"
             f"{mine} · analysis {m.match_id}"
         )
+
+
+async def _standing(me: Player, view: table_pb2.TableView) -> None:
+    try:
+        mine = await me.rpc(me.stub.GetProfile, leaderboard_pb2.ProfileRequest())
+        changed = None
+        if view.phase in FINISHED and view.match_id and not view.spectator:
+            asked = leaderboard_pb2.ChangesRequest(match_id=view.match_id)
+            changed = await me.rpc(me.stub.GetMatchChanges, asked)
+    except grpc.aio.AioRpcError as err:
+        print(f"  {refusal(err)}")
+        return
+    for line in profile_lines(mine):
+        print(f"  {line}")
+    if changed is not None:
+        lines = [change_line(c) for c in changed.changes] or ["nothing on the boards (yet)"]
+        print("  this match changed: " + "; ".join(lines))
+
+
+async def _board(me: Player, word: str, page: int) -> None:
+    board, key, _ = BOARDS[word]
+    try:
+        top = await me.rpc(
+            me.stub.GetLeaderboard,
+            leaderboard_pb2.TopRequest(board=board, key=key, limit=10, offset=(page - 1) * 10),
+        )
+        mine = await me.rpc(me.stub.GetRank, leaderboard_pb2.RankRequest(board=board, key=key))
+    except grpc.aio.AioRpcError as err:
+        print(f"  {refusal(err)}")
+        return
+    names = await _names(me, [e.player_id for e in top.entries]) if top.entries else {}
+    for line in board_lines(word, top, mine, names, me.player_id, page):
+        print(f"  {line}")
 
 
 async def _own_error_rate(me: Player, match_id: str, seat: int) -> str:

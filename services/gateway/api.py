@@ -24,7 +24,8 @@ UNARY_METHODS = (
     "CreateTable", "ListTables", "JoinByCode", "QuickMatch", "StartTable", "LeaveTable",
     "GetTable", "ListTournaments", "GetTournament", "RegisterTournament", "UnregisterTournament",
     "GetView", "GetMatchRecord", "GetLeaderboard", "GetRank", "GetProfile", "GetMatchHistory",
-    "GetArchivedMatch", "ExportMatch", "GetBalance", "GetNames", "GetHint", "GetAnalysis",
+    "GetMatchChanges", "GetErrorTrend", "GetArchivedMatch", "ExportMatch", "GetBalance",
+    "GetNames", "GetHint", "GetAnalysis",
     "SendChat", "GetChat", "MuteChat", "ReportChat", "Follow", "Block", "GetFriends",
     "Challenge", "AnswerChallenge", "SetPrivacy", "SetPreferences",
 )  # fmt: skip

@@ -262,8 +262,21 @@ class GatewayHandlers:
     async def GetMatchHistory(
         self, request: leaderboard_pb2.HistoryRequest, caller: Caller
     ) -> leaderboard_pb2.HistoryResponse:
-        request.player_id = self.callers.player(caller, request)  # your own history only
+        player = self.callers.player(caller, request)
+        request.player_id = request.player_id or player  # a profile's recent matches
         return await call(self.boards.History(request, timeout=10))
+
+    async def GetMatchChanges(
+        self, request: leaderboard_pb2.ChangesRequest, caller: Caller
+    ) -> leaderboard_pb2.ChangesResponse:
+        request.player_id = self.callers.player(caller, request)  # your own changes only
+        return await call(self.boards.Changes(request, timeout=10))
+
+    async def GetErrorTrend(
+        self, request: analysis_pb2.PlayerTrendRequest, caller: Caller
+    ) -> analysis_pb2.PlayerTrendResponse:
+        request.player_id = self.callers.player(caller, request)  # your own course only
+        return await call(self.analyses.PlayerTrend(request, timeout=10))
 
     async def GetArchivedMatch(
         self, request: leaderboard_pb2.ArchivedMatchRequest, caller: Caller

@@ -95,6 +95,8 @@ UNARY: dict[str, Any] = {
     "GetProfile": leaderboard_pb2.ProfileRequest,
     "GetMatchHistory": leaderboard_pb2.HistoryRequest,
     "GetArchivedMatch": leaderboard_pb2.ArchivedMatchRequest,
+    "GetMatchChanges": leaderboard_pb2.ChangesRequest,
+    "GetErrorTrend": analysis_pb2.PlayerTrendRequest,
 }
 
 

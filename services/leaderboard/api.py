@@ -14,10 +14,10 @@ from services.common.clock import now_ms
 from services.common.errors import InvalidArgument, NotFound, ServiceError, grpc_errors
 from services.leaderboard import boards
 from services.leaderboard.effects import ALL
-from services.leaderboard.ports import BoardRepository
+from services.leaderboard.ports import BOARD_ORDER, BoardRepository, merged
 
 Context = grpc.aio.ServicerContext[Any, Any]
-BOARDS = ("trophies", "league", "scored", "rating", "tournaments")
+BOARDS = BOARD_ORDER
 LEVELS = ("players", *CPU_LEVELS)
 
 
@@ -68,10 +68,28 @@ class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
         limit = request.limit or 10
         if not 1 <= limit <= 100:
             raise InvalidArgument("INVALID_LIMIT", "limit is 1..100", field="limit")
-        rows = await self.store.top(request.board, key, limit)
+        if not 0 <= request.offset <= 1_000_000:
+            raise InvalidArgument("INVALID_OFFSET", "offset is 0..1000000", field="offset")
+        rows = await self.store.top(request.board, key, limit, request.offset)
         return leaderboard_pb2.TopResponse(
             key=key,
             entries=[leaderboard_pb2.Entry(rank=r, player_id=p, score=s) for r, p, s in rows],
+            total=await self.store.size(request.board, key),
+        )
+
+    @grpc_errors
+    async def Changes(
+        self, request: leaderboard_pb2.ChangesRequest, context: Context
+    ) -> leaderboard_pb2.ChangesResponse:
+        _player(request.player_id)
+        if not request.match_id or len(request.match_id) > 200:
+            raise InvalidArgument("INVALID_ID", "match_id is 1..200 characters", field="match_id")
+        found = merged(await self.store.changes(request.match_id, request.player_id))
+        return leaderboard_pb2.ChangesResponse(
+            changes=[
+                leaderboard_pb2.Change(board=c.board, key=c.key, before=c.before, after=c.after)
+                for c in found
+            ]
         )
 
     @grpc_errors
@@ -109,6 +127,15 @@ class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServiceServicer):
             season=season,
             tournament_wins=p.tournaments.get(ALL, 0),
             season_tournament_wins=p.tournaments.get(season, 0),
+            rating_course=[
+                leaderboard_pb2.RatingPoint(match_id=m, at_ms=at, rating=r)
+                for m, at, r in p.rating_course
+            ],
+            record=[
+                leaderboard_pb2.Record(profile=profile, wins=w, losses=lost)
+                for profile, (w, lost) in sorted(p.record.items())
+            ],
+            rated_matches=p.rated_matches,
         )
 
     @grpc_errors

@@ -26,11 +26,23 @@ class Delta:
 class Effects:
     deltas: list[Delta] = field(default_factory=list)
     rated: tuple[str, str, int] | None = None  # (winner, loser, match length)
+    source: str = ""  # the match (or tournament) the event belongs to: its changes are kept by it
+
+
+def outcome(event: events_pb2.TableEvent) -> tuple[str, dict[str, bool | None]]:
+    """A finished match's profile and each player's result: True won, False lost, None for a
+    match closed undecided or a test game (a player's record counts it in neither)."""
+    kind = event.WhichOneof("body")
+    end = getattr(event, kind or "match_ended")
+    players = list(end.info.player_ids)
+    if kind != "match_ended" or end.info.test_game:  # a test game is recorded nowhere (I-18)
+        return end.info.profile, dict.fromkeys(players)
+    return end.info.profile, {p: seat == end.winner_seat for seat, p in enumerate(players)}
 
 
 def table_effects(event: events_pb2.TableEvent, season_ms: int) -> Effects:
     """What a table event changes on the boards."""
-    fx = Effects()
+    fx = Effects(source=event.match_id)
     kind = event.WhichOneof("body")
     season = boards.season_of(event.at_ms, season_ms)
     if kind == "game_ended":
@@ -73,7 +85,7 @@ def table_effects(event: events_pb2.TableEvent, season_ms: int) -> Effects:
 
 def wallet_effects(event: events_pb2.WalletEvent, season_ms: int) -> Effects:
     """I-13: a settled wagered match adds the winner's net gain to the season's league."""
-    fx = Effects()
+    fx = Effects(source=event.match_id or event.tournament_id)
     if event.kind == "settle" and event.winner_id:
         fx.deltas.append(
             Delta(
@@ -91,7 +103,7 @@ def wallet_players(event: events_pb2.WalletEvent) -> list[str]:
 def tournament_effects(event: events_pb2.TournamentEvent, season_ms: int) -> Effects:
     """Issue 29: a finished tournament adds a win to its champion's season and all-time counts
     on the tournament board."""
-    fx = Effects()
+    fx = Effects(source=event.tournament_id)
     champion = next((p.player_id for p in event.placings if p.rank == 1), "")
     if champion:
         season = boards.season_of(event.at_ms, season_ms)

@@ -26,6 +26,37 @@ class Profile:
     rating: float = boards.START_RATING
     experience: int = 0
     rated_matches: int = 0
+    rating_course: list[tuple[str, int, float]] = field(default_factory=list)  # match, at, after
+    record: dict[str, tuple[int, int]] = field(default_factory=dict)  # profile -> (won, lost)
+
+
+COURSE_POINTS = 50  # a profile's rating course: the last this many rated matches
+
+
+@dataclass(frozen=True)
+class Change:
+    """One board's value before and after one applied event, for one player."""
+
+    board: str
+    key: str
+    before: float
+    after: float
+
+
+BOARD_ORDER = ("trophies", "league", "scored", "rating", "tournaments")
+
+
+def merged(changes: list[Change]) -> list[Change]:
+    """A match's changes given oldest first, one per board and key, from the first's before to
+    the last's after (a match's games each add trophies, then its end the match's); boards in
+    BOARD_ORDER, a board's keys in order. A board that one match moves more than once only gains
+    (trophies), so the stores order events of the same millisecond by value."""
+    out: dict[tuple[str, str], Change] = {}
+    for c in changes:
+        first = out.get((c.board, c.key), c)
+        out[(c.board, c.key)] = Change(c.board, c.key, first.before, c.after)
+    order = {board: i for i, board in enumerate(BOARD_ORDER)}
+    return sorted(out.values(), key=lambda c: (order.get(c.board, len(order)), c.key))
 
 
 class BoardRepository(Protocol):
@@ -56,7 +87,12 @@ class BoardRepository(Protocol):
         only `player`'s when given."""
         ...
 
-    async def top(self, board: str, key: str, limit: int) -> list[Ranked]: ...
+    async def top(self, board: str, key: str, limit: int, offset: int = 0) -> list[Ranked]: ...
+
+    async def changes(self, source: str, player: str) -> list[Change]:
+        """What the events of one match (or tournament) changed for a player, oldest first, one
+        row per event and board."""
+        ...
 
     async def rank(
         self, board: str, key: str, player: str, around: int

@@ -61,7 +61,28 @@ match_players = Table(
     Column("player_id", String(100), primary_key=True),
     Column("match_id", String(200), primary_key=True),
     Column("ended_ms", BigInteger, nullable=False),
+    # The player's record (0005): the match's profile, and 1 won, 0 lost, NULL closed undecided.
+    Column("profile", String(16), nullable=True),
+    Column("won", Integer, nullable=True),
     Index("ix_match_players_recent", "player_id", "ended_ms"),
+)
+
+# What each applied event changed for a player on a board (0005), by the match (or tournament)
+# it belongs to: the end panel's "what this match changed" and the rating's course. Written in
+# the event's own transaction, so a rebuild writes them again as it applies the archive.
+standing_changes = Table(
+    "standing_changes",
+    metadata,
+    Column("event_id", String(200), primary_key=True),
+    Column("player_id", String(100), primary_key=True),
+    Column("board", String(16), primary_key=True),
+    Column("key", String(32), primary_key=True),
+    Column("source", String(200), nullable=False),
+    Column("at_ms", BigInteger, nullable=False),
+    Column("value_before", Float, nullable=False),
+    Column("value_after", Float, nullable=False),
+    Index("ix_standing_changes_source", "source", "player_id"),
+    Index("ix_standing_changes_course", "player_id", "board", "at_ms"),
 )
 
 # The wallet events applied (the league's diamonds), kept with the players they concern (0003):

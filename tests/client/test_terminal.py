@@ -116,3 +116,42 @@ def test_a_player_reads_sentences_never_codes_or_rule_numbers() -> None:
     assert "I-" not in goodbye(view) and "RULES" not in goodbye(view)
     source = Path(terminal.__file__).read_text()
     assert ".details()" not in source and ".message" not in source
+
+
+def test_the_standings_commands_and_their_words() -> None:
+    """Issue 60: `standing` and `board NAME [PAGE]` in the terminal; the figures in the
+    browser's words (a rating with a decimal, a board's ordinal rank, a match's change)."""
+    from bg.leaderboard.v1 import leaderboard_pb2 as lb
+    from client.standing_text import board_lines, change_line, ordinal, profile_lines
+
+    assert parse("standing") == "standing" and parse("board rating") == "board rating 1"
+    assert parse("board league 3") == "board league 3"
+    for bad in ("board gold", "board league 0", "board league x", "board"):
+        assert parse(bad) is None, bad
+    assert "standing" in HELP and "board NAME [PAGE]" in HELP
+    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 112)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "112th",
+    ]  # fmt: skip
+    assert change_line(lb.Change(board="rating", key="all", before=1500, after=1510.44)) == (
+        "Rating 1500.0 → 1510.4 (+10.4)"
+    )
+    assert change_line(lb.Change(board="scored", key="easy", before=2, after=1)) == (
+        "Scored points against the easy computer 2 → 1 (-1)"
+    )
+    top = lb.TopResponse(total=12, entries=[lb.Entry(rank=11, player_id="p1", score=40)])
+    lines = board_lines("trophies", top, lb.RankResponse(rank=11, score=40), {}, "p1", 2)
+    assert lines == [
+        "trophies this week: page 2 of 2",
+        "   11th  you                  40",
+        "you: 11th of 12, 40",
+    ]
+    profile = lb.ProfileResponse(
+        rating=1510.4, rated_matches=1, trophies=60, season_trophies=20, league_rank=2,
+        league_diamonds=840, record=[lb.Record(profile="wagered", wins=2, losses=1)],
+        rating_course=[lb.RatingPoint(rating=1510.4)],
+    )  # fmt: skip
+    assert profile_lines(profile) == [
+        "rating 1510.4 after 1 ranked match", "  its course: 1510.4",
+        "record: wagered 2 won, 1 lost", "trophies 60 all time, 20 this week",
+        "league this week: 840 diamonds won, 2nd",
+    ]  # fmt: skip

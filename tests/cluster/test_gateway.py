@@ -703,6 +703,20 @@ async def test_leaderboards_through_the_gateway(cluster: dict[str, Any]) -> None
                 leaderboard_pb2.TopRequest(board="karma"), metadata=ann.auth
             )
         assert error_of(bad.value).field == "board"
+        # Issue 60: anyone's recent matches and record; what a match changed, your own only.
+        seen = await bob.stub.GetMatchHistory(
+            leaderboard_pb2.HistoryRequest(player_id=ann.player_id), metadata=bob.auth
+        )
+        match_id = seen.matches[0].match_id
+        assert [(r.profile, r.wins, r.losses) for r in profile.record] == [("wagered", 1, 0)]
+        asked = leaderboard_pb2.ChangesRequest(match_id=match_id, player_id=bob.player_id)
+        mine = await ann.stub.GetMatchChanges(asked, metadata=ann.auth)  # the token's player's
+        assert [(c.board, c.before, c.after) for c in mine.changes] == [("league", 0.0, 840.0)]
+        assert not (await bob.stub.GetMatchChanges(asked, metadata=bob.auth)).changes
+        trend = analysis_pb2.PlayerTrendRequest(player_id=ann.player_id)
+        theirs = await bob.stub.GetErrorTrend(trend, metadata=bob.auth)
+        own = await bob.stub.GetErrorTrend(analysis_pb2.PlayerTrendRequest(), metadata=bob.auth)
+        assert theirs == own  # a player's error rates are theirs alone
 
 
 async def test_a_spectator_sees_every_event_once_and_nothing_secret(

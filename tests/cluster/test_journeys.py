@@ -10,7 +10,10 @@
 - a sit-and-go of four played to its champion with every player staying on the end panel
   between rounds (the next round reaches them there);
 - a wagered match with a double taken and the pot, the fee and the winnings on the end panel;
-- the history, a replay and its analysis.
+- the history, a replay and its analysis;
+- issue 60's standings: a ranked casual match's rating change on the end panel, the boards with
+  your own rank, a player's profile opened from their name (rating and its course, record,
+  recent matches), your own with your error rate, each figure the leaderboard service's.
 
 The rules a journey leans on are named where it does (RULES.md's I-n, docs/protocol.md's W-n)."""
 
@@ -30,6 +33,9 @@ import grpc
 import pytest
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.analysis.v1 import analysis_pb2
+from bg.gateway.v1 import gateway_pb2_grpc
+from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
@@ -70,6 +76,7 @@ class Journey:
         self.name = f"{name}-{size}"
         self.steps = 0
         self.pages: list[Any] = []
+        self.pages_closing: list[Any] = []  # gRPC channels the journey opened beside its pages
 
     async def device(self) -> Any:
         """A new device (browser context) at the site, on its login page."""
@@ -631,3 +638,144 @@ async def test_the_history_a_replay_and_its_analysis(
     assert best_shown, texts
     await j.shot(page, "replay-analysis")
     j.clean()
+
+
+# -- issue 60: the standings on screen -------------------------------------------------------
+
+
+async def _as_page(cluster: dict[str, Any], page: Any) -> tuple[Any, Any]:
+    """The page's own player at the gateway over gRPC (its token): what the service says."""
+    token = await page.evaluate("JSON.parse(sessionStorage.getItem('bg')).token")
+    channel = grpc.aio.insecure_channel(cluster["grpc"])
+    return channel, (
+        gateway_pb2_grpc.GatewayServiceStub(channel),
+        [("authorization", f"Bearer {token}")],
+    )
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_the_standings_a_ranked_match_moves_the_boards_and_profiles_show(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """A ranked casual match (I-26) created with "Rated" and ended by a resignation (W-6): each
+    player's end panel says what it changed (rating before and after), as GetMatchChanges has
+    it; the Leaderboards screen shows the rating board with the player's own rank as GetRank
+    and GetLeaderboard have them; a name on the board opens that player's profile (rating and
+    its course, record, recent matches with a replay open to the viewer, as GetProfile has
+    them); My profile shows the player's own error rate from the analyses."""
+    j = _journey(browser, cluster, request)
+    host, host_name = await j.player("rank")
+    await host.get_by_label("Rated: trophies (wagered), rating (casual)").check()
+    await host.get_by_role("button", name="Create", exact=True).click()
+    await host.wait_for_function("() => bg.state().screen === 'waiting'")
+    link = await host.locator("#invite-link").input_value()
+    guest = await j.device()
+    await guest.goto(link)
+    guest_name = f"rivl{size[0]}{next(_names)}"
+    await guest.get_by_label("Your name").fill(guest_name)
+    await guest.get_by_role("button", name="Play", exact=True).click()
+    await guest.wait_for_function("() => bg.state().screen === 'waiting'")
+    await host.get_by_role("button", name=f"Start the match with {guest_name}").click()
+    await asyncio.gather(_in_table(host), _in_table(guest))
+    for _ in range(300):  # whoever may resign first does (the opening roll decides)
+        ready = [p for p in (host, guest) if await p.locator('[data-action="resign"]').count()]
+        if ready:
+            break
+        await host.wait_for_timeout(100)
+    loser = ready[0]
+    winner = guest if loser is host else host
+    await _resign(loser)
+    for page in (host, guest):
+        await page.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'")
+        await page.wait_for_function(
+            "() => document.querySelector('#end-standing').dataset.ready === 'yes'", timeout=30_000
+        )
+    said = {
+        page: await page.locator("#end-standing li").all_text_contents() for page in (host, guest)
+    }
+    await j.shot(winner, "end-panel-rating")
+    match_id = f"{(await _state(host))['tableId']}-1"
+    stubs = {}
+    for page in (host, guest):
+        channel, stubs[page] = await _as_page(cluster, page)
+        j.pages_closing.append(channel)
+        stub, auth = stubs[page]
+        changes = await stub.GetMatchChanges(
+            leaderboard_pb2.ChangesRequest(match_id=match_id), metadata=auth
+        )
+        assert [(c.board, c.before) for c in changes.changes] == [("rating", 1500.0)]
+        after = changes.changes[0].after
+        sign = "+" if page is winner else "\u2212"  # a minus sign
+        assert (after > 1500.0) == (page is winner)
+        assert said[page] == [f"Rating 1500.0 → {after:.1f} ({sign}{abs(after - 1500.0):.1f})"], (
+            said[page]
+        )
+
+    # The boards: the rating board with the player's own rank, as the service has it.
+    await winner.get_by_role("button", name="Back to the lobby").click()
+    await winner.get_by_role("button", name="Leaderboards").click()
+    await winner.wait_for_function("() => bg.state().screen === 'standings'")
+    await winner.get_by_label("Which board").select_option(label="Rating (ranked casual matches)")
+    stub, auth = stubs[winner]
+    rank = await stub.GetRank(leaderboard_pb2.RankRequest(board="rating"), metadata=auth)
+    top = await stub.GetLeaderboard(
+        leaderboard_pb2.TopRequest(board="rating", limit=20), metadata=auth
+    )
+    mine = f"You: {_ordinal(rank.rank)} of {top.total}, {rank.score:.1f} rating."
+    await winner.locator("#board-mine").get_by_text(mine).wait_for()
+    rows = winner.locator("#board-rows li")
+    assert await rows.count() == len(top.entries)
+    for i, entry in enumerate(top.entries):
+        row = rows.nth(i)
+        assert await row.get_attribute("data-player") == entry.player_id
+        text = await row.text_content() or ""
+        assert text.startswith(_ordinal(entry.rank)) and text.endswith(f"{entry.score:.1f} rating")
+    pages = f"Page 1 of {max(1, -(-top.total // 20))}"
+    assert await winner.locator("#board-page").text_content() == pages
+    assert await winner.locator("#board-next").is_disabled() == (top.total <= 20)
+    await j.shot(winner, "rating-board")
+
+    # A name on the board opens that player's profile, the service's figures in it.
+    loser_id = (await _state(loser))["playerId"]
+    await winner.locator(f'#board-rows li[data-player="{loser_id}"] button.who').click()
+    dialog = winner.get_by_role("dialog", name=host_name if loser is host else guest_name)
+    await dialog.wait_for()
+    profile = await stub.GetProfile(
+        leaderboard_pb2.ProfileRequest(player_id=loser_id), metadata=auth
+    )
+    figures = winner.locator("#profile-body")
+    assert profile.rated_matches == 1 and len(profile.rating_course) == 1
+    await figures.get_by_text(f"Rating {profile.rating:.1f} after 1 ranked match").wait_for()
+    record = " · ".join(f"{r.profile} {r.wins} won, {r.losses} lost" for r in profile.record)
+    assert record == "casual 0 won, 1 lost"
+    await figures.get_by_text(f"Record: {record}").wait_for()
+    assert await winner.locator("#profile-body svg.course polyline").count() == 1
+    recent = winner.locator("#profile-matches li")
+    assert await recent.count() == 1 and "casual vs" in (await recent.first.text_content() or "")
+    assert await recent.first.get_by_role("button", name=re.compile("Replay")).count() == 1
+    assert await winner.get_by_role("button", name=re.compile("^Follow ")).is_visible()
+    await j.shot(winner, "opponent-profile")
+    await winner.get_by_role("button", name="Close", exact=True).click()
+
+    # Your own profile: your figures and your error rate from the analyses.
+    await winner.get_by_role("button", name="Back to the lobby").click()
+    await winner.get_by_role("button", name="My profile").click()
+    await winner.get_by_role("dialog").wait_for()
+    own = await stub.GetProfile(leaderboard_pb2.ProfileRequest(), metadata=auth)
+    await figures.get_by_text(f"Rating {own.rating:.1f} after 1 ranked match").wait_for()
+    trend = await stub.GetErrorTrend(analysis_pb2.PlayerTrendRequest(), metadata=auth)
+    said_rate = await winner.locator('[data-figure="error-rate"]').text_content() or ""
+    if trend.matches:
+        assert said_rate.startswith(f"Your error rate: {trend.error_rate:.1f}"), said_rate
+    else:
+        assert said_rate == "Your error rate: no analysed match yet.", said_rate
+    assert not await winner.get_by_role("button", name=re.compile("^Follow ")).is_visible()
+    await j.shot(winner, "own-profile")
+    for channel in j.pages_closing:
+        await channel.close()
+    j.clean()
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 11 <= n % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

@@ -8,8 +8,8 @@ from __future__ import annotations
 from bg.events.v1 import events_pb2
 from services.contracts.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
 from services.leaderboard import boards
-from services.leaderboard.effects import ALL, Effects, wallet_players
-from services.leaderboard.ports import Profile, Ranked
+from services.leaderboard.effects import ALL, Effects, outcome, wallet_players
+from services.leaderboard.ports import COURSE_POINTS, Change, Profile, Ranked
 
 
 class MemoryBoardStore:
@@ -22,6 +22,9 @@ class MemoryBoardStore:
         self.ranks: dict[tuple[str, str], dict[str, float]] = {}  # derived, like Redis
         self.wallet: dict[str, tuple[int, bytes, list[str]]] = {}  # event id -> at, event, who
         self.tournaments: dict[str, tuple[int, bytes, set[str]]] = {}  # id -> at, event, who
+        # (source, player) -> [(at, change)] in the order applied; player -> profile -> results
+        self.changed: dict[tuple[str, str], list[tuple[int, Change]]] = {}
+        self.results: dict[str, dict[str, list[bool]]] = {}
 
     async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:
         if event_id in self.processed:
@@ -29,27 +32,35 @@ class MemoryBoardStore:
         self.processed.add(event_id)
         for d in fx.deltas:
             at = (d.board, d.key, d.player_id)
-            self.scores[at] = self.scores.get(at, 0) + d.value
+            value = self.scores.get(at, 0)
+            self.scores[at] = value + d.value
             self.ranks.setdefault((d.board, d.key), {})[d.player_id] = self.scores[at]
+            change = Change(d.board, d.key, value, self.scores[at])
+            self.changed.setdefault((fx.source, d.player_id), []).append((at_ms, change))
         if fx.rated:
             winner, loser, length = fx.rated
             (wr, we, wm), (lr, le, lm) = (
                 self.ratings.get(p, (boards.START_RATING, 0, 0)) for p in (winner, loser)
             )
-            change = boards.fibs_change(wr, lr, length, we, le)
-            self.ratings[winner] = (wr + change.winner, we + length, wm + 1)
-            self.ratings[loser] = (lr + change.loser, le + length, lm + 1)
-            for player in (winner, loser):
-                self.ranks.setdefault(("rating", ALL), {})[player] = self.ratings[player][0]
+            fibs = boards.fibs_change(wr, lr, length, we, le)
+            self.ratings[winner] = (wr + fibs.winner, we + length, wm + 1)
+            self.ratings[loser] = (lr + fibs.loser, le + length, lm + 1)
+            for player, was in ((winner, wr), (loser, lr)):
+                now = self.ratings[player][0]
+                self.ranks.setdefault(("rating", ALL), {})[player] = now
+                moved = Change("rating", ALL, was, now)
+                self.changed.setdefault((fx.source, player), []).append((at_ms, moved))
         return True
 
     async def archive(self, event: events_pb2.TableEvent) -> bool:
         if event.match_id in self.matches:
             return False
         self.matches[event.match_id] = (event.at_ms, event.SerializeToString())
-        body = getattr(event, event.WhichOneof("body") or "")
-        for player in body.info.player_ids:
+        profile, results = outcome(event)
+        for player, won in results.items():
             self.players.setdefault(player, set()).add(event.match_id)
+            if won is not None:
+                self.results.setdefault(player, {}).setdefault(profile, []).append(won)
         return True
 
     async def history(self, player: str, limit: int, before_ms: int) -> list[bytes]:
@@ -99,8 +110,13 @@ class MemoryBoardStore:
         members = self.ranks.get((board, key), {})
         return sorted(members.items(), key=lambda m: (m[1], m[0]), reverse=True)
 
-    async def top(self, board: str, key: str, limit: int) -> list[Ranked]:
-        return [(i + 1, p, float(s)) for i, (p, s) in enumerate(self._ordered(board, key)[:limit])]
+    async def top(self, board: str, key: str, limit: int, offset: int = 0) -> list[Ranked]:
+        page = self._ordered(board, key)[offset : offset + limit]
+        return [(offset + i + 1, p, float(s)) for i, (p, s) in enumerate(page)]
+
+    async def changes(self, source: str, player: str) -> list[Change]:
+        found = self.changed.get((source, player), [])
+        return [c for _, c in sorted(found, key=lambda f: (f[0], f[1].before))]
 
     async def rank(
         self, board: str, key: str, player: str, around: int
@@ -127,6 +143,16 @@ class MemoryBoardStore:
                 getattr(out, board)[key] = value
         if player in self.ratings:
             out.rating, out.experience, out.rated_matches = self.ratings[player]
+        course = [
+            (source, at, c.after)
+            for (source, p), found in self.changed.items()
+            if p == player
+            for at, c in found
+            if c.board == "rating"
+        ]
+        out.rating_course = sorted(course, key=lambda r: r[1])[-COURSE_POINTS:]
+        for profile, results in self.results.get(player, {}).items():
+            out.record[profile] = (sum(results), len(results) - sum(results))
         return out
 
     async def resync(self) -> None:
@@ -140,4 +166,5 @@ class MemoryBoardStore:
         self.processed.clear()
         self.scores.clear()
         self.ratings.clear()
+        self.changed.clear()
         await self.resync()

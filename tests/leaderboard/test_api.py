@@ -67,6 +67,30 @@ async def test_top_rank_and_profile(stub: leaderboard_pb2_grpc.LeaderboardServic
     )
     rating = await stub.Top(lb.TopRequest(board="rating"))
     assert rating.key == ALL and [e.player_id for e in rating.entries] == ["bob", "ann"]
+    page = await stub.Top(lb.TopRequest(board="trophies", key="all", limit=2, offset=2))
+    assert page.total == 4 and [(e.rank, e.player_id) for e in page.entries] == [
+        (3, "bob"), (4, "di"),
+    ]  # fmt: skip
+
+
+async def test_what_a_match_changed_comes_merged_by_board(
+    stub: leaderboard_pb2_grpc.LeaderboardServiceAsyncStub, boards_store: MemoryBoardStore
+) -> None:
+    """Issue 60: a match's games and its end each add trophies; the answer is one line a board,
+    from before the first to after the last; a rated match's rating before and after."""
+    for i, value in enumerate((20, 10, 30)):
+        fx = Effects([Delta("trophies", ALL, "di", value)], source="m9")
+        await boards_store.apply(f"m9:{i}", 0, fx)
+    await boards_store.apply("m9:r", 0, Effects(rated=("di", "ann", 1), source="m9"))
+    got = await stub.Changes(lb.ChangesRequest(match_id="m9", player_id="di"))
+    assert [(c.board, c.key, c.before, c.after) for c in got.changes] == [
+        ("trophies", ALL, 10.0, 70.0), ("rating", ALL, 1500.0, got.changes[1].after),
+    ]  # fmt: skip
+    assert got.changes[1].after > 1500.0
+    ann = await stub.Profile(lb.ProfileRequest(player_id="ann"))
+    assert [p.match_id for p in ann.rating_course] == ["", "m9"] and ann.rated_matches == 2
+    assert ann.rating_course[-1].rating == ann.rating
+    assert not (await stub.Changes(lb.ChangesRequest(match_id="m9", player_id="bob"))).changes
 
 
 async def test_archived_matches_are_their_players_alone(
@@ -96,6 +120,9 @@ async def test_archived_matches_are_their_players_alone(
         ("Top", lb.TopRequest(board="gold"), "UNKNOWN_BOARD"),
         ("Top", lb.TopRequest(board="scored", key="grandmaster"), "UNKNOWN_LEVEL"),
         ("Top", lb.TopRequest(board="trophies", limit=101), "INVALID_LIMIT"),
+        ("Top", lb.TopRequest(board="trophies", offset=-1), "INVALID_OFFSET"),
+        ("Changes", lb.ChangesRequest(match_id="m1", player_id=""), "INVALID_ID"),
+        ("Changes", lb.ChangesRequest(match_id="", player_id="ann"), "INVALID_ID"),
         ("Rank", lb.RankRequest(board="trophies", player_id="ann", around=11), "INVALID_AROUND"),
         ("History", lb.HistoryRequest(player_id=""), "INVALID_ID"),
         ("History", lb.HistoryRequest(player_id="ann", limit=101), "INVALID_LIMIT"),

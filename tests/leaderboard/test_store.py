@@ -18,8 +18,8 @@ from services.contracts.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EV
 from services.leaderboard import boards
 from services.leaderboard.adapters.sql_boards import SqlBoardStore
 from services.leaderboard.app import MIGRATIONS
-from services.leaderboard.consumer import EventHandler
-from services.leaderboard.ports import BoardRepository, Profile
+from services.leaderboard.consumer import EventHandler, rebuild
+from services.leaderboard.ports import BoardRepository, Profile, merged
 from tests.helpers import sql_url
 from tests.leaderboard.memory_boards import MemoryBoardStore
 
@@ -108,7 +108,7 @@ def match(
     return TABLE_EVENTS, ev.SerializeToString()
 
 
-def settle(op: int, winner: str, net: int, at: int = MONDAY) -> tuple[str, bytes]:
+def settle(op: int, winner: str, net: int, at: int = MONDAY, match: str = "") -> tuple[str, bytes]:
     ev = events_pb2.WalletEvent(
         event_id=f"wallet:{op}",
         operation_id=op,
@@ -116,6 +116,7 @@ def settle(op: int, winner: str, net: int, at: int = MONDAY) -> tuple[str, bytes
         winner_id=winner,
         net_gain=net,
         at_ms=at,
+        match_id=match,
     )
     return WALLET_EVENTS, ev.SerializeToString()
 
@@ -130,7 +131,7 @@ def recorded(ann: str = "ann", bob: str = "bob") -> list[tuple[str, bytes]]:
         game("t1", 9, rated, 1, "single"),
         game("t1", 14, rated, 0, "single"),
         match("t1", 15, rated, 0, "points", [(0, "gammon"), (1, "single"), (0, "single")]),
-        settle(1, ann, 840),
+        settle(1, ann, 840, match="t1-1"),
         # t2, rated: bob wins only because ann resigned twice: game trophies, no match bonus.
         game("t2", 3, rated, 1, "resign"),
         game("t2", 6, rated, 1, "resign"),
@@ -202,6 +203,52 @@ async def test_boards_from_a_recorded_sequence(store: BoardRepository) -> None:
     assert b["rating:all"] == [("ann", 1510.0), ("bob", 1490.0)]  # FIBS: +/-10 at 1500 (I-26)
     ann = b["ann"]
     assert isinstance(ann, Profile) and ann.experience == 1 and ann.rated_matches == 1
+
+
+async def _changes(store: BoardRepository, match: str, player: str) -> list[tuple[object, ...]]:
+    return [(c.board, c.key, c.before, c.after) for c in merged(await store.changes(match, player))]
+
+
+async def test_what_each_match_changed_a_players_record_and_rating_course(
+    store: BoardRepository,
+) -> None:
+    """Issue 60: what a match changed for each player (the end panel's words), by match; a
+    player's record per profile (a test game in none, I-18) and their rating's course (I-26);
+    a board read a page at a time. A rebuild from the archive writes the same again."""
+    handler = EventHandler(store)
+    events = as_tables_send(recorded())
+    for topic, raw in events:
+        await handler.handle(topic, raw)
+    season = "2026-11-23"
+    # t1: three games' trophies (20, 10 for bob, 10) and the match's 30, one line a board; the
+    # settlement's league diamonds by the same match.
+    assert await _changes(store, "t1-1", "ann") == [
+        ("trophies", season, 0.0, 60.0), ("trophies", "all", 0.0, 60.0),
+        ("league", season, 0.0, 840.0),
+    ]  # fmt: skip
+    assert await _changes(store, "t1-1", "bob") == [
+        ("trophies", season, 0.0, 10.0), ("trophies", "all", 0.0, 10.0),
+    ]  # fmt: skip
+    assert await _changes(store, "t2-1", "bob") == [
+        ("trophies", season, 10.0, 30.0), ("trophies", "all", 10.0, 30.0),
+    ]  # fmt: skip
+    assert await _changes(store, "s1-1", "bob") == [("scored", "players", 0.0, -1.0)]
+    assert await _changes(store, "c1-1", "ann") == [("rating", "all", 1500.0, 1510.0)]
+    assert await _changes(store, "c1-1", "bob") == [("rating", "all", 1500.0, 1490.0)]
+    assert await _changes(store, "c2-1", "ann") == []  # unrated: nothing changed
+    assert await _changes(store, "t1-1", "cy") == []
+    ann = await store.profile("ann")
+    assert ann.rating_course == [("c1-1", MONDAY, 1510.0)]
+    assert ann.record == {"wagered": (2, 2), "scored": (2, 1), "casual": (1, 2)}
+    assert (await store.profile("bob")).record == {
+        "wagered": (2, 2), "scored": (1, 1), "casual": (1, 1)
+    }  # fmt: skip
+    assert await store.top("trophies", "all", 1, 1) == [(2, "bob", 40.0)]
+    assert await store.top("trophies", "all", 10, 2) == []
+    before = [await _changes(store, m, "ann") for m in ("t1-1", "c1-1", "s1-1")]
+    await rebuild(handler)
+    assert [await _changes(store, m, "ann") for m in ("t1-1", "c1-1", "s1-1")] == before
+    assert (await store.profile("ann")).rating_course == ann.rating_course
 
 
 async def test_redelivery_and_replay_give_identical_boards(store: BoardRepository) -> None:
@@ -400,3 +447,40 @@ async def test_finished_matches_are_archived_with_every_move_for_their_players(
 
 async def _history(store: BoardRepository, player: str) -> list[events_pb2.TableEvent]:
     return [events_pb2.TableEvent.FromString(raw) for raw in await store.history(player, 10, 0)]
+
+
+async def test_the_records_of_matches_archived_before_0005_are_filled_in(tmp_path: Path) -> None:
+    """Issue 60's migration: the matches archived before it get each player's result from their
+    archived end events (a test game, I-18, in no record), so a profile's record covers them."""
+    from sqlalchemy import select
+
+    from services.leaderboard.schema import match_players
+
+    engine = sql_engine(f"sqlite+aiosqlite:///{tmp_path / 'lb.db'}")
+    old_row = "INSERT INTO match_players (player_id, match_id, ended_ms) VALUES (?, ?, ?)"
+    try:
+        await migrate(engine, MIGRATIONS, "0004")
+        ended = [
+            match("w1", 9, info("wagered"), 1, "points", []),
+            match("s3", 9, info("scored", test=True), 1, "points", []),
+        ]
+        async with engine.begin() as conn:
+            for i, (_, raw) in enumerate(ended):
+                await conn.exec_driver_sql(
+                    "INSERT INTO matches (match_id, table_id, ended_ms, event) VALUES (?, ?, ?, ?)",
+                    (f"m{i}", f"t{i}", MONDAY, raw),
+                )
+                for player in P:  # 0004's columns only
+                    await conn.exec_driver_sql(old_row, (player, f"m{i}", MONDAY))
+        await migrate(engine, MIGRATIONS)
+        order = (match_players.c.match_id, match_players.c.player_id)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(select(match_players).order_by(*order))).all()
+        assert [(r.match_id, r.player_id, r.profile, r.won) for r in rows] == [
+            ("m0", "ann", "wagered", 0), ("m0", "bob", "wagered", 1),
+            ("m1", "ann", "scored", None), ("m1", "bob", "scored", None),
+        ]  # fmt: skip
+        store = SqlBoardStore(engine, None)
+        assert (await store.profile("bob")).record == {"wagered": (1, 0)}
+    finally:
+        await engine.dispose()

@@ -79,7 +79,7 @@ async def test_every_service_migrates_one_shared_database(tmp_path: Path) -> Non
             "alembic_version_accounts", "alembic_version_analysis",
         }  # fmt: skip
         assert versions["alembic_version_wallet"] == "0006"
-        assert versions["alembic_version_leaderboard"] == "0004"
+        assert versions["alembic_version_leaderboard"] == "0005"
     finally:
         await engine.dispose()
 

@@ -6,6 +6,7 @@
 import { ApiError, Connection } from "./api.js";
 import { Board, pointName } from "./board.js";
 import { START, after, apply, frames, stepNotation } from "./replay.js";
+import { Standings } from "./standings.js";
 import { verifyRolls } from "./verify.js";
 import { SILENT, closedSentence, sentence } from "./words.js";
 
@@ -65,12 +66,17 @@ const conn = new Connection(
   { onUpdate, onStatus, onChat, onFriends },
 );
 let board = null;
+const standings = new Standings({
+  conn, $, nameOf, learnNames, show, fail, me: () => state.playerId, openReplay: (m) => openReplay(m),
+  following: (playerId) => following(playerId),
+  errorWhere: () => ({ table: "table-error", standings: "standings-error" })[state.screen] || "lobby-error",
+});
 
 // -- helpers -----------------------------------------------------------------------------
 
 function show(screen) {
   state.screen = screen;
-  for (const id of ["login", "lobby", "waiting", "table", "replay"]) $(id).hidden = id !== screen;
+  for (const id of ["login", "lobby", "waiting", "table", "replay", "standings"]) $(id).hidden = id !== screen;
 }
 
 function save() {
@@ -870,6 +876,20 @@ function awayText(v, seat) {
   return ` · away: loses in ${Math.max(0, Math.ceil((at - Date.now()) / 1000))} s unless back`;
 }
 
+// A seat's box: the player's name opening their profile, then what the seat shows. Redrawn twice
+// a second (the clocks), so the name's button is kept while it names the same player.
+function seatName(box, playerId, name, rest) {
+  let button = box.querySelector("button.who");
+  if (!playerId) { box.textContent = name + rest; return; }
+  if (!button || button.dataset.profile !== playerId || button.textContent !== name) {
+    button = standings.nameButton(playerId, name);
+  }
+  let text = box.querySelector("span.rest");
+  if (!text) { text = document.createElement("span"); text.className = "rest"; }
+  text.textContent = rest;
+  if (box.firstChild !== button || box.lastChild !== text || box.childNodes.length !== 2) box.replaceChildren(button, text);
+}
+
 function renderSeats() {
   const v = state.view;
   if (!v) return;
@@ -880,8 +900,8 @@ function renderSeats() {
   const live = !WAITING.has(phaseOf(v));
   $("seat-me").textContent = `${mine} · ${pips[0] || 0} pips`
     + `${acting === me && live ? clockText(v, !v.spectator) : ""}`;
-  $("seat-them").textContent = `${opponentName(v)} · ${pips[1] || 0} pips${live ? awayText(v, other(v)) : ""}`
-    + `${acting !== me && live ? clockText(v, false) : ""}`;
+  seatName($("seat-them"), (v.playerIds || [])[v.spectator ? 1 : other(v)], opponentName(v),
+    ` · ${pips[1] || 0} pips${live ? awayText(v, other(v)) : ""}${acting !== me && live ? clockText(v, false) : ""}`);
   $("seat-me").classList.toggle("acting", acting === me);
   $("seat-them").classList.toggle("acting", acting !== me);
   // The last seconds look like it: the acting seat's box turns urgent.
@@ -1132,7 +1152,28 @@ function renderEnd(v) {
   rematch.textContent = offeredBy === 1 - me ? "Accept the rematch" : offeredBy === me ? "Rematch offered" : "Rematch";
   rematch.disabled = offeredBy === me || !!v.rematchAgreed;
   offerFollow("follow-them", v.spectator ? "" : (v.playerIds || [])[1 - me] || "");
+  showStanding(v);
   $("end").hidden = false;
+}
+
+// What the match changed for this player on the boards (issue 60), once the leaderboard has
+// applied it: a wagered match's league (and a rated one's trophies), a scored match's points, a
+// ranked casual match's rating.
+function showStanding(v) {
+  const list = $("end-standing");
+  const o = v.options || {};
+  const computer = (v.playerIds || []).some((id) => id.startsWith("cpu-"));
+  const expected = !v.spectator && phaseOf(v) === "PHASE_MATCH_OVER" && (o.profile === "wagered"
+    || (o.profile === "scored" && !o.testGame) || (o.profile === "casual" && !!o.rated && !computer));
+  if (!expected || !v.matchId) { list.hidden = true; return; }
+  list.hidden = false;
+  standings.matchChanges(v.matchId, (lines) => {
+    if (state.view !== v && (!state.view || state.view.matchId !== v.matchId)) return;
+    const items = lines === null ? ["Updating your standings…"]
+      : lines.length ? lines : ["Nothing changed on the boards."];
+    list.replaceChildren(...items.map((t) => { const li = document.createElement("li"); li.textContent = t; return li; }));
+    list.dataset.ready = lines === null ? "" : "yes";
+  });
 }
 
 // -- a tournament's match over: the next round reaches the player on the end panel -----------
@@ -1290,13 +1331,14 @@ function listButton(label, aria, data, run) {
   return b;
 }
 
-// A lobby list: rows of [text, buttons], or one line saying it is empty.
+// A lobby list: rows of [text, buttons], or one line saying it is empty. The text may be a list
+// of strings and elements (a name that opens its player's profile).
 function fillList(id, empty, rows) {
   const items = rows.map(([text, buttons]) => {
     const li = document.createElement("li");
     const said = document.createElement("span");
     said.className = "said";
-    said.textContent = text;
+    said.append(...(Array.isArray(text) ? text : [text]));
     const acts = document.createElement("span");
     acts.className = "acts";
     acts.append(...buttons);
@@ -1329,7 +1371,8 @@ async function listLive() {
       const act = (t.playerIds || []).includes(state.playerId)
         ? resumeButton(t, `Resume your match ${players}`)
         : listButton("Watch", `Watch ${players}`, { watch: t.tableId }, () => openTable(t.tableId, true));
-      return [`${(t.options || {}).profile || ""}: ${players}`, [act]];
+      const names = (t.playerIds || []).flatMap((id, i) => [...(i ? [" vs "] : []), standings.nameButton(id)]);
+      return [[`${(t.options || {}).profile || ""}: `, ...names], [act]];
     }));
   } catch (err) {
     fail("lobby-error", err);
@@ -1558,9 +1601,9 @@ async function renderFriends() {
       () => friendsCall("Follow", { playerId: f.playerId, following: false })));
     acts.push(listButton("Block", `Block ${name}`, { block: f.playerId },
       () => friendsCall("Block", { playerId: f.playerId, blocked: true })));
-    return [`${name}: ${PRESENCE[f.status] || "offline"}`, acts];
+    return [[standings.nameButton(f.playerId, name), `: ${PRESENCE[f.status] || "offline"}`], acts];
   }));
-  fillList("blocked", "Nobody.", (view.blocked || []).map((id) => [nameOf(id), [
+  fillList("blocked", "Nobody.", (view.blocked || []).map((id) => [[standings.nameButton(id)], [
     listButton("Unblock", `Unblock ${nameOf(id)}`, { unblock: id },
       () => friendsCall("Block", { playerId: id, blocked: false })),
   ]]));
@@ -1578,6 +1621,7 @@ function createOptions() {
   const options = { profile, matchLength: Number($("ct-length").value) };
   if (profile === "wagered") options.bet = String($("ct-bet").value);
   if (profile === "casual" && $("ct-cube").checked) options.cube = true;
+  if (profile !== "scored" && $("ct-rated").checked) options.rated = true; // I-12, I-26
   if (profile === "scored") options.level = "players";
   return options;
 }
@@ -1602,7 +1646,9 @@ async function listHistory() {
       const rival = nameOf((m.playerIds || [])[1 - seat]);
       const ended = Number(m.endedMs || 0);
       const when = ended ? new Date(ended).toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) : "";
-      const line = `${when ? `${when}: ` : ""}${m.profile} vs ${rival}, ${result} ${score[seat] || 0}-${score[1 - seat] || 0}`;
+      const rivalId = (m.playerIds || [])[1 - seat];
+      const line = [`${when ? `${when}: ` : ""}${m.profile} vs `, standings.nameButton(rivalId),
+        `, ${result} ${score[seat] || 0}-${score[1 - seat] || 0}`];
       return [line, [
         listButton("Replay", `Replay the match vs ${rival}`, { replay: m.matchId }, () => openReplay(m.matchId)),
         listButton(".mat", "Download as a GNU Backgammon match file", { export: "mat" }, () => download(m.matchId, "mat")),
@@ -1859,6 +1905,24 @@ function wire() {
   $("verify-dice").addEventListener("click", verifyDice);
   $("rematch").addEventListener("click", rematch);
   $("to-lobby").addEventListener("click", backToLobby);
+  $("open-standings").addEventListener("click", () => standings.openBoards());
+  $("my-profile").addEventListener("click", () => standings.openProfile(state.playerId));
+  $("board-choice").addEventListener("change", (e) => standings.choose(e.target.value));
+  $("board-prev").addEventListener("click", () => standings.page(standings.offset - 20));
+  $("board-next").addEventListener("click", () => standings.page(standings.offset + 20));
+  $("board-close").addEventListener("click", () => toLobby());
+  $("profile-close").addEventListener("click", () => $("profile").close());
+  $("profile-follow").addEventListener("click", async () => {
+    const playerId = standings.profile && standings.profile.playerId;
+    if (!playerId) return;
+    try {
+      onFriends(await conn.call("Follow", { playerId, following: true }));
+      $("profile-follow").textContent = `Following ${nameOf(playerId)}`;
+      $("profile-follow").disabled = true;
+    } catch (err) {
+      fail("profile-error", err);
+    }
+  });
   setInterval(renderSeats, 500); // the clocks count down between updates
 }
 

@@ -37,6 +37,7 @@ export const SAYS = {
   INVALID_EMAIL: "That does not look like an email address.",
   WEAK_PASSWORD: "Choose a longer password.",
   INVALID_LIMIT: "Ask for fewer at a time.",
+  INVALID_OFFSET: "That page is past the end of the board.",
   INVALID_AROUND: "Ask for fewer neighbours on the board.",
   BAD_FORMAT: "That file format is not offered.",
   INVALID_TARGET: "Nobody to do that to.",

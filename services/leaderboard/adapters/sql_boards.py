@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -19,14 +19,15 @@ from bg.events.v1 import events_pb2
 from services.contracts.redis_keys import BOARDS, board_key
 from services.contracts.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
 from services.leaderboard import boards
-from services.leaderboard.effects import ALL, Effects, wallet_players
-from services.leaderboard.ports import Profile, Ranked
+from services.leaderboard.effects import ALL, Effects, outcome, wallet_players
+from services.leaderboard.ports import COURSE_POINTS, Change, Profile, Ranked
 from services.leaderboard.schema import (
     match_players,
     matches,
     processed,
     ratings,
     scores,
+    standing_changes,
     tournament_result_players,
     tournament_results,
     wallet_event_players,
@@ -47,8 +48,7 @@ class SqlBoardStore:
         self._insert = sqlite.insert if engine.dialect.name == "sqlite" else postgresql.insert
 
     async def archive(self, event: events_pb2.TableEvent) -> bool:
-        kind = event.WhichOneof("body")
-        players = list(getattr(event, kind).info.player_ids)
+        profile, results = outcome(event)
         async with self.engine.begin() as conn:
             result = await conn.execute(
                 self._insert(matches)
@@ -62,12 +62,15 @@ class SqlBoardStore:
             )
             if result.rowcount != 1:
                 return False
-            for player in players:
+            for player, won in results.items():
                 await conn.execute(
                     self._insert(match_players)
-                    .values(player_id=player, match_id=event.match_id, ended_ms=event.at_ms)
+                    .values(
+                        player_id=player, match_id=event.match_id, ended_ms=event.at_ms,
+                        profile=profile, won=None if won is None else int(won),
+                    )
                     .on_conflict_do_nothing()
-                )
+                )  # fmt: skip
         return True
 
     async def history(self, player: str, limit: int, before_ms: int) -> list[bytes]:
@@ -148,7 +151,7 @@ class SqlBoardStore:
 
     async def apply(self, event_id: str, at_ms: int, fx: Effects) -> bool:
         touched: list[tuple[str, str, str]] = []
-        rated: list[tuple[str, float]] = []
+        rated: list[tuple[str, float, float]] = []
         async with self.engine.begin() as conn:
             result = await conn.execute(
                 self._insert(processed)
@@ -157,6 +160,7 @@ class SqlBoardStore:
             )
             if result.rowcount != 1:
                 return False
+            changed: list[tuple[str, str, str, float, float]] = []
             for d in fx.deltas:
                 stmt = self._insert(scores).values(
                     board=d.board, key=d.key, player_id=d.player_id, value=d.value
@@ -165,16 +169,41 @@ class SqlBoardStore:
                     index_elements=["board", "key", "player_id"],
                     set_={"value": scores.c.value + stmt.excluded.value},
                 )
-                await conn.execute(stmt)
+                after = (await conn.execute(stmt.returning(scores.c.value))).scalar_one()
+                changed.append((d.player_id, d.board, d.key, after - d.value, after))
                 touched.append((d.board, d.key, d.player_id))
             if fx.rated:
                 rated = await self._rate(conn, *fx.rated)
-        await self._sync(touched, rated)
+                changed += [(p, "rating", ALL, before, after) for p, before, after in rated]
+            await self._keep_changes(conn, event_id, at_ms, fx.source, changed)
+        await self._sync(touched, [(p, after) for p, _, after in rated])
         return True
+
+    async def _keep_changes(
+        self,
+        conn: AsyncConnection,
+        event_id: str,
+        at_ms: int,
+        source: str,
+        changed: list[tuple[str, str, str, float, float]],
+    ) -> None:
+        """An event's changes, by the match it belongs to (in the event's own transaction)."""
+        for player, board, key, before, after in changed:
+            stmt = self._insert(standing_changes).values(
+                event_id=event_id, player_id=player, board=board, key=key, source=source,
+                at_ms=at_ms, value_before=before, value_after=after,
+            )  # fmt: skip
+            await conn.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=["event_id", "player_id", "board", "key"],
+                    set_={"value_after": stmt.excluded.value_after},
+                )
+            )
 
     async def _rate(
         self, conn: AsyncConnection, winner: str, loser: str, length: int
-    ) -> list[tuple[str, float]]:
+    ) -> list[tuple[str, float, float]]:
+        """The match's rating changes: (player, before, after) for the winner and the loser."""
         rows = {
             r.player_id: r
             for r in await conn.execute(
@@ -189,9 +218,9 @@ class SqlBoardStore:
         (wr, we, wm), (lr, le, lm) = get(winner), get(loser)
         change = boards.fibs_change(wr, lr, length, we, le)
         out = []
-        for player, rating, exp, played in (
-            (winner, wr + change.winner, we, wm),
-            (loser, lr + change.loser, le, lm),
+        for player, before, rating, exp, played in (
+            (winner, wr, wr + change.winner, we, wm),
+            (loser, lr, lr + change.loser, le, lm),
         ):
             stmt = self._insert(ratings).values(
                 player_id=player, rating=rating, experience=exp + length, matches=played + 1
@@ -205,7 +234,7 @@ class SqlBoardStore:
                 },
             )
             await conn.execute(stmt)
-            out.append((player, rating))
+            out.append((player, before, rating))
         return out
 
     async def _sync(
@@ -241,15 +270,28 @@ class SqlBoardStore:
 
     async def reset(self) -> None:
         async with self.engine.begin() as conn:
-            for table in (processed, scores, ratings):
+            for table in (processed, scores, ratings, standing_changes):
                 await conn.execute(delete(table))
         await self.resync()
 
     # -- reads -------------------------------------------------------------------------------
 
-    async def top(self, board: str, key: str, limit: int) -> list[Ranked]:
-        rows = await self.redis.zrevrange(zkey(board, key), 0, limit - 1, withscores=True)
-        return [(i + 1, m.decode(), s) for i, (m, s) in enumerate(rows)]
+    async def top(self, board: str, key: str, limit: int, offset: int = 0) -> list[Ranked]:
+        rows = await self.redis.zrevrange(
+            zkey(board, key), offset, offset + limit - 1, withscores=True
+        )
+        return [(offset + i + 1, m.decode(), s) for i, (m, s) in enumerate(rows)]
+
+    async def changes(self, source: str, player: str) -> list[Change]:
+        c = standing_changes.c
+        query = (
+            select(c.board, c.key, c.value_before, c.value_after)
+            .where(c.source == source, c.player_id == player)
+            .order_by(c.at_ms, c.value_before, c.board, c.key)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [Change(r.board, r.key, r.value_before, r.value_after) for r in rows]
 
     async def rank(
         self, board: str, key: str, player: str, around: int
@@ -275,6 +317,22 @@ class SqlBoardStore:
             rating = (
                 await conn.execute(select(ratings).where(ratings.c.player_id == player))
             ).first()
+            c = standing_changes.c
+            course = (
+                await conn.execute(
+                    select(c.source, c.at_ms, c.value_after)
+                    .where(c.player_id == player, c.board == "rating")
+                    .order_by(c.at_ms.desc())
+                    .limit(COURSE_POINTS)
+                )
+            ).all()
+            record = (
+                await conn.execute(
+                    select(match_players.c.profile, match_players.c.won, func.count())
+                    .where(match_players.c.player_id == player, match_players.c.won.is_not(None))
+                    .group_by(match_players.c.profile, match_players.c.won)
+                )
+            ).all()
         out = Profile()
         for r in rows:
             getattr(out, r.board)[r.key] = r.value
@@ -282,4 +340,8 @@ class SqlBoardStore:
             out.rating, out.experience, out.rated_matches = (
                 rating.rating, rating.experience, rating.matches
             )  # fmt: skip
+        out.rating_course = [(r.source, r.at_ms, r.value_after) for r in reversed(course)]
+        for profile, won, count in record:
+            wins, losses = out.record.get(profile or "", (0, 0))
+            out.record[profile or ""] = (wins + count, losses) if won else (wins, losses + count)
         return out
