@@ -97,6 +97,7 @@ async def _adjustments(cluster: Cluster) -> int:
     return sum(e.action == "adjust" and e.outcome == "ok" for e in audit.entries)
 
 
+@pytest.mark.timeout(480 + 2 * DURATION)  # a cluster on hosts, the load, then the alert drill
 async def test_a_load_test_of_a_cluster_it_did_not_start_and_what_it_refuses(
     cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -145,6 +146,10 @@ async def _a_run_by_address(cluster: Cluster, tmp_path: Path) -> None:
     assert {"gateway", "table", "wallet", "analysis"} <= report["cpu_cores_per_1000_tables"].keys()
     page = await asyncio.to_thread(Path(report["page"]).read_text)
     assert page.count("data:image/png;base64") == len({q.panel for q in panel_queries()})
+    shown = {k: summary[k] for k in ("matches_completed", "commands_total", "checks", "refusals")}
+    figures = ("live_tables", "commands_per_s", "command_ms", "cpu_cores_per_1000_tables")
+    shown["capacity"] = {k: report.get(k) for k in figures}
+    print(json.dumps({**shown, "diamonds": diamonds}))  # `make load-hosts` shows what it did
 
 
 async def _refused_before_funding(cluster: Cluster, tmp_path: Path) -> None:
