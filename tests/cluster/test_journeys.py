@@ -779,3 +779,87 @@ async def test_the_standings_a_ranked_match_moves_the_boards_and_profiles_show(
 def _ordinal(n: int) -> str:
     suffix = "th" if 11 <= n % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_a_name_is_never_cut_silently_and_the_end_says_who_left(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """Issue 60, items 5 and 9: "Play as guest" with no name asks for one (not "Choose another
+    name"); a 40-letter name is kept in the field and refused with its length, not cut to 20;
+    the log of a match's start has no "not at the table" / "at the table" pair for a player who
+    opened the table as it was dealt; a wagered match a player leaves (I-41's leaving row)
+    ends with the leaver named on both end panels, not "a player left"."""
+    j = _journey(browser, cluster, request)
+    page = await j.device()
+    said = page.locator("#login-error")
+    await page.get_by_role("button", name="Play as guest").click()
+    await said.get_by_text("Type the name you want to play under").wait_for()
+    long = "Bartholomew Aloysius Fitzgerald Smythes"
+    assert len(long) > 20
+    await page.get_by_label("Your name").fill(long)
+    await page.get_by_role("button", name="Play", exact=True).click()
+    await said.get_by_text(f"That name has {len(long)} letters: a name has at most 20").wait_for()
+    assert await page.get_by_label("Your name").input_value() == long
+    assert (await _state(page))["screen"] == "login"
+    await j.shot(page, "long-name")
+    host_name = f"left{size[0]}{next(_names)}"
+    await page.get_by_label("Your name").fill(host_name)
+    await page.get_by_role("button", name="Play", exact=True).click()
+    await page.wait_for_function("() => bg.state().screen === 'lobby'")
+    host = page
+
+    await host.get_by_label("Rules").select_option("wagered")
+    await host.get_by_role("button", name="Create", exact=True).click()
+    await host.wait_for_function("() => bg.state().screen === 'waiting'")
+    link = await host.locator("#invite-link").input_value()
+    guest = await j.device()
+    await guest.goto(link)
+    guest_name = f"gone{size[0]}{next(_names)}"
+    await guest.get_by_label("Your name").fill(guest_name)
+    await guest.get_by_role("button", name="Play", exact=True).click()
+    await asyncio.gather(_in_table(host), _in_table(guest))  # wagered: dealt as they sit down
+    for p in (host, guest):  # both at the table: nobody away on either page's view
+        await p.wait_for_function("() => !(bg.state().away || []).some(Boolean)", timeout=15_000)
+    for p in (host, guest):
+        lines = await p.locator("#log li").all_text_contents()
+        assert not [t for t in lines if "at the table" in t], lines
+    await j.shot(host, "start-log")
+
+    await guest.get_by_role("button", name="Leave").click()
+    await guest.get_by_role("button", name="Yes, leave").click()
+    for p, leaver in ((host, guest_name), (guest, "You")):
+        await p.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'")
+        detail = p.locator("#end-detail")
+        await detail.get_by_text(f"{leaver} left the table").wait_for()
+        assert "a player left" not in (await detail.text_content() or "")
+    await j.shot(host, "end-who-left")
+    j.clean()
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_a_quick_match_nobody_answers_says_how_long_and_offers_the_computer(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """Issue 60, item 6: a casual quick match with nobody else waiting says how long it has been
+    looking and, after 10 s, offers the computer; taking it leaves the queue and deals the same
+    game against the normal computer."""
+    j = _journey(browser, cluster, request)
+    page, _ = await j.player("alone")
+    await page.get_by_role("button", name="Casual", exact=True).click()
+    await page.wait_for_function("() => bg.state().screen === 'waiting'")
+    info = page.locator("#waiting-info")
+    await info.get_by_text(re.compile(r"Finding an opponent… \d+ s")).wait_for()
+    offer = page.get_by_role("button", name="Play the computer instead")
+    await offer.wait_for(timeout=30_000)
+    waited = int(re.findall(r"(\d+) s", await info.text_content() or "")[0])
+    assert waited >= 10, waited
+    queued = (await _state(page))["tableId"]
+    await j.shot(page, "offer-the-computer")
+    await offer.click()
+    await _in_table(page)
+    view = await _state(page)
+    assert view["tableId"] != queued
+    assert await page.locator("#seat-them").get_by_text("CPU (normal)").count() == 1
+    await j.shot(page, "playing-the-computer")
+    j.clean()

@@ -7,8 +7,9 @@ Prometheus, every query of the overview dashboard returning series.
 
 Then, on the same cluster: a gateway whose limits refuse the run's calls is reported as
 rate-limited, not as errors; a table replica stopped past ServiceDown's `for` fires the alert in
-that Prometheus, and it resolves once the replica runs again; meanwhile what the load test
-refuses before funding anyone, each with one line and a non-zero exit: a target that refuses
+that Prometheus, and it resolves once the replica runs again (`make load-hosts`; `make test`
+leaves this drill out, 2.5 minutes of waiting); meanwhile what the load test refuses before
+funding anyone, each with one line and a non-zero exit: a target that refuses
 connections, a TLS certificate for another name, a wrong operator key, an operator without the
 right to adjust, a target without the operators' API."""
 
@@ -40,7 +41,10 @@ from infra.cluster.runner import Cluster, ClusterConfig
 from loadtests.capacity import panel_queries
 
 pytestmark = pytest.mark.e2e
-DURATION = int(os.environ.get("BG_LOAD_TARGET_SECONDS", "25"))
+DURATION = int(os.environ.get("BG_LOAD_TARGET_SECONDS", "15"))
+# The ServiceDown drill waits out the alert's `for` (2 m) and its resolution: `make load-hosts`
+# runs it (BG_LOAD_TARGET_DRILL=1); `make test` leaves it out to stay in the suite's 30 minutes.
+DRILL = os.environ.get("BG_LOAD_TARGET_DRILL", "") == "1"
 KEYS = {name: secrets.token_urlsafe(32) for name in ("loadtest", "viewer")}
 
 
@@ -105,11 +109,14 @@ async def test_a_load_test_of_a_cluster_it_did_not_start_and_what_it_refuses(
     await _refused_on_the_websocket(cluster)  # the dashboard's refusals panel gets a number
     await _a_run_by_address(cluster, tmp_path)
     await _rate_limited(cluster, tmp_path)
+    if not DRILL:
+        await _refused_before_funding(cluster, tmp_path)
+        return
     faults = Faults(cluster.data_dir)
     faults.pause("table-2")
     stopped = time.monotonic()
     try:
-        await _refused_before_funding(cluster, tmp_path)
+        await _refused_before_funding(cluster, tmp_path)  # meanwhile
         firing = await _alerts(cluster, lambda found: "table-2" in found, stopped + 240)
     finally:
         faults.resume("table-2")
@@ -190,7 +197,7 @@ async def _rate_limited(cluster: Cluster, tmp_path: Path) -> None:
     done = await _load(
         tmp_path / "limited", "--target", _address(cluster, "gateway-2"),
         "--admin", _address(cluster, "identity"), "--operator", "loadtest",
-        "--users", "4", "--spawn-rate", "4", "--duration", "12",
+        "--users", "4", "--spawn-rate", "4", "--duration", "8",
     )  # fmt: skip
     summary = json.loads(done.stdout)
     assert done.returncode == 1

@@ -150,6 +150,21 @@ async function learnNames(ids) {
 
 const logged = new WeakMap(); // a log line -> the event and view it tells
 
+// A player away for a few seconds (opening the table as the match is dealt, a reconnect) is not
+// worth two lines: their "not at the table" goes when they are back within BRIEF_AWAY_MS.
+const BRIEF_AWAY_MS = 10_000;
+const awayLines = {}; // seat -> {li, atMs} of the last "not at the table" line
+
+function briefAbsence(event) {
+  const back = event.playerBack;
+  if (!back) return false;
+  const away = awayLines[back.seat || 0];
+  delete awayLines[back.seat || 0];
+  if (!away || Number(event.atMs || 0) - away.atMs > BRIEF_AWAY_MS) return false;
+  away.li.remove();
+  return true;
+}
+
 // A turn's steps, however they come (one at a time as the player plays them, or together), are
 // one line: "ann moved 13/10 10/5". An undo takes its steps off the line again.
 let moveLine = null; // {li, seat, steps}
@@ -206,6 +221,18 @@ function deviceId() {
     localStorage.setItem("bg-device", id);
   }
   return id;
+}
+
+// A name is said to be missing or too long before it is sent (the field takes any length, so a
+// pasted name is never cut without a word); the server says what else is wrong with it.
+const NAME_MAX = 20;
+
+function nameFits(name) {
+  if (!name) throw new Error("Type the name you want to play under (3 to 20 letters or digits).");
+  const letters = [...name].length;
+  if (letters > NAME_MAX) {
+    throw new Error(`That name has ${letters} letters: a name has at most ${NAME_MAX}. Shorten it and try again.`);
+  }
 }
 
 async function login(name, guest) {
@@ -319,6 +346,7 @@ function renderAccount() {
 async function rename() {
   $("account-error").textContent = "";
   try {
+    nameFits($("rename").value.trim());
     loggedIn(await conn.call("SetDisplayName", { displayName: $("rename").value.trim() }));
     state.accountNote = "";
     state.names[state.playerId] = state.name;
@@ -424,9 +452,13 @@ function matchOptions(profile, extra = {}) {
 
 // -- waiting for the deal ----------------------------------------------------------------
 
+// A quick match nobody else is looking for offers the computer meanwhile after this long.
+const OFFER_CPU_AFTER_S = 10;
+
 async function waitForDeal(table) {
   state.table = table;
   state.tableId = table.tableId;
+  const since = Date.now();
   save();
   for (;;) {
     if (table.status === "dealt") return openTable(table.tableId);
@@ -448,7 +480,12 @@ async function waitForDeal(table) {
       ? `${nameOf(friend)} sat down: start the match when you are ready.`
       : full && casual ? `Waiting for ${nameOf(table.hostId)} to start the match.`
         : full ? "Dealing the match…"
-          : sharing ? `Share the code ${table.code} or the link below.` : "Finding an opponent…";
+          : sharing ? `Share the code ${table.code} or the link below.`
+            : `Finding an opponent… ${Math.floor((Date.now() - since) / 1000)} s`;
+    const alone = state.quick && !full && (Date.now() - since) / 1000 >= OFFER_CPU_AFTER_S
+      && table.options && table.options.profile !== "wagered";
+    $("cpu-instead").hidden = !alone;
+    $("cpu-instead-note").hidden = !alone;
     $("invite-link").value = sharing ? `${location.origin}/?join=${table.code}` : "";
     $("invite-link").hidden = !sharing;
     $("copy-invite").hidden = !sharing;
@@ -581,7 +618,7 @@ function describe(event, v) {
     }
     case "matchEnded": {
       const winner = who(v, e.winnerSeat);
-      const why = e.reason && e.reason !== "END_REASON_POINTS" ? `: ${REASONS[e.reason] || ""}` : "";
+      const why = e.reason && e.reason !== "END_REASON_POINTS" ? `: ${endedBy(v, e.reason, e.winnerSeat || 0)}` : "";
       return `${winner} ${says(winner, "win", "wins")} the match${why}`;
     }
     case "matchClosed": return `The match closed: ${closedWhy(v, e)}`;
@@ -696,11 +733,13 @@ function onUpdate(tableId, update) {
       state.balanceBefore = null; // the first match's settlement may still be on its way
     }
     if (logMove(event, view, steps)) continue;
+    if (briefAbsence(event)) continue;
     const text = describe(event, view);
     if (text) {
       const li = document.createElement("li");
       li.textContent = text;
       logged.set(li, [event, view]); // said again once the names are known
+      if (event.playerAway) awayLines[event.playerAway.seat || 0] = { li, atMs: Number(event.atMs || 0) };
       $("log").appendChild(li);
       $("log").scrollTop = $("log").scrollHeight;
     }
@@ -1083,12 +1122,24 @@ function closedWhy(v, closed) {
 }
 
 // How the last game was won ("ann resigned", "a gammon"), or why the match ended otherwise.
+// Why a match ended before its points, naming who did it: the loser left, stayed away, ran out
+// of move time or left after doubling (I-41, the leaving row); otherwise the reason's words.
+const BY_LOSER = {
+  END_REASON_LEFT: "left the table", END_REASON_AWAY: "stayed away",
+  END_REASON_MOVE_TIME: "ran out of move time", END_REASON_DOUBLER_LEFT: "left after doubling",
+};
+
+function endedBy(v, reason, winner) {
+  if (!BY_LOSER[reason] || winner < 0) return REASONS[reason] || "ended";
+  return `${who(v, 1 - winner)} ${BY_LOSER[reason]}`;
+}
+
 function howItEnded(v) {
   const games = (state.ended && state.ended.games) || [];
   const last = games[games.length - 1];
   const reason = v.endReason || "";
   if (phaseOf(v) === "PHASE_CLOSED") return `: ${closedWhy(v, state.ended)}`;
-  if (reason && reason !== "END_REASON_POINTS") return `: ${REASONS[reason] || "ended"}`;
+  if (reason && reason !== "END_REASON_POINTS") return `: ${endedBy(v, reason, v.winner ?? 0)}`;
   if (!last) return "";
   const loser = who(v, 1 - (last.winnerSeat || 0));
   switch (last.result) {
@@ -1817,7 +1868,9 @@ function wire() {
     e.preventDefault();
     $("login-error").textContent = "";
     try {
-      await login($("guest-name").value.trim(), e.submitter && e.submitter.id === "guest-login");
+      const name = $("guest-name").value.trim();
+      nameFits(name);
+      await login(name, e.submitter && e.submitter.id === "guest-login");
     } catch (err) { // a refused name is said beside the form, which stays (an invite too)
       fail("login-error", err);
       $("guest-name").focus();
@@ -1880,6 +1933,16 @@ function wire() {
     } catch (err) {
       fail("lobby-error", err);
     }
+  });
+  $("cpu-instead").addEventListener("click", async () => {
+    // Out of the quick match's queue, then the same game against the normal computer.
+    const { tableId, table } = state;
+    const o = (table && table.options) || {};
+    state.tableId = "";
+    try { await conn.call("LeaveTable", { tableId }); } catch { /* dealt or closed meanwhile */ }
+    state.quick = false;
+    const options = { profile: o.profile || "casual", level: "normal", matchLength: o.matchLength || 1 };
+    lobbyAction(() => conn.call("CreateTable", { options }), $("cpu-instead"));
   });
   $("cancel-table").addEventListener("click", async () => {
     const tableId = state.tableId;
@@ -1975,6 +2038,7 @@ window.bg = {
     myTurn: state.view ? myTurn(state.view) : false, balance: state.balance, verify: state.verify,
     spectator: !!(state.view && state.view.spectator), events: state.eventSeqs.length,
     winner: state.view ? (state.view.winner ?? 0) : null,
+    away: state.view ? (state.view.away || []).map(Boolean) : [],
     board: state.view ? { own: shown(state.view).own, opponent: shown(state.view).opponent } : null,
     friends: state.friends ? (state.friends.friends || []).map((f) => [f.playerId, f.status]) : [],
     tournamentId: state.tournamentId,
