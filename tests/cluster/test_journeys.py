@@ -39,6 +39,7 @@ from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from client.standing_text import ordinal
 from infra.cluster.status import collect
 from tests.cluster.browser import (
     ARTIFACTS,
@@ -93,6 +94,19 @@ class Journey:
         await page.get_by_role("button", name="Play", exact=True).click()
         await page.wait_for_function("() => bg.state().screen === 'lobby'")
         return page, name
+
+    async def by_invite(self, host: Any, stem: str) -> tuple[Any, str]:
+        """The host creates a table with the form as set; a new device opens its invite link and
+        sits down under a fresh name (a device account)."""
+        await host.get_by_role("button", name="Create", exact=True).click()
+        await host.wait_for_function("() => bg.state().screen === 'waiting'")
+        link = await host.locator("#invite-link").input_value()
+        guest = await self.device()
+        await guest.goto(link)
+        name = f"{stem}{self.size[0]}{next(_names)}"
+        await guest.get_by_label("Your name").fill(name)
+        await guest.get_by_role("button", name="Play", exact=True).click()
+        return guest, name
 
     async def shot(self, page: Any, what: str) -> None:
         self.steps += 1
@@ -666,14 +680,7 @@ async def test_the_standings_a_ranked_match_moves_the_boards_and_profiles_show(
     j = _journey(browser, cluster, request)
     host, host_name = await j.player("rank")
     await host.get_by_label("Rated: trophies (wagered), rating (casual)").check()
-    await host.get_by_role("button", name="Create", exact=True).click()
-    await host.wait_for_function("() => bg.state().screen === 'waiting'")
-    link = await host.locator("#invite-link").input_value()
-    guest = await j.device()
-    await guest.goto(link)
-    guest_name = f"rivl{size[0]}{next(_names)}"
-    await guest.get_by_label("Your name").fill(guest_name)
-    await guest.get_by_role("button", name="Play", exact=True).click()
+    guest, guest_name = await j.by_invite(host, "rivl")
     await guest.wait_for_function("() => bg.state().screen === 'waiting'")
     await host.get_by_role("button", name=f"Start the match with {guest_name}").click()
     await asyncio.gather(_in_table(host), _in_table(guest))
@@ -721,7 +728,7 @@ async def test_the_standings_a_ranked_match_moves_the_boards_and_profiles_show(
     top = await stub.GetLeaderboard(
         leaderboard_pb2.TopRequest(board="rating", limit=20), metadata=auth
     )
-    mine = f"You: {_ordinal(rank.rank)} of {top.total}, {rank.score:.1f} rating."
+    mine = f"You: {ordinal(rank.rank)} of {top.total}, {rank.score:.1f} rating."
     await winner.locator("#board-mine").get_by_text(mine).wait_for()
     rows = winner.locator("#board-rows li")
     assert await rows.count() == len(top.entries)
@@ -729,7 +736,7 @@ async def test_the_standings_a_ranked_match_moves_the_boards_and_profiles_show(
         row = rows.nth(i)
         assert await row.get_attribute("data-player") == entry.player_id
         text = await row.text_content() or ""
-        assert text.startswith(_ordinal(entry.rank)) and text.endswith(f"{entry.score:.1f} rating")
+        assert text.startswith(ordinal(entry.rank)) and text.endswith(f"{entry.score:.1f} rating")
     pages = f"Page 1 of {max(1, -(-top.total // 20))}"
     assert await winner.locator("#board-page").text_content() == pages
     assert await winner.locator("#board-next").is_disabled() == (top.total <= 20)
@@ -776,11 +783,6 @@ async def test_the_standings_a_ranked_match_moves_the_boards_and_profiles_show(
     j.clean()
 
 
-def _ordinal(n: int) -> str:
-    suffix = "th" if 11 <= n % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
 @pytest.mark.parametrize("size", sorted(SIZES))
 async def test_a_name_is_never_cut_silently_and_the_end_says_who_left(
     cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
@@ -810,14 +812,7 @@ async def test_a_name_is_never_cut_silently_and_the_end_says_who_left(
     host = page
 
     await host.get_by_label("Rules").select_option("wagered")
-    await host.get_by_role("button", name="Create", exact=True).click()
-    await host.wait_for_function("() => bg.state().screen === 'waiting'")
-    link = await host.locator("#invite-link").input_value()
-    guest = await j.device()
-    await guest.goto(link)
-    guest_name = f"gone{size[0]}{next(_names)}"
-    await guest.get_by_label("Your name").fill(guest_name)
-    await guest.get_by_role("button", name="Play", exact=True).click()
+    guest, guest_name = await j.by_invite(host, "gone")
     await asyncio.gather(_in_table(host), _in_table(guest))  # wagered: dealt as they sit down
     for p in (host, guest):  # both at the table: nobody away on either page's view
         await p.wait_for_function("() => !(bg.state().away || []).some(Boolean)", timeout=15_000)
