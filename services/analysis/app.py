@@ -39,7 +39,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         settings.replica or "analysis",
     )  # fmt: skip
     enqueuer = Enqueuer(store, metrics, worker.woken)
-    servicer = AnalysisServicer(store)
+    servicer = AnalysisServicer(store, settings.population_kept_s)
 
     def register(server: grpc.aio.Server) -> list[str]:
         analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(servicer, server)

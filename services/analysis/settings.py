@@ -32,6 +32,13 @@ class AnalysisSettings(EventReaderSettings):
         min=-20,
         max=19,
     )
+    population_kept_s: float = setting(
+        "BG_ANALYSIS_POPULATION_S",
+        300.0,
+        "Seconds a replica keeps its picture of every player's error rate, which places a "
+        "player's among them (PlayerTrend's better_than): one grouped read this often.",
+        min=0,
+    )
     analysis_attempts: int = setting(
         "BG_ANALYSIS_ATTEMPTS",
         3,

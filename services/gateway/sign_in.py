@@ -48,7 +48,9 @@ class SignIn:
         if request.device_id:
             device = hashlib.sha256(request.device_id.encode()).hexdigest()[:24]
             rates.check_login(f"device:{device}")
-            session = await self._accounts().device_login(request.device_id, request.display_name)
+            session = await self._accounts().device_login(
+                request.device_id, request.display_name, exact=request.exact_name
+            )
             return await self._logged_in(session)
         if request.email:
             rates.check_login("email:" + request.email.strip().casefold())
@@ -129,4 +131,5 @@ class SignIn:
             refresh_token=session.refresh_token,
             refresh_expires_ms=session.refresh_expires_ms,
             display_name=session.identity.name,
+            email=session.email,
         )

@@ -9,6 +9,8 @@ characters):
   {"id": 4, "method": "Play", "tableId": "...", "request": {"command": {"commandId": "c1", ...}}}
   {"id": 5, "method": "Watch", "request": {"tableId": "...", "fromSeq": "0"}}   (read-only, I-35)
   {"id": 6, "method": "Friends", "request": {}}   (one per connection: answered with a FriendsView)
+  {"id": 7, "method": "EndStream", "request": {"tableId": "..."}}   (done with a table: its Play or
+      Watch stream on this connection ends, as a cancelled gRPC call does; {"ended": true|false})
 Gateway -> client: every request gets exactly one answer carrying its id,
   {"id": 1, "response": {...}}   or   {"id": 1, "error": {"status": "...", "code": "...", ...}}
 (a join's or a Watch's response is a `Joined`: the stream is open, at which seq; a command's is
@@ -308,6 +310,8 @@ class WsGateway:
                     await self._watch_message(send, message, caller, watching)
                 elif method == "Friends":
                     await self._friends_message(send, message, caller, friends)
+                elif method == "EndStream":
+                    await send(await self._end_stream(message, streams, watching))
                 else:
                     await send(await self._unary(method, message, caller))
         except ConnectionClosed as gone:
@@ -446,6 +450,34 @@ class WsGateway:
         pushes = FriendsPushes(send, request_id)
         run = self.handlers.Friends(gateway_pb2.GetFriendsRequest(), caller, writer(pushes))
         friends.append(asyncio.create_task(self._stream(run, pushes)))
+
+    @staticmethod
+    async def _end_stream(
+        message: dict[str, Any],
+        streams: _Streams,
+        watching: dict[str, tuple[StreamAnswers, asyncio.Task[None]]],
+    ) -> dict[str, Any]:
+        """The client is done with a table (back to the lobby): its Play or Watch stream there
+        ends as a cancelled gRPC call does, and the player's presence at the table with it (a
+        friend sees them in the lobby, not in a match they left). Answers whether one was open."""
+        request_id = _request_id(message)
+        request = message.get("request")
+        table_id = request.get("tableId") if isinstance(request, dict) else None
+        if not isinstance(table_id, str) or not table_id:
+            return {"id": request_id, "error": _malformed("name the table: tableId", "tableId")}
+        tasks = []
+        if (play := streams.pop(table_id, None)) is not None:
+            _, answers, task = play
+            answers.ended = True  # the client asked: no STREAM_ENDED push follows
+            tasks.append(task)
+        if (watch := watching.pop(table_id, None)) is not None:
+            watch[0].ended = True
+            tasks.append(watch[1])
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        return {"id": request_id, "response": {"ended": bool(tasks)}}
 
     async def _play(
         self,

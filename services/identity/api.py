@@ -25,6 +25,7 @@ def _session(session: Session) -> identity_pb2.Session:
     return identity_pb2.Session(
         account=_account(session.account), refresh_token=session.refresh_token,
         refresh_expires_ms=session.refresh_expires_ms, issued_ms=session.issued_ms,
+        email=session.email,
     )  # fmt: skip
 
 
@@ -37,7 +38,9 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
     async def DeviceLogin(
         self, request: identity_pb2.DeviceLoginRequest, context: Context
     ) -> identity_pb2.Session:
-        session = await self.accounts.device_login(request.device_id, request.display_name)
+        session = await self.accounts.device_login(
+            request.device_id, request.display_name, exact=request.exact_name
+        )
         return _session(await self.lifecycle.signed_in(session))
 
     @grpc_errors

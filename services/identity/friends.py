@@ -25,7 +25,7 @@ import contextlib
 import hashlib
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
@@ -66,6 +66,28 @@ def _texts(raw: Any) -> set[str]:
     return {reply_text(r) for r in raw}
 
 
+T = TypeVar("T")
+
+
+class _Recent(Generic[T]):
+    """Answers kept TABLE_CACHE_S on this replica, shared by every follower's view (bounded:
+    past 10,000 keys the stale ones are forgotten)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[float, T]] = {}
+
+    async def get(self, key: str, load: Callable[[str], Awaitable[T]]) -> T:
+        now = asyncio.get_running_loop().time()
+        kept = self._kept.get(key)
+        if kept is not None and now - kept[0] < TABLE_CACHE_S:
+            return kept[1]
+        if len(self._kept) > 10_000:
+            self._kept = {k: c for k, c in self._kept.items() if now - c[0] < TABLE_CACHE_S}
+        value = await load(key)
+        self._kept[key] = (now, value)
+        return value
+
+
 Names = Callable[[list[str]], Awaitable[dict[str, str]]]
 
 
@@ -88,8 +110,9 @@ class Friends:
         self.challenge_ttl_s = challenge_ttl_s
         self.now = now
         self._claim = redis.register_script(_CLAIM)
-        self._tables: dict[str, tuple[float, matchmaking_pb2.LobbyTable | None]] = {}
-        self._seats: dict[str, tuple[float, list[matchmaking_pb2.LobbyTable]]] = {}
+        self._tables: _Recent[matchmaking_pb2.LobbyTable | None] = _Recent()
+        self._seats: _Recent[list[matchmaking_pb2.LobbyTable]] = _Recent()
+        self._playing: _Recent[bool] = _Recent()
 
     # -- follows and blocks ------------------------------------------------------------------
 
@@ -175,44 +198,24 @@ class Friends:
     async def _friend(self, other: str, tables: set[str]) -> gateway_pb2.Friend:
         friend = gateway_pb2.Friend(player_id=other, status=OFFLINE if not tables else ONLINE)
         for table_id in sorted(tables - {PRESENCE_LOBBY}):
-            table = await self._table(table_id)
+            table = await self._tables.get(table_id, self.lobby.table)
             if table is None or other not in table.player_ids:
                 continue  # the stream outlived the seat (or the lobby forgot the table)
             status = {"dealt": PLAYING, "open": WAITING}.get(table.status)
             if status is None or (friend.status == PLAYING and status == WAITING):
                 continue
+            if status == PLAYING and not await self._playing.get(table_id, self.lobby.in_play):
+                continue  # a finished match's table (an end panel): online, nothing to watch
             friend.status = status
             friend.watchable = table.watchable
             friend.table_id = table_id if table.watchable else ""
         if friend.status == ONLINE:  # no Play stream before the deal: the lobby says if seated
-            for table in await self._seated(other):
+            for table in await self._seats.get(other, self.lobby.seated):
                 if table.status == "open":
                     friend.status, friend.watchable = WAITING, table.watchable
                     friend.table_id = table.table_id if table.watchable else ""
                     break
         return friend
-
-    async def _seated(self, player_id: str) -> list[matchmaking_pb2.LobbyTable]:
-        now = asyncio.get_running_loop().time()
-        cached = self._seats.get(player_id)
-        if cached is not None and now - cached[0] < TABLE_CACHE_S:
-            return cached[1]
-        if len(self._seats) > 10_000:  # bounded: forget the stale ones
-            self._seats = {p: c for p, c in self._seats.items() if now - c[0] < TABLE_CACHE_S}
-        tables = await self.lobby.seated(player_id)
-        self._seats[player_id] = (now, tables)
-        return tables
-
-    async def _table(self, table_id: str) -> matchmaking_pb2.LobbyTable | None:
-        now = asyncio.get_running_loop().time()
-        cached = self._tables.get(table_id)
-        if cached is not None and now - cached[0] < TABLE_CACHE_S:
-            return cached[1]
-        if len(self._tables) > 10_000:  # bounded: forget the stale ones
-            self._tables = {t: c for t, c in self._tables.items() if now - c[0] < TABLE_CACHE_S}
-        table = await self.lobby.table(table_id)
-        self._tables[table_id] = (now, table)
-        return table
 
     # -- challenges --------------------------------------------------------------------------
 

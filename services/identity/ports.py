@@ -26,6 +26,7 @@ class Session:
     refresh_expires_ms: int
     granted: bool = True  # False: the starter grant is still to be credited
     issued_ms: int = 0  # when this session was made: its access token is issued as of then
+    email: str = ""  # the email the account signs in with, "" when none is saved
 
 
 class AccountRecord(TypedDict):
@@ -46,7 +47,7 @@ class AccountsRepository(Protocol):
     """Player accounts: logins by device or email, sessions and their refresh tokens, names,
     deletion, bans. A refusal is a ServiceError (its code is the client's)."""
 
-    async def device_login(self, device_id: str, name: str) -> Session: ...
+    async def device_login(self, device_id: str, name: str, exact: bool = False) -> Session: ...
     async def email_login(self, email: str, password: str) -> Session: ...
     async def link_email(self, player_id: str, email: str, password: str) -> None: ...
     async def granted(self, player_id: str) -> None: ...
@@ -120,4 +121,9 @@ class FriendsLobby(Protocol):
 
     async def seated(self, player_id: str) -> list[matchmaking_pb2.LobbyTable]:
         """The tables `player_id` sits at that are not closed (as spectators may know them)."""
+        ...
+
+    async def in_play(self, table_id: str) -> bool:
+        """Whether a dealt table's match is still being played: the lobby keeps a table dealt
+        after its match ends (until a rematch or a leave), the table service knows it is over."""
         ...

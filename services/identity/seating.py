@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import grpc
+
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from bg.table.v1 import table_pb2, table_pb2_grpc
-from services.common.errors import remote_call
+from services.common.errors import ServiceError, remote_call
 from services.contracts.redis_keys import private_prefs_key
 from services.contracts.vocabulary import FINISHED
 from services.identity.chat import Seating
@@ -48,6 +50,16 @@ class Seatings:
             view = await remote_call(self.tables.GetView(asked, timeout=10))
             match_id, over = view.match_id, view.phase in FINISHED
         return Seating(tuple(lobby.player_ids), lobby.watchable and not hidden, match_id, over)
+
+    async def in_play(self, table_id: str) -> bool:
+        """Whether the table's match is still being played (one view read). A table the table
+        service has forgotten is not; one it cannot answer for now keeps the lobby's word."""
+        asked = table_pb2.GetViewRequest(table_id=table_id, spectator=True)
+        try:
+            view = await remote_call(self.tables.GetView(asked, timeout=10))
+        except ServiceError as err:
+            return err.status != grpc.StatusCode.NOT_FOUND
+        return view.phase not in FINISHED
 
     async def shown(self, table: matchmaking_pb2.LobbyTable) -> matchmaking_pb2.LobbyTable:
         """The table as spectators may know it: not watchable when a player opts out."""

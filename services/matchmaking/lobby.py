@@ -229,10 +229,12 @@ class Lobby:
             seats[1] = computer_seat(opts.level, table_id)
         table = Table(
             table_id=table_id, code=code, host_id=player_id, options=_options_json(opts),
-            public=public and not vs_cpu, player_ids=seats,
+            public=public, player_ids=seats,
             code_expires_ms=now_ms() + self.code_ttl_s * 1000, quick=quick,
         )  # fmt: skip
-        open_since = table.created_ms if table.public else None
+        # A game against the computer has no seat to offer: never listed to join, but public it
+        # is watchable and listed live like any other (I-35).
+        open_since = table.created_ms if table.public and not vs_cpu else None
         await self.store.create(table_id, json.dumps(asdict(table)), open_since)
         await self._bind(retry, table_id)
         await self.store.add_player_table("seated", player_id, table_id)

@@ -211,3 +211,38 @@ async def test_a_test_game_and_a_computer_seat_join_no_error_rate_trend(store: S
     (row,) = await store.trend("ann", 10)
     assert row.match_id == "vs-cpu"
     assert await store.trend("cpu-easy-t1", 10) == []
+
+
+async def test_a_players_error_rate_is_placed_among_the_population(
+    store: SqlAnalyses, api: analysis_pb2_grpc.AnalysisServiceAsyncStub
+) -> None:
+    """Issue 60, item 8: where a player's error rate stands against the other players with an
+    analysed record (20 decisions or more over all their matches; fewer do not count yet)."""
+    rates = {"ann": 5.0, "bob": 10.0, "cy": 30.0, "dee": 2.0}
+    decisions = {"ann": 25, "bob": 10, "cy": 40, "dee": 3}  # dee's 3: not in the population
+    for n, player in enumerate(rates):
+        match_id = f"p{n}"
+        await _queue(store, match_id, 10 + n)
+        found = analysis_pb2.MatchAnalysis(
+            match_id=match_id, player_ids=[player, "cpu-x"], ended_ms=1000 + n,
+            state=analysis_pb2.ANALYSIS_STATE_DONE,
+            players=[analysis_pb2.PlayerSummary(
+                player_id=player, decisions=decisions[player], error_rate=rates[player])],
+        )  # fmt: skip
+        assert await store.finish(found, "casual", (player,), 500 + n)
+    # bob's second match takes him to 20 decisions: 10 at 10.0 and 10 at 20.0 make 15.0.
+    await _queue(store, "p9", 20)
+    second = analysis_pb2.MatchAnalysis(
+        match_id="p9", player_ids=["bob", "cpu-x"], ended_ms=2000,
+        state=analysis_pb2.ANALYSIS_STATE_DONE,
+        players=[analysis_pb2.PlayerSummary(player_id="bob", decisions=10, error_rate=20.0)],
+    )  # fmt: skip
+    assert await store.finish(second, "casual", ("bob",), 600)
+    assert await store.population(20) == pytest.approx([5.0, 15.0, 30.0])
+    bob = await api.PlayerTrend(analysis_pb2.PlayerTrendRequest(player_id="bob"))
+    assert bob.error_rate == pytest.approx(15.0)
+    assert bob.compared == 3 and bob.better_than == pytest.approx(1 / 3)  # only cy's is higher
+    dee = await api.PlayerTrend(analysis_pb2.PlayerTrendRequest(player_id="dee"))
+    assert dee.compared == 3 and dee.better_than == pytest.approx(1.0)  # better than all three
+    nobody = await api.PlayerTrend(analysis_pb2.PlayerTrendRequest(player_id="eve"))
+    assert (nobody.decisions, nobody.compared, nobody.better_than) == (0, 0, 0.0)

@@ -28,6 +28,7 @@ def browser_cluster(data: Path, valkey_url: str, kafka_bootstrap: str) -> Iterat
         "BG_CLOCK_SCALE": "0.2",
         "BG_TOKEN_SECRET": "browser-token-secret-0123456789-abcdef",
         "BG_FRIENDS_REFRESH_S": "1",  # the pages see other players' presence change in a second
+        "BG_ANALYSIS_POPULATION_S": "0",  # each page places its player among those before it
     }
     args = ("--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap)
     with running_cluster(data, env, *args) as state:

@@ -261,6 +261,15 @@ async def test_a_whole_match_against_the_expert(
     await _in_table(page)
     await j.shot(page, "table")
     assert await page.locator('[data-action="resign"]').count() == 1  # casual: W-6
+    # Issue 60, item 7: a game against the computer (others may watch: the default) is in
+    # Matches in play for anyone, and watched from there.
+    kib, _ = await j.player("kibcpu")  # (a name may not start with cpu)
+    table_id = (await _state(page))["tableId"]
+    await kib.get_by_role("button", name="Matches in play").click()
+    await kib.locator(f'[data-watch="{table_id}"]').click()
+    await _in_table(kib)
+    assert (await _state(kib))["spectator"]
+    await j.shot(kib, "watching-the-computer")
     marked = False
     end = time.monotonic() + 240
     while time.monotonic() < end:
@@ -482,6 +491,18 @@ async def test_a_sit_and_go_reaches_players_on_the_end_panel_to_its_champion(
     for p in pages:
         tables.setdefault((await _state(p))["tableId"], []).append(p)
     first, second = tables.values()
+    # Issue 60, item 3: leaving a tournament's match costs the place and the buy-in, not "a
+    # stake of 0" (its matches are not staked: the buy-in was).
+    asker = first[0]
+    await asker.locator('[data-action="leave"]').click()
+    ask = asker.locator("#confirm-text")
+    await ask.get_by_text(
+        f"You forfeit the match: you are out of Panel cup {size} and your buy-in of 100 "
+        "diamonds stays in its prize pool."
+    ).wait_for()
+    assert "stake" not in (await ask.text_content() or "")
+    await j.shot(asker, "leave-costs-the-buy-in")
+    await asker.get_by_role("button", name="Cancel").click()
     finalists = await round_of(first)
     dead = next(r["pid"] for r in await collect(cluster["data"]) if r["instance"] == "matchmaking")
     os.kill(dead, signal.SIGKILL)
@@ -631,6 +652,11 @@ async def test_the_history_a_replay_and_its_analysis(
     await page.wait_for_function("() => bg.state().replay.analysed", timeout=60_000)
     summary = await page.locator("#replay-summary").text_content() or ""
     assert "error rate" in summary and "decision" in summary, summary
+    # Issue 60, item 8: what the number measures and the bands, and the viewer's own course.
+    await page.locator("#replay-help").get_by_text("equity lost per decision").wait_for()
+    assert "35 or more awful" in (await page.locator("#replay-help").text_content() or "")
+    standing = page.locator("#replay-standing")
+    await standing.get_by_text("Your error rate over your analysed matches:").wait_for()
     frames = (await _state(page))["replay"]["frames"]
     texts, best_shown = [], False
     for _ in range(frames):
@@ -857,4 +883,173 @@ async def test_a_quick_match_nobody_answers_says_how_long_and_offers_the_compute
     assert view["tableId"] != queued
     assert await page.locator("#seat-them").get_by_text("CPU (normal)").count() == 1
     await j.shot(page, "playing-the-computer")
+    j.clean()
+
+
+# -- presence through a match and back (issue 60, item 1) ---------------------------------
+
+
+async def _gap(page: Any, above: str, below: str) -> float:
+    """Pixels between the bottom of `above` and the top of `below` (CSS selectors)."""
+    return float(
+        await page.evaluate(
+            """([a, b]) => document.querySelector(b).getBoundingClientRect().top
+              - document.querySelector(a).getBoundingClientRect().bottom""",
+            [above, below],
+        )
+    )
+
+
+async def _sees(page: Any, player_id: str, status: str, timeout: int = 15_000) -> None:
+    """`page`'s Friends card shows `player_id` as `status` (FRIEND_STATUS_...)."""
+    await page.wait_for_function(
+        "([id, s]) => bg.state().friends.some(([p, t]) => p === id && t === s)",
+        arg=[player_id, status], timeout=timeout,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_presence_follows_a_friend_through_a_match_and_back_to_the_lobby(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """Issue 60, item 1: a follower sees a friend online in the lobby, waiting at a table, in a
+    match (Watch offered, no Challenge), and online again on the match's end panel and back in
+    the lobby (no Watch of a finished match, Challenge offered), each within the refresh
+    (BG_FRIENDS_REFRESH_S, 1 s here, and the 2 s table cache); a friend whose challenge waits
+    shows "challenges you" with Accept and Decline, and no Challenge button of its own."""
+    j = _journey(browser, cluster, request)
+    pal, pal_name = await j.player("pal")
+    ace, ace_name = await j.player("ace")
+    # They meet at pal's table and follow each other; pal leaves it.
+    await pal.get_by_role("button", name="Create", exact=True).click()
+    await pal.wait_for_function("() => bg.state().screen === 'waiting'")
+    link = await pal.locator("#invite-link").input_value()
+    await ace.get_by_label("Party code or invite link").fill(link)
+    await ace.get_by_role("button", name="Join", exact=True).click()
+    await ace.wait_for_function("() => bg.state().screen === 'waiting'")
+    for page in (pal, ace):
+        await page.get_by_role("button", name=re.compile("^Follow ")).click()
+        await page.get_by_role("button", name=re.compile("^Following ")).wait_for()
+    await pal.get_by_role("button", name="Leave").click()
+    for page in (pal, ace):
+        await page.wait_for_function("() => bg.state().screen === 'lobby'")
+    ace_id = (await _state(ace))["playerId"]
+    friends = pal.locator("#friends")
+    # Item 10: no empty strip between the lobby's heading and its cards.
+    assert await _gap(pal, "#lobby-title", "#lobby .cards") < 32
+
+    await _sees(pal, ace_id, "FRIEND_STATUS_ONLINE")
+    await friends.get_by_role("button", name=f"Challenge {ace_name}").wait_for()
+    assert await friends.get_by_role("button", name=f"Watch {ace_name}").count() == 0
+
+    await ace.get_by_role("button", name="Create", exact=True).click()  # public: watchable
+    await ace.wait_for_function("() => bg.state().screen === 'waiting'")
+    await _sees(pal, ace_id, "FRIEND_STATUS_WAITING")
+    await friends.get_by_text("waiting at a table").wait_for()
+    rival = await j.device()
+    await rival.goto(await ace.locator("#invite-link").input_value())
+    rival_name = f"riv{size[0]}{next(_names)}"
+    await rival.get_by_label("Your name").fill(rival_name)
+    await rival.get_by_role("button", name="Play", exact=True).click()
+    await ace.get_by_role("button", name=f"Start the match with {rival_name}").click()
+    await asyncio.gather(_in_table(ace), _in_table(rival))
+    # Item 10: both seats' boxes on one row, whatever the status between them says.
+    for _ in range(3):
+        tops = await ace.evaluate(
+            "() => ['seat-them', 'seat-me'].map((id) => document.getElementById(id)"
+            ".getBoundingClientRect().top)"
+        )
+        assert abs(tops[0] - tops[1]) < 4, tops
+        await ace.wait_for_timeout(300)
+    await _sees(pal, ace_id, "FRIEND_STATUS_PLAYING")
+    await friends.get_by_role("button", name=f"Watch {ace_name}").wait_for()
+    assert await friends.get_by_role("button", name=f"Challenge {ace_name}").count() == 0
+    await j.shot(pal, "friend-in-a-match")
+
+    await _resign(rival)  # a match to 1: ace wins, and stays on the end panel
+    for page in (ace, rival):
+        await page.wait_for_function("() => bg.state().phase === 'PHASE_MATCH_OVER'")
+    await _sees(pal, ace_id, "FRIEND_STATUS_ONLINE")
+    await friends.get_by_role("button", name=f"Challenge {ace_name}").wait_for()
+    assert await friends.get_by_role("button", name=f"Watch {ace_name}").count() == 0
+    await j.shot(pal, "friend-on-the-end-panel")
+    if size == "phone":  # item 10: the end panel right under the board, no blank band
+        assert await _gap(ace, "#board-wrap", "#end") < 16
+    await j.shot(ace, "end-panel")
+
+    await ace.get_by_role("button", name="Back to the lobby").click()
+    await ace.wait_for_function("() => bg.state().screen === 'lobby'")
+    await pal.wait_for_timeout(3500)  # past the refresh and the table cache: still online
+    assert [ace_id, "FRIEND_STATUS_ONLINE"] in (await _state(pal))["friends"]
+    assert await friends.get_by_role("button", name=f"Watch {ace_name}").count() == 0
+
+    # pal challenges ace: ace's card says so once, with no Challenge button of its own.
+    await friends.get_by_role("button", name=f"Challenge {ace_name}").click()
+    await pal.wait_for_function("() => bg.state().screen === 'waiting'")
+    ace_friends = ace.locator("#friends")
+    await ace_friends.get_by_text("challenges you").wait_for(timeout=20_000)
+    await ace.get_by_role("button", name=f"Accept {pal_name}'s challenge").wait_for()
+    assert await ace_friends.get_by_role("button", name=f"Challenge {pal_name}").count() == 0
+    await j.shot(ace, "challenged-by-a-friend")
+    await ace.get_by_role("button", name=f"Decline {pal_name}'s challenge").click()
+    await ace_friends.get_by_role("button", name=f"Challenge {pal_name}").wait_for()
+    j.clean()
+
+
+# -- a taken name said at sign-in; the account's email after a reload (items 2, 4) ---------
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+async def test_a_taken_name_is_said_and_the_account_keeps_its_saved_email(
+    cluster: dict[str, Any], browser: Any, size: str, request: pytest.FixtureRequest
+) -> None:
+    """Issue 60, items 2 and 4: a name another player holds (20 letters here) is refused at
+    "Play" with the reason, nothing created and the name kept in the field; another name is
+    taken exactly. Saving an email says it is saving, and after a reload the Account card
+    still says it is saved (and with which email)."""
+    j = _journey(browser, cluster, request)
+    first = await j.device()
+    taken = f"Longname{size[0]}{next(_names)}".ljust(20, "x")
+    assert len(taken) == 20
+    await first.get_by_label("Your name").fill(taken)
+    await first.get_by_role("button", name="Play", exact=True).click()
+    await first.wait_for_function("() => bg.state().screen === 'lobby'")
+
+    second = await j.device()
+    await second.get_by_label("Your name").fill(taken)
+    await second.get_by_role("button", name="Play", exact=True).click()
+    said = second.locator("#login-error")
+    await said.get_by_text(f"Another player has the name {taken}: choose another").wait_for()
+    assert (await _state(second))["screen"] == "login"
+    assert await second.get_by_label("Your name").input_value() == taken
+    await j.shot(second, "name-taken")
+    other = f"Other{size[0]}{next(_names)}"
+    await second.get_by_label("Your name").fill(other)
+    await second.get_by_role("button", name="Play", exact=True).click()
+    await second.wait_for_function(
+        "n => (document.getElementById('me').ariaLabel || '').startsWith(n + ', ')",
+        arg=other,
+    )  # exactly the name asked for: no number added
+
+    # The first device saves an email: "Saving…" while it works, then saved, after a reload too.
+    await first.evaluate(
+        """() => { window.seen = []; const said = document.getElementById('link-state');
+          new MutationObserver(() => window.seen.push(said.textContent))
+            .observe(said, { childList: true, characterData: true, subtree: true }); }"""
+    )
+    email = f"{taken.lower()}@example.com"
+    await first.locator("#link-email").fill(email)
+    await first.locator("#link-password").fill("correct horse battery")
+    await first.get_by_role("button", name="Save email and password").click()
+    saved = first.locator("#link-state").get_by_text(
+        f"Saved: on another device, choose “Sign in” with {email}"
+    )
+    await saved.wait_for()
+    assert "Saving…" in await first.evaluate("() => window.seen")
+    await first.reload()
+    await first.wait_for_function("() => bg.state().screen === 'lobby'")
+    await saved.wait_for()
+    await first.get_by_role("button", name="Change email and password").wait_for()
+    assert await first.locator("#link-email").input_value() == email
+    await j.shot(first, "email-kept-after-reload")
     j.clean()

@@ -141,6 +141,21 @@ async def test_websocket_edges(cluster: dict[str, Any]) -> None:
         again = {"join": {"tableId": tables[0]}}
         await ws.send(json.dumps({"id": 31, "method": "Play", "request": again}))
         assert (await _reply(ws, 31))["error"]["code"] == "ALREADY_JOINED"
+        # Issue 60, item 1: done with a table, its stream ends (and the player's presence there):
+        # its commands are NOT_JOINED, a second end says none was open, a join opens it again.
+        end = {"tableId": tables[0]}
+        await ws.send(json.dumps({"id": 32, "method": "EndStream", "request": end}))
+        assert (await _reply(ws, 32))["response"] == {"ended": True}
+        roll_there = {"id": 33, "method": "Play", "tableId": tables[0], "request": roll}
+        await ws.send(json.dumps(roll_there))
+        assert (await _reply(ws, 33))["error"]["code"] == "NOT_JOINED"
+        await ws.send(json.dumps({"id": 34, "method": "EndStream", "request": end}))
+        assert (await _reply(ws, 34))["response"] == {"ended": False}
+        await ws.send(json.dumps({"id": 35, "method": "EndStream", "request": {}}))
+        refused = (await _reply(ws, 35))["error"]
+        assert (refused["code"], refused["field"]) == ("MALFORMED", "tableId")
+        await ws.send(json.dumps({"id": 36, "method": "Play", "request": again}))
+        assert (await _reply(ws, 36))["response"]["tableId"] == tables[0]
         ws.transport.abort()  # gone without a close frame
     await asyncio.sleep(1.0)
     log = (Path(cluster["data"]) / "up.log").read_text()

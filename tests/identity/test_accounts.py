@@ -63,6 +63,13 @@ async def test_a_device_is_the_same_player_every_time(accounts: Accounts) -> Non
     other = await accounts.device_login(device(), "Ann")  # names are unique, case aside
     assert other.account.player_id != first.account.player_id
     assert other.account.name.startswith("Ann-")
+    # Issue 60, item 2: asked for the exact name, a taken one is refused and nothing made; the
+    # same device then takes a free name exactly, and keeps its account after.
+    tablet = device()
+    assert await code_of(accounts.device_login(tablet, "ANN", exact=True)) == "NAME_TAKEN"
+    mine = await accounts.device_login(tablet, "Annabel", exact=True)
+    assert mine.account.name == "Annabel" and mine.email == ""
+    assert (await accounts.device_login(tablet, "ann", exact=True)).account == mine.account
     assert await code_of(accounts.device_login("short", "bob")) == "INVALID_DEVICE"
     assert await code_of(accounts.device_login(device(), "x")) == "INVALID_NAME"
     assert await code_of(accounts.device_login(device(), "CPU killer")) == "INVALID_NAME"
@@ -175,6 +182,9 @@ async def test_email_password_login_locks_out_after_repeated_failures(
     )
     ok = await accounts.email_login("fay@example.com", "correct horse battery")
     assert ok.account == fay
+    assert ok.email == "fay@example.com"  # issue 60, item 4: a session says its email
+    renewed = await accounts.refresh(ok.refresh_token)
+    assert renewed.email == "fay@example.com"
     assert await code_of(accounts.email_login("nobody@example.com", "whatever it is")) == (
         "BAD_CREDENTIALS"
     )

@@ -43,6 +43,7 @@ class Lobby:
         self.requests: dict[tuple[str, str], str] = {}
         self.leaves: list[tuple[str, str]] = []
         self.refuse_join: ServiceError | None = None
+        self.over: set[str] = set()  # dealt tables whose match has ended (the table service's)
 
     def add(self, host: str, status: str, watchable: bool, guest: str = "") -> str:
         table_id = f"t{uuid.uuid4().hex[:10]}"
@@ -80,6 +81,9 @@ class Lobby:
 
     async def table(self, table_id: str) -> matchmaking_pb2.LobbyTable | None:
         return self.tables.get(table_id)
+
+    async def in_play(self, table_id: str) -> bool:
+        return table_id not in self.over
 
     async def seated(self, player_id: str) -> list[matchmaking_pb2.LobbyTable]:
         return [
@@ -214,6 +218,13 @@ async def test_a_followed_players_presence_comes_from_the_gateways_live_streams(
     await asyncio.sleep(2.1)
     found = (await a.friends.view("ann")).friends[0]
     assert (found.status, found.watchable, found.table_id) == (PLAYING, False, "")
+    # Issue 60, item 1: his match ends with its stream still open (the end panel; the lobby
+    # keeps the table dealt): the finished match counts for nothing, and offers no Watch (here
+    # he still waits at his other table).
+    lobby.tables[watched].watchable = True
+    lobby.over.add(watched)
+    await asyncio.sleep(2.1)
+    assert _statuses(await a.friends.view("ann")) == {"bob": (WAITING, "")}
 
     # The match ends and his streams close: online again (the Friends stream), then offline.
     await b.presence.closed(waiting, "bob", "play-1")

@@ -255,12 +255,18 @@ async def test_two_players_racing_for_the_last_seat(racing_lobby: Parts) -> None
 
 
 async def test_vs_cpu_is_dealt_at_once_with_a_computer_seat(lobby: Parts) -> None:
+    """Issue 60, item 7: a public game against the computer is watchable and live (I-35), never
+    listed to join (its seats are full); a private one is neither."""
     lb, _, _ = lobby
-    table = await lb.create(
-        "ann", table_pb2.TableOptions(profile="casual", level="normal"), public=True
-    )
+    vs_cpu = table_pb2.TableOptions(profile="casual", level="normal")
+    table = await lb.create("ann", vs_cpu, public=True)
     assert table.status == "dealt" and table.player_ids[1].startswith("cpu-normal-")
-    assert not table.public
+    assert table.watchable
+    assert [t.table_id for t in await lb.list_live()] == [table.table_id]
+    assert await lb.list_open() == []
+    private = await lb.create("bob", vs_cpu, public=False)
+    assert not private.watchable
+    assert private.table_id not in [t.table_id for t in await lb.list_live()]
 
 
 async def test_rematch_needs_agreement(lobby: Parts) -> None:

@@ -205,6 +205,18 @@ class SqlAnalyses:
             ).one()
         return int(row[0] or 0), int(row[1] or 0)
 
+    async def population(self, min_decisions: int) -> list[float]:
+        decisions = func.sum(player_errors.c.decisions)
+        async with self.engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    select(func.sum(player_errors.c.lost), decisions)
+                    .group_by(player_errors.c.player_id)
+                    .having(decisions >= min_decisions)
+                )
+            ).all()
+        return sorted(1000 * float(lost) / int(n) for lost, n in rows)
+
     async def trend(self, player: str, limit: int) -> list[analysis_pb2.MatchError]:
         async with self.engine.connect() as conn:
             rows = (

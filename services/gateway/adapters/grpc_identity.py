@@ -20,7 +20,7 @@ def _identity(account: pb.Account) -> Identity:
 def _session(session: pb.Session) -> Session:
     return Session(
         _identity(session.account), session.refresh_token, session.refresh_expires_ms,
-        session.issued_ms,
+        session.issued_ms, session.email,
     )  # fmt: skip
 
 
@@ -28,8 +28,8 @@ class GrpcAccounts:
     def __init__(self, stub: identity_pb2_grpc.IdentityServiceAsyncStub) -> None:
         self.stub = stub
 
-    async def device_login(self, device_id: str, name: str) -> Session:
-        ask = pb.DeviceLoginRequest(device_id=device_id, display_name=name)
+    async def device_login(self, device_id: str, name: str, exact: bool = False) -> Session:
+        ask = pb.DeviceLoginRequest(device_id=device_id, display_name=name, exact_name=exact)
         return _session(await remote_call(self.stub.DeviceLogin(ask, timeout=TIMEOUT_S)))
 
     async def email_login(self, email: str, password: str) -> Session:

@@ -106,9 +106,14 @@ export class Connection {
     this.ws.send(JSON.stringify({ id, method: "Friends", request: {}, token: this.token }));
   }
 
+  // Done with a table: its stream ends on the server too (EndStream), so the player's presence
+  // there ends with it (a friend sees them in the lobby, not in the match they left).
   leave(tableId) {
-    this.tables.delete(tableId);
+    const had = this.tables.delete(tableId);
     this.watching.delete(tableId);
+    if (had && this.ws && this.ws.readyState === WebSocket.OPEN) {
+      this.call("EndStream", { tableId }).catch(() => {}); // gone anyway with its connection
+    }
   }
 
   _join(tableId, fromSeq) {

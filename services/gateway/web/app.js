@@ -8,7 +8,7 @@ import { Board, pointName } from "./board.js";
 import { START, after, apply, frames, stepNotation } from "./replay.js";
 import { Standings } from "./standings.js";
 import { verifyRolls } from "./verify.js";
-import { SILENT, closedSentence, sentence } from "./words.js";
+import { ERROR_RATE_HELP, SILENT, closedSentence, sentence, standingAmong } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const LIVE_REFRESH_MS = 5000;
@@ -55,9 +55,12 @@ const state = {
   bracketOf: "", // the tournament whose bracket the lobby shows
   opened: new Set(), // tournament tables opened by themselves once (not again after the match)
   guest: false, // a guest has no account: nothing to rename or save
-  accountNote: "", // said once in the lobby's Account card (a name taken by another player)
+  accountNote: "", // said once in the lobby's Account card (this device plays another name)
+  email: "", // the email the account signs in with ("" before one is saved)
   lastMove: null, // the other side's last turn: {seat, steps (the mover's numbering, with hit)}
   tournamentOf: {}, // table id -> its tournament id ("" for none), asked once per table
+  tournamentInfo: {}, // tournament id -> the tournament (its name and buy-in), for costOf
+  learning: new Set(), // tables whose tournament is being asked for
   next: null, // the end panel's tournament: {tournamentId, tableId, opensAt} of the next match
 };
 
@@ -235,13 +238,24 @@ function nameFits(name) {
   }
 }
 
+// A device's first login asks for the exact name: one another player holds is refused
+// (NAME_TAKEN), never quietly numbered, so the player chooses what they are called.
 async function login(name, guest) {
-  const request = guest ? { guestName: name } : { deviceId: deviceId(), displayName: name };
-  loggedIn(await conn.call("Login", request));
+  const request = guest ? { guestName: name } : { deviceId: deviceId(), displayName: name, exactName: true };
+  try {
+    loggedIn(await conn.call("Login", request));
+  } catch (err) {
+    if (err instanceof ApiError && err.code === "NAME_TAKEN") {
+      throw new Error(`Another player has the name ${name}: choose another. If ${name} is you on `
+        + "another device, use “Sign in” below with its email and password.");
+    }
+    throw err;
+  }
   const asked = name.split(/\s+/).filter(Boolean).join(" ");
+  // A device with an account already plays as it, whatever name was typed: said, not hidden.
   state.accountNote = !guest && asked && state.name.toLowerCase() !== asked.toLowerCase()
-    ? `The name ${asked} belongs to another player, so you play as ${state.name} on this device. `
-      + `If ${asked} is you on another device, sign out and sign in with its email and password.`
+    ? `This device already has an account, ${state.name}, so you play as ${state.name}. `
+      + "Rename it below, or sign out and sign in with another account's email and password."
     : "";
 }
 
@@ -252,6 +266,8 @@ function loggedIn(reply) {
   state.playerId = reply.playerId;
   state.name = reply.displayName || state.name;
   state.guest = !reply.refreshToken;
+  state.email = reply.email || ""; // what the Account card says is saved, after a reload too
+  renderSaved();
   if (reply.refreshToken) {
     localStorage.setItem("bg-refresh", reply.refreshToken);
     clearTimeout(renewal);
@@ -288,6 +304,7 @@ async function logout() {
   sessionStorage.removeItem("bg");
   state.playerId = "";
   state.name = "";
+  state.email = "";
   state.accountNote = "";
   $("login-error").textContent = "";
   show("login");
@@ -341,6 +358,19 @@ function renderAccount() {
       + "to keep them on this device, then save an email and password here to take them to another."
     : state.accountNote;
   note.hidden = !note.textContent;
+  renderSaved();
+}
+
+// What the Account card says of the email: renewed with the session (a reload renews it late).
+function renderSaved() {
+  $("link-state").textContent = state.email ? savedWords(state.email)
+    : "Save an email and password to play as yourself on another device.";
+  $("link-save").textContent = state.email ? "Change email and password" : "Save email and password";
+  if (state.email && !$("link-email").value) $("link-email").value = state.email;
+}
+
+function savedWords(email) {
+  return `Saved: on another device, choose “Sign in” with ${email} and your password to play as yourself.`;
 }
 
 async function rename() {
@@ -362,13 +392,18 @@ async function rename() {
 async function linkEmail() {
   $("account-error").textContent = "";
   const email = $("link-email").value.trim();
+  const button = $("link-save");
+  button.disabled = true; // a save takes a second (the password's hash): said, and not sent twice
+  $("link-state").textContent = "Saving…";
   try {
     await conn.call("LinkEmail", { email, password: $("link-password").value });
     $("link-password").value = "";
-    $("link-state").textContent = `Saved: on another device, choose “Sign in” with ${email} `
-      + "and this password to play as yourself.";
+    state.email = email;
   } catch (err) {
     fail("account-error", err, $("link-form"));
+  } finally {
+    button.disabled = false;
+    renderAccount();
   }
 }
 
@@ -400,6 +435,7 @@ async function copyInvite() {
 }
 
 async function toLobby() {
+  if (state.tableId) conn.leave(state.tableId); // however the page got here: no stream lingers
   state.tableId = "";
   state.watching = false;
   state.table = null;
@@ -509,6 +545,7 @@ async function waitForDeal(table) {
 
 async function openTable(tableId, watching = false) {
   if (state.screen === "table" && state.tableId === tableId) return; // open already
+  if (state.tableId && state.tableId !== tableId) conn.leave(state.tableId); // the last match's
   state.tableId = tableId;
   state.watching = watching;
   state.view = null;
@@ -1078,6 +1115,7 @@ function stakeOf(v) {
 
 // What a resignation or a walk-out costs, in the player's words (RULES I-5, I-18, the leaving row).
 function costOf(what, v) {
+  if (v.options && v.options.tournament) return tournamentCost(what, v);
   if (what === "resign") {
     const cube = v.cube || 1;
     const score = v.score || [];
@@ -1094,6 +1132,41 @@ function costOf(what, v) {
       + "unless you lead on completed games.";
   }
   return "Leave the table? The match ends here (a casual match: no points, no diamonds).";
+}
+
+// A tournament's match is not staked (the buy-in was): leaving it, or resigning its last game,
+// puts the player out of the tournament, the buy-in staying in the prize pool.
+function tournamentCost(what, v) {
+  const t = state.tournamentInfo[state.tournamentOf[state.tableId]];
+  if (t === undefined) learnTournament(state.tableId);
+  const buyIn = t ? Number(t.buyIn || 0) : 0;
+  const out = `you are out of ${t ? t.name : "the tournament"}`
+    + (buyIn ? ` and your buy-in of ${buyIn} diamonds stays in its prize pool` : "");
+  if (what === "resign") {
+    const cube = v.cube || 1;
+    const ends = ((v.score || [])[other(v)] || 0) + cube >= (v.matchLength || 1);
+    const gives = `${opponentName(v)} scores ${cube} point${cube > 1 ? "s" : ""}`;
+    return `Resign this game as a single? ${gives}${ends ? ` and wins the match: ${out}` : ""}.`;
+  }
+  return `Leave the table? You forfeit the match: ${out}.`;
+}
+
+// The tournament a table belongs to (asked once per table), for the words of what leaving costs.
+async function learnTournament(tableId) {
+  if (state.learning.has(tableId)) return;
+  state.learning.add(tableId);
+  try {
+    if (!(tableId in state.tournamentOf)) {
+      state.tournamentOf[tableId] = (await conn.call("GetTable", { tableId })).tournamentId || "";
+    }
+    const tournamentId = state.tournamentOf[tableId];
+    if (!tournamentId) return; // not a tournament's after all: asked no more
+    state.tournamentInfo[tournamentId] = await conn.call("GetTournament", { tournamentId });
+    state.learning.delete(tableId);
+    if (state.confirming && state.tableId === tableId) renderTable();
+  } catch { // said without the buy-in meanwhile; asked again at the next question
+    setTimeout(() => state.learning.delete(tableId), 3000);
+  }
 }
 
 function askToConfirm(v, actions) {
@@ -1639,20 +1712,26 @@ async function renderFriends() {
     rows.push([c.status === "declined" ? `${to} declined your challenge` : `You challenged ${to}`, []]);
   }
   fillList("challenges", "No challenge waiting.", rows);
+  const pendingWith = new Set([
+    ...received.filter((c) => c.status === "pending").map((c) => c.fromId),
+    ...sent.filter((c) => c.status === "pending").map((c) => c.toId)]);
   fillList("friends", "You follow nobody yet.", friends.map((f) => {
     const name = f.displayName || nameOf(f.playerId);
     const acts = [];
     if (f.tableId) {
       acts.push(listButton("Watch", `Watch ${name}`, { watchFriend: f.playerId }, () => openTable(f.tableId, true)));
     }
-    if (f.status !== "FRIEND_STATUS_PLAYING") {
+    // A challenge waiting between the two is answered (or waited for) in Challenges above.
+    if (f.status !== "FRIEND_STATUS_PLAYING" && !pendingWith.has(f.playerId)) {
       acts.push(listButton("Challenge", `Challenge ${name}`, { challenge: f.playerId }, () => challenge(f.playerId)));
     }
     acts.push(listButton("Unfollow", `Unfollow ${name}`, { unfollow: f.playerId },
       () => friendsCall("Follow", { playerId: f.playerId, following: false })));
     acts.push(listButton("Block", `Block ${name}`, { block: f.playerId },
       () => friendsCall("Block", { playerId: f.playerId, blocked: true })));
-    return [[standings.nameButton(f.playerId, name), `: ${PRESENCE[f.status] || "offline"}`], acts];
+    const challenged = received.some((c) => c.status === "pending" && c.fromId === f.playerId);
+    const where = challenged ? "challenges you" : PRESENCE[f.status] || "offline";
+    return [[standings.nameButton(f.playerId, name), `: ${where}`], acts];
   }));
   fillList("blocked", "Nobody.", (view.blocked || []).map((id) => [[standings.nameButton(id)], [
     listButton("Unblock", `Unblock ${nameOf(id)}`, { unblock: id },
@@ -1791,11 +1870,15 @@ const signed = (x, digits = 2) => `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(
 function showAnalysis() {
   const a = replay.analysis;
   const summary = $("replay-summary");
+  $("replay-help").hidden = !a;
+  $("replay-standing").hidden = true;
   if (!a) {
     summary.textContent = replay.analysisNote;
     $("replay-next-mark").disabled = true;
     return;
   }
+  $("replay-help").textContent = ERROR_RATE_HELP;
+  showErrorStanding(replay.matchId);
   summary.textContent = "Analysis: " + (a.players || []).map((p, seat) => {
     const marks = [[p.veryBad, "very bad"], [p.bad, "bad"], [p.doubtful, "doubtful"]]
       .filter(([n]) => n).map(([n, word]) => `${n} ${word}`).join(", ");
@@ -1803,6 +1886,19 @@ function showAnalysis() {
       + `${p.decisions || 0} decision${p.decisions === 1 ? "" : "s"}${marks ? `, ${marks}` : ""}, luck ${signed(Number(p.luck || 0))}`;
   }).join(" · ");
   $("replay-next-mark").disabled = !(a.decisions || []).some((d) => d.mark);
+}
+
+// The viewer's own error rate over their analysed matches, and where it stands among the players.
+async function showErrorStanding(matchId) {
+  try {
+    const trend = await conn.call("GetErrorTrend", {});
+    const among = standingAmong(trend);
+    if (replay.matchId !== matchId || !Number(trend.decisions || 0)) return;
+    const line = $("replay-standing");
+    line.textContent = `Your error rate over your analysed matches: ${Number(trend.errorRate || 0).toFixed(1)} `
+      + `(${trend.band})${among ? `, ${among}` : ""}.`;
+    line.hidden = false;
+  } catch { /* the analysis service is away: the match's own figures stand */ }
 }
 
 // What the analysis says of the move a frame shows ("" when it judged none there).
@@ -1895,7 +1991,8 @@ function wire() {
     b.addEventListener("click", () => {
       const options = { profile, level, matchLength: Number($("cpu-length").value) };
       if (profile === "casual" && $("cpu-cube").checked) options.cube = true;
-      lobbyAction(() => conn.call("CreateTable", { options }), b.parentElement);
+      lobbyAction(() => conn.call("CreateTable", { options, public: $("cpu-public").checked }),
+        b.parentElement);
     });
   }
   $("create-form").addEventListener("submit", (e) => {
@@ -1942,7 +2039,8 @@ function wire() {
     try { await conn.call("LeaveTable", { tableId }); } catch { /* dealt or closed meanwhile */ }
     state.quick = false;
     const options = { profile: o.profile || "casual", level: "normal", matchLength: o.matchLength || 1 };
-    lobbyAction(() => conn.call("CreateTable", { options }), $("cpu-instead"));
+    lobbyAction(() => conn.call("CreateTable", { options, public: $("cpu-public").checked }),
+      $("cpu-instead"));
   });
   $("cancel-table").addEventListener("click", async () => {
     const tableId = state.tableId;

@@ -4,6 +4,8 @@
 // Everything shown is the service's figures as GetLeaderboard / GetRank / GetProfile /
 // GetMatchChanges answer them; nothing is computed here but the words.
 
+import { ERROR_RATE_HELP, standingAmong } from "./words.js";
+
 const PAGE = 20;
 export const BOARDS = [
   { board: "trophies", key: "", label: "Trophies this week", unit: "trophies" },
@@ -236,14 +238,14 @@ export class Standings {
   trendParts(trend) {
     const matches = (trend.matches || []).slice().reverse(); // oldest first
     if (!matches.length) return [el("p", "Your error rate: no analysed match yet.", { "data-figure": "error-rate" })];
+    const among = standingAmong(trend);
     const parts = [el("p", `Your error rate: ${Number(trend.errorRate || 0).toFixed(1)} (${trend.band || "unrated"}) over `
-      + `${matches.length} analysed match${matches.length === 1 ? "" : "es"}, ${trend.decisions || 0} decisions`, { "data-figure": "error-rate" })];
+      + `${matches.length} analysed match${matches.length === 1 ? "" : "es"}, ${trend.decisions || 0} decisions`
+      + (among ? `: ${among}` : ""), { "data-figure": "error-rate" })];
     if (matches.length > 1) {
       parts.push(sparkline(matches.map((m) => Number(m.errorRate || 0)), `Error rate match by match, oldest first: from ${Number(matches[0].errorRate || 0).toFixed(1)} to ${Number(matches.at(-1).errorRate || 0).toFixed(1)}`));
     }
-    parts.push(el("p", "The error rate is the equity lost per decision, in thousandths of a point, as the analysis judges each "
-      + "move and cube decision: lower is better. GNU Backgammon's bands: under 2 supernatural, 2-5 world class, 5-8 expert, "
-      + "8-12 advanced, 12-18 intermediate, 18-26 casual, 26-35 beginner, 35 or more awful.", { class: "help" }));
+    parts.push(el("p", ERROR_RATE_HELP, { class: "help" }));
     return parts;
   }
 

@@ -164,3 +164,18 @@ export function closedSentence(reason) {
 export function sentence(err) {
   return SAYS[err.code] || "Something went wrong: try again.";
 }
+
+// What an error rate measures and GNU Backgammon's bands for it (the analysis's `band`).
+export const ERROR_RATE_HELP = "The error rate is the equity lost per decision, in thousandths of "
+  + "a point, as the analysis judges each move and cube decision: lower is better. GNU Backgammon's "
+  + "bands: under 2 supernatural, 2-5 world class, 5-8 expert, 8-12 advanced, 12-18 intermediate, "
+  + "18-26 casual, 26-35 beginner, 35 or more awful.";
+
+// Where a player's error rate stands among the players with an analysed record (PlayerTrend's
+// better_than of compared), or "" before there is anyone to compare with.
+export function standingAmong(trend) {
+  const compared = Number(trend.compared || 0);
+  if (!compared || !Number(trend.decisions || 0)) return "";
+  const share = Math.round(100 * Number(trend.betterThan || 0));
+  return `better than ${share}% of the ${compared} player${compared === 1 ? "" : "s"} with an analysed record`;
+}

@@ -43,6 +43,9 @@ class MatchmakingFriendsLobby:
         found = await remote_call(self.lobby.ListTables(request, timeout=10))
         return [await self.shown.shown(t) for t in found.tables]
 
+    async def in_play(self, table_id: str) -> bool:
+        return await self.shown.in_play(table_id)
+
     async def table(self, table_id: str) -> matchmaking_pb2.LobbyTable | None:
         request = matchmaking_pb2.TableRequest(table_id=table_id)
         try:

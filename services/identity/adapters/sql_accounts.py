@@ -117,9 +117,10 @@ class Accounts:
 
     # -- logins ------------------------------------------------------------------------------
 
-    async def device_login(self, device_id: str, name: str) -> Session:
-        """The device's player (created on its first login, named `name` or a variant of it
-        when taken), with a new session."""
+    async def device_login(self, device_id: str, name: str, exact: bool = False) -> Session:
+        """The device's player (created on its first login, named `name` or, unless `exact`,
+        a variant of it when taken: with `exact` a taken name is refused, nothing created),
+        with a new session."""
         if not DEVICE_ID.fullmatch(device_id):
             raise InvalidArgument(
                 "INVALID_DEVICE", "a device id is 32..128 of A-Z a-z 0-9 _ -", field="device_id"
@@ -146,7 +147,7 @@ class Accounts:
                     return await self._session(conn, identity, granted=row.granted_ms is not None)
             try:
                 async with self.engine.begin() as conn:
-                    identity = await self._create(conn, valid_name(name))
+                    identity = await self._create(conn, valid_name(name), exact)
                     await conn.execute(
                         devices.insert().values(
                             device_hash=device, player_id=identity.player_id,
@@ -303,11 +304,12 @@ class Accounts:
             )
             return {r.player_id: r.display_name for r in rows}
 
-    async def _create(self, conn: AsyncConnection, name: str) -> Account:
-        """A new player named `name`, or `name` and a number when it is taken."""
+    async def _create(self, conn: AsyncConnection, name: str, exact: bool = False) -> Account:
+        """A new player named `name`, or `name` and a number when it is taken (unless `exact`:
+        then a taken name is NAME_TAKEN, for the player to choose another)."""
         now = self._now_ms()
         base = name[:15]
-        for attempt in range(8):
+        for attempt in range(1 if exact else 8):
             candidate = name if attempt == 0 else f"{base}-{secrets.randbelow(10_000):04d}"
             taken = await conn.scalar(
                 select(func.count()).where(players.c.name_key == candidate.casefold())
@@ -322,6 +324,11 @@ class Accounts:
                 )
             )  # fmt: skip
             return Account(player_id, candidate)
+        if exact:
+            raise Conflict(
+                "NAME_TAKEN", f"another player has the name {name}: choose another",
+                field="display_name",
+            )  # fmt: skip
         raise Conflict("NAME_TAKEN", "choose another name", field="display_name")
 
     # -- sessions ----------------------------------------------------------------------------
@@ -344,7 +351,14 @@ class Accounts:
                 player_id=identity.player_id, expires_ms=expires,
             )
         )  # fmt: skip
-        return Session(identity, token, expires, granted, issued_ms=now)
+        email = await self._email(conn, identity.player_id)
+        return Session(identity, token, expires, granted, issued_ms=now, email=email)
+
+    @staticmethod
+    async def _email(conn: AsyncConnection, player_id: str) -> str:
+        """The email the account signs in with ("": none saved): the player's own to see."""
+        found = await conn.scalar(select(players.c.email).where(players.c.player_id == player_id))
+        return str(found or "")
 
     async def _refresh_row(self, conn: AsyncConnection, token: str) -> Row[Any] | None:
         return (
@@ -413,7 +427,8 @@ class Accounts:
                 return None
             if made.revoked_ms is not None:
                 raise Unauthenticated("REFRESH_REVOKED", "this session has ended; log in again")
-            return Session(identity, candidate, made.expires_ms, issued_ms=row.used_ms)
+            email = await self._email(conn, identity.player_id)
+            return Session(identity, candidate, made.expires_ms, issued_ms=row.used_ms, email=email)
         return None
 
     async def logout(self, token: str) -> None:
