@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from engine.machine import PendingDeadline, may_double, next_deadline
 from engine.position import pip_count
 from engine.state import MatchState, Phase
-from engine.vocabulary import DeadlineKind, EndReason
+from engine.vocabulary import DeadlineKind, EndReason, GameResult
 
 _CLOCKED = (Phase.AWAIT_ROLL, Phase.MOVING, Phase.DOUBLE_OFFERED)  # a seat acts on a clock
 
@@ -46,6 +46,7 @@ class PlayerView:
     end_reason: EndReason | None
     rematch_offered_by: int | None
     rematch_agreed: bool
+    last_result: GameResult | None = None  # how the last finished game was won
 
 
 def player_view(m: MatchState, seat: int) -> PlayerView:
@@ -106,6 +107,7 @@ def _view(m: MatchState, seat: int, due: PendingDeadline | None) -> PlayerView:
         end_reason=m.end_reason,
         rematch_offered_by=m.rematch_offered_by,
         rematch_agreed=m.rematch_agreed,
+        last_result=m.games[-1].result if m.games else None,
     )
 
 

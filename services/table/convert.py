@@ -191,6 +191,7 @@ def view_proto(
         options=_options_proto(options),
         rematch_offered_by=-1 if v.rematch_offered_by is None else v.rematch_offered_by,
         rematch_agreed=v.rematch_agreed,
+        last_result=to_proto(v.last_result, GameResult),
     )
 
 

@@ -9,6 +9,7 @@ from engine import events as e
 from engine import profiles
 from engine.profiles import RulesOptions
 from engine.state import Phase
+from engine.view import player_view, spectator_view
 from tests.engine.scenario import ok, side, spot
 
 
@@ -69,6 +70,12 @@ def test_match_ends_when_the_winner_reaches_the_length() -> None:
     assert (ended.winner, ended.reason, ended.score) == (0, "points", (3, 2))
     assert out.state.match.phase is Phase.MATCH_OVER
     assert ended.seed_hex == out.state.secret.seed.hex()  # I-27: revealed at the end
+    # Issue 60, item 9: both views (and a spectator's) say the last game was a gammon, so an
+    # end panel says it without having seen the game's events.
+    views = [player_view(out.state.match, seat) for seat in (0, 1)]
+    views.append(spectator_view(out.state.match))
+    assert [v.last_result for v in views] == ["gammon"] * 3
+    assert player_view(st.match, 0).last_result is None  # no game over yet
 
 
 def test_scored_match_points_are_plus_one_minus_one() -> None:

@@ -1213,9 +1213,12 @@ function howItEnded(v) {
   const reason = v.endReason || "";
   if (phaseOf(v) === "PHASE_CLOSED") return `: ${closedWhy(v, state.ended)}`;
   if (reason && reason !== "END_REASON_POINTS") return `: ${endedBy(v, reason, v.winner ?? 0)}`;
-  if (!last) return "";
-  const loser = who(v, 1 - (last.winnerSeat || 0));
-  switch (last.result) {
+  // The view says how the last game was won: the end panel has it even when this page never saw
+  // the game's events (opened or resynced after them); the events' record is the fallback.
+  const result = v.lastResult && v.lastResult !== "GAME_RESULT_UNSPECIFIED" ? v.lastResult : last && last.result;
+  if (!result) return "";
+  const loser = who(v, 1 - (v.winner ?? (last ? last.winnerSeat || 0 : 0)));
+  switch (result) {
     case "GAME_RESULT_GAMMON": return ": a gammon";
     case "GAME_RESULT_BACKGAMMON": return ": a backgammon";
     case "GAME_RESULT_RESIGN": return `: ${loser} resigned`;
