@@ -303,7 +303,14 @@ async def test_a_whole_match_against_the_expert(
     st = await _state(page)
     assert st["phase"] == "PHASE_MATCH_OVER", st
     assert marked, "the computer's move was never marked"
-    await j.shot(page, "match-end")
+    # Issue 60, item 9: a match to 1 with the cube at 1 ends 1, 2 or 3 points up: a single, a
+    # gammon or a backgammon, and the end panel says which.
+    detail = await page.locator("#end-detail").text_content() or ""
+    found = re.match(r"(\d+)-(\d+) \(match to 1\)", detail)
+    assert found, detail
+    won = max(int(found[1]), int(found[2]))
+    said = [w for w in ("a gammon", "a backgammon") if detail.endswith(": " + w)]
+    assert said == {1: [], 2: ["a gammon"], 3: ["a backgammon"]}[won], detail
     j.clean()
 
 
