@@ -182,8 +182,9 @@ async def test_an_account_is_the_same_player_on_a_second_device(
 ) -> None:
     """A player saves an email and password in the lobby's Account card and signs in with them
     on another device: the same player, name and diamonds. A wrong password is said beside the
-    form; a name taken by that player, typed on a third device, is a new account that says so;
-    the name is changed in the page; Sign out returns to the login."""
+    form; a name taken by that player, typed on a third device, is refused with the reason and
+    the way to sign in (issue 60, item 2); the name is changed in the page; Sign out returns to
+    the login."""
     j = _journey(browser, cluster, request)
     first, name = await j.player("ann")
     me = await _state(first)
@@ -223,14 +224,15 @@ async def test_an_account_is_the_same_player_on_a_second_device(
     assert name in (await second.locator("#me").text_content() or "")
     await j.shot(second, "signed-in")
 
-    # The same name typed on yet another device is another player, and the page says so.
+    # The same name typed on yet another device is refused with the reason and the way to play
+    # as that account there (issue 60, item 2: never another player named quietly).
     third = await j.device()
     await third.get_by_label("Your name").fill(name)
     await third.get_by_role("button", name="Play", exact=True).click()
-    await third.wait_for_function("() => bg.state().screen === 'lobby'")
-    assert (await _state(third))["playerId"] != me["playerId"]
-    note = await third.locator("#account-note").text_content() or ""
-    assert f"The name {name} belongs to another player" in note, note
+    said = third.locator("#login-error")
+    await said.get_by_text(f"Another player has the name {name}: choose another.").wait_for()
+    assert "use “Sign in” below with its email and password" in (await said.text_content() or "")
+    assert (await _state(third))["screen"] == "login"
     await j.shot(third, "name-taken")
 
     renamed = f"{name}x"
