@@ -5,9 +5,11 @@ roll; per player the error rate per decision and its band, and the luck in total
 The input is the match as its players made it (`Game`s of `Turn`s and `CubeAction`s, each from
 the acting seat), so the analysis depends on nothing but the record; the caller turns the
 archive's events into it. Checker plays are judged at 1-ply (the `expert` level's own search),
-in cubeless money equity; cube actions in match winning chances (evaluator/match_equity.py), as
-the computer seats decide them, the loss then turned into points of equity at the score
-(gnubg's normalisation), so every decision's mark means the same. Forced plays (one distinct
+the play made and its best rivals at 0-ply all looked at one roll deeper together, never a play
+against a rival judged at another depth (issue 61), in cubeless money equity; cube actions in
+match winning chances (evaluator/match_equity.py), as the computer seats decide them, the loss
+then turned into points of equity at the score (gnubg's normalisation), so every decision's mark
+means the same. Forced plays (one distinct
 result) are not decisions; nor is the cube in a match to 1: by match equity it is worth nothing
 there (the game is the match), while a wagered match to 1 stakes diamonds on it, money play this
 model does not judge. A roll made instead of a double (a missed double) is not judged either.
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from engine.bots import MatchScore
-from engine.movegen import Step, format_steps
+from engine.movegen import Step, format_steps, legal_plays
 from engine.position import Position
 from engine.steps import apply_step
 from evaluator.bots import MARKET, match_cube_values
@@ -152,16 +154,16 @@ def analyse(
 
 
 def _turn(ev: Evaluator, game: int, pos: Position, turn: Turn) -> Decision | None:
-    ranked = ev.rank_plays_1ply(pos, turn.dice)
-    if len({r.play.result for r in ranked}) < 2:
-        return None  # forced (or nothing to move): not a decision
     played_result = pos
     for step in turn.steps:
         played_result = apply_step(played_result, step)
-    best = ranked[0]
-    played = next((r for r in ranked if r.play.result == played_result), None)
+    if len({p.result for p in legal_plays(pos, turn.dice)}) < 2:
+        return None  # forced (or nothing to move): not a decision
+    # The best plays and the one made, compared at one depth (evaluator.judge_plays).
+    ranked, played = ev.judge_plays(pos, turn.dice, played_result)
     if played is None:
         raise ValueError(f"game {game}: {turn} is not a legal play from {pos.gnubg_id()}")
+    best = ranked[0]
     lost = max(0.0, best.equity - played.equity)
     return Decision(
         game, turn.seat, "move", pos.gnubg_id(), turn.dice,

@@ -95,10 +95,39 @@ class Evaluator:
         top = [r for r in ranked[:keep] if ranked[0].equity - r.equity <= window]
         if len(top) < 2:
             return ranked
+        return self.one_roll_deeper(top) + ranked[len(top) :]
+
+    def judge_plays(
+        self,
+        position: Position,
+        dice: tuple[int, int],
+        played: Position,
+        keep: int = 3,
+        window: float = 0.1,
+    ) -> tuple[list[RankedPlay], RankedPlay | None]:
+        """The plays a judge compares, all at one depth: 0-ply screens (its best `keep` within
+        `window`), then those and the play that was made (the result `played`) are looked at one
+        roll deeper together, best first. Every equity compared comes from the same look, so a
+        play is never charged against a rival seen one roll deeper than itself (issue 61). The
+        plays and the made one among them (None when `played` is no legal result)."""
+        ranked = self.rank_plays(position, dice)
+        made = next((r for r in ranked if r.play.result == played), None)
+        if made is None:
+            return ranked, None
+        top = [r for r in ranked[:keep] if ranked[0].equity - r.equity <= window]
+        looked = top + ([made] if all(r.play.result != played for r in top) else [])
+        if len({r.play.result for r in looked}) < 2:
+            return looked, made  # the made play is 0-ply's clear best: nothing to compare
+        deeper = self.one_roll_deeper(looked)
+        return deeper, next(r for r in deeper if r.play.result == played)
+
+    def one_roll_deeper(self, candidates: Sequence[RankedPlay]) -> list[RankedPlay]:
+        """`candidates` evaluated one roll deeper, best first: each of the opponent's 21 rolls
+        answered by their best play at 0-ply, the results averaged (one batch for them all)."""
         batch: list[Position] = []
         spans: list[tuple[int, int, int]] = []  # (candidate, first, end) per roll, weight below
         weights: list[int] = []
-        for c, candidate in enumerate(top):
+        for c, candidate in enumerate(candidates):
             theirs = candidate.play.result.flip()  # the opponent on roll
             for roll, weight in ROLLS:
                 answers = legal_plays(theirs, roll)
@@ -109,18 +138,17 @@ class Evaluator:
                 weights.append(weight)
         chances = self.probabilities(batch)
         values = equities(chances)
-        deeper = np.zeros((len(top), 6), dtype=np.float64)
+        deeper = np.zeros((len(candidates), 6), dtype=np.float64)
         for (c, first, end), weight in zip(spans, weights, strict=True):
             answer = first + int(values[first:end].argmin())  # the opponent's best answer
             deeper[c] += weight * chances[answer]
         deeper /= 36
         deeper_equity = deeper @ _POINTS.astype(np.float64)
         order = np.argsort(-deeper_equity, kind="stable")
-        again = [
-            RankedPlay(top[i].play, deeper[i].astype(np.float32), float(deeper_equity[i]))
+        return [
+            RankedPlay(candidates[i].play, deeper[i].astype(np.float32), float(deeper_equity[i]))
             for i in order
         ]
-        return again + ranked[len(top) :]
 
 
 def _game_over(pos: Position) -> int:

@@ -78,3 +78,29 @@ def test_the_cube_of_a_match_to_1_is_not_judged() -> None:
     one_point = analyse([_game()], match_length=1)
     assert [d.kind for d in one_point.decisions] == ["move", "move", "move"]
     assert [p.decisions for p in one_point.players] == [2, 1]
+
+
+def test_the_made_play_is_judged_at_the_depth_of_its_rivals() -> None:
+    """Issue 61, item 1: the judge never names a best play other than the one made and charges
+    it nothing (2026-12-05's judge did, 175 times in 6,419: the made play left at 0-ply against
+    rivals looked at one roll deeper). Here, the issue's example (bar/19 10/8 with 6-2, "best"
+    bar/17 for 0 lost) and every play of some varied decisions: a named better play costs
+    something, and the made play's equity is from the same look as the best's."""
+    ev = default()
+    cases = [(Position.from_gnubg_id("AAAC3M0gwCABAA"), (6, 2))]
+    pos = Position.start()
+    for dice in ((3, 1), (6, 4), (5, 5), (2, 1)):
+        cases.append((pos, dice))
+        pos = ev.rank_plays(pos, dice)[0].play.result.flip()
+    checked = 0
+    for pos, dice in cases:
+        results = list(dict.fromkeys(p.result for p in legal_plays(pos, dice)))
+        for played in results:
+            ranked, made = ev.judge_plays(pos, dice, played)
+            assert made is not None and made in ranked
+            best = ranked[0]
+            assert best.equity >= made.equity
+            assert best.play.result == played or best.equity > made.equity
+            checked += 1
+    assert checked > 50
+    assert ev.judge_plays(Position.start(), (3, 1), Position.start())[1] is None  # not a play
