@@ -33,6 +33,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         ("lookup", "player", "a player: balance, ledger, tables, ratings, matches, error rate"),
         ("ban", "player", "ban: tokens stop at once, live tables are left for them"),
         ("unban", "player", "lift a ban"),
+        ("restrict", "player", "fair play: casual unrated games only from now (issue 61)"),
+        ("unrestrict", "player", "lift a restriction"),
         ("close-table", "table", "close a stuck table undecided: stakes returned (I-10)"),
         ("replay", "player", "replay the player's Kafka events into the leaderboard"),
     ):
@@ -163,6 +165,11 @@ def _call(stub: admin_pb2_grpc.AdminServiceStub, args: argparse.Namespace, auth:
         ban = admin_pb2.BanRequest(player_id=args.player, reason=args.reason)
         method = stub.Ban if action == "ban" else stub.Unban
         return method(ban, metadata=auth, timeout=60)
+    if action in ("restrict", "unrestrict"):
+        held = admin_pb2.RestrictRequest(player_id=args.player, reason=args.reason)
+        if action == "restrict":
+            return stub.Restrict(held, metadata=auth, timeout=30)
+        return stub.Unrestrict(held, metadata=auth, timeout=30)
     if action == "close-table":
         close = admin_pb2.CloseTableRequest(table_id=args.table, reason=args.reason)
         return stub.CloseTable(close, metadata=auth, timeout=30)

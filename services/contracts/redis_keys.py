@@ -131,6 +131,9 @@ PRESENCE_GATEWAYS = "presence:gateways"  # gateway -> expiry ms
 PRESENCE_LOBBY = ""  # the "table" of a Friends stream: online, at no table
 BANNED = "{bans}:banned"  # banned players (one hash slot with its version: Redis Cluster)
 BANS_VERSION = "{bans}:v"  # bumped on each change: gateways reload the set when it moves
+# Players restricted to casual unrated play (issue 61): matchmaking checks it at every staked or
+# ranked seat and deal; the identity service's `restrictions` table is the record.
+RESTRICTED = "{bans}:restricted"
 
 
 def name_key(player_id: str) -> str:

@@ -80,7 +80,7 @@ def parse_operator_keys(spec: str) -> dict[str, str]:
 ACTIONS = frozenset({
     "lookup", "adjust", "ban", "unban", "close_table", "stale_escrows", "replay", "audit",
     "chat_reports", "chat_resolve", "chat_remove", "chat_silence", "tournament_create",
-    "tournament_cancel", "stale_pools", "pool_refund",
+    "tournament_cancel", "stale_pools", "pool_refund", "restrict", "unrestrict",
 })  # fmt: skip
 
 
@@ -389,6 +389,36 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             return admin_pb2.BanResponse(player_id=player, banned=False), {"was_banned": was}
 
         return await self._audited(context, request, "unban", "player_id", act)
+
+    @grpc_errors
+    async def Restrict(
+        self, request: admin_pb2.RestrictRequest, context: Context
+    ) -> admin_pb2.RestrictResponse:
+        player = request.player_id
+
+        async def act(operator: str) -> tuple[admin_pb2.RestrictResponse, Detail]:
+            reason = bounds.reason(request.reason)
+            new = await self.accounts.restrict(player, operator, reason)
+            await self.bans.restrict(player)  # matchmaking refuses the next stake at once
+            return admin_pb2.RestrictResponse(player_id=player, restricted=True), {"new": new}
+
+        return await self._audited(context, request, "restrict", "player_id", act)
+
+    @grpc_errors
+    async def Unrestrict(
+        self, request: admin_pb2.RestrictRequest, context: Context
+    ) -> admin_pb2.RestrictResponse:
+        player = request.player_id
+
+        async def act(_: str) -> tuple[admin_pb2.RestrictResponse, Detail]:
+            bounds.reason(request.reason)
+            was = await self.accounts.unrestrict(player)
+            await self.bans.unrestrict(player)
+            return admin_pb2.RestrictResponse(player_id=player, restricted=False), {
+                "was_restricted": was
+            }
+
+        return await self._audited(context, request, "unrestrict", "player_id", act)
 
     @grpc_errors
     async def CloseTable(

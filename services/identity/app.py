@@ -9,8 +9,11 @@ import logging
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import grpc
+from redis.exceptions import RedisError
+from sqlalchemy.exc import SQLAlchemyError
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.analysis.v1 import analysis_pb2_grpc
@@ -21,6 +24,7 @@ from bg.social.v1 import social_pb2, social_pb2_grpc
 from bg.table.v1 import table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2_grpc
 from services.common import tracing
+from services.common.backoff import pause
 from services.common.balanced import channel_to
 from services.common.deps import redis_check, redis_client, sql_check, sql_engine
 from services.common.migrate import migrate
@@ -143,8 +147,24 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         app.background.spawn("operator-limits", limits.run(app.background.stop))
         app.background.spawn("chat-limits", chat_limits.run(app.background.stop))
         app.background.spawn("store-clock", store_clock.run(app.background.stop))
+        # The record's restrictions back into Redis (derived state a flush may have lost).
+        app.background.spawn("restrictions", _restore_restrictions(accounts, redis, app))
 
     app.register = register
     app.checks += [sql_check(engine), redis_check(redis)]
     app.on_start.append(start)
     return app
+
+
+async def _restore_restrictions(accounts: Accounts, redis: Any, app: ServiceApp) -> None:
+    """Put the record's restrictions back into Redis, retried until both answer (matchmaking reads
+    the set; the `restrictions` table is the truth)."""
+    wait = 1.0
+    while not app.background.stop.is_set():
+        try:
+            await BanList(redis).restore_restricted(await accounts.restricted_ids())
+            return
+        except (RedisError, SQLAlchemyError) as err:
+            log.warning("restrictions not restored yet", extra={"error": type(err).__name__})
+        await pause(app.background.stop, wait)
+        wait = min(30.0, wait * 2)

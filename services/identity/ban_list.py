@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.contracts.redis_keys import BANNED
+from services.contracts.redis_keys import BANNED, RESTRICTED
 from services.contracts.redis_keys import BANS_VERSION as VERSION
 
 
@@ -26,3 +26,17 @@ class BanList:
         pipe.srem(BANNED, player_id)
         pipe.incr(VERSION)
         await pipe.execute()
+
+    # Restrictions to casual unrated play (issue 61): matchmaking reads the set at each staked or
+    # ranked seat and deal, so a restriction holds at once for every gateway's players.
+
+    async def restrict(self, player_id: str) -> None:
+        await self.redis.sadd(RESTRICTED, player_id)
+
+    async def unrestrict(self, player_id: str) -> None:
+        await self.redis.srem(RESTRICTED, player_id)
+
+    async def restore_restricted(self, player_ids: list[str]) -> None:
+        """The record's restrictions put back (a flushed Redis), at the service's start."""
+        if player_ids:
+            await self.redis.sadd(RESTRICTED, *player_ids)

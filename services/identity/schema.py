@@ -63,6 +63,16 @@ bans = Table(
     Column("reason", Text, nullable=False),
 )
 
+# Players an operator restricted to casual unrated play (issue 61: a fair-play decision).
+restrictions = Table(
+    "restrictions",
+    metadata,
+    Column("player_id", String(64), primary_key=True),
+    Column("restricted_ms", BigInteger, nullable=False),
+    Column("operator", String(64), nullable=False),
+    Column("reason", Text, nullable=False),
+)
+
 # Every admin action: who, when, what (and on whom), why, and how it ended. Append only.
 admin_audit = Table(
     "admin_audit",

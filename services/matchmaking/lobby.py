@@ -58,6 +58,12 @@ class LobbyStatus(StrEnum):
 
 
 IN_ANOTHER_MATCH = "in_another_match"  # a close reason: "in_another_match:<player>"
+RESTRICTED = "restricted"  # a close reason: "restricted:<player>" (issue 61)
+RESTRICTED_WORDS = (
+    "after a review of your play, this account plays casual unrated games only: no wagered, "
+    "scored or rated match and no tournament. To appeal, write to this server's operators "
+    "quoting your player name"
+)
 LIVE_FOR_S = 6 * 3600  # a table dealt longer ago than this drops off the live list
 REQUEST_TTL_S = 86_400  # a client's request id answers its retries this long
 PENDING_TTL_S = 30  # a call's claim on its request id before it has seated anyone
@@ -131,6 +137,13 @@ class Table:
 def options_key(opts: table_pb2.TableOptions) -> str:
     """Canonical text of the options: quick match pairs only identical keys."""
     return opts.SerializeToString(deterministic=True).hex()
+
+
+def ranked_or_staked(opts: table_pb2.TableOptions) -> bool:
+    """Play a fair-play restriction keeps a player from (issue 61): diamonds (wagered), the
+    boards (scored, rated casual or wagered: trophies and ratings). A tournament's matches too."""
+    scored = opts.profile == "scored" and not opts.test_game  # I-19: a test game counts nowhere
+    return opts.profile == "wagered" or scored or opts.rated or opts.tournament
 
 
 def staked(opts: table_pb2.TableOptions) -> bool:
@@ -218,6 +231,7 @@ class Lobby:
         _check_player(player_id)
         player_options(opts)  # validates every option, naming the bad field
         await self._not_in_another_match(player_id, opts)  # W-1 first: the likelier story
+        await self.refuse_restricted(player_id, opts)
         await self._can_cover(player_id, opts)
         vs_cpu = opts.level in CPU_LEVELS
         if not vs_cpu:
@@ -385,6 +399,7 @@ class Lobby:
         found = await self.get(table_id)
         if player_id not in found.player_ids:
             await self._not_in_another_match(player_id, found.proto_options())
+            await self.refuse_restricted(player_id, found.proto_options())
             await self._can_cover(player_id, found.proto_options())
 
         def sit(table: Table) -> None:
@@ -413,6 +428,7 @@ class Lobby:
         _check_player(player_id)
         player_options(opts)
         await self._not_in_another_match(player_id, opts)  # W-1 first: the likelier story
+        await self.refuse_restricted(player_id, opts)
         await self._can_cover(player_id, opts)
         if opts.level in CPU_LEVELS:
             raise InvalidArgument(
@@ -511,6 +527,7 @@ class Lobby:
             raise PermissionDenied("NOT_SEATED", "you do not sit at this table")
         if not await self.tables.rematch_agreed(table_id, player_id):
             raise ServiceError("NO_REMATCH", "no rematch was agreed (I-32)")
+        await self.refuse_restricted(player_id, table.proto_options())
 
         def reopen(t: Table) -> None:
             if t.status != LobbyStatus.DEALT or t.match_id != table.match_id:
@@ -547,6 +564,10 @@ class Lobby:
                 table_id, table.match_id, table.player_ids, opts
             )
             return await self._dealt(table, fingerprint, opts)
+        restrictable = ranked_or_staked(opts) and not table.tournament_id  # (a bracket plays on)
+        if restrictable and (held := await self.store.restricted(table.player_ids)):
+            # Restricted since they sat down (issue 61): nothing is taken, the table closes.
+            return await self._close_dealing(table, f"{RESTRICTED}:{held[0]}")
         if staked(opts):
             busy = await self._hold_wagered(table)
             if busy:  # one wagered match in play at a time (docs/protocol.md, W-1)
@@ -672,6 +693,17 @@ class Lobby:
         if table.status == LobbyStatus.DEALT:
             return await self.tables.match_in_play(table_id, match_id)
         return False
+
+    async def refuse_restricted(
+        self, player_id: str, opts: table_pb2.TableOptions | None = None
+    ) -> None:
+        """PERMISSION_DENIED RESTRICTED for a player an operator restricted to casual unrated
+        play, asking for anything else (`opts`; None: a tournament). Read from Redis at each
+        call, so a restriction holds at once whatever gateway the player comes through."""
+        if opts is not None and not ranked_or_staked(opts):
+            return
+        if await self.store.restricted([player_id]):
+            raise PermissionDenied("RESTRICTED", RESTRICTED_WORDS, player_id=player_id)
 
     async def _not_in_another_match(self, player_id: str, opts: table_pb2.TableOptions) -> None:
         """A wagered table is refused at once to a player sitting at a wagered match in play

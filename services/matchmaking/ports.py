@@ -109,6 +109,10 @@ class LobbyRepository(Protocol):
 
     async def held(self, kind: HoldKind, player_id: str, key: str) -> str | None: ...
 
+    async def restricted(self, player_ids: list[str]) -> list[str]:
+        """Those of `player_ids` an operator restricted to casual unrated play (issue 61)."""
+        ...
+
 
 class WalletPort(Protocol):
     async def escrow(self, key: str, match_id: str, players: list[str], stake: int) -> None: ...

@@ -251,6 +251,7 @@ class Tournaments:
             return doc  # a retry: registered (and, wagered, paid) once
         if doc.status != REGISTERING:
             raise ServiceError("TOURNAMENT_CLOSED", f"the tournament is {doc.status}")
+        await self.lobby.refuse_restricted(player_id)  # a tournament feeds a board (issue 61)
         # Joining is marked in the document before the claim is taken, so a registration for
         # another tournament racing this one finds the claim live, never a leftover (I-39).
         doc = await self._update(tournament_id, _joining(player_id, self.now()))

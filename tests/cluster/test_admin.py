@@ -25,7 +25,7 @@ from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from client.play_wire import phase_of, reason_of
+from client.play_wire import PlaySession, phase_of, reason_of
 from client.player import Player
 from services.contracts.redis_keys import LOBBY_TAG
 from tests.helpers import error_of, retried
@@ -155,6 +155,61 @@ async def test_a_banned_player_is_cut_off_mid_match_and_the_opponent_is_paid(
         # Every gateway sees the lifted ban at its next sync of the list (BG_BAN_SYNC_S).
         back = await retried(lambda: _device_player(ch, "bob", device), time.monotonic() + 10)
         assert back.player_id == bob.player_id and await back.balance() == bob_before - 1000
+
+
+async def test_a_restricted_player_finishes_the_match_then_plays_casual_unrated_only(
+    cluster: dict[str, Any],
+    ops: grpc.aio.Channel,
+) -> None:
+    """Issue 61, item 4: an operator restricts a player in the middle of a wagered match: the
+    match ends normally (the other resigns: +840 to the restricted player, exact), then every
+    wagered or rated table is refused them in words that say how to appeal (RESTRICTED), casual
+    unrated play stays open, the record shows why, the action is audited; lifted, they stake
+    again."""
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann = Player(ch, f"ann{uuid.uuid4().hex[:6]}", seed=3)
+        eve = Player(ch, f"eve{uuid.uuid4().hex[:6]}", seed=4)
+        await ann.login()
+        await eve.login()
+        await _fund(cluster, ann, eve)
+        wagered = table_pb2.TableOptions(profile="wagered", match_length=1, bet=1000)
+        table = await ann.create_table(wagered)
+        await eve.join(table.code)
+        admin, auth = await _operator(cluster, ops)
+        held = await admin.Restrict(
+            admin_pb2.RestrictRequest(player_id=eve.player_id, reason="fair play review 12"),
+            metadata=auth,
+        )
+        assert held.restricted
+        # The match in progress ends normally: ann resigns, eve is paid the pot less fees.
+        async with PlaySession(ann.stub, table.table_id, ann.auth) as session:
+            await session.send(table_pb2.Command(resign=table_pb2.Empty()))
+            await session.wait_for(lambda v: phase_of(v) == "match_over", 30)
+        want = {ann.player_id: FUNDS - 1000, eve.player_id: FUNDS + 840}
+        assert await _balances(cluster, want) == want
+        for options in (wagered, table_pb2.TableOptions(profile="casual", rated=True)):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await eve.create_table(options)
+            assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            said = error_of(refused.value)
+            assert said.code == "RESTRICTED" and "To appeal" in said.message
+        casual = await eve.create_table(table_pb2.TableOptions(profile="casual"))
+        assert casual.status == "open"
+        record = await admin.LookupPlayer(
+            admin_pb2.LookupPlayerRequest(player_id=eve.player_id, reason="review 12"),
+            metadata=auth,
+        )
+        assert record.restricted and record.restriction_reason == "fair play review 12"
+        await admin.Unrestrict(
+            admin_pb2.RestrictRequest(player_id=eve.player_id, reason="appeal upheld"),
+            metadata=auth,
+        )
+        again = await eve.create_table(wagered)
+        assert again.status == "open"
+        log = await admin.ListAudit(admin_pb2.ListAuditRequest(limit=50), metadata=auth)
+        rows = [(e.action, e.target, e.reason, e.outcome) for e in log.entries]
+        assert ("restrict", eve.player_id, "fair play review 12", "ok") in rows
+        assert ("unrestrict", eve.player_id, "appeal upheld", "ok") in rows
 
 
 async def test_credits_debits_lookups_and_a_stuck_table_are_audited(

@@ -22,6 +22,7 @@ class MemoryLobbyStore:
         self.bot_tables: set[str] = set()
         self.scored: dict[str, str] = {}
         self.holds: dict[tuple[HoldKind, str, str], str] = {}
+        self.restricted_ids: set[str] = set()  # an operator's fair-play restrictions
 
     async def read(self, table_id: str) -> str | None:
         return self.docs.get(table_id)
@@ -137,6 +138,9 @@ class MemoryLobbyStore:
 
     async def held(self, kind: HoldKind, player_id: str, key: str) -> str | None:
         return self.holds.get((kind, player_id, key))
+
+    async def restricted(self, player_ids: list[str]) -> list[str]:
+        return [p for p in player_ids if p in self.restricted_ids]
 
 
 def _newest(index: dict[str, int]) -> list[str]:

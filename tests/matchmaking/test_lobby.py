@@ -13,6 +13,7 @@ import pytest
 
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
+from services.contracts.redis_keys import RESTRICTED
 from services.matchmaking import lobby as lobby_module
 from services.matchmaking.adapters.redis_lobby import RedisLobbyStore
 from services.matchmaking.lobby import CODE_ALPHABET, Lobby, LobbyStatus, normalize_code
@@ -437,3 +438,45 @@ async def test_operators_see_every_table_a_player_sits_at_until_it_closes(lobby:
     assert waiting.table_id not in [t.table_id for t in await lb.player_tables(ann)]
     with pytest.raises(ServiceError):
         await lb.player_tables("cpu-easy-x")
+
+
+async def _restrict(lb: Lobby, player_id: str) -> None:
+    """What the identity service's Restrict writes (services/identity/ban_list.py)."""
+    if isinstance(lb.store, MemoryLobbyStore):
+        lb.store.restricted_ids.add(player_id)
+    else:
+        await lb.store.redis.sadd(RESTRICTED, player_id)  # type: ignore[attr-defined]
+
+
+async def test_a_restricted_player_plays_casual_unrated_only(racing_lobby: Parts) -> None:
+    """Issue 61, item 4: restricted by an operator, a player is refused every wagered, scored or
+    rated seat (create, join, quick match, rematch, a tournament) in words that say how to
+    appeal; casual unrated play stays open; a table dealt after a restriction closes with nothing
+    taken; the other players are untouched."""
+    lb, wallet, tables = racing_lobby
+    waiting = await lb.create("ann", WAGERED, public=True)  # sat down before the restriction
+    await _restrict(lb, "ann")
+    rated = table_pb2.TableOptions(profile="casual", match_length=3, rated=True)
+    scored = table_pb2.TableOptions(profile="scored", match_length=1, level="players")
+    for opts in (WAGERED, rated, scored):
+        with pytest.raises(ServiceError) as refused:
+            await lb.create("ann", opts, public=True)
+        assert refused.value.code == "RESTRICTED" and "To appeal" in refused.value.message
+        with pytest.raises(ServiceError) as queued:
+            await lb.quick_match("ann", opts)
+        assert queued.value.code == "RESTRICTED"
+    bobs = await lb.create("bob", WAGERED, public=True)
+    with pytest.raises(ServiceError) as joined:
+        await lb.join("ann", bobs.table_id)
+    assert joined.value.code == "RESTRICTED"
+    with pytest.raises(ServiceError) as registered:
+        await lb.refuse_restricted("ann")  # what a tournament's registration asks
+    assert registered.value.code == "RESTRICTED"
+    casual = await lb.create("ann", table_pb2.TableOptions(profile="casual"), public=True)
+    assert casual.status == "open"
+    # The table she sat at before: its deal takes nothing and closes, saying why.
+    closed = await lb.join("carl", waiting.table_id)
+    assert closed.status == "closed" and closed.close_reason == "restricted:ann"
+    assert wallet.escrows == {} and tables.created == []
+    dealt = await lb.join("carl", bobs.table_id)  # the others play on
+    assert dealt.status == "dealt" and wallet.escrows[dealt.match_id] == (["bob", "carl"], 500)

@@ -120,6 +120,9 @@ export const SAYS = {
   NAME_CHANGE_TOO_SOON: "You can change your name once a day.",
   NO_ACCOUNTS: "This server plays with guests only.",
   IN_ANOTHER_MATCH: "Finish the wagered match you sit at first.",
+  RESTRICTED: "After a review of your play, this account plays casual unrated games only: no wagered, "
+    + "scored or rated match and no tournament. To appeal, write to this server's operators quoting your "
+    + "name.",
   INSUFFICIENT_FUNDS: "Not enough diamonds for that.",
   NO_TOKEN: "Log in first.",
   BAD_TOKEN: "Your session ended: log in again.",
@@ -154,6 +157,7 @@ export const CLOSED_SAYS = {
   in_another_match: "A player is still in another wagered match.",
   cannot_cover: "A player does not have the diamonds for the bet: nothing was taken.",
   deal_failed: "The match could not be dealt: nothing was taken. Try again.",
+  restricted: "A player here may no longer play for diamonds or the boards: nothing was taken.",
 };
 
 export function closedSentence(reason) {

@@ -44,7 +44,7 @@ from services.contracts.bounds import (
 )
 from services.contracts.seats import ACCOUNT_PREFIX
 from services.identity.ports import Account, AccountRecord, Session
-from services.identity.schema import bans, devices, players, refresh_tokens
+from services.identity.schema import bans, devices, players, refresh_tokens, restrictions
 
 DEVICE_ID = re.compile(r"[A-Za-z0-9_-]{32,128}")
 # NAME_MIN..NAME_MAX letters or digits, with a space, _ or - inside
@@ -487,6 +487,36 @@ class Accounts:
         async with self.engine.connect() as conn:
             return [str(r) for r in (await conn.scalars(select(bans.c.player_id))).all()]
 
+    async def restrict(self, player_id: str, operator: str, reason: str) -> bool:
+        """Record a restriction to casual unrated play (kept once: a second keeps the first's
+        time and reason); whether it is new."""
+        async with self.engine.begin() as conn:
+            exists = await conn.scalar(
+                select(restrictions.c.player_id).where(restrictions.c.player_id == player_id)
+            )
+            if exists is not None:
+                return False
+            await conn.execute(
+                restrictions.insert().values(
+                    player_id=player_id, restricted_ms=self._now_ms(), operator=operator,
+                    reason=reason,
+                )
+            )  # fmt: skip
+        return True
+
+    async def unrestrict(self, player_id: str) -> bool:
+        """Lift the restriction; whether there was one."""
+        async with self.engine.begin() as conn:
+            gone = await conn.execute(
+                restrictions.delete().where(restrictions.c.player_id == player_id)
+            )
+        return bool(gone.rowcount)
+
+    async def restricted_ids(self) -> list[str]:
+        async with self.engine.connect() as conn:
+            found = await conn.scalars(select(restrictions.c.player_id))
+            return [str(r) for r in found.all()]
+
     async def record(self, player_id: str) -> AccountRecord:
         """What operators see of an account: name, kind (guest/device/email), creation, deletion,
         ban. A player id with no account is a guest."""
@@ -498,9 +528,15 @@ class Accounts:
                 select(devices.c.player_id).where(devices.c.player_id == player_id).limit(1)
             )
             ban = (await conn.execute(select(bans).where(bans.c.player_id == player_id))).first()
+            held = (
+                await conn.execute(
+                    select(restrictions).where(restrictions.c.player_id == player_id)
+                )
+            ).first()
         out: AccountRecord = {
             "display_name": "", "kind": "guest", "created_ms": 0, "deleted": False,
             "banned": ban is not None, "ban_reason": ban.reason if ban is not None else "",
+            "restricted": held is not None, "restriction_reason": held.reason if held else "",
         }  # fmt: skip
         if row is not None:
             out["display_name"] = row.display_name

@@ -16,6 +16,7 @@ from typing import Any
 from services.common.deps import evalsha, reply_text
 from services.contracts.redis_keys import (
     BOT_TABLES,
+    RESTRICTED,
     lobby_hold_key,
     lobby_key,
     lobby_player_key,
@@ -179,6 +180,13 @@ class RedisLobbyStore:
     async def held(self, kind: HoldKind, player_id: str, key: str) -> str | None:
         raw = await self.redis.get(_hold_key(kind, player_id, key))
         return None if raw is None else reply_text(raw)
+
+    async def restricted(self, player_ids: list[str]) -> list[str]:
+        people = [p for p in player_ids if p]
+        if not people:
+            return []
+        found = await self.redis.smismember(RESTRICTED, people)
+        return [p for p, held in zip(people, found, strict=True) if held]
 
 
 def _hold_key(kind: HoldKind, player_id: str, key: str) -> str:
