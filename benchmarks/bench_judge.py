@@ -17,9 +17,10 @@ best (a flawless player: every loss charged to it is the judge's error) and an h
 - `ms`: the judge's CPU per decision.
 
 Judges: `mixed` is 2026-12-05's (the best 3 within 0.1 looked at one roll deeper, the made play at
-whatever depth it was left: 0-ply when outside them); `one depth` the analysis's now
-(evaluator.judge_plays: the made play looked at with them); `one depth, 5 in 0.16` what a wider
-look costs."""
+whatever depth it was left: 0-ply when outside them); `3 rivals in 0.1` the same 3 and the made
+play all looked at one roll deeper (evaluator.judge_plays, keep=3); `one rival` the analysis's
+now: 0-ply's best and the made play, one roll deeper (keep=1: the best of several noisy looks is
+biased up)."""
 
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ def honest_play(scores: dict[Position, float], rng: random.Random) -> Position:
     return rng.choices(plays, weights)[0]
 
 
-def run() -> None:
+def run(judges: dict[str, Judge] | None = None) -> None:
     import gnubg
 
     zero, two = gnubg.eval_context(0, 0, 0, 1, 0.0), gnubg.eval_context(0, 2, 0, 1, 0.0)
@@ -117,10 +118,10 @@ def run() -> None:
     items += [(p, d, True) for p, d in back_games(BACK_GAMES)]
     took_s = time.perf_counter() - started
     print(f"   {len(items)} decisions ({BACK_GAMES} in back games), found in {took_s:.1f} s")
-    judges: dict[str, Judge] = {
+    judges = judges or {
         "mixed (2026-12-05)": mixed,
-        "one depth": one_depth(3, 0.1),
-        "one depth, 5 in 0.16": one_depth(5, 0.16),
+        "3 rivals in 0.1": one_depth(3, 0.1),
+        "one rival (now)": one_depth(1, 0.0),
     }
     rng = random.Random(61)
     charged: dict[str, list[float]] = {name: [] for name in judges}  # gnubg's best, judged
@@ -166,6 +167,38 @@ def run() -> None:
             f"   {name:<22} {100 * share:18.1f}% {100 * share_back:12.1f}% "
             f"{mean_charge:11.1f} {extra:7.1f} {ms:6.1f}"
         )
+    analysis_cpu()
+
+
+def analysis_cpu(games: int = 6, seed: int = 5) -> None:
+    """The whole analysis's CPU per decision (`evaluator.analysis.analyse`: the judge and each
+    roll's luck) on self-played games with a careless move one turn in three."""
+    from evaluator.analysis import Game, Turn, analyse
+
+    rng = random.Random(seed)
+    record = []
+    for _ in range(games):
+        pos, seat, actions = Position.start(), 0, []
+        for _ in range(300):
+            if not sum(pos.mover) or not sum(pos.opponent):
+                break
+            dice = (rng.randint(1, 6), rng.randint(1, 6))
+            plays = legal_plays(pos, dice)
+            if plays:
+                best = default().rank_plays(pos, dice)[0].play
+                play = rng.choice(plays) if rng.random() < 0.3 else best
+                actions.append(Turn(seat, dice, play.steps))
+                pos = play.result
+            else:
+                actions.append(Turn(seat, dice, ()))
+            pos, seat = pos.flip(), 1 - seat
+        record.append(Game((0, 0), False, tuple(actions)))
+    started = time.process_time()
+    found = analyse(record, 1)
+    took = time.process_time() - started
+    per = 1000 * took / len(found.decisions)
+    count = len(found.decisions)
+    print(f"   the analysis: {count} decisions in {took:.2f} s of CPU, {per:.1f} ms each")
 
 
 if __name__ == "__main__":

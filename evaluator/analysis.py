@@ -4,9 +4,10 @@ roll; per player the error rate per decision and its band, and the luck in total
 
 The input is the match as its players made it (`Game`s of `Turn`s and `CubeAction`s, each from
 the acting seat), so the analysis depends on nothing but the record; the caller turns the
-archive's events into it. Checker plays are judged at 1-ply (the `expert` level's own search),
-the play made and its best rivals at 0-ply all looked at one roll deeper together, never a play
-against a rival judged at another depth (issue 61), in cubeless money equity; cube actions in
+archive's events into it. Checker plays are judged at 1-ply: the play made and 0-ply's best play
+looked at one roll deeper together, never a play against a rival judged at another depth, nor
+against the best of several noisy looks (issue 61; benchmarks/bench_judge.py), in cubeless money
+equity; cube actions in
 match winning chances (evaluator/match_equity.py), as the computer seats decide them, the loss
 then turned into points of equity at the score (gnubg's normalisation), so every decision's mark
 means the same. Forced plays (one distinct
@@ -174,16 +175,20 @@ def _turn(ev: Evaluator, game: int, pos: Position, turn: Turn) -> Decision | Non
 
 def _luck(ev: Evaluator, pos: Position, dice: tuple[int, int]) -> float:
     """The roll's worth: the best play's 0-ply equity with these dice, minus its average over
-    the 21 rolls (a roll that leaves nothing to play is worth the position passed)."""
-
-    def value(roll: tuple[int, int]) -> float:
-        ranked = ev.rank_plays(pos, roll)
-        if ranked:
-            return ranked[0].equity
-        return -float(equities(ev.probabilities([pos.flip()]))[0])
-
-    average = sum(weight * value(roll) for roll, weight in ROLLS) / 36
-    return value(dice) - average
+    the 21 rolls (a roll that leaves nothing to play is worth the position passed). Every roll's
+    plays go through the network in one batch: one call, not 21 (half the analysis's CPU went
+    to the calls' overhead, issue 61)."""
+    batch: list[Position] = []
+    spans: list[tuple[tuple[int, int], int, int, int]] = []
+    for roll, weight in ROLLS:
+        first = len(batch)
+        # Each play's result with the opponent on roll; nothing to play: the position passed.
+        batch += [p.result.flip() for p in legal_plays(pos, roll)] or [pos.flip()]
+        spans.append((roll, weight, first, len(batch)))
+    theirs = equities(ev.probabilities(batch))  # for the opponent, then on roll
+    value = {roll: -float(theirs[first:end].min()) for roll, _, first, end in spans}
+    average = sum(weight * value[roll] for roll, weight, _, _ in spans) / 36
+    return value[(min(dice), max(dice))] - average
 
 
 def _score(game: Game, length: int, doubler: int, cube: int) -> MatchScore:

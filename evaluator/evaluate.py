@@ -102,14 +102,16 @@ class Evaluator:
         position: Position,
         dice: tuple[int, int],
         played: Position,
-        keep: int = 3,
+        keep: int = 1,
         window: float = 0.1,
     ) -> tuple[list[RankedPlay], RankedPlay | None]:
-        """The plays a judge compares, all at one depth: 0-ply screens (its best `keep` within
-        `window`), then those and the play that was made (the result `played`) are looked at one
-        roll deeper together, best first. Every equity compared comes from the same look, so a
-        play is never charged against a rival seen one roll deeper than itself (issue 61). The
-        plays and the made one among them (None when `played` is no legal result)."""
+        """The plays a judge compares, all at one depth: 0-ply names the rivals (its best
+        `keep` within `window`), then those and the play that was made (the result `played`) are
+        looked at one roll deeper together, best first. Every equity compared comes from the same
+        look, so a play is never charged against a rival seen one roll deeper than itself (issue
+        61). One rival by default: the best of several noisy deeper looks is biased up (the
+        winner's curse), and charged gnubg's best plays twice as often (benchmarks/bench_judge.py).
+        The plays and the made one among them (None when `played` is no legal result)."""
         ranked = self.rank_plays(position, dice)
         made = next((r for r in ranked if r.play.result == played), None)
         if made is None:

@@ -120,9 +120,7 @@ export const SAYS = {
   NAME_CHANGE_TOO_SOON: "You can change your name once a day.",
   NO_ACCOUNTS: "This server plays with guests only.",
   IN_ANOTHER_MATCH: "Finish the wagered match you sit at first.",
-  RESTRICTED: "After a review of your play, this account plays casual unrated games only: no wagered, "
-    + "scored or rated match and no tournament. To appeal, write to this server's operators quoting your "
-    + "name.",
+  RESTRICTED: "After a review of your play, this account plays casual unrated games only: no wagered, scored or rated match and no tournament. To appeal, write to this server's operators quoting your name.",
   INSUFFICIENT_FUNDS: "Not enough diamonds for that.",
   NO_TOKEN: "Log in first.",
   BAD_TOKEN: "Your session ended: log in again.",
