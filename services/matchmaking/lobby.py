@@ -468,8 +468,9 @@ class Lobby:
                     if err.code != "TABLE_NOT_OPEN":
                         raise
                     continue
-                if joined.close_reason == f"{IN_ANOTHER_MATCH}:{joined.host_id}":
-                    continue  # its host sits at another wagered match now: look further
+                host = joined.host_id
+                if joined.close_reason in (f"{IN_ANOTHER_MATCH}:{host}", f"{RESTRICTED}:{host}"):
+                    continue  # its host sits at another wagered match now, or was restricted
                 if mine is not None:
                     await self._abandon(mine)
                 return joined

@@ -480,3 +480,10 @@ async def test_a_restricted_player_plays_casual_unrated_only(racing_lobby: Parts
     assert wallet.escrows == {} and tables.created == []
     dealt = await lb.join("carl", bobs.table_id)  # the others play on
     assert dealt.status == "dealt" and wallet.escrows[dealt.match_id] == (["bob", "carl"], 500)
+    # Queued for a quick match before her restriction: whoever comes next is not paired with a
+    # table that closes under them, but waits at a table of their own.
+    waiting_dora = await lb.quick_match("dora", WAGERED)
+    await _restrict(lb, "dora")
+    found = await lb.quick_match("ed", WAGERED)
+    assert found.table_id != waiting_dora.table_id and found.status == "open"
+    assert found.player_ids == ["ed", ""]
