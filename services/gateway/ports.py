@@ -33,6 +33,7 @@ class Session:
     refresh_expires_ms: int
     issued_ms: int = 0  # when this session was made: its access token is issued as of then
     email: str = ""  # the email the account signs in with, "" when none is saved
+    restricted: bool = False  # to casual unrated play by an operator (issue 61)
 
 
 class AccountsPort(AccountNames, Protocol):

@@ -132,4 +132,5 @@ class SignIn:
             refresh_expires_ms=session.refresh_expires_ms,
             display_name=session.identity.name,
             email=session.email,
+            restricted=session.restricted,
         )

@@ -25,7 +25,7 @@ def _session(session: Session) -> identity_pb2.Session:
     return identity_pb2.Session(
         account=_account(session.account), refresh_token=session.refresh_token,
         refresh_expires_ms=session.refresh_expires_ms, issued_ms=session.issued_ms,
-        email=session.email,
+        email=session.email, restricted=session.restricted,
     )  # fmt: skip
 
 

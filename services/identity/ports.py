@@ -27,6 +27,7 @@ class Session:
     granted: bool = True  # False: the starter grant is still to be credited
     issued_ms: int = 0  # when this session was made: its access token is issued as of then
     email: str = ""  # the email the account signs in with, "" when none is saved
+    restricted: bool = False  # to casual unrated play by an operator (issue 61)
 
 
 class AccountRecord(TypedDict):

@@ -70,6 +70,15 @@ async def test_a_device_is_the_same_player_every_time(accounts: Accounts) -> Non
     mine = await accounts.device_login(tablet, "Annabel", exact=True)
     assert mine.account.name == "Annabel" and mine.email == ""
     assert (await accounts.device_login(tablet, "ann", exact=True)).account == mine.account
+    # Issue 61: each session says whether an operator restricted the account.
+    assert not mine.restricted
+    assert await accounts.restrict(mine.account.player_id, "admin", "review 7")
+    assert not await accounts.restrict(mine.account.player_id, "admin", "again")  # kept once
+    assert (await accounts.device_login(tablet, "x y z")).restricted
+    assert await accounts.restricted_ids() == [mine.account.player_id]
+    assert (await accounts.record(mine.account.player_id))["restriction_reason"] == "review 7"
+    assert await accounts.unrestrict(mine.account.player_id)
+    assert not (await accounts.device_login(tablet, "x y z")).restricted
     assert await code_of(accounts.device_login("short", "bob")) == "INVALID_DEVICE"
     assert await code_of(accounts.device_login(device(), "x")) == "INVALID_NAME"
     assert await code_of(accounts.device_login(device(), "CPU killer")) == "INVALID_NAME"

@@ -8,7 +8,7 @@ import { Board, pointName } from "./board.js";
 import { START, after, apply, frames, stepNotation } from "./replay.js";
 import { Standings } from "./standings.js";
 import { verifyRolls } from "./verify.js";
-import { ERROR_RATE_HELP, SILENT, closedSentence, sentence, standingAmong } from "./words.js";
+import { ERROR_RATE_HELP, SAYS, SILENT, closedSentence, sentence, standingAmong } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const LIVE_REFRESH_MS = 5000;
@@ -268,6 +268,9 @@ function loggedIn(reply) {
   state.guest = !reply.refreshToken;
   state.email = reply.email || ""; // what the Account card says is saved, after a reload too
   renderSaved();
+  // An operator's fair-play restriction, said in the lobby before the player meets a refusal.
+  $("restricted-note").textContent = reply.restricted ? SAYS.RESTRICTED : "";
+  $("restricted-note").hidden = !reply.restricted;
   if (reply.refreshToken) {
     localStorage.setItem("bg-refresh", reply.refreshToken);
     clearTimeout(renewal);

@@ -351,14 +351,20 @@ class Accounts:
                 player_id=identity.player_id, expires_ms=expires,
             )
         )  # fmt: skip
-        email = await self._email(conn, identity.player_id)
-        return Session(identity, token, expires, granted, issued_ms=now, email=email)
+        email, restricted = await self._standing(conn, identity.player_id)
+        return Session(
+            identity, token, expires, granted, issued_ms=now, email=email, restricted=restricted
+        )
 
     @staticmethod
-    async def _email(conn: AsyncConnection, player_id: str) -> str:
-        """The email the account signs in with ("": none saved): the player's own to see."""
+    async def _standing(conn: AsyncConnection, player_id: str) -> tuple[str, bool]:
+        """The email the account signs in with ("": none saved) and whether an operator
+        restricted it: the player's own to see, said with each session."""
         found = await conn.scalar(select(players.c.email).where(players.c.player_id == player_id))
-        return str(found or "")
+        held = await conn.scalar(
+            select(restrictions.c.player_id).where(restrictions.c.player_id == player_id)
+        )
+        return str(found or ""), held is not None
 
     async def _refresh_row(self, conn: AsyncConnection, token: str) -> Row[Any] | None:
         return (
@@ -427,8 +433,11 @@ class Accounts:
                 return None
             if made.revoked_ms is not None:
                 raise Unauthenticated("REFRESH_REVOKED", "this session has ended; log in again")
-            email = await self._email(conn, identity.player_id)
-            return Session(identity, candidate, made.expires_ms, issued_ms=row.used_ms, email=email)
+            email, restricted = await self._standing(conn, identity.player_id)
+            return Session(
+                identity, candidate, made.expires_ms, issued_ms=row.used_ms, email=email,
+                restricted=restricted,
+            )  # fmt: skip
         return None
 
     async def logout(self, token: str) -> None:
