@@ -108,6 +108,17 @@ class Journey:
         await guest.get_by_role("button", name="Play", exact=True).click()
         return guest, name
 
+    @staticmethod
+    async def meet(host: Any, guest: Any) -> None:
+        """The host creates a table with the form as set; the guest, in the lobby, pastes its
+        invite link and joins: both wait at it."""
+        await host.get_by_role("button", name="Create", exact=True).click()
+        await host.wait_for_function("() => bg.state().screen === 'waiting'")
+        link = await host.locator("#invite-link").input_value()
+        await guest.get_by_label("Party code or invite link").fill(link)
+        await guest.get_by_role("button", name="Join", exact=True).click()
+        await guest.wait_for_function("() => bg.state().screen === 'waiting'")
+
     async def shot(self, page: Any, what: str) -> None:
         self.steps += 1
         path = self.folder / f"{self.name}-{self.steps:02d}-{what}.png"
@@ -403,11 +414,7 @@ async def test_a_followed_friend_is_seen_waiting_and_accepts_a_challenge(
     j = _journey(browser, cluster, request)
     fan, fan_name = await j.player("fan")
     star, star_name = await j.player("star")
-    await fan.get_by_role("button", name="Create", exact=True).click()
-    await fan.wait_for_function("() => bg.state().screen === 'waiting'")
-    link = await fan.locator("#invite-link").input_value()
-    await star.get_by_label("Party code or invite link").fill(link)
-    await star.get_by_role("button", name="Join", exact=True).click()
+    await j.meet(fan, star)
     await fan.get_by_role("button", name="Follow").click()
     await fan.get_by_role("button", name="Following").wait_for()
     await j.shot(fan, "followed")
@@ -930,12 +937,7 @@ async def test_presence_follows_a_friend_through_a_match_and_back_to_the_lobby(
     pal, pal_name = await j.player("pal")
     ace, ace_name = await j.player("ace")
     # They meet at pal's table and follow each other; pal leaves it.
-    await pal.get_by_role("button", name="Create", exact=True).click()
-    await pal.wait_for_function("() => bg.state().screen === 'waiting'")
-    link = await pal.locator("#invite-link").input_value()
-    await ace.get_by_label("Party code or invite link").fill(link)
-    await ace.get_by_role("button", name="Join", exact=True).click()
-    await ace.wait_for_function("() => bg.state().screen === 'waiting'")
+    await j.meet(pal, ace)
     for page in (pal, ace):
         await page.get_by_role("button", name=re.compile("^Follow ")).click()
         await page.get_by_role("button", name=re.compile("^Following ")).wait_for()

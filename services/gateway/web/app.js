@@ -1120,12 +1120,7 @@ function stakeOf(v) {
 function costOf(what, v) {
   if (v.options && v.options.tournament) return tournamentCost(what, v);
   if (what === "resign") {
-    const cube = v.cube || 1;
-    const score = v.score || [];
-    const ends = (score[other(v)] || 0) + cube >= (v.matchLength || 1);
-    const gives = `${opponentName(v)} scores ${cube} point${cube > 1 ? "s" : ""}`;
-    const lost = wageredView(v) ? `: you lose your stake of ${stakeOf(v)} diamonds` : "";
-    return `Resign this game as a single? ${gives}${ends ? ` and wins the match${lost}` : ""}.`;
+    return resignWords(v, wageredView(v) ? `: you lose your stake of ${stakeOf(v)} diamonds` : "");
   }
   if (wageredView(v)) {
     return `Leave the table? You forfeit the match and your stake of ${stakeOf(v)} diamonds.`;
@@ -1145,13 +1140,16 @@ function tournamentCost(what, v) {
   const buyIn = t ? Number(t.buyIn || 0) : 0;
   const out = `you are out of ${t ? t.name : "the tournament"}`
     + (buyIn ? ` and your buy-in of ${buyIn} diamonds stays in its prize pool` : "");
-  if (what === "resign") {
-    const cube = v.cube || 1;
-    const ends = ((v.score || [])[other(v)] || 0) + cube >= (v.matchLength || 1);
-    const gives = `${opponentName(v)} scores ${cube} point${cube > 1 ? "s" : ""}`;
-    return `Resign this game as a single? ${gives}${ends ? ` and wins the match: ${out}` : ""}.`;
-  }
+  if (what === "resign") return resignWords(v, `: ${out}`);
   return `Leave the table? You forfeit the match: ${out}.`;
+}
+
+// "Resign this game as a single? ann scores 2 points and wins the match<lost>."
+function resignWords(v, lost) {
+  const cube = v.cube || 1;
+  const ends = ((v.score || [])[other(v)] || 0) + cube >= (v.matchLength || 1);
+  const gives = `${opponentName(v)} scores ${cube} point${cube > 1 ? "s" : ""}`;
+  return `Resign this game as a single? ${gives}${ends ? ` and wins the match${lost}` : ""}.`;
 }
 
 // The tournament a table belongs to (asked once per table), for the words of what leaving costs.

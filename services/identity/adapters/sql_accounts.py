@@ -360,11 +360,14 @@ class Accounts:
     async def _standing(conn: AsyncConnection, player_id: str) -> tuple[str, bool]:
         """The email the account signs in with ("": none saved) and whether an operator
         restricted it: the player's own to see, said with each session."""
-        found = await conn.scalar(select(players.c.email).where(players.c.player_id == player_id))
-        held = await conn.scalar(
-            select(restrictions.c.player_id).where(restrictions.c.player_id == player_id)
-        )
-        return str(found or ""), held is not None
+        row = (
+            await conn.execute(
+                select(players.c.email, restrictions.c.player_id.label("held"))
+                .outerjoin(restrictions, restrictions.c.player_id == players.c.player_id)
+                .where(players.c.player_id == player_id)
+            )
+        ).first()  # one read a login: the email and the restriction together
+        return (str(row.email or ""), row.held is not None) if row is not None else ("", False)
 
     async def _refresh_row(self, conn: AsyncConnection, token: str) -> Row[Any] | None:
         return (
