@@ -55,6 +55,7 @@ class Turn:
     dice: tuple[int, int]
     steps: tuple[Step, ...]  # the whole play, from the mover's side; () when nothing could move
     judged: bool = True  # False: not the player's choice (the clock played it): applied only
+    think_ms: int = 0  # from the roll to the play (0: not known)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ class Decision:
     luck: float | None = None  # moves: the roll's equity against the average roll
     action: int = 0  # its place in its game's `actions`, so a caller finds the move it judges
     best_steps: tuple[Step, ...] = ()  # moves: the best play's steps, to draw it
+    gap: float = 0.0  # moves: 0-ply's best play over its second (the decision's difficulty)
+    think_ms: int = 0  # moves: from the roll to the play (0: not known)
 
 
 @dataclass
@@ -158,10 +161,12 @@ def _turn(ev: Evaluator, game: int, pos: Position, turn: Turn) -> Decision | Non
     played_result = pos
     for step in turn.steps:
         played_result = apply_step(played_result, step)
-    if len({p.result for p in legal_plays(pos, turn.dice)}) < 2:
+    at_zero = ev.rank_plays(pos, turn.dice)
+    distinct = list({r.play.result: r for r in at_zero}.values())  # best first
+    if len(distinct) < 2:
         return None  # forced (or nothing to move): not a decision
-    # The best plays and the one made, compared at one depth (evaluator.judge_plays).
-    ranked, played = ev.judge_plays(pos, turn.dice, played_result)
+    # The best plays and the one made, compared at one depth (evaluator.judge_ranked).
+    ranked, played = ev.judge_ranked(at_zero, played_result)
     if played is None:
         raise ValueError(f"game {game}: {turn} is not a legal play from {pos.gnubg_id()}")
     best = ranked[0]
@@ -170,6 +175,7 @@ def _turn(ev: Evaluator, game: int, pos: Position, turn: Turn) -> Decision | Non
         game, turn.seat, "move", pos.gnubg_id(), turn.dice,
         format_steps(pos, turn.steps), best.play.notation(pos), lost, mark(lost),
         luck=_luck(ev, pos, turn.dice), best_steps=best.play.steps,
+        gap=distinct[0].equity - distinct[1].equity, think_ms=turn.think_ms,
     )  # fmt: skip
 
 

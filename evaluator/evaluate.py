@@ -112,7 +112,12 @@ class Evaluator:
         61). One rival by default: the best of several noisy deeper looks is biased up (the
         winner's curse), and charged gnubg's best plays twice as often (benchmarks/bench_judge.py).
         The plays and the made one among them (None when `played` is no legal result)."""
-        ranked = self.rank_plays(position, dice)
+        return self.judge_ranked(self.rank_plays(position, dice), played, keep, window)
+
+    def judge_ranked(
+        self, ranked: list[RankedPlay], played: Position, keep: int = 1, window: float = 0.1
+    ) -> tuple[list[RankedPlay], RankedPlay | None]:
+        """judge_plays on a 0-ply ranking the caller already has (`rank_plays`)."""
         made = next((r for r in ranked if r.play.result == played), None)
         if made is None:
             return ranked, None

@@ -17,6 +17,7 @@ import grpc
 from google.protobuf.json_format import MessageToJson
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
+from bg.analysis.v1 import analysis_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError, remote_call
@@ -47,6 +48,24 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         p.add_argument("amount", type=int, help="diamonds (a positive whole number)")
         p.add_argument("--reason", required=True, help="why")
         p.add_argument("--key", default="", help="idempotency key (default: a new one)")
+    p = acts.add_parser("flags", help="fair play: the review queue, each flag with its evidence")
+    p.add_argument(
+        "--state",
+        choices=["open", "cleared", "restricted", "banned", "all"],
+        default="open",
+        help="open: the queue waiting for a decision; the others: decided ones, or all",
+    )
+    p.add_argument("--player", default="", help="only this player's flags")
+    p.add_argument("--limit", type=int, default=50, help="at most this many")
+    p = acts.add_parser("decide", help="fair play: decide a flag (clear, restrict or ban)")
+    p.add_argument("flag", type=int, help="the flag's id (flags lists them)")
+    p.add_argument(
+        "decision",
+        choices=["clear", "restrict", "ban"],
+        help="clear: the test starts again from nothing; restrict: casual unrated play only; "
+        "ban: as admin ban",
+    )
+    p.add_argument("--reason", required=True, help="why (kept on the flag and in the audit log)")
     p = acts.add_parser("escrows", help="escrows open longer than --older-than seconds")
     p.add_argument("--older-than", type=int, default=600, help="seconds open, at least")
     p = acts.add_parser("chat-reports", help="players' chat reports waiting, oldest first")
@@ -170,6 +189,16 @@ def _call(stub: admin_pb2_grpc.AdminServiceStub, args: argparse.Namespace, auth:
         if action == "restrict":
             return stub.Restrict(held, metadata=auth, timeout=30)
         return stub.Unrestrict(held, metadata=auth, timeout=30)
+    if action == "flags":
+        listed = analysis_pb2.ListFlagsRequest(
+            state=args.state, limit=args.limit, player_id=args.player
+        )
+        return stub.ListFlags(listed, metadata=auth, timeout=30)
+    if action == "decide":
+        decide = admin_pb2.DecideFlagRequest(
+            flag_id=args.flag, decision=args.decision, reason=args.reason
+        )
+        return stub.DecideFlag(decide, metadata=auth, timeout=60)
     if action == "close-table":
         close = admin_pb2.CloseTableRequest(table_id=args.table, reason=args.reason)
         return stub.CloseTable(close, metadata=auth, timeout=30)

@@ -12,18 +12,26 @@ import grpc
 
 from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from evaluator.analysis import band
+from services.analysis import fair_play
 from services.analysis.judge import facts_of
 from services.analysis.ports import AnalysisRepository
-from services.analysis.schema import QUEUED
+from services.analysis.schema import BANNED, CLEARED, OPEN, QUEUED, RESTRICTED
 from services.common.errors import InvalidArgument, NotFound, grpc_errors
 
 Context = grpc.aio.ServicerContext[Any, Any]
 POPULATION_MIN_DECISIONS = 20  # a player's record counts among the population from here
+FLAG_STATES = (OPEN, CLEARED, RESTRICTED, BANNED, "all")
 
 
 class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
-    def __init__(self, store: AnalysisRepository, population_kept_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        store: AnalysisRepository,
+        population_kept_s: float = 300.0,
+        threshold: float = fair_play.THRESHOLD,
+    ) -> None:
         self.store = store
+        self.threshold = threshold  # BG_FAIR_PLAY_THRESHOLD
         self.population_kept_s = population_kept_s  # BG_ANALYSIS_POPULATION_S
         self._population: tuple[float, list[float]] | None = None  # (read at, rates)
 
@@ -81,4 +89,38 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
             matches=rows, error_rate=rate, decisions=decisions,
             band=band(rate) if decisions else "",
             better_than=worse / len(rates) if rates else 0.0, compared=len(rates),
+        )  # fmt: skip
+
+    @grpc_errors
+    async def ListFlags(
+        self, request: analysis_pb2.ListFlagsRequest, context: Context
+    ) -> analysis_pb2.ListFlagsResponse:
+        state = request.state or OPEN
+        if state not in FLAG_STATES:
+            raise InvalidArgument(
+                "INVALID_STATE", f"state is one of {', '.join(FLAG_STATES)}", field="state"
+            )
+        limit = request.limit or 50
+        if not 1 <= limit <= 200:
+            raise InvalidArgument("INVALID_LIMIT", "limit is 1..200", field="limit")
+        if len(request.player_id) > 100:
+            raise InvalidArgument("INVALID_ID", "player_id is 0..100 characters", field="player_id")
+        flags = await self.store.flags(state, limit, request.player_id, request.flag_id)
+        return analysis_pb2.ListFlagsResponse(flags=flags, threshold=self.threshold)
+
+    @grpc_errors
+    async def DecideFlag(
+        self, request: analysis_pb2.RecordDecisionRequest, context: Context
+    ) -> analysis_pb2.FairPlayFlag:
+        if request.decision not in fair_play.DECISIONS:
+            raise InvalidArgument(
+                "INVALID_DECISION", "decision is clear, restrict or ban", field="decision"
+            )
+        if request.flag_id <= 0:
+            raise InvalidArgument("INVALID_FLAG", "flag_id is a flag's id", field="flag_id")
+        if not request.operator or not request.reason:
+            raise InvalidArgument("MISSING", "a decision needs its operator and reason")
+        return await self.store.decide(
+            request.flag_id, request.decision, request.operator[:64], request.reason[:200],
+            int(time.time() * 1000),
         )  # fmt: skip

@@ -33,13 +33,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     engine = sql_engine(settings.database_url)
     app.closes(engine.dispose)
-    store = SqlAnalyses(engine)
+    store = SqlAnalyses(engine, settings.fair_play_threshold)
     worker = Worker(
         store, settings.analysis_lease_s, settings.analysis_attempts, metrics,
         settings.replica or "analysis",
     )  # fmt: skip
     enqueuer = Enqueuer(store, metrics, worker.woken)
-    servicer = AnalysisServicer(store, settings.population_kept_s)
+    servicer = AnalysisServicer(store, settings.population_kept_s, settings.fair_play_threshold)
 
     def register(server: grpc.aio.Server) -> list[str]:
         analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(servicer, server)

@@ -11,6 +11,7 @@ from bg.analysis.v1 import analysis_pb2
 from bg.events.v1 import events_pb2
 from evaluator.analysis import Analysis, analyse
 from evaluator.evaluate import Evaluator
+from services.analysis.fair_play import Evidence, MatchEvidence, match_evidence
 from services.analysis.record import Record, match_length, record_of
 from services.contracts.seats import is_computer
 
@@ -31,12 +32,21 @@ class Facts:
     player_ids: tuple[str, ...]
     profile: str
     test_game: bool
+    rated: bool = False
+    tournament: bool = False
 
     @property
     def trended(self) -> tuple[str, ...]:
         """The players whose error-rate trend this match joins: people only, and never for a
         scored test game (recorded nowhere, I-19)."""
         return () if self.test_game else tuple(p for p in self.player_ids if not is_computer(p))
+
+    @property
+    def tested(self) -> tuple[str, ...]:
+        """The players the fair-play test takes this match from: play a restriction keeps one
+        from (matchmaking's ranked_or_staked): diamonds, trophies or a rating at stake."""
+        at_stake = self.profile in ("wagered", "scored") or self.rated or self.tournament
+        return self.trended if at_stake else ()
 
 
 def facts_of(raw: bytes) -> Facts:
@@ -45,7 +55,7 @@ def facts_of(raw: bytes) -> Facts:
     info = body.info if body is not None else events_pb2.MatchInfo()
     return Facts(
         event.match_id, event.table_id, event.at_ms, tuple(info.player_ids), info.profile,
-        info.test_game,
+        info.test_game, info.rated, info.tournament,
     )  # fmt: skip
 
 
@@ -83,6 +93,8 @@ def to_proto(
                 luck=d.luck or 0.0,
                 move_index=record.move_index[d.game - 1][d.action],
                 best_steps=[analysis_pb2.Step(**{"from": f, "to": t}) for f, t in d.best_steps],
+                gap=d.gap,
+                think_ms=d.think_ms,
             )
         )
     for seat, p in enumerate(found.players):
@@ -98,4 +110,21 @@ def to_proto(
                 very_bad=p.marks["very bad"],
             )
         )
+    return out
+
+
+def fair_play_evidence(
+    found: analysis_pb2.MatchAnalysis, players: tuple[str, ...]
+) -> dict[str, MatchEvidence]:
+    """Each of `players`' evidence from their seat's judged decisions (services/analysis/
+    fair_play.py): checker plays tested, cube decisions summed apart."""
+    out = {}
+    for seat, player in enumerate(found.player_ids):
+        if player not in players:
+            continue
+        mine = [d for d in found.decisions if d.seat == seat]
+        moves = [Evidence(d.gap, d.lost, d.think_ms) for d in mine if d.kind == "move"]
+        cube = [d.lost for d in mine if d.kind != "move"]
+        if moves:
+            out[player] = match_evidence(moves, cube)
     return out

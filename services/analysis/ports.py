@@ -3,11 +3,12 @@ speaks in. The service's is services/analysis/adapters/sql_analyses.py (SQLite o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from bg.analysis.v1 import analysis_pb2
+from services.analysis.fair_play import MatchEvidence
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,11 @@ class AnalysisRepository(Protocol):
         profile: str,
         trended: Sequence[str],
         now_ms: int,
+        fair_play: Mapping[str, MatchEvidence] | None = None,
     ) -> bool:
-        """Store a match's analysis once, and the error rates of its `trended` players; False
-        when it was stored already."""
+        """Store a match's analysis once, the error rates of its `trended` players and the
+        fair-play evidence of its tested ones (their test moved on, a flag raised when it
+        reaches the threshold and none is open); False when it was stored already."""
         ...
 
     async def fail(self, failed: analysis_pb2.MatchAnalysis, now_ms: int) -> bool:
@@ -66,4 +69,18 @@ class AnalysisRepository(Protocol):
     async def population(self, min_decisions: int) -> list[float]:
         """Every trended player's error rate (thousandths a decision, over all their matches)
         who has at least `min_decisions` judged decisions, lowest first."""
+        ...
+
+    async def flags(
+        self, state: str, limit: int, player: str = "", flag_id: int = 0
+    ) -> list[analysis_pb2.FairPlayFlag]:
+        """Flags in `state` ("all": any), oldest first, each with its matches; only `player`'s
+        or the one `flag_id` when given."""
+        ...
+
+    async def decide(
+        self, flag_id: int, decision: str, operator: str, reason: str, now_ms: int
+    ) -> analysis_pb2.FairPlayFlag:
+        """An open flag decided; its player's test starts again from 0 (UNKNOWN_FLAG,
+        ALREADY_DECIDED)."""
         ...

@@ -31,6 +31,7 @@ class _Open:
     moves: list[int] = field(default_factory=list)  # per action, its index in the move list
     dice: list[tuple[int, int] | None] = field(default_factory=lambda: [None, None])
     clock_plays: list[bool] = field(default_factory=lambda: [False, False])  # by seat
+    rolled_ms: list[int] = field(default_factory=lambda: [0, 0])  # by seat: the roll's time
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,10 @@ def record_of(moves: Sequence[events_pb2.TableEvent]) -> Record:
             continue
         elif kind == "opening_roll" and body.starter in (0, 1):
             game.dice[body.starter] = (body.dice[body.starter], body.dice[1 - body.starter])
+            game.rolled_ms[body.starter] = ev.at_ms
         elif kind == "dice_rolled":
             game.dice[body.seat] = (body.dice[0], body.dice[1])
+            game.rolled_ms[body.seat] = ev.at_ms
         elif kind in ("turn_ended", "turn_passed"):
             dice = game.dice[body.seat]
             game.dice[body.seat] = None
@@ -67,7 +70,10 @@ def record_of(moves: Sequence[events_pb2.TableEvent]) -> Record:
             )
             judged = not game.clock_plays[body.seat]
             game.clock_plays[body.seat] = False
-            _add(game, Turn(body.seat, dice, steps, judged), index)
+            # The time to decide: from the roll (the first, when a turn was taken back) to the play.
+            rolled = game.rolled_ms[body.seat]
+            think = max(0, ev.at_ms - rolled) if rolled and ev.at_ms else 0
+            _add(game, Turn(body.seat, dice, steps, judged, think), index)
         elif kind == "timed_out" and body.clock in CLOCK_PLAYS:
             game.clock_plays[body.seat] = True  # the turn's play that follows is the server's
         elif kind == "turn_taken_back":

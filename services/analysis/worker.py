@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from bg.analysis.v1 import analysis_pb2
-from services.analysis.judge import Facts, facts_of, judge
+from services.analysis.judge import Facts, facts_of, fair_play_evidence, judge
 from services.analysis.ports import AnalysisRepository
 
 log = logging.getLogger("bg.analysis")
@@ -110,7 +110,8 @@ class Worker:
             log.error("match not analysable", extra={"match_id": claimed.match_id, "why": str(exc)})
             await self._fail(facts, str(exc))
             return True
-        stored = await self.store.finish(found, facts.profile, facts.trended, _now_ms())
+        evidence = fair_play_evidence(found, facts.tested)
+        stored = await self.store.finish(found, facts.profile, facts.trended, _now_ms(), evidence)
         self._count("done" if stored else "duplicate")
         if self.metrics is not None and stored:
             self.metrics.decisions.inc(len(found.decisions))

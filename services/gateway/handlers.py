@@ -341,6 +341,8 @@ class GatewayHandlers:
                 if err.status in REFUSED:
                     raise unknown from None
                 raise
+        for decision in found.decisions:  # fair-play evidence (issue 61) is for operators only
+            decision.think_ms = 0
         return found
 
     async def SendChat(

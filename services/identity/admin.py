@@ -31,6 +31,7 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from services.common import request_bounds
 from services.common.errors import (
     InvalidArgument,
+    NotFound,
     PermissionDenied,
     ServiceError,
     Unauthenticated,
@@ -80,7 +81,8 @@ def parse_operator_keys(spec: str) -> dict[str, str]:
 ACTIONS = frozenset({
     "lookup", "adjust", "ban", "unban", "close_table", "stale_escrows", "replay", "audit",
     "chat_reports", "chat_resolve", "chat_remove", "chat_silence", "tournament_create",
-    "tournament_cancel", "stale_pools", "pool_refund", "restrict", "unrestrict",
+    "tournament_cancel", "stale_pools", "pool_refund", "restrict", "unrestrict", "review",
+    "review_decide",
 })  # fmt: skip
 
 
@@ -419,6 +421,53 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             }
 
         return await self._audited(context, request, "unrestrict", "player_id", act)
+
+    @grpc_errors
+    async def ListFlags(
+        self, request: analysis_pb2.ListFlagsRequest, context: Context
+    ) -> analysis_pb2.ListFlagsResponse:
+        async def act(_: str) -> tuple[analysis_pb2.ListFlagsResponse, Detail]:
+            found = await remote_call(self.analyses.ListFlags(request, timeout=10))
+            return found, {"flags": len(found.flags), "state": request.state or "open"}
+
+        return await self._audited(context, request, "review", "", act)
+
+    @grpc_errors
+    async def DecideFlag(
+        self, request: admin_pb2.DecideFlagRequest, context: Context
+    ) -> analysis_pb2.FairPlayFlag:
+        async def act(operator: str) -> tuple[analysis_pb2.FairPlayFlag, Detail]:
+            reason = bounds.reason(request.reason)
+            if request.decision not in ("clear", "restrict", "ban"):
+                raise InvalidArgument(
+                    "INVALID_DECISION", "decision is clear, restrict or ban", field="decision"
+                )
+            asked = analysis_pb2.ListFlagsRequest(state="open", limit=1, flag_id=request.flag_id)
+            found = await remote_call(self.analyses.ListFlags(asked, timeout=10))
+            if request.flag_id <= 0 or not found.flags:
+                raise NotFound("UNKNOWN_FLAG", f"no open fair-play flag {request.flag_id}")
+            player = found.flags[0].player_id
+            # The action first, then the flag's record: a decision whose record failed is
+            # asked again, and restricting or banning twice changes nothing.
+            if request.decision == "restrict":
+                await self.accounts.restrict(player, operator, reason)
+                await self.bans.restrict(player)
+            elif request.decision == "ban":
+                await self.accounts.ban(player, operator, reason)
+                await self.bans.ban(player)
+                await self._leave_all(player)
+            decided = await remote_call(
+                self.analyses.DecideFlag(
+                    analysis_pb2.RecordDecisionRequest(
+                        flag_id=request.flag_id, decision=request.decision, operator=operator,
+                        reason=reason,
+                    ),
+                    timeout=10,
+                )
+            )  # fmt: skip
+            return decided, {"player_id": player, "decision": request.decision}
+
+        return await self._audited(context, request, "review_decide", "flag_id", act)
 
     @grpc_errors
     async def CloseTable(

@@ -171,3 +171,30 @@ def test_an_illegal_record_is_refused_with_a_value_error() -> None:
     first.turn_ended.steps[0].to = 1  # a step no die makes
     with pytest.raises(ValueError):
         judge(end.SerializeToString())
+
+
+def test_a_decisions_think_time_runs_from_its_roll_to_its_play_and_its_gap_is_0plys(
+    judged: Judged,
+) -> None:
+    """Issue 61, item 2: the fair-play evidence of each checker play: the time from the roll (or
+    the opening roll, for the starter) to the play, from the events' timestamps, and how far
+    0-ply's best play stood above its second."""
+    end, found = judged
+    moves = list(end.match_ended.moves)
+    for i, ev in enumerate(moves):  # a second a roll, and the play 700 ms after its roll
+        ev.at_ms = 1_000_000 + 1000 * i
+        if ev.WhichOneof("body") == "turn_ended":
+            ev.at_ms = moves[i - 1].at_ms + 700
+    del end.match_ended.moves[:]
+    end.match_ended.moves.extend(moves)
+    timed = judge(end.SerializeToString())
+    checker = [d for d in timed.decisions if d.kind == "move"]
+    assert checker and all(d.gap >= 0 for d in checker) and any(d.gap > 0 for d in checker)
+    rolled = {"dice_rolled", "opening_roll"}
+    for d in checker:
+        before = moves[d.move_index - 1].WhichOneof("body")
+        if before in rolled:  # the play straight after its roll
+            assert d.think_ms == 700
+        else:
+            assert d.think_ms > 0
+    assert [d.gap for d in timed.decisions] == [d.gap for d in found.decisions]

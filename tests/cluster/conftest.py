@@ -53,6 +53,9 @@ def cluster(
         "BG_TOKEN_SECRET": SECRET,
         "BG_BOTS_SECRET": BOTS_SECRET,
         "BG_RATE_PER_S": "500",
+        # Every tested player is flagged after one match: the review queue's plumbing on a real
+        # match (the test's statistics: tests/analysis/test_fair_play.py, the simulation).
+        "BG_FAIR_PLAY_THRESHOLD": "0",
     }
     args = ("--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap)
     with running_cluster(data, env, *args) as state:

@@ -212,6 +212,87 @@ async def test_a_restricted_player_finishes_the_match_then_plays_casual_unrated_
         assert ("unrestrict", eve.player_id, "appeal upheld", "ok") in rows
 
 
+async def test_a_flagged_player_is_reviewed_from_the_queue_with_the_evidence_of_a_real_match(
+    cluster: dict[str, Any],
+    ops: grpc.aio.Channel,
+) -> None:
+    """Issue 61, items 2 and 4: a scored match played out through the cluster is analysed, each
+    player's evidence kept (decisions by difficulty, the best found, think times from the
+    events' timestamps); the test flags them (this cluster's threshold is 0: every tested player,
+    to check the path); an operator lists the queue, restricts one (RESTRICTED at once) and
+    clears the other (gone from the queue), each decision audited with its reason; a bad
+    decision or an unknown flag is refused and audited. Players never see the think times."""
+    from bg.analysis.v1 import analysis_pb2
+
+    async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        ann = Player(ch, f"ann{uuid.uuid4().hex[:6]}", seed=5)
+        bob = Player(ch, f"bob{uuid.uuid4().hex[:6]}", seed=6)
+        await ann.login()
+        await bob.login()
+        table = await ann.create_table(table_pb2.TableOptions(profile="scored", match_length=1))
+        await bob.join(table.code)
+        await asyncio.gather(ann.play(table.table_id, 240), bob.play(table.table_id, 240))
+        match_id = f"{table.table_id}-1"
+        admin, auth = await _operator(cluster, ops)
+        flags: dict[str, Any] = {}
+        for _ in range(600):  # the analysis comes off the event stream (bounded: ~120 s)
+            for p in (ann, bob):
+                listed = await admin.ListFlags(
+                    analysis_pb2.ListFlagsRequest(player_id=p.player_id), metadata=auth
+                )
+                if listed.flags:
+                    flags[p.player_id] = listed.flags[0]
+            if len(flags) == 2:
+                break
+            await asyncio.sleep(0.2)
+        assert set(flags) == {ann.player_id, bob.player_id}
+        for flag in flags.values():
+            (match,) = flag.matches
+            assert match.match_id == match_id and match.profile == "scored"
+            assert match.decisions > 0 and match.close + match.clear <= match.decisions
+            assert 0 <= match.close_best <= match.close and 0 <= match.clear_best <= match.clear
+            assert match.close_think_ms > 0 or match.clear_think_ms > 0  # from the timestamps
+            assert flag.state == "open" and flag.threshold == 0
+        shown = await ann.stub.GetAnalysis(
+            analysis_pb2.GetAnalysisRequest(match_id=match_id), metadata=ann.auth
+        )
+        moves = [d for d in shown.decisions if d.kind == "move"]
+        assert moves and all(d.think_ms == 0 for d in moves) and any(d.gap > 0 for d in moves)
+
+        async def decide(flag_id: int, decision: str, reason: str) -> Any:
+            return await admin.DecideFlag(
+                admin_pb2.DecideFlagRequest(flag_id=flag_id, decision=decision, reason=reason),
+                metadata=auth,
+            )
+
+        asks = ((flags[ann.player_id].flag_id, "pardon", "INVALID_DECISION"),
+                (10**9, "clear", "UNKNOWN_FLAG"))  # fmt: skip
+        for flag_id, decision, code in asks:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await decide(flag_id, decision, "bad ask")
+            assert error_of(refused.value).code == code
+        held = await decide(flags[ann.player_id].flag_id, "restrict", "flat times, review 61")
+        assert (held.state, held.reason) == ("restricted", "flat times, review 61")
+        with pytest.raises(grpc.aio.AioRpcError) as stake:
+            await ann.create_table(table_pb2.TableOptions(profile="scored", match_length=1))
+        assert error_of(stake.value).code == "RESTRICTED"
+        cleared = await decide(flags[bob.player_id].flag_id, "clear", "a known strong player")
+        assert cleared.state == "cleared" and cleared.decided_by == cluster["admin"]["name"]
+        left = await admin.ListFlags(
+            analysis_pb2.ListFlagsRequest(player_id=bob.player_id), metadata=auth
+        )
+        assert left.flags == []
+        with pytest.raises(grpc.aio.AioRpcError) as twice:
+            await decide(flags[bob.player_id].flag_id, "ban", "again")
+        assert error_of(twice.value).code == "UNKNOWN_FLAG"  # decided: not in the queue
+        log = await admin.ListAudit(admin_pb2.ListAuditRequest(limit=100), metadata=auth)
+        rows = [(e.action, e.target, e.reason, e.outcome) for e in log.entries]
+        assert ("review_decide", str(held.flag_id), "flat times, review 61", "ok") in rows
+        assert ("review_decide", str(cleared.flag_id), "a known strong player", "ok") in rows
+        assert ("review_decide", "1000000000", "bad ask", "UNKNOWN_FLAG") in rows
+        assert any(r[0] == "review" and r[3] == "ok" for r in rows)
+
+
 async def test_credits_debits_lookups_and_a_stuck_table_are_audited(
     cluster: dict[str, Any],
     ops: grpc.aio.Channel,
