@@ -148,22 +148,36 @@ class Player:
     delta: float  # how much longer they think on a decision that looks close (in sigmas)
     program: str = "gnubg 2-ply"
 
-    def decide(self, d: Judged, rng: random.Random) -> Evidence:
-        looks_close = d.gap * math.exp(rng.gauss(0, 0.6)) < fair_play.CLEAR_GAP
-        assisted = (
+    def looks_close(self, gap: float, rng: random.Random) -> bool:
+        """Whether the decision looks close to them: their eye for it is noisy."""
+        return gap * math.exp(rng.gauss(0, 0.6)) < fair_play.CLEAR_GAP
+
+    def assisted(self, looks_close: bool, rng: random.Random) -> bool:
+        return (
             self.kind == "full"
             or (self.kind == "half" and rng.random() < 0.5)
             or (self.kind == "hard" and looks_close)
         )
+
+    def think_ms(self, assisted: bool, looks_close: bool, rng: random.Random) -> float:
+        """A relayed answer takes about as long whatever the decision; a person's own, longer
+        on what looks close to them."""
+        if assisted:
+            return math.exp(math.log(self.base_ms) + 0.2 + rng.gauss(0, 0.35))
+        shift = self.delta * 0.45 / 2
+        return math.exp(
+            math.log(self.base_ms) + (shift if looks_close else -shift) + rng.gauss(0, 0.45)
+        )
+
+    def decide(self, d: Judged, rng: random.Random) -> Evidence:
+        looks_close = self.looks_close(d.gap, rng)
+        assisted = self.assisted(looks_close, rng)
         if assisted:
             chosen = PROGRAMS[self.program](d, rng)
-            log_ms = math.log(self.base_ms) + 0.2 + rng.gauss(0, 0.35)
         else:
             chosen = softmax_choice(d.gnubg_zero, self.temperature, rng)
-            shift = self.delta * 0.45 / 2
-            log_ms = math.log(self.base_ms) + (shift if looks_close else -shift)
-            log_ms += rng.gauss(0, 0.45)
-        return Evidence(d.gap, d.lost[chosen], max(1, int(math.exp(log_ms))))
+        think = self.think_ms(assisted, looks_close, rng)
+        return Evidence(d.gap, d.lost[chosen], max(1, int(think)))
 
 
 def honest_population(count: int, rng: random.Random) -> list[Player]:

@@ -234,10 +234,11 @@ class PlaySession:
         self,
         decide: Callable[[table_pb2.TableView], table_pb2.Command | None],
         timeout_s: float = 300.0,
-        think_s: float = 0.0,
+        think_s: float | Callable[[table_pb2.Command], float] = 0.0,
     ) -> table_pb2.TableView:
         """Act on every pushed view until the match is over; returns the last view. With
-        `think_s`, wait that long before each command, as a person would (load tests)."""
+        `think_s`, wait that long before each command, as a person would (load tests); a
+        function of the command says how long for each (a simulated person's think times)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
@@ -252,8 +253,9 @@ class PlaySession:
             if cmd is None:
                 await self.wait_newer(v.seq, left)
                 continue
-            if think_s:
-                await asyncio.sleep(min(think_s, left))
+            pause = think_s(cmd) if callable(think_s) else think_s
+            if pause:
+                await asyncio.sleep(min(pause, left))
                 if self.view is not v:
                     continue  # the table moved on meanwhile (a clock): decide afresh
             try:

@@ -8,6 +8,7 @@ import asyncio
 import random
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -31,7 +32,7 @@ class Player:
         name: str,
         strategy: str = "normal",
         seed: int = 0,
-        think_s: float = 0.0,
+        think_s: float | Callable[[table_pb2.Command], float] = 0.0,
     ) -> None:
         self.stub = gateway_pb2_grpc.GatewayServiceStub(channel)
         self.name = name

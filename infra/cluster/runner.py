@@ -56,6 +56,7 @@ WS_OFFSET = 30  # gateway WebSocket: N+30 (50080 by default), gateway-i at N+29+
 VALKEY_CLUSTER_OFFSET = 60  # --valkey-cluster nodes: N+60.. (50110.. by default)
 VALKEY_BUS_OFFSET = 100  # and their cluster bus ports: N+100..
 PROMETHEUS_OFFSET = 40  # --prometheus: N+40 (50090 by default)
+CONSOLE_OFFSET = 50  # identity's operators' console: N+50 (50100 by default), identity-i N+49+i
 STATE_FILE = "cluster.json"
 DRILLS = "drills"  # <data>/drills/<process>.json: settings a drill gives a process's next start
 LOOPBACK = "127.0.0.1"
@@ -115,6 +116,7 @@ class Instance:
     metrics_port: int
     process: ManagedProcess | None = None
     ws_port: int = 0  # gateway: the WebSocket API for browsers
+    console_port: int = 0  # identity: the operators' web console
     host: str = LOOPBACK  # its address (its test host's, with --hosts)
 
     @property
@@ -236,6 +238,8 @@ class Cluster:
                 )
                 if service == "gateway":
                     inst.ws_port = self._port(WS_OFFSET + i)
+                if service == "identity":
+                    inst.console_port = self._port(CONSOLE_OFFSET + i)
                 plan.append(inst)
         return plan
 
@@ -281,6 +285,8 @@ class Cluster:
         env.setdefault("BG_LOG_FORMAT", os.environ.get("BG_LOG_FORMAT", "text"))
         if inst.ws_port:
             env["BG_WS_PORT"] = str(inst.ws_port)
+        if inst.console_port:
+            env["BG_CONSOLE_PORT"] = str(inst.console_port)
         env["BG_KAFKA_LOG"] = self.config.kafka_log
         # Each generation has a partition per replica of its busiest consumer; each replica
         # reads its share of them.
@@ -545,6 +551,7 @@ class Cluster:
                     "address": i.address,
                     "metrics": f"http://{i.host}:{i.metrics_port}/metrics",
                     "ws": f"ws://{i.host}:{i.ws_port}/" if i.ws_port else "",
+                    "console": f"http://{i.host}:{i.console_port}/" if i.console_port else "",
                     "pid": i.process.pid if i.process else None,
                     "exited": i.process.returncode if i.process else None,
                     "restarts": self.supervisor.restarts(i.name),
@@ -593,6 +600,11 @@ class Cluster:
             ("browser client", f"http://{i.host}:{i.ws_port}/", "")
             for i in self.instances
             if i.ws_port
+        ]
+        rows += [
+            ("operators' console", f"http://{i.host}:{i.console_port}/", "")
+            for i in self.instances
+            if i.console_port
         ]
         rows += [("valkey", self.redis_url, ""), ("kafka", self.kafka_bootstrap, "")]
         if self.prometheus_port:

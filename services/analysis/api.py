@@ -109,6 +109,17 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
         return analysis_pb2.ListFlagsResponse(flags=flags, threshold=self.threshold)
 
     @grpc_errors
+    async def PlayerEvidence(
+        self, request: analysis_pb2.PlayerTrendRequest, context: Context
+    ) -> analysis_pb2.PlayerEvidenceResponse:
+        if not request.player_id or len(request.player_id) > 100:
+            raise InvalidArgument("INVALID_ID", "player_id is 1..100 characters", field="player_id")
+        limit = request.limit or 50
+        if not 1 <= limit <= 200:
+            raise InvalidArgument("INVALID_LIMIT", "limit is 1..200", field="limit")
+        return await self.store.evidence(request.player_id, limit)
+
+    @grpc_errors
     async def DecideFlag(
         self, request: analysis_pb2.RecordDecisionRequest, context: Context
     ) -> analysis_pb2.FairPlayFlag:

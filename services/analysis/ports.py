@@ -78,6 +78,10 @@ class AnalysisRepository(Protocol):
         or the one `flag_id` when given."""
         ...
 
+    async def evidence(self, player: str, limit: int) -> analysis_pb2.PlayerEvidenceResponse:
+        """The player's fair-play evidence, newest first, and the test's value now."""
+        ...
+
     async def decide(
         self, flag_id: int, decision: str, operator: str, reason: str, now_ms: int
     ) -> analysis_pb2.FairPlayFlag:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping
+from pathlib import Path
 
 import grpc
 from websockets.asyncio.server import serve
@@ -21,6 +22,7 @@ from services.common import tracing
 from services.common.balanced import KEEPALIVE_OPTIONS, RECONNECT_OPTIONS, channel_to
 from services.common.deps import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
+from services.common.static_files import StaticFiles
 from services.common.store_clock import StoreClock, redis_times
 from services.common.tokens import TokenSigner, parse_keys
 from services.contracts import peers
@@ -46,11 +48,11 @@ from services.gateway.rate_limits import RateLimits
 from services.gateway.replica_channels import ReplicaChannels
 from services.gateway.settings import load_settings
 from services.gateway.sign_in import SignIn
-from services.gateway.static_files import StaticFiles
 from services.gateway.table_calls import TableCalls
 from services.gateway.table_owners import TableOwners
 from services.gateway.ws import MAX_MESSAGE, WsGateway
 
+WEB_DIR = Path(__file__).with_name("web")  # the browser client (docs/browser-client.md)
 SERVICE_NAME = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
 log = logging.getLogger("bg.gateway")
 # A replica that died is found by keepalive, and one that came back is reconnected within a
@@ -167,7 +169,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             settings.host,
             settings.ws_port,
             max_size=MAX_MESSAGE,
-            process_request=StaticFiles(),
+            process_request=StaticFiles(WEB_DIR),
         )
         app.ports["ws"] = ws_server.sockets[0].getsockname()[1]
 

@@ -82,7 +82,7 @@ ACTIONS = frozenset({
     "lookup", "adjust", "ban", "unban", "close_table", "stale_escrows", "replay", "audit",
     "chat_reports", "chat_resolve", "chat_remove", "chat_silence", "tournament_create",
     "tournament_cancel", "stale_pools", "pool_refund", "restrict", "unrestrict", "review",
-    "review_decide",
+    "review_decide", "tournaments",
 })  # fmt: skip
 
 
@@ -299,7 +299,8 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             record = admin_pb2.PlayerRecord(
                 player_id=player, balance=balance.balance, ledger=ledger.entries,
                 tables=tables.tables, profile=profile, matches=matches.matches,
-                error_trend=await self._trend(player), **account,
+                error_trend=await self._trend(player), fair_play=await self._evidence(player),
+                **account,
             )  # fmt: skip
             return record, {}
 
@@ -317,6 +318,18 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         except ServiceError as err:
             log.warning("no error-rate trend", extra={"player_id": player, "why": err.code})
             return analysis_pb2.PlayerTrendResponse()
+
+    async def _evidence(self, player: str) -> analysis_pb2.PlayerEvidenceResponse:
+        """The fair-play test's evidence; empty when the analysis service is out of reach."""
+        try:
+            return await remote_call(
+                self.analyses.PlayerEvidence(
+                    analysis_pb2.PlayerTrendRequest(player_id=player, limit=50), timeout=5
+                )
+            )
+        except ServiceError as err:
+            log.warning("no fair-play evidence", extra={"player_id": player, "why": err.code})
+            return analysis_pb2.PlayerEvidenceResponse()
 
     @grpc_errors
     async def Adjust(
@@ -495,6 +508,16 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             return found, {"tournament_id": found.tournament_id, "kind": found.kind}
 
         return await self._audited(context, request, "tournament_create", "", act)
+
+    @grpc_errors
+    async def ListTournaments(
+        self, request: matchmaking_pb2.ListTournamentsRequest, context: Context
+    ) -> matchmaking_pb2.ListTournamentsResponse:
+        async def act(_: str) -> tuple[matchmaking_pb2.ListTournamentsResponse, Detail]:
+            found = await remote_call(self.lobby.ListTournaments(request, timeout=10))
+            return found, {"tournaments": len(found.tournaments)}
+
+        return await self._audited(context, request, "tournaments", "", act)
 
     @grpc_errors
     async def CancelTournament(

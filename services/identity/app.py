@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
+from websockets.asyncio.server import serve
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.analysis.v1 import analysis_pb2_grpc
@@ -30,6 +31,7 @@ from services.common.deps import redis_check, redis_client, sql_check, sql_engin
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.common.shared_limits import SharedLimiter
+from services.common.static_files import StaticFiles
 from services.common.store_clock import StoreClock, redis_times
 from services.common.tokens import TokenSigner
 from services.contracts import peers
@@ -50,6 +52,7 @@ from services.identity.api import IdentityServicer
 from services.identity.ban_list import BanList
 from services.identity.chat import ChatRoom
 from services.identity.chat_moderation import ChatModeration
+from services.identity.console import MAX_MESSAGE, Console
 from services.identity.friends import Friends
 from services.identity.player_names import PlayerNames
 from services.identity.seating import Seatings
@@ -61,6 +64,7 @@ from services.identity.social_api import SocialServicer
 SERVICE_NAME = identity_pb2.DESCRIPTOR.services_by_name["IdentityService"].full_name
 SOCIAL_NAME = social_pb2.DESCRIPTOR.services_by_name["SocialService"].full_name
 ADMIN_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
+CONSOLE_DIR = Path(__file__).with_name("console")  # the operators' web console's page
 MIGRATIONS = Path(__file__).with_name("migrations")  # the accounts, bans and audit tables
 log = logging.getLogger("bg.identity")
 
@@ -150,10 +154,32 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         # The record's restrictions back into Redis (derived state a flush may have lost).
         app.background.spawn("restrictions", _restore_restrictions(accounts, redis, app))
 
+        await _serve_console(app, settings.host, settings.console_port)
+
     app.register = register
     app.checks += [sql_check(engine), redis_check(redis)]
     app.on_start.append(start)
     return app
+
+
+async def _serve_console(app: ServiceApp, host: str, port: int) -> None:
+    """The operators' console: its page and a WebSocket carrying the admin API's calls to this
+    replica's own AdminService (services/identity/console.py)."""
+    own = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host  # a test host's own address
+    loopback = grpc.aio.insecure_channel(f"{own}:{app.ports['grpc']}")
+    server = await serve(
+        Console(loopback).handle, host, port, max_size=MAX_MESSAGE,
+        process_request=StaticFiles(CONSOLE_DIR),
+    )  # fmt: skip
+    app.ports["console"] = server.sockets[0].getsockname()[1]
+
+    async def close() -> None:
+        server.close()
+        await server.wait_closed()
+        await loopback.close(None)
+
+    app.closes(close)
+    log.info("console listening", extra={"console_port": app.ports["console"]})
 
 
 async def _restore_restrictions(accounts: Accounts, redis: Any, app: ServiceApp) -> None:

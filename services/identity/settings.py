@@ -47,8 +47,17 @@ class IdentitySettings(ServiceSettings):
         "What some operators may do, name=right+right pairs separated by commas, a right being "
         "an audit action (lookup, adjust, ban, unban, close_table, stale_escrows, replay, "
         "audit, chat_reports, chat_resolve, chat_remove, chat_silence, tournament_create, "
-        "tournament_cancel, stale_pools, pool_refund): e.g. loadtest=adjust+lookup. An operator "
-        "not named here may do everything.",
+        "tournament_cancel, stale_pools, pool_refund, restrict, unrestrict, review, "
+        "review_decide, tournaments): e.g. loadtest=adjust+lookup. An operator not named here "
+        "may do everything.",
+    )
+    console_port: int = setting(
+        "BG_CONSOLE_PORT",
+        8082,
+        "HTTP and WebSocket port of the operators' web console (docs/operations.md): its page "
+        "and the admin API's calls over one WebSocket (0 = any free port).",
+        min=0,
+        max=65535,
     )
     operator_secret: str = setting(
         "BG_OPERATOR_SECRET",

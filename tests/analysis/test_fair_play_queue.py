@@ -102,6 +102,12 @@ async def test_a_flag_is_raised_once_with_its_evidence_and_a_cleared_player_star
     (again,) = (await stub.ListFlags(analysis_pb2.ListFlagsRequest())).flags
     assert again.flag_id != flag.flag_id
     assert [m.match_id for m in again.matches] == ["m5", "m6", "m7"]
+    mine = await stub.PlayerEvidence(analysis_pb2.PlayerTrendRequest(player_id="ann", limit=3))
+    assert [m.match_id for m in mine.matches] == ["m7", "m6", "m5"]  # newest first
+    assert mine.statistic == pytest.approx(3 * step) and mine.open_flag == again.flag_id
+    assert mine.threshold == fair_play.THRESHOLD
+    nobody = await stub.PlayerEvidence(analysis_pb2.PlayerTrendRequest(player_id="zed"))
+    assert (list(nobody.matches), nobody.statistic, nobody.open_flag) == ([], 0.0, 0)
     every = await stub.ListFlags(analysis_pb2.ListFlagsRequest(state="all", player_id="ann"))
     assert [f.state for f in every.flags] == ["cleared", "open"]
     assert (await stub.ListFlags(analysis_pb2.ListFlagsRequest(player_id="bob"))).flags == []

@@ -29,6 +29,7 @@ def browser_cluster(data: Path, valkey_url: str, kafka_bootstrap: str) -> Iterat
         "BG_TOKEN_SECRET": "browser-token-secret-0123456789-abcdef",
         "BG_FRIENDS_REFRESH_S": "1",  # the pages see other players' presence change in a second
         "BG_ANALYSIS_POPULATION_S": "0",  # each page places its player among those before it
+        "BG_FAIR_PLAY_THRESHOLD": "0",  # every tested player flagged: the console's queue
     }
     args = ("--redis-url", valkey_url, "--kafka-bootstrap", kafka_bootstrap)
     with running_cluster(data, env, *args) as state:
@@ -42,6 +43,7 @@ def browser_cluster(data: Path, valkey_url: str, kafka_bootstrap: str) -> Iterat
             "operator": state["operator_token"],
             "admin": state["operator"],  # an operator's name and key (the admin API)
             "identity": identity["address"],  # where the admin API is served
+            "console": identity["console"],  # the operators' web console
             "data": data,  # the cluster's data directory (cluster.json: its processes)
         }
 

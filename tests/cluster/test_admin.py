@@ -225,7 +225,10 @@ async def test_a_flagged_player_is_reviewed_from_the_queue_with_the_evidence_of_
     from bg.analysis.v1 import analysis_pb2
 
     async with grpc.aio.insecure_channel(cluster["gateway"]) as ch:
+        # ann thinks 60 ms before each play (a roll or a confirm she sends at once): the times
+        # the evidence keeps are hers, from the events' timestamps.
         ann = Player(ch, f"ann{uuid.uuid4().hex[:6]}", seed=5)
+        ann.think_s = lambda cmd: 0.06 if cmd.HasField("submit_play") else 0.0
         bob = Player(ch, f"bob{uuid.uuid4().hex[:6]}", seed=6)
         await ann.login()
         await bob.login()
@@ -253,6 +256,9 @@ async def test_a_flagged_player_is_reviewed_from_the_queue_with_the_evidence_of_
             assert 0 <= match.close_best <= match.close and 0 <= match.clear_best <= match.clear
             assert match.close_think_ms > 0 or match.clear_think_ms > 0  # from the timestamps
             assert flag.state == "open" and flag.threshold == 0
+        (hers,) = flags[ann.player_id].matches
+        times = [t for t in (hers.close_think_ms, hers.clear_think_ms) if t]
+        assert times and min(times) >= 60
         shown = await ann.stub.GetAnalysis(
             analysis_pb2.GetAnalysisRequest(match_id=match_id), metadata=ann.auth
         )
@@ -276,6 +282,11 @@ async def test_a_flagged_player_is_reviewed_from_the_queue_with_the_evidence_of_
         with pytest.raises(grpc.aio.AioRpcError) as stake:
             await ann.create_table(table_pb2.TableOptions(profile="scored", match_length=1))
         assert error_of(stake.value).code == "RESTRICTED"
+        record = await admin.LookupPlayer(
+            admin_pb2.LookupPlayerRequest(player_id=ann.player_id), metadata=auth
+        )
+        assert [m.match_id for m in record.fair_play.matches] == [match_id]
+        assert record.fair_play.statistic == 0 and record.fair_play.open_flag == 0  # decided
         cleared = await decide(flags[bob.player_id].flag_id, "clear", "a known strong player")
         assert cleared.state == "cleared" and cleared.decided_by == cluster["admin"]["name"]
         left = await admin.ListFlags(

@@ -1064,3 +1064,166 @@ async def test_a_taken_name_is_said_and_the_account_keeps_its_saved_email(
     assert await first.locator("#link-email").input_value() == email
     await j.shot(first, "email-kept-after-reload")
     j.clean()
+
+
+LISTED = (  # a tournament of this name is on the console's Tournaments page
+    "n => [...document.querySelectorAll('section.tournament h3')]"
+    ".some(h => h.textContent.startsWith(n))"
+)
+
+
+async def test_an_operator_reviews_flags_a_player_reports_and_tournaments_in_the_console(
+    cluster: dict[str, Any], browser: Any
+) -> None:
+    """Issue 61, item 5: the operators' web console at 1280x800, by clicks. A wrong key is
+    refused in words; signed in, the review queue shows the two players of a scored match the
+    fair-play test flagged (this cluster's threshold is 0), each with its match's evidence; one
+    is restricted and the other cleared with reasons; the restricted player's page shows the
+    restriction, the balance, the error rate's course as a chart, the flag decided and the chat
+    report against the other; the report is resolved; a sit and go is created, filled from two
+    apps, its bracket drawn, and another cancelled; the audit log shows each decision under the
+    operator's name."""
+    from bg.gateway.v1 import gateway_pb2
+    from client.player import Player
+
+    async with grpc.aio.insecure_channel(cluster["grpc"]) as ch:
+        ann, bob = (
+            Player(ch, f"ann{next(_names)}", seed=5),
+            Player(ch, f"bob{next(_names)}", seed=6),
+        )
+        cam, dan, eve, fay = (Player(ch, f"{n}{next(_names)}", seed=7) for n in "cdef")
+        for p in (ann, bob, cam, dan, eve, fay):
+            await p.login()
+        table = await ann.create_table(table_pb2.TableOptions(profile="scored", match_length=1))
+        await bob.join(table.code)
+        rude = await bob.stub.SendChat(
+            gateway_pb2.SendChatRequest(
+                table_id=table.table_id, channel=gateway_pb2.CHAT_CHANNEL_TABLE, text="you cheat"
+            ),
+            metadata=bob.auth,
+        )
+        await ann.stub.ReportChat(
+            gateway_pb2.ReportChatRequest(
+                table_id=table.table_id, message_id=rude.message_id, reason="insult"
+            ),
+            metadata=ann.auth,
+        )
+        await asyncio.gather(ann.play(table.table_id, 240), bob.play(table.table_id, 240))
+
+        journey = Journey(browser, cluster["console"], "console", "wide")
+        context = await browser.new_context(viewport=SIZES["wide"])
+        page = await _tab(context, cluster["console"])
+        journey.pages.append(page)
+        admin = cluster["admin"]
+        await page.get_by_label("Operator name").fill(admin["name"])
+        await page.get_by_label("Key").fill("not-the-key-" + "x" * 40)
+        await page.get_by_role("button", name="Sign in", exact=True).click()
+        await page.wait_for_function("() => document.querySelector('#signin-error').textContent")
+        assert await page.locator("#signin-error").text_content() == "Wrong operator name or key."
+        await journey.shot(page, "wrong-key")
+        await page.get_by_label("Key").fill(admin["key"])
+        await page.get_by_role("button", name="Sign in", exact=True).click()
+        await page.wait_for_selector("#flags")
+
+        flag_of = {p.player_id: page.locator(f"section.flag:has(a:text-is('{p.player_id}'))")
+                   for p in (ann, bob)}  # fmt: skip
+        for _ in range(300):  # the analysis comes off the event stream
+            if all([await f.count() for f in flag_of.values()]):
+                break
+            await page.get_by_role("button", name="Review queue").click()
+            await page.wait_for_timeout(400)
+        for flag in flag_of.values():
+            assert await flag.locator("tbody tr").count() == 1  # the match's evidence
+            assert f"{table.table_id}-1" in (await flag.locator("tbody").text_content() or "")
+        await journey.shot(page, "queue")
+        ann_flag = flag_of[ann.player_id]
+        await ann_flag.get_by_role(
+            "button", name="Restrict", exact=True
+        ).click()  # no reason: refused
+        await _said(page, "give a reason")
+        await ann_flag.get_by_label("Reason").fill("flat times, review 61")
+        await ann_flag.get_by_role("button", name="Restrict", exact=True).click()
+        await _said(page, "restricted")
+        bob_flag = flag_of[bob.player_id]
+        await bob_flag.get_by_label("Reason").fill("a known strong player")
+        await bob_flag.get_by_role("button", name="Clear", exact=True).click()
+        await _said(page, "cleared")
+        assert (
+            await flag_of[ann.player_id].count() == 0 and await flag_of[bob.player_id].count() == 0
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as held:
+            await ann.create_table(table_pb2.TableOptions(profile="scored", match_length=1))
+        assert held.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+        await page.get_by_role("button", name="Player", exact=True).click()
+        await page.get_by_label("Player id").fill(ann.player_id)
+        await page.get_by_role("button", name="Look up", exact=True).click()
+        await page.wait_for_selector("#player-restriction")
+        restriction = await page.locator("#player-restriction").text_content() or ""
+        assert "flat times, review 61" in restriction
+        assert await page.locator("svg.course polyline").count() == 1  # the course, drawn
+        player_text = await page.locator("#player").text_content() or ""
+        assert "restricted" in player_text and f"{table.table_id}-1" in player_text
+        await journey.shot(page, "player")
+        await page.get_by_label("Player id").fill(bob.player_id)
+        await page.get_by_role("button", name="Look up", exact=True).click()
+        await page.wait_for_function(
+            "() => /you cheat/.test(document.querySelector('#player').textContent)"
+        )  # the report against bob, on his page
+
+        await page.get_by_role("button", name="Chat reports").click()
+        report = page.locator("section.report", has_text="you cheat")
+        await report.get_by_label("Reason").fill("warned")
+        await report.get_by_role("button", name="Resolve", exact=True).click()
+        await _said(page, "resolved")
+        assert await page.locator("section.report", has_text="you cheat").count() == 0
+
+        await page.get_by_role("button", name="Tournaments").click()
+        for name in ("Console cup", "Console cancelled"):
+            await page.locator("#t-name").fill(name)
+            await page.locator("#t-size").fill("4")
+            await page.locator("#t-lengths").fill("1,1")
+            await page.get_by_role("button", name="Create", exact=True).click()
+            try:
+                await page.wait_for_function(LISTED, arg=name)
+            except Exception:
+                raise AssertionError(await page.locator("#status").text_content()) from None
+        listed = await cam.stub.ListTournaments(
+            matchmaking_pb2.ListTournamentsRequest(status="registering"), metadata=cam.auth
+        )
+        cup = next(t for t in listed.tournaments if t.name == "Console cup")
+        field = [cam, dan, eve, fay]
+        for p in field:
+            await p.stub.RegisterTournament(
+                matchmaking_pb2.TournamentRequest(tournament_id=cup.tournament_id), metadata=p.auth
+            )
+        cancelled = page.locator("section.tournament", has_text="Console cancelled")
+        await cancelled.get_by_label("Reason").fill("a test of the console")
+        await cancelled.get_by_role("button", name="Cancel", exact=True).click()
+        await _said(page, "cancelled")
+        bracket = page.locator("section.tournament", has_text="Console cup").locator(".bracket")
+        await bracket.wait_for()
+        drawn = await bracket.text_content() or ""
+        assert all(p.player_id in drawn for p in field), drawn
+        await journey.shot(page, "tournaments")
+
+        await page.get_by_role("button", name="Audit log").click()
+        await page.wait_for_selector("#audit tbody tr")
+        audit = await page.locator("#audit").text_content() or ""
+        for words in ("review_decide", "flat times, review 61", "a known strong player",
+                      "tournament_cancel", "chat_resolve"):  # fmt: skip
+            assert words in audit
+        await journey.shot(page, "audit")
+        journey.clean()
+        await context.close()
+
+
+async def _said(page: Any, words: str) -> None:
+    """Wait for the console's status line to say `words` (a regular expression); fail with what
+    it says instead."""
+    try:
+        await page.wait_for_function(
+            "w => new RegExp(w).test(document.querySelector('#status').textContent)", arg=words
+        )
+    except Exception:
+        raise AssertionError(await page.locator("#status").text_content()) from None

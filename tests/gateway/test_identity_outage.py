@@ -58,7 +58,7 @@ async def test_an_identity_outage_costs_account_logins_only(
             accounts = ServiceHost(
                 identity(
                     {
-                        "BG_GRPC_PORT": str(port), "BG_METRICS_PORT": "0",
+                        "BG_GRPC_PORT": str(port), "BG_METRICS_PORT": "0", "BG_CONSOLE_PORT": "0",
                         "BG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'identity.db'}",
                         "BG_REDIS_URL": valkey_url,
                     }

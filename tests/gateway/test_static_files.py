@@ -7,7 +7,8 @@ from pathlib import Path
 from websockets.datastructures import Headers
 from websockets.http11 import Request
 
-from services.gateway.static_files import StaticFiles
+from services.common.static_files import StaticFiles
+from services.gateway.app import WEB_DIR
 
 
 def _get(files: StaticFiles, path: str, **headers: str) -> tuple[int, Headers, bytes] | None:
@@ -18,7 +19,7 @@ def _get(files: StaticFiles, path: str, **headers: str) -> tuple[int, Headers, b
 
 
 def test_serves_the_client_with_its_type_and_a_strict_policy() -> None:
-    files = StaticFiles()
+    files = StaticFiles(WEB_DIR)
     status, headers, body = _get(files, "/") or (0, Headers(), b"")
     assert status == 200 and b"<title>Backgammon</title>" in body
     assert headers["Content-Type"].startswith("text/html")
@@ -30,13 +31,13 @@ def test_serves_the_client_with_its_type_and_a_strict_policy() -> None:
 
 def test_the_page_has_an_icon() -> None:
     """Issue 27, item 10: a browser asks for /favicon.ico (it was a 404 on every page load)."""
-    status, headers, body = _get(StaticFiles(), "/favicon.ico") or (0, Headers(), b"")
+    status, headers, body = _get(StaticFiles(WEB_DIR), "/favicon.ico") or (0, Headers(), b"")
     assert status == 200 and headers["Content-Type"] == "image/x-icon"
     assert body[:4] == b"\x00\x00\x01\x00"  # an ICO file's header
 
 
 def test_a_websocket_upgrade_goes_through_to_the_api() -> None:
-    assert _get(StaticFiles(), "/", Upgrade="websocket", Connection="Upgrade") is None
+    assert _get(StaticFiles(WEB_DIR), "/", Upgrade="websocket", Connection="Upgrade") is None
 
 
 def test_nothing_outside_the_client_is_served(tmp_path: Path) -> None:

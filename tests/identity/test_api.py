@@ -38,6 +38,7 @@ async def _identity(db: Path, keys: str = "k1") -> AsyncIterator[Identity]:
         {
             "BG_GRPC_PORT": "0",
             "BG_METRICS_PORT": "0",
+            "BG_CONSOLE_PORT": "0",
             "BG_DATABASE_URL": f"sqlite+aiosqlite:///{db}",
             "BG_REFRESH_KEYS": keys,
         }

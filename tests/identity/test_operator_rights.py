@@ -29,7 +29,8 @@ async def _admin(tmp_path: Path, valkey_url: str) -> AsyncIterator[Any]:
     host = ServiceHost(
         build_app(
             {
-                "BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", "BG_REDIS_URL": valkey_url,
+                "BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", "BG_CONSOLE_PORT": "0",
+                "BG_REDIS_URL": valkey_url,
                 "BG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/identity.db",
                 "BG_OPERATOR_KEYS": f"admin={ADMIN},loadtest={LOADER}",
                 "BG_OPERATOR_RIGHTS": "loadtest=adjust+lookup",

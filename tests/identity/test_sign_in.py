@@ -36,7 +36,7 @@ async def _wallet(
     host = ServiceHost(
         wallet(
             {
-                "BG_GRPC_PORT": str(port), "BG_METRICS_PORT": "0",
+                "BG_GRPC_PORT": str(port), "BG_METRICS_PORT": "0", "BG_CONSOLE_PORT": "0",
                 "BG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/wallet.db",
                 "BG_KAFKA_BOOTSTRAP": kafka_bootstrap, "BG_WALLET_CONSUME": "false",
                 "BG_STARTER_GRANT": str(GRANT), "BG_WALLET_OPERATOR_TOKEN": "op",
@@ -58,7 +58,8 @@ async def _identity(
     host = ServiceHost(
         identity(
             {
-                "BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", "BG_REDIS_URL": valkey_url,
+                "BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", "BG_CONSOLE_PORT": "0",
+                "BG_REDIS_URL": valkey_url,
                 "BG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/identity.db",
                 "BG_WALLET_ADDR": f"127.0.0.1:{wallet_port}",
             }

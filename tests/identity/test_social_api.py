@@ -36,6 +36,7 @@ async def _identity(db: Path, redis_url: str) -> AsyncIterator[Social]:
         {
             "BG_GRPC_PORT": "0",
             "BG_METRICS_PORT": "0",
+            "BG_CONSOLE_PORT": "0",
             "BG_DATABASE_URL": f"sqlite+aiosqlite:///{db}",
             "BG_REDIS_URL": redis_url,
             "BG_FRIENDS_MAX": "30",

@@ -49,6 +49,7 @@ def _env(valkey_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
         "BG_GRPC_PORT": "0",
         "BG_METRICS_PORT": "0",
         "BG_WS_PORT": "0",  # the gateway's; its default (8081) may be another test's
+        "BG_CONSOLE_PORT": "0",  # the identity service's (8082)
         "BG_REDIS_URL": valkey_url,
         "BG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/db.sqlite",
         "BG_READINESS_INTERVAL_S": "0.05",

@@ -225,6 +225,28 @@ class SqlAnalyses:
             rows = (await conn.execute(query)).all()
             return [await self._flag(conn, row) for row in rows]
 
+    async def evidence(self, player: str, limit: int) -> analysis_pb2.PlayerEvidenceResponse:
+        async with self.engine.connect() as conn:
+            state = (
+                await conn.execute(
+                    select(fair_play_players).where(fair_play_players.c.player_id == player)
+                )
+            ).first()
+            rows = (
+                await conn.execute(
+                    select(fair_play_matches)
+                    .where(fair_play_matches.c.player_id == player)
+                    .order_by(fair_play_matches.c.seq.desc())
+                    .limit(limit)
+                )
+            ).all()
+        return analysis_pb2.PlayerEvidenceResponse(
+            matches=[_match(m) for m in rows],
+            statistic=state.statistic if state else 0.0,
+            threshold=self.threshold,
+            open_flag=state.open_flag if state else 0,
+        )
+
     async def _flag(self, conn: AsyncConnection, row: Any) -> analysis_pb2.FairPlayFlag:
         """A flag with its evidence: the player's matches from its run's first; an open flag's
         up to their latest (the reviewer sees what came after it too)."""

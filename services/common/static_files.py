@@ -1,8 +1,10 @@
-"""The browser client's files, served by the gateway on its WebSocket port.
+"""A web page's files, served on the WebSocket port it talks to: the browser client by the
+gateway (services/gateway/web/), the operators' console by the identity service
+(services/identity/console/).
 
-A browser loads `http://<gateway>:<ws port>/` and opens its WebSocket to the same origin, so the
+A browser loads `http://<host>:<ws port>/` and opens its WebSocket to the same origin, so the
 page needs no configuration and the Content-Security-Policy can say `'self'` for everything.
-Only the files present in `web/` when the server starts are served (read once into memory: a
+Only the files present in its directory when the server starts are served (read once into memory: a
 request can never name a path outside them); every other plain HTTP request is a 404, and a
 WebSocket upgrade goes on to the API.
 """
@@ -15,7 +17,6 @@ from typing import Any
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-WEB_DIR = Path(__file__).parent / "web"
 TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -38,7 +39,7 @@ SECURITY = {
 
 
 class StaticFiles:
-    def __init__(self, root: Path = WEB_DIR) -> None:
+    def __init__(self, root: Path) -> None:
         self.files: dict[str, tuple[str, bytes]] = {}
         for path in sorted(root.rglob("*")):
             if path.is_file() and path.suffix in TYPES:
