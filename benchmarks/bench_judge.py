@@ -172,7 +172,8 @@ def run(judges: dict[str, Judge] | None = None) -> None:
 
 def analysis_cpu(games: int = 6, seed: int = 5) -> None:
     """The whole analysis's CPU per decision (`evaluator.analysis.analyse`: the judge and each
-    roll's luck) on self-played games with a careless move one turn in three."""
+    roll's luck), and as the worker runs it (the luck left for the first reader), on self-played
+    games with a careless move one turn in three."""
     from evaluator.analysis import Game, Turn, analyse
 
     rng = random.Random(seed)
@@ -193,12 +194,13 @@ def analysis_cpu(games: int = 6, seed: int = 5) -> None:
                 actions.append(Turn(seat, dice, ()))
             pos, seat = pos.flip(), 1 - seat
         record.append(Game((0, 0), False, tuple(actions)))
-    started = time.process_time()
-    found = analyse(record, 1)
-    took = time.process_time() - started
-    per = 1000 * took / len(found.decisions)
-    count = len(found.decisions)
-    print(f"   the analysis: {count} decisions in {took:.2f} s of CPU, {per:.1f} ms each")
+    for luck, what in ((True, "with each roll's luck"), (False, "as the worker runs it")):
+        started = time.process_time()
+        found = analyse(record, 1, luck=luck)
+        took = time.process_time() - started
+        per = 1000 * took / len(found.decisions)
+        count = len(found.decisions)
+        print(f"   the analysis {what}: {count} decisions, {took:.2f} s of CPU, {per:.1f} ms each")
 
 
 if __name__ == "__main__":

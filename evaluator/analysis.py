@@ -113,8 +113,13 @@ class Analysis:
 
 
 def analyse(
-    games: Sequence[Game], match_length: int, evaluator: Evaluator | None = None
+    games: Sequence[Game],
+    match_length: int,
+    evaluator: Evaluator | None = None,
+    luck: bool = True,
 ) -> Analysis:
+    """The match judged. Without `luck` each roll's luck is left None (`roll_luck` works it out
+    later: two thirds of the CPU, for an analysis nobody may read)."""
     ev = evaluator or default()
     decisions: list[Decision] = []
     players = (PlayerSummary(), PlayerSummary())
@@ -125,7 +130,7 @@ def analyse(
             seat = action.seat
             pos = Position(sides[seat], sides[1 - seat])
             if isinstance(action, Turn):
-                found = _turn(ev, number, pos, action) if action.judged else None
+                found = _turn(ev, number, pos, action, luck) if action.judged else None
                 after = pos
                 for step in action.steps:
                     after = apply_step(after, step)
@@ -157,7 +162,7 @@ def analyse(
     return Analysis(tuple(decisions), players)
 
 
-def _turn(ev: Evaluator, game: int, pos: Position, turn: Turn) -> Decision | None:
+def _turn(ev: Evaluator, game: int, pos: Position, turn: Turn, luck: bool) -> Decision | None:
     played_result = pos
     for step in turn.steps:
         played_result = apply_step(played_result, step)
@@ -174,12 +179,12 @@ def _turn(ev: Evaluator, game: int, pos: Position, turn: Turn) -> Decision | Non
     return Decision(
         game, turn.seat, "move", pos.gnubg_id(), turn.dice,
         format_steps(pos, turn.steps), best.play.notation(pos), lost, mark(lost),
-        luck=_luck(ev, pos, turn.dice), best_steps=best.play.steps,
+        luck=roll_luck(ev, pos, turn.dice) if luck else None, best_steps=best.play.steps,
         gap=distinct[0].equity - distinct[1].equity, think_ms=turn.think_ms,
     )  # fmt: skip
 
 
-def _luck(ev: Evaluator, pos: Position, dice: tuple[int, int]) -> float:
+def roll_luck(ev: Evaluator, pos: Position, dice: tuple[int, int]) -> float:
     """The roll's worth: the best play's 0-ply equity with these dice, minus its average over
     the 21 rolls (a roll that leaves nothing to play is worth the position passed). Every roll's
     plays go through the network in one batch: one call, not 21 (half the analysis's CPU went

@@ -13,9 +13,10 @@ import grpc
 from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from evaluator.analysis import band
 from services.analysis import fair_play
-from services.analysis.judge import facts_of
+from services.analysis.judge import facts_of, with_luck
 from services.analysis.ports import AnalysisRepository
 from services.analysis.schema import BANNED, CLEARED, OPEN, QUEUED, RESTRICTED
+from services.analysis.worker import off_loop
 from services.common.errors import InvalidArgument, NotFound, grpc_errors
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -65,6 +66,9 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
             )  # fmt: skip
         found = analysis_pb2.MatchAnalysis()
         found.ParseFromString(stored.result)
+        if found.luck_pending:  # first read: the rolls' luck now, kept for the next reader
+            found = await off_loop(with_luck, stored.result)
+            await self.store.add_luck(found)
         found.table_id = found.table_id or stored.table_id
         found.analysed_ms = stored.analysed_ms  # the store's, set as the analysis was kept
         return found

@@ -9,8 +9,9 @@ from typing import Any
 
 from bg.analysis.v1 import analysis_pb2
 from bg.events.v1 import events_pb2
-from evaluator.analysis import Analysis, analyse
-from evaluator.evaluate import Evaluator
+from engine.position import Position
+from evaluator.analysis import Analysis, analyse, roll_luck
+from evaluator.evaluate import Evaluator, default
 from services.analysis.fair_play import Evidence, MatchEvidence, match_evidence
 from services.analysis.record import Record, match_length, record_of
 from services.contracts.seats import is_computer
@@ -59,14 +60,36 @@ def facts_of(raw: bytes) -> Facts:
     )  # fmt: skip
 
 
-def judge(raw: bytes, evaluator: Evaluator | None = None) -> analysis_pb2.MatchAnalysis:
+def judge(
+    raw: bytes, evaluator: Evaluator | None = None, luck: bool = False
+) -> analysis_pb2.MatchAnalysis:
     """The analysis of a match end event (MatchEnded or MatchClosed, with its moves). Raises
-    ValueError for a record that is not a legal match."""
+    ValueError for a record that is not a legal match. Without `luck` the rolls' luck is left
+    for `with_luck`, when the analysis is first read (`luck_pending`)."""
     event = end_event(raw)
     body: Any = getattr(event, event.WhichOneof("body") or "")
     record = record_of(body.moves)
-    found = analyse(record.games, match_length(event), evaluator)
-    return to_proto(event, record, found)
+    found = to_proto(event, record, analyse(record.games, match_length(event), evaluator, luck))
+    found.luck_pending = not luck
+    return found
+
+
+def with_luck(raw: bytes, evaluator: Evaluator | None = None) -> analysis_pb2.MatchAnalysis:
+    """A stored analysis (`luck_pending`) with each roll's luck and each player's sum: from the
+    positions and dice its decisions name, nothing else needed."""
+    found = analysis_pb2.MatchAnalysis.FromString(raw)
+    ev = evaluator or default()
+    totals = [0.0] * len(found.players)
+    for d in found.decisions:
+        if d.kind != "move":
+            continue
+        d.luck = roll_luck(ev, Position.from_gnubg_id(d.position_id), (d.dice[0], d.dice[1]))
+        if d.seat < len(totals):
+            totals[d.seat] += d.luck
+    for summary, luck in zip(found.players, totals, strict=True):
+        summary.luck = luck
+    found.luck_pending = False
+    return found
 
 
 def to_proto(

@@ -54,6 +54,11 @@ class AnalysisRepository(Protocol):
         reaches the threshold and none is open); False when it was stored already."""
         ...
 
+    async def add_luck(self, found: analysis_pb2.MatchAnalysis) -> bool:
+        """Keep an analysis with its luck worked out, over the one still without it; False when
+        another reader's was kept first."""
+        ...
+
     async def fail(self, failed: analysis_pb2.MatchAnalysis, now_ms: int) -> bool:
         """Store a match as failed (`failed` says why) once it is still queued."""
         ...

@@ -131,8 +131,19 @@ async def test_the_worker_analyses_a_match_fails_a_bad_record_and_counts(
     before_ms = time.time() * 1000 - 1
     assert await worker.step() and await worker.step() and not await worker.step()
     await enqueuer.handle_event(events_pb2.TableEvent.FromString(_end("later", 4000)))
+    kept = await store.get("good")
+    assert kept is not None and kept.result is not None
+    assert analysis_pb2.MatchAnalysis.FromString(kept.result).luck_pending  # judged, no luck yet
     good = await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id="good"))
     assert good.state == analysis_pb2.ANALYSIS_STATE_DONE and len(good.decisions) == 1
+    # Issue 61, item 6: the luck is worked out at the first read, and kept.
+    assert not good.luck_pending and good.decisions[0].luck != 0
+    assert good.players[0].luck == pytest.approx(good.decisions[0].luck)
+    kept = await store.get("good")
+    assert kept is not None and kept.result is not None
+    assert not analysis_pb2.MatchAnalysis.FromString(kept.result).luck_pending
+    again = await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id="good"))
+    assert again.decisions[0].luck == good.decisions[0].luck
     assert good.decisions[0].move_index == 2 and good.decisions[0].played == "8/5 6/5"
     failed = await api.GetAnalysis(analysis_pb2.GetAnalysisRequest(match_id="bad"))
     assert failed.state == analysis_pb2.ANALYSIS_STATE_FAILED

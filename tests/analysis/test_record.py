@@ -17,7 +17,7 @@ from engine import profiles
 from engine.position import Position
 from engine.profiles import RulesOptions
 from evaluator.analysis import CubeAction, Turn, analyse
-from services.analysis.judge import judge
+from services.analysis.judge import judge, with_luck
 from services.analysis.record import record_of
 from services.table.convert import table_event
 from services.table.ports import TableMeta
@@ -198,3 +198,18 @@ def test_a_decisions_think_time_runs_from_its_roll_to_its_play_and_its_gap_is_0p
         else:
             assert d.think_ms > 0
     assert [d.gap for d in timed.decisions] == [d.gap for d in found.decisions]
+
+
+def test_the_luck_worked_out_at_the_first_read_is_the_luck_judged_with_the_match(
+    judged: Judged,
+) -> None:
+    """Issue 61, item 6: the worker leaves the rolls' luck for the first reader (`with_luck`,
+    from the positions and dice the decisions name); it is what judging with the luck gives."""
+    end, found = judged
+    assert found.luck_pending and all(d.luck == 0 for d in found.decisions)
+    later = with_luck(found.SerializeToString())
+    at_once = judge(end.SerializeToString(), luck=True)
+    assert not later.luck_pending and not at_once.luck_pending
+    assert [d.luck for d in later.decisions] == pytest.approx([d.luck for d in at_once.decisions])
+    assert [p.luck for p in later.players] == pytest.approx([p.luck for p in at_once.players])
+    assert any(d.luck for d in later.decisions if d.kind == "move")

@@ -309,6 +309,27 @@ class SqlAnalyses:
             ).one()
             return await self._flag(conn, decided)
 
+    async def add_luck(self, found: analysis_pb2.MatchAnalysis) -> bool:
+        """The analysis with its luck over the stored one, once: two readers' are the same."""
+        async with self.engine.begin() as conn:
+            row = (
+                await conn.execute(
+                    select(analyses.c.result)
+                    .where(analyses.c.match_id == found.match_id, analyses.c.state == DONE)
+                    .with_for_update()
+                )
+            ).first()
+            if row is None or row.result is None:
+                return False
+            if not analysis_pb2.MatchAnalysis.FromString(bytes(row.result)).luck_pending:
+                return False
+            await conn.execute(
+                update(analyses)
+                .where(analyses.c.match_id == found.match_id)
+                .values(result=found.SerializeToString())
+            )
+        return True
+
     async def fail(self, failed: analysis_pb2.MatchAnalysis, now_ms: int) -> bool:
         """A record that cannot be analysed: kept as failed (with why), never retried."""
         async with self.engine.begin() as conn:
