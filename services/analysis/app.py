@@ -4,6 +4,7 @@ fills the queue, the worker that empties it, the gRPC API."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -12,6 +13,7 @@ from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from services.analysis.adapters.sql_analyses import SqlAnalyses
 from services.analysis.api import AnalysisServicer
 from services.analysis.consumer import Enqueuer, consume
+from services.analysis.judge import judge
 from services.analysis.metrics import AnalysisMetrics
 from services.analysis.settings import load_settings
 from services.analysis.worker import Worker
@@ -36,7 +38,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     store = SqlAnalyses(engine, settings.fair_play_threshold)
     worker = Worker(
         store, settings.analysis_lease_s, settings.analysis_attempts, metrics,
-        settings.replica or "analysis",
+        settings.replica or "analysis", partial(judge, luck=settings.luck == "judge"),
     )  # fmt: skip
     enqueuer = Enqueuer(store, metrics, worker.woken)
     servicer = AnalysisServicer(store, settings.population_kept_s, settings.fair_play_threshold)

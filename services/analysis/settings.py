@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from services.common.settings import (
     EventReaderSettings,
@@ -11,6 +12,8 @@ from services.common.settings import (
     load,
     setting,
 )
+
+LuckAt = Literal["read", "judge"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,13 @@ class AnalysisSettings(EventReaderSettings):
         "Seconds a replica keeps its picture of every player's error rate, which places a "
         "player's among them (PlayerTrend's better_than): one grouped read this often.",
         min=0,
+    )
+    luck: LuckAt = setting(
+        "BG_ANALYSIS_LUCK",
+        "read",
+        "When the rolls' luck is worked out (two thirds of the analysis's CPU): read, at the "
+        "first GetAnalysis of a match (a match nobody opens costs its judging only), or judge, "
+        "with the match (every analysis ready with its luck).",
     )
     fair_play_threshold: float = setting(
         "BG_FAIR_PLAY_THRESHOLD",
