@@ -14,7 +14,7 @@ from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from evaluator.analysis import band
 from services.analysis import fair_play
 from services.analysis.judge import facts_of, with_luck
-from services.analysis.ports import AnalysisRepository
+from services.analysis.ports import AnalysisRepository, FairPlayRepository
 from services.analysis.schema import BANNED, CLEARED, OPEN, QUEUED, RESTRICTED
 from services.analysis.worker import off_loop
 from services.common.errors import InvalidArgument, NotFound, grpc_errors
@@ -28,10 +28,12 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
     def __init__(
         self,
         store: AnalysisRepository,
+        fair_play: FairPlayRepository,
         population_kept_s: float = 300.0,
         threshold: float = fair_play.THRESHOLD,
     ) -> None:
         self.store = store
+        self.fair_play = fair_play
         self.threshold = threshold  # BG_FAIR_PLAY_THRESHOLD
         self.population_kept_s = population_kept_s  # BG_ANALYSIS_POPULATION_S
         self._population: tuple[float, list[float]] | None = None  # (read at, rates)
@@ -109,7 +111,7 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
             raise InvalidArgument("INVALID_LIMIT", "limit is 1..200", field="limit")
         if len(request.player_id) > 100:
             raise InvalidArgument("INVALID_ID", "player_id is 0..100 characters", field="player_id")
-        flags = await self.store.flags(state, limit, request.player_id, request.flag_id)
+        flags = await self.fair_play.flags(state, limit, request.player_id, request.flag_id)
         return analysis_pb2.ListFlagsResponse(flags=flags, threshold=self.threshold)
 
     @grpc_errors
@@ -121,7 +123,7 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
         limit = request.limit or 50
         if not 1 <= limit <= 200:
             raise InvalidArgument("INVALID_LIMIT", "limit is 1..200", field="limit")
-        return await self.store.evidence(request.player_id, limit)
+        return await self.fair_play.evidence(request.player_id, limit)
 
     @grpc_errors
     async def DecideFlag(
@@ -135,7 +137,7 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
             raise InvalidArgument("INVALID_FLAG", "flag_id is a flag's id", field="flag_id")
         if not request.operator or not request.reason:
             raise InvalidArgument("MISSING", "a decision needs its operator and reason")
-        return await self.store.decide(
+        return await self.fair_play.decide(
             request.flag_id, request.decision, request.operator[:64], request.reason[:200],
             int(time.time() * 1000),
         )  # fmt: skip

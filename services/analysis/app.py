@@ -11,6 +11,7 @@ import grpc
 
 from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from services.analysis.adapters.sql_analyses import SqlAnalyses
+from services.analysis.adapters.sql_fair_play import SqlFairPlay
 from services.analysis.api import AnalysisServicer
 from services.analysis.consumer import Enqueuer, consume
 from services.analysis.judge import judge
@@ -35,13 +36,16 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     engine = sql_engine(settings.database_url)
     app.closes(engine.dispose)
-    store = SqlAnalyses(engine, settings.fair_play_threshold)
+    fair_play = SqlFairPlay(engine, settings.fair_play_threshold)
+    store = SqlAnalyses(engine, fair_play)
     worker = Worker(
         store, settings.analysis_lease_s, settings.analysis_attempts, metrics,
         settings.replica or "analysis", partial(judge, luck=settings.luck == "judge"),
     )  # fmt: skip
     enqueuer = Enqueuer(store, metrics, worker.woken)
-    servicer = AnalysisServicer(store, settings.population_kept_s, settings.fair_play_threshold)
+    servicer = AnalysisServicer(
+        store, fair_play, settings.population_kept_s, settings.fair_play_threshold
+    )
 
     def register(server: grpc.aio.Server) -> list[str]:
         analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(servicer, server)

@@ -9,10 +9,11 @@ person, and neither is the mean error rate (strong people play well; issue 61's 
   (`close`), how often the play made is the best, near it, or a real error. A program's errors
   against this judge are the two programs' disagreements; a person's spread with the difficulty.
   `CHOICE_LR` is the ratio of the chances of each outcome for a program (a noisy search one roll
-  deeper) and for the strongest honest player we protect (a softmax over 0-ply equities at
-  `REFERENCE_TEMPERATURE`), measured by `python -m benchmarks.bench_fair_play calibrate` on
-  positions of its own (benchmarks/bench_fair_play.py). Weaker players err more and look less
-  like a program: the strongest is the null hypothesis' least favourable member.
+  deeper) and for the strongest honest player we protect (a softmax at
+  `REFERENCE_TEMPERATURE` over our 0-ply equities seen with an error of 0.02), measured by
+  `python -m benchmarks.bench_fair_play calibrate` on positions of its own. Weaker players err
+  more and look less like a program: the strongest is the null hypothesis' least favourable
+  member.
 - **time**: a person thinks longer on close decisions than on clear ones; a program answers hard
   and easy alike. Within each match, a player's log think times are centred between the medians
   of their close and clear decisions and scaled by their spread; a person's close decisions sit

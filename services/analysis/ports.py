@@ -1,5 +1,6 @@
-"""The analysis service's port to its queue and results (`AnalysisRepository`) and the types it
-speaks in. The service's is services/analysis/adapters/sql_analyses.py (SQLite or PostgreSQL)."""
+"""The analysis service's ports to its queue and results (`AnalysisRepository`) and to the
+fair-play test's flags (`FairPlayRepository`), and the types they speak in. The service's are
+services/analysis/adapters/sql_analyses.py and sql_fair_play.py (SQLite or PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -75,6 +76,11 @@ class AnalysisRepository(Protocol):
         """Every trended player's error rate (thousandths a decision, over all their matches)
         who has at least `min_decisions` judged decisions, lowest first."""
         ...
+
+
+class FairPlayRepository(Protocol):
+    """The fair-play test's flags and evidence (services/analysis/adapters/sql_fair_play.py;
+    the test itself is taken with each match, in AnalysisRepository.finish)."""
 
     async def flags(
         self, state: str, limit: int, player: str = "", flag_id: int = 0

@@ -362,17 +362,19 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(operator: str) -> tuple[admin_pb2.BanResponse, Detail]:
-            reason = bounds.reason(request.reason)
-            # First cut the player off (no call of theirs passes from here), then leave their
-            # tables for them: the table applies the profile's leaving rule to each match.
-            await self.accounts.ban(player, operator, reason)
-            await self.bans.ban(player)
-            left = await self._leave_all(player)
+            left = await self._ban(player, operator, bounds.reason(request.reason))
             return admin_pb2.BanResponse(player_id=player, banned=True, left_tables=left), {
                 "left_tables": left
             }
 
         return await self._audited(context, request, "ban", "player_id", act)
+
+    async def _ban(self, player: str, operator: str, reason: str) -> list[str]:
+        """First cut the player off (no call of theirs passes from here), then leave their
+        tables for them: the table applies the profile's leaving rule to each match."""
+        await self.accounts.ban(player, operator, reason)
+        await self.bans.ban(player)
+        return await self._leave_all(player)
 
     async def _leave_all(self, player: str) -> list[str]:
         tables = await remote_call(
@@ -412,12 +414,17 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(operator: str) -> tuple[admin_pb2.RestrictResponse, Detail]:
-            reason = bounds.reason(request.reason)
-            new = await self.accounts.restrict(player, operator, reason)
-            await self.bans.restrict(player)  # matchmaking refuses the next stake at once
+            new = await self._restrict(player, operator, bounds.reason(request.reason))
             return admin_pb2.RestrictResponse(player_id=player, restricted=True), {"new": new}
 
         return await self._audited(context, request, "restrict", "player_id", act)
+
+    async def _restrict(self, player: str, operator: str, reason: str) -> bool:
+        """Recorded, then in the live set matchmaking reads: the next stake is refused at once
+        on every gateway. True when the player was not restricted before."""
+        new = await self.accounts.restrict(player, operator, reason)
+        await self.bans.restrict(player)
+        return new
 
     @grpc_errors
     async def Unrestrict(
@@ -463,21 +470,16 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             # The action first, then the flag's record: a decision whose record failed is
             # asked again, and restricting or banning twice changes nothing.
             if request.decision == "restrict":
-                await self.accounts.restrict(player, operator, reason)
-                await self.bans.restrict(player)
+                await self._restrict(player, operator, reason)
             elif request.decision == "ban":
-                await self.accounts.ban(player, operator, reason)
-                await self.bans.ban(player)
-                await self._leave_all(player)
-            decided = await remote_call(
-                self.analyses.DecideFlag(
-                    analysis_pb2.RecordDecisionRequest(
-                        flag_id=request.flag_id, decision=request.decision, operator=operator,
-                        reason=reason,
-                    ),
-                    timeout=10,
-                )
-            )  # fmt: skip
+                await self._ban(player, operator, reason)
+            record = analysis_pb2.RecordDecisionRequest(
+                flag_id=request.flag_id,
+                decision=request.decision,
+                operator=operator,
+                reason=reason,
+            )
+            decided = await remote_call(self.analyses.DecideFlag(record, timeout=10))
             return decided, {"player_id": player, "decision": request.decision}
 
         return await self._audited(context, request, "review_decide", "flag_id", act)

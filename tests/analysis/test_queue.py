@@ -44,7 +44,9 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 @pytest.fixture
 async def api(store: SqlAnalyses) -> AsyncIterator[analysis_pb2_grpc.AnalysisServiceAsyncStub]:
     server = grpc.aio.server()
-    analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(AnalysisServicer(store), server)
+    analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(
+        AnalysisServicer(store, store.fair_play), server
+    )
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
