@@ -44,7 +44,7 @@ Outcome = Literal["best", "near", "off", "wrong"]
 
 TIE_GAP, CLEAR_GAP = 0.01, 0.06  # 0-ply equity between the best and the second-best play
 NEAR, OFF = 0.02, 0.06  # lost: "best" is 0; "near" < NEAR; "off" < OFF; "wrong" beyond
-REFERENCE_TEMPERATURE = 0.012  # the strongest honest player's softmax (points), see above
+REFERENCE_TEMPERATURE = 0.008  # the strongest honest player's softmax (points), see above
 DELTA = 1.0  # the least shift of a person's close decisions over their clear ones (in scales)
 Z_CAP = 3.0  # a standardised time counts at most this far out (a phone call is not evidence)
 MIN_TIMED = 3  # timed decisions of each class a match needs before its times count
@@ -53,9 +53,9 @@ THRESHOLD = 22.0  # S at which a player is flagged (BG_FAIR_PLAY_THRESHOLD; docs
 
 # P(outcome | program) / P(outcome | the strongest honest player), by class; calibrated.
 CHOICE_LR: dict[Class, dict[Outcome, float]] = {
-    "tie": {"best": 1.28, "near": 0.87, "off": 0.19, "wrong": 0.05},
-    "close": {"best": 1.15, "near": 1.15, "off": 0.30, "wrong": 0.05},
-    "clear": {"best": 0.99, "near": 0.99, "off": 0.99, "wrong": 0.08},
+    "tie": {"best": 1.25, "near": 0.88, "off": 0.21, "wrong": 0.05},
+    "close": {"best": 1.11, "near": 1.11, "off": 0.34, "wrong": 0.05},
+    "clear": {"best": 0.98, "near": 0.98, "off": 0.98, "wrong": 0.19},
 }
 
 

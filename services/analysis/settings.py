@@ -53,7 +53,7 @@ class AnalysisSettings(EventReaderSettings):
         "BG_FAIR_PLAY_THRESHOLD",
         22.0,
         "The fair-play test's threshold (log likelihood ratio): a player whose CUSUM reaches it "
-        "is flagged for review. 22 flags 1% of simulated honest players over 100 matches "
+        "is flagged for review. 22 flags 0.4% of simulated honest players over 100 matches "
         "(docs/fair-play.md); lower flags sooner and more honest players. 0 flags every "
         "player after their first tested match (a test cluster's plumbing check).",
         min=0,
