@@ -79,11 +79,7 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
     async def PlayerTrend(
         self, request: analysis_pb2.PlayerTrendRequest, context: Context
     ) -> analysis_pb2.PlayerTrendResponse:
-        if not request.player_id or len(request.player_id) > 100:
-            raise InvalidArgument("INVALID_ID", "player_id is 1..100 characters", field="player_id")
-        limit = request.limit or 50
-        if not 1 <= limit <= 200:
-            raise InvalidArgument("INVALID_LIMIT", "limit is 1..200", field="limit")
+        limit = _player_limit(request)
         rows = await self.store.trend(request.player_id, limit)
         decisions = sum(r.decisions for r in rows)
         lost = sum(r.error_rate * r.decisions for r in rows)  # thousandths
@@ -118,12 +114,7 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
     async def PlayerEvidence(
         self, request: analysis_pb2.PlayerTrendRequest, context: Context
     ) -> analysis_pb2.PlayerEvidenceResponse:
-        if not request.player_id or len(request.player_id) > 100:
-            raise InvalidArgument("INVALID_ID", "player_id is 1..100 characters", field="player_id")
-        limit = request.limit or 50
-        if not 1 <= limit <= 200:
-            raise InvalidArgument("INVALID_LIMIT", "limit is 1..200", field="limit")
-        return await self.fair_play.evidence(request.player_id, limit)
+        return await self.fair_play.evidence(request.player_id, _player_limit(request))
 
     @grpc_errors
     async def DecideFlag(
@@ -141,3 +132,13 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
             request.flag_id, request.decision, request.operator[:64], request.reason[:200],
             int(time.time() * 1000),
         )  # fmt: skip
+
+
+def _player_limit(request: analysis_pb2.PlayerTrendRequest) -> int:
+    """A player's listing checked: the id 1..100 characters; the limit 1..200 (0: 50)."""
+    if not request.player_id or len(request.player_id) > 100:
+        raise InvalidArgument("INVALID_ID", "player_id is 1..100 characters", field="player_id")
+    limit = request.limit or 50
+    if not 1 <= limit <= 200:
+        raise InvalidArgument("INVALID_LIMIT", "limit is 1..200", field="limit")
+    return limit

@@ -136,6 +136,16 @@ def _target(text: str, field: str) -> str:
     return text
 
 
+async def _or_empty(call: Awaitable[T], empty: T, player: str) -> T:
+    """An analysis call's answer, or `empty` when the analysis service is out of reach: the rest
+    of a player's record matters more than these signals."""
+    try:
+        return await remote_call(call)
+    except ServiceError as err:
+        log.warning("no analysis figures", extra={"player_id": player, "why": err.code})
+        return empty
+
+
 @dataclass(frozen=True)
 class Services:
     """The services the operators' tools call, with the wallet's operator token."""
@@ -307,29 +317,16 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         return await self._audited(context, request, "lookup", "player_id", act)
 
     async def _trend(self, player: str) -> analysis_pb2.PlayerTrendResponse:
-        """The player's error rate per match; empty when the analysis service is out of reach
-        (the rest of the record matters more than this signal)."""
-        try:
-            return await remote_call(
-                self.analyses.PlayerTrend(
-                    analysis_pb2.PlayerTrendRequest(player_id=player, limit=50), timeout=5
-                )
-            )
-        except ServiceError as err:
-            log.warning("no error-rate trend", extra={"player_id": player, "why": err.code})
-            return analysis_pb2.PlayerTrendResponse()
+        """The player's error rate per match (empty when the analysis is out of reach)."""
+        asked = analysis_pb2.PlayerTrendRequest(player_id=player, limit=50)
+        empty = analysis_pb2.PlayerTrendResponse()
+        return await _or_empty(self.analyses.PlayerTrend(asked, timeout=5), empty, player)
 
     async def _evidence(self, player: str) -> analysis_pb2.PlayerEvidenceResponse:
-        """The fair-play test's evidence; empty when the analysis service is out of reach."""
-        try:
-            return await remote_call(
-                self.analyses.PlayerEvidence(
-                    analysis_pb2.PlayerTrendRequest(player_id=player, limit=50), timeout=5
-                )
-            )
-        except ServiceError as err:
-            log.warning("no fair-play evidence", extra={"player_id": player, "why": err.code})
-            return analysis_pb2.PlayerEvidenceResponse()
+        """The fair-play test's evidence (empty when the analysis is out of reach)."""
+        asked = analysis_pb2.PlayerTrendRequest(player_id=player, limit=50)
+        empty = analysis_pb2.PlayerEvidenceResponse()
+        return await _or_empty(self.analyses.PlayerEvidence(asked, timeout=5), empty, player)
 
     @grpc_errors
     async def Adjust(
