@@ -22,8 +22,11 @@ from evaluator.bots import STRATEGIES, easy_bot, expert_bot, normal_bot
 
 GAMES = int(os.environ.get("BG_BENCH_GAMES", "400"))
 SEAT_PACE_S = 6.0  # a computer seat decides about once per 6 s in a live match (its turn)
-DUELS = (("expert", expert_bot, "normal", normal_bot), ("normal", normal_bot, "easy", easy_bot),
-         ("easy", easy_bot, "random", bots.random_bot))  # fmt: skip
+DUELS = (
+    ("expert", expert_bot, "normal", normal_bot),
+    ("normal", normal_bot, "easy", easy_bot),
+    ("easy", easy_bot, "random", bots.random_bot),
+)
 
 
 def game(

@@ -82,16 +82,28 @@ class Feeder:
         at = now_ms()
         for i in range(PER_COMMIT):
             ev = events_pb2.TableEvent(
-                event_id=f"{table_id}:{seq + i + 1}", table_id=table_id, seq=seq + i + 1,
-                match_id=f"{table_id}-1", at_ms=at,
-            )  # fmt: skip
+                event_id=f"{table_id}:{seq + i + 1}",
+                table_id=table_id,
+                seq=seq + i + 1,
+                match_id=f"{table_id}-1",
+                at_ms=at,
+            )
             ev.turn_started.seat = i % 2
             events.append(ev.SerializeToString())
         meta = TableMeta(table_id=table_id, match_id=f"{table_id}-1", player_ids=["a", "b"])
-        result = await self.store.commit(Commit(
-            table_id, None if seq == 0 else seq, STATE, None, "", events, at,
-            meta=meta if seq == 0 else None, kinds=["turn_started"] * PER_COMMIT,
-        ))  # fmt: skip
+        result = await self.store.commit(
+            Commit(
+                table_id,
+                None if seq == 0 else seq,
+                STATE,
+                None,
+                "",
+                events,
+                at,
+                meta=meta if seq == 0 else None,
+                kinds=["turn_started"] * PER_COMMIT,
+            )
+        )
         self.seqs[table_id] = result.seq
 
     async def feed(self, events: int, rate: float | None) -> None:
@@ -303,9 +315,10 @@ def run() -> None:
     # The feeder commits outside the table replicas, so their relays find its tables by their
     # sweep (their own commits leave at once): sweeping every 0.1 s, not 5.
     env = {
-        "BG_KAFKA_ROTATE_S": str(ROTATE_S), "BG_LOG_LEVEL": "WARNING",
+        "BG_KAFKA_ROTATE_S": str(ROTATE_S),
+        "BG_LOG_LEVEL": "WARNING",
         "BG_TABLE_RELAY_SWEEP_S": "0.1",
-    }  # fmt: skip
+    }
     with local_cluster(Path(tempfile.mkdtemp(prefix="bench-events-")), env) as cluster:
         asyncio.run(_memory_run(cluster))
     with local_cluster(

@@ -89,8 +89,10 @@ async def _main(url: str) -> None:
             )
             await gateway.opened(table_id, player, f"s{i}")
     print(f"   {PLAYERS:,} players: 40% online, 20% at a table, on 2 gateways' leases")
-    print(f"   {'follows':>8} {'views/s':>8} {'identity ms/view':>16} {'valkey ms/view':>15} "
-          f"{'redis cmds/view':>16}")  # fmt: skip
+    print(
+        f"   {'follows':>8} {'views/s':>8} {'identity ms/view':>16} {'valkey ms/view':>15} "
+        f"{'redis cmds/view':>16}"
+    )
     rows = []
     for follows in FOLLOWS:
         friends = Friends(redis, RedisPlayerPresence(redis), lobby, _names, follows, 300)
@@ -107,28 +109,37 @@ async def _main(url: str) -> None:
         wall, own = time.perf_counter() - wall0, time.process_time() - own0
         cpu1, cmds1 = await _server(redis)
         per = {
-            "follows": follows, "views_s": VIEWS / wall, "identity_ms": own / VIEWS * 1000,
-            "valkey_ms": (cpu1 - cpu0) / VIEWS * 1000, "cmds": (cmds1 - cmds0 - 2) / VIEWS,
-        }  # fmt: skip
+            "follows": follows,
+            "views_s": VIEWS / wall,
+            "identity_ms": own / VIEWS * 1000,
+            "valkey_ms": (cpu1 - cpu0) / VIEWS * 1000,
+            "cmds": (cmds1 - cmds0 - 2) / VIEWS,
+        }
         rows.append(per)
-        print(f"   {follows:>8} {per['views_s']:>8.0f} {per['identity_ms']:>16.2f} "
-              f"{per['valkey_ms']:>15.3f} {per['cmds']:>16.1f}")  # fmt: skip
+        print(
+            f"   {follows:>8} {per['views_s']:>8.0f} {per['identity_ms']:>16.2f} "
+            f"{per['valkey_ms']:>15.3f} {per['cmds']:>16.1f}"
+        )
         for viewer in viewers:
             await redis.delete(f"friends:follows:{viewer}")
     base = rows[0]
     for row in rows[1:]:
         ratio = row["identity_ms"] / base["identity_ms"]
-        print(f"   {row['follows']} follows cost {ratio:.1f}x the "
-              f"identity CPU of {base['follows']} ({row['follows'] / base['follows']:.0f}x the "
-              "follows)")  # fmt: skip
+        print(
+            f"   {row['follows']} follows cost {ratio:.1f}x the "
+            f"identity CPU of {base['follows']} ({row['follows'] / base['follows']:.0f}x the "
+            "follows)"
+        )
     refresh_s = load_settings({}).friends_refresh_s  # BG_FRIENDS_REFRESH_S's default
     rate = STREAMS / refresh_s
     for row in rows:
         cores = rate * row["identity_ms"] / 1000
-        print(f"   {STREAMS:,} Friends streams of {row['follows']} follows, every "
-              f"{refresh_s:.0f} s: {rate:,.0f} views/s = {cores:.1f} identity cores, "
-              f"{rate * row['valkey_ms'] / 1000:.2f} Valkey cores, "
-              f"{rate * row['cmds']:,.0f} Redis commands/s")  # fmt: skip
+        print(
+            f"   {STREAMS:,} Friends streams of {row['follows']} follows, every "
+            f"{refresh_s:.0f} s: {rate:,.0f} views/s = {cores:.1f} identity cores, "
+            f"{rate * row['valkey_ms'] / 1000:.2f} Valkey cores, "
+            f"{rate * row['cmds']:,.0f} Redis commands/s"
+        )
     await redis.aclose()
 
 

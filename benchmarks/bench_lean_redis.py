@@ -53,9 +53,16 @@ async def _commits(store: TableStore, tables: int) -> float:
             seq = seqs[table_id]
             update = b"u" * 500  # the seat views and events the commit publishes
             c = Commit(
-                table_id, seq, STATE, 10_000, f"c{seq}", [_event(table_id, seq + 1)], now_ms(),
-                update=update, kinds=["turn_started"],
-            )  # fmt: skip
+                table_id,
+                seq,
+                STATE,
+                10_000,
+                f"c{seq}",
+                [_event(table_id, seq + 1)],
+                now_ms(),
+                update=update,
+                kinds=["turn_started"],
+            )
             result = await store.commit(c)
             assert result.status == "OK", result
             seqs[table_id] = result.seq

@@ -122,8 +122,10 @@ async def _main(cluster: RunningCluster) -> None:
 def run() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-logins-"))
     env = {
-        "BG_LOG_LEVEL": "WARNING", "BG_RATE_PER_S": "100000", "BG_RATE_PER_PEER_S": "100000",
+        "BG_LOG_LEVEL": "WARNING",
+        "BG_RATE_PER_S": "100000",
+        "BG_RATE_PER_PEER_S": "100000",
         "BG_RATE_PER_LOGIN_S": "100000",
-    }  # fmt: skip
+    }
     with local_cluster(workdir, env) as cluster:
         asyncio.run(_main(cluster))

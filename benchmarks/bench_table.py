@@ -200,11 +200,15 @@ def _replicas(
     procs = []
     for i, port in enumerate(ports):
         env = {
-            **os.environ, "BG_GRPC_PORT": str(port), "BG_METRICS_PORT": "0",
+            **os.environ,
+            "BG_GRPC_PORT": str(port),
+            "BG_METRICS_PORT": "0",
             "BG_REDIS_URL": valkey_url,
-            "BG_KAFKA_BOOTSTRAP": kafka, "BG_CLOCK_SCALE": SCALE, "BG_REPLICA": f"table-{i + 1}",
+            "BG_KAFKA_BOOTSTRAP": kafka,
+            "BG_CLOCK_SCALE": SCALE,
+            "BG_REPLICA": f"table-{i + 1}",
             "BG_LOG_LEVEL": "WARNING",
-        }  # fmt: skip
+        }
         with (workdir / f"table-{i}.log").open("wb") as log:
             argv = [sys.executable, "-m", "services.table"]
             procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT))

@@ -58,12 +58,30 @@ def step(tables: int, analysis: bool, steady_s: int, out: Path) -> dict[str, Any
             Faults(data).pause("analysis")
         run_out = out / f"{tables}-{'on' if analysis else 'off'}"
         argv = [
-            sys.executable, "-m", "loadtests.run", "--target", cluster.address("gateway"),
-            "--admin", cluster.address("identity"), "--operator", cluster.state["operator"]["name"],
-            "--profile", "human", "--users", str(users), "--spawn-rate", str(SPAWN_RATE),
-            "--duration", str(int(ramp + steady_s)), "--workers", "2", "--out", str(run_out),
-            "--max-p99-ms", "100000",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "loadtests.run",
+            "--target",
+            cluster.address("gateway"),
+            "--admin",
+            cluster.address("identity"),
+            "--operator",
+            cluster.state["operator"]["name"],
+            "--profile",
+            "human",
+            "--users",
+            str(users),
+            "--spawn-rate",
+            str(SPAWN_RATE),
+            "--duration",
+            str(int(ramp + steady_s)),
+            "--workers",
+            "2",
+            "--out",
+            str(run_out),
+            "--max-p99-ms",
+            "100000",
+        ]
         started = time.time()
         key = {OPERATOR_KEY_ENV: cluster.state["operator"]["key"]}
         done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **key})
@@ -116,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.json).write_text(json.dumps(results, indent=1))  # each step kept as it ends
             if not found["holds"]:
                 break  # the next count would not hold either
-    print(f"\n{'analysis':9}{'tables':>7}{'live':>7}{'cmd/s':>7}{'p99 ms':>8}{'late ms':>8}"
-          f"{'holds':>6}  cores a 1,000 tables (analysis / the rest)")  # fmt: skip
+    print(
+        f"\n{'analysis':9}{'tables':>7}{'live':>7}{'cmd/s':>7}{'p99 ms':>8}{'late ms':>8}"
+        f"{'holds':>6}  cores a 1,000 tables (analysis / the rest)"
+    )
     for r in results:
         per = r["cpu_cores_per_1000_tables"]
         rest = sum(v for k, v in per.items() if k != "analysis")

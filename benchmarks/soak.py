@@ -74,15 +74,21 @@ class Stats:
         """Errors while dealing, while every stream opened, then in the run split into steady
         and within a failover."""
         out: dict[str, dict[str, int]] = {
-            "dealing": {}, "opening_streams": {}, "steady": {}, "in_failovers": {},
-        }  # fmt: skip
+            "dealing": {},
+            "opening_streams": {},
+            "steady": {},
+            "in_failovers": {},
+        }
         for at, what in self.errors:
             phase = (
-                "dealing" if at < dealt_ms
-                else "opening_streams" if at < run_ms
-                else "in_failovers" if any(a <= at <= b for a, b in failovers)
+                "dealing"
+                if at < dealt_ms
+                else "opening_streams"
+                if at < run_ms
+                else "in_failovers"
+                if any(a <= at <= b for a, b in failovers)
                 else "steady"
-            )  # fmt: skip
+            )
             out[phase][what] = out[phase].get(what, 0) + 1
         return out
 
@@ -123,9 +129,11 @@ def _timeline(
 
 def _lateness(values: list[int]) -> dict[str, float]:
     return {
-        "count": len(values), "p50": _percentile(values, 0.5),
-        "p99": _percentile(values, 0.99), "max": max(values, default=0),
-    }  # fmt: skip
+        "count": len(values),
+        "p50": _percentile(values, 0.5),
+        "p99": _percentile(values, 0.99),
+        "max": max(values, default=0),
+    }
 
 
 def _percentile(values: list[int], q: float) -> float:
@@ -238,13 +246,18 @@ def _process_histograms(cluster: Cluster) -> Histograms:
                     row["within"] = sample.value
                 elif sample.name.endswith("_bucket") and float(sample.labels["le"]) == 0.05:
                     row["within_50ms"] = sample.value
-        out[inst.name] = (pid or 0, {
-            k: {
-                "count": r["count"], "sum": r["sum"], "over": r["count"] - r["within"],
-                "over_50ms": r["count"] - r.get("within_50ms", r["count"]),
-            }
-            for k, r in found.items()
-        })  # fmt: skip
+        out[inst.name] = (
+            pid or 0,
+            {
+                k: {
+                    "count": r["count"],
+                    "sum": r["sum"],
+                    "over": r["count"] - r["within"],
+                    "over_50ms": r["count"] - r.get("within_50ms", r["count"]),
+                }
+                for k, r in found.items()
+            },
+        )
     return out
 
 
@@ -410,11 +423,12 @@ async def _table_between(
                     await p.login()
                     await wallet.Deposit(
                         wallet_pb2.DepositRequest(
-                            idempotency_key=f"soak:{p.player_id}", player_id=p.player_id,
+                            idempotency_key=f"soak:{p.player_id}",
+                            player_id=p.player_id,
                             amount=FUNDS,
                         ),
                         metadata=[("x-operator-token", token)],
-                    )  # fmt: skip
+                    )
             options = table_pb2.TableOptions(profile="wagered", match_length=1, bet=BET)
             table = await a.create_table(options)
             await b.join(table.code)
@@ -493,10 +507,10 @@ def _by_node(
     frozen = _on_frozen_node([table for table, _ in inside], served)
     return {
         "frozen_node": _lateness([late for (_, late), f in zip(inside, frozen, strict=True) if f]),
-        "other_nodes": _lateness([
-            late for (_, late), f in zip(inside, frozen, strict=True) if not f
-        ]),
-    }  # fmt: skip
+        "other_nodes": _lateness(
+            [late for (_, late), f in zip(inside, frozen, strict=True) if not f]
+        ),
+    }
 
 
 def _on_frozen_node(tables: list[str], served: list[tuple[int, int]]) -> list[bool]:
@@ -518,10 +532,12 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
     os.environ.setdefault("BG_RATE_PER_PEER_S", "1000000")
     config = ClusterConfig(
         replicas={"table": 3, "gateway": 2, "wallet": 2, "leaderboard": 2},
-        data_dir=data / "data", base_port=0,
-        valkey_cluster=3, valkey_node_timeout_ms=args.valkey_node_timeout_ms,
+        data_dir=data / "data",
+        base_port=0,
+        valkey_cluster=3,
+        valkey_node_timeout_ms=args.valkey_node_timeout_ms,
         startup_timeout_s=120,
-    )  # fmt: skip
+    )
     cluster = Cluster(config, log)
     await cluster.start()
     stats = Stats()
@@ -562,14 +578,18 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             a, b, table_id = made
             if i in playing:
                 players.extend((a, b))
-                tasks.append(asyncio.create_task(_playing_pair(
-                    (a, b), table_id, wallet, cluster.operator_token, stats, stop
-                )))  # fmt: skip
+                tasks.append(
+                    asyncio.create_task(
+                        _playing_pair((a, b), table_id, wallet, cluster.operator_token, stats, stop)
+                    )
+                )
             else:
                 for p, report in ((a, True), (b, False)):
-                    tasks.append(asyncio.create_task(
-                        _idle_stream(p.stub, p.token, table_id, report, stats, stop)
-                    ))  # fmt: skip
+                    tasks.append(
+                        asyncio.create_task(
+                            _idle_stream(p.stub, p.token, table_id, report, stats, stop)
+                        )
+                    )
             return made
 
         dealt = [d for d in await asyncio.gather(*(deal(i) for i in range(args.tables))) if d]
@@ -655,31 +675,39 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         # The run's deadlines only: those due while the tables were dealt are reported apart,
         # and those due after it met the harness's own final reads of every table.
         in_run = [(at, late) for at, late in stats.lateness_ms if run_from_ms <= at <= run_to_ms]
-        result.update({
-            "clock_lateness_while_dealing_ms": _lateness([
-                late for at, late in stats.lateness_ms if at < run_from_ms
-            ]),
-            "clock_lateness_ms": _lateness([late for _, late in in_run]),
-            "clock_lateness_steady_ms": _lateness([
-                late for at, late in in_run if not any(a <= at <= b for a, b in failovers)
-            ]),
-            "clock_lateness_in_failovers_ms": _lateness([
-                late for at, late in in_run if any(a <= at <= b for a, b in failovers)
-            ]),
-            # Each 10 s of the run: when the late deadlines fell (a failover's tail beyond its
-            # window, a pause of one part), offsets in s from the run's start.
-            "clock_lateness_by_10s": _timeline(in_run, run_from_ms, failovers),
-            # The Valkey primary's window: the deadlines it served (which wait for its replica's
-            # promotion) apart from the other nodes' (which should not notice).
-            "clock_lateness_valkey_window_ms": _by_node(stats, valkey_window, served),
-            "deadlines_doubled": stats.doubled, "deadlines_missed": missed,
-            "commands_per_s": round(commands / elapsed, 1), "events_received": stats.events,
-            "errors": stats.error_counts(dealt_ms, run_from_ms, failovers), "restarts": {
-                n: cluster.supervisor.restarts(n)
-                for n in [*(i.name for i in cluster.instances), *(p.name for p in cluster.infra)]
-                if cluster.supervisor.restarts(n)
-            },
-        })  # fmt: skip
+        result.update(
+            {
+                "clock_lateness_while_dealing_ms": _lateness(
+                    [late for at, late in stats.lateness_ms if at < run_from_ms]
+                ),
+                "clock_lateness_ms": _lateness([late for _, late in in_run]),
+                "clock_lateness_steady_ms": _lateness(
+                    [late for at, late in in_run if not any(a <= at <= b for a, b in failovers)]
+                ),
+                "clock_lateness_in_failovers_ms": _lateness(
+                    [late for at, late in in_run if any(a <= at <= b for a, b in failovers)]
+                ),
+                # Each 10 s of the run: when the late deadlines fell (a failover's tail beyond its
+                # window, a pause of one part), offsets in s from the run's start.
+                "clock_lateness_by_10s": _timeline(in_run, run_from_ms, failovers),
+                # The Valkey primary's window: the deadlines it served (which wait for its replica's
+                # promotion) apart from the other nodes' (which should not notice).
+                "clock_lateness_valkey_window_ms": _by_node(stats, valkey_window, served),
+                "deadlines_doubled": stats.doubled,
+                "deadlines_missed": missed,
+                "commands_per_s": round(commands / elapsed, 1),
+                "events_received": stats.events,
+                "errors": stats.error_counts(dealt_ms, run_from_ms, failovers),
+                "restarts": {
+                    n: cluster.supervisor.restarts(n)
+                    for n in [
+                        *(i.name for i in cluster.instances),
+                        *(p.name for p in cluster.infra),
+                    ]
+                    if cluster.supervisor.restarts(n)
+                },
+            }
+        )
     finally:
         stop.set()
         for task in tasks:

@@ -18,8 +18,12 @@ BOARDS = {
     "tournaments": ("tournaments", "", "tournament wins this week"),
     "tournaments-all": ("tournaments", "all", "tournament wins, all time"),
 }
-LEVELS = {"players": "players", "easy": "the easy computer", "normal": "the normal computer",
-          "expert": "the expert computer"}  # fmt: skip
+LEVELS = {
+    "players": "players",
+    "easy": "the easy computer",
+    "normal": "the normal computer",
+    "expert": "the expert computer",
+}
 
 
 def ordinal(n: int) -> str:

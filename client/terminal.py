@@ -202,10 +202,23 @@ def parse(line: str) -> table_pb2.Command | str | None:
     if not words:
         return None
     word = words[0].lower()
-    simple = {"roll": "roll", "r": "roll", "undo": "undo", "u": "undo", "done": "confirm",
-              "c": "confirm", "ok": "confirm", "double": "offer_double", "take": "take",
-              "drop": "drop", "resign": "resign", "leave": "leave", "boost": "boost",
-              "rematch": "offer_rematch", "accept": "accept_rematch"}  # fmt: skip
+    simple = {
+        "roll": "roll",
+        "r": "roll",
+        "undo": "undo",
+        "u": "undo",
+        "done": "confirm",
+        "c": "confirm",
+        "ok": "confirm",
+        "double": "offer_double",
+        "take": "take",
+        "drop": "drop",
+        "resign": "resign",
+        "leave": "leave",
+        "boost": "boost",
+        "rematch": "offer_rematch",
+        "accept": "accept_rematch",
+    }
     if word in simple:
         cmd = table_pb2.Command()
         getattr(cmd, simple[word]).SetInParent()

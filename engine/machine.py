@@ -886,10 +886,21 @@ def _dispatch(ctx: _Ctx, cmd: c.Command) -> None:
 
 # The acts a running clock bounds (I-40): a turn's, a double's and its answer, a boost of the
 # clock itself. Leaving, presence and preferences are never refused for the time.
-_TIMED: frozenset[type[c.Command]] = frozenset({
-    c.Roll, c.Move, c.Undo, c.Confirm, c.SubmitPlay, c.OfferDouble, c.Take, c.Drop, c.Resign,
-    c.Boost, c.TakeBack,
-})  # fmt: skip
+_TIMED: frozenset[type[c.Command]] = frozenset(
+    {
+        c.Roll,
+        c.Move,
+        c.Undo,
+        c.Confirm,
+        c.SubmitPlay,
+        c.OfferDouble,
+        c.Take,
+        c.Drop,
+        c.Resign,
+        c.Boost,
+        c.TakeBack,
+    }
+)
 
 
 def _clock_ran_out(m: MatchState, now: int) -> int | None:

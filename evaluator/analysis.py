@@ -32,8 +32,15 @@ from evaluator.match_equity import match_winning_chance
 
 # gnubg's default marks, in points of equity lost by one decision.
 DOUBTFUL, BAD, VERY_BAD = 0.04, 0.08, 0.16
-BANDS = ((2, "supernatural"), (5, "world class"), (8, "expert"), (12, "advanced"),
-         (18, "intermediate"), (26, "casual"), (35, "beginner"))  # fmt: skip
+BANDS = (
+    (2, "supernatural"),
+    (5, "world class"),
+    (8, "expert"),
+    (12, "advanced"),
+    (18, "intermediate"),
+    (26, "casual"),
+    (35, "beginner"),
+)
 
 
 def band(error_rate: float) -> str:
@@ -177,11 +184,20 @@ def _turn(ev: Evaluator, game: int, pos: Position, turn: Turn, luck: bool) -> De
     best = ranked[0]
     lost = max(0.0, best.equity - played.equity)
     return Decision(
-        game, turn.seat, "move", pos.gnubg_id(), turn.dice,
-        format_steps(pos, turn.steps), best.play.notation(pos), lost, mark(lost),
-        luck=roll_luck(ev, pos, turn.dice) if luck else None, best_steps=best.play.steps,
-        gap=distinct[0].equity - distinct[1].equity, think_ms=turn.think_ms,
-    )  # fmt: skip
+        game,
+        turn.seat,
+        "move",
+        pos.gnubg_id(),
+        turn.dice,
+        format_steps(pos, turn.steps),
+        best.play.notation(pos),
+        lost,
+        mark(lost),
+        luck=roll_luck(ev, pos, turn.dice) if luck else None,
+        best_steps=best.play.steps,
+        gap=distinct[0].equity - distinct[1].equity,
+        think_ms=turn.think_ms,
+    )
 
 
 def roll_luck(ev: Evaluator, pos: Position, dice: tuple[int, int]) -> float:

@@ -57,10 +57,15 @@ def _td(counts: np.ndarray) -> np.ndarray:
 def contact_inputs(counts: np.ndarray) -> np.ndarray:
     x_off, o_off = _off(counts)
     return np.concatenate(
-        [x_off[:, None], o_off[:, None], _td(counts[:, 25:26]), _td(counts[:, 1:25]),
-         _td(-counts[:, 0:25])],
+        [
+            x_off[:, None],
+            o_off[:, None],
+            _td(counts[:, 25:26]),
+            _td(counts[:, 1:25]),
+            _td(-counts[:, 0:25]),
+        ],
         axis=1,
-    )  # fmt: skip
+    )
 
 
 def race_inputs(counts: np.ndarray) -> np.ndarray:

@@ -93,9 +93,14 @@ def collect(prometheus: str, start: float, end: float) -> dict[str, Any]:
             for s in series
         )
     return {
-        "prometheus": prometheus, "start": start, "end": end, "step_s": STEP_S,
-        "queries_without_data": empty, "derived": derive(panels), "panels": panels,
-    }  # fmt: skip
+        "prometheus": prometheus,
+        "start": start,
+        "end": end,
+        "step_s": STEP_S,
+        "queries_without_data": empty,
+        "derived": derive(panels),
+        "panels": panels,
+    }
 
 
 def _series(panels: dict[str, list[dict[str, Any]]], panel: str) -> dict[str, Any]:

@@ -59,10 +59,14 @@ def read_failures(csv_path: Path) -> list[dict[str, Any]]:
         return []
     with csv_path.open() as f:
         return [
-            {"method": r["Method"], "name": r["Name"], "code": r["Error"],
-             "count": int(r["Occurrences"])}
+            {
+                "method": r["Method"],
+                "name": r["Name"],
+                "code": r["Error"],
+                "count": int(r["Occurrences"]),
+            }
             for r in csv.DictReader(f)
-        ]  # fmt: skip
+        ]
 
 
 def by_code(stats: list[dict[str, Any]], failures: list[dict[str, Any]]) -> dict[str, Any]:

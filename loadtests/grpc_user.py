@@ -48,9 +48,13 @@ class LocustInterceptor(ClientInterceptor):
                 refused(self.env, name.rsplit("/", 1)[-1], code_of(exception))
                 failure = code_of(exception) if kind_of(code_of(exception)) == "error" else None
             self.env.events.request.fire(
-                request_type="grpc", name=name, response_time=elapsed_ms, response_length=0,
-                context={}, exception=failure,
-            )  # fmt: skip
+                request_type="grpc",
+                name=name,
+                response_time=elapsed_ms,
+                response_length=0,
+                context={},
+                exception=failure,
+            )
         if exception is not None:
             raise exception
         return response
@@ -62,9 +66,13 @@ def refused(env: Any, what: str, code: str) -> None:
     kind = kind_of(code)
     if kind in (RULE_KIND, LIMIT_KIND):
         env.events.request.fire(
-            request_type=kind, name=f"{what} {code}", response_time=0, response_length=0,
-            context={}, exception=None,
-        )  # fmt: skip
+            request_type=kind,
+            name=f"{what} {code}",
+            response_time=0,
+            response_length=0,
+            context={},
+            exception=None,
+        )
 
 
 def report(
@@ -73,6 +81,10 @@ def report(
     """A named entry in Locust's stats: counters (`failure` set: counted as a failure) and
     timings (value_ms)."""
     env.events.request.fire(
-        request_type=kind, name=name, response_time=value_ms, response_length=0,
-        exception=failure, context={},
-    )  # fmt: skip
+        request_type=kind,
+        name=name,
+        response_time=value_ms,
+        response_length=0,
+        exception=failure,
+        context={},
+    )

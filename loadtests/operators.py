@@ -60,10 +60,12 @@ async def open_tournaments(admin: Endpoint, token: str, run_id: str, count: int)
         stub = admin_pb2_grpc.AdminServiceStub(channel)
         for n in range(count):
             request = matchmaking_pb2.CreateTournamentRequest(
-                name=f"Load test {run_id} #{n + 1}", kind="sit_and_go", size=4,
+                name=f"Load test {run_id} #{n + 1}",
+                kind="sit_and_go",
+                size=4,
                 options=table_pb2.TableOptions(profile="casual", match_length=1),
                 request_id=f"load:{run_id}:{n}",
-            )  # fmt: skip
+            )
             try:
                 found = await stub.CreateTournament(
                     request, metadata=[("authorization", f"Bearer {token}")], timeout=30
@@ -151,11 +153,14 @@ class Funder:
     def fund(self, player_id: str) -> int:
         self._stub.Adjust(
             admin_pb2.AdjustRequest(
-                player_id=player_id, amount=self.amount, reason=f"load test {self.run_id}",
+                player_id=player_id,
+                amount=self.amount,
+                reason=f"load test {self.run_id}",
                 idempotency_key=f"load:{self.run_id}:{player_id}",
             ),
-            metadata=self._auth(), timeout=30,
-        )  # fmt: skip
+            metadata=self._auth(),
+            timeout=30,
+        )
         return self.amount
 
 

@@ -261,9 +261,11 @@ class GameUser(User):
         ours = {frm: sorted(to) for frm, to in Turn(start, (v.dice[0], v.dice[1])).lit().items()}
         theirs = {getattr(lit, "from"): sorted(lit.to) for lit in v.lit}
         report(
-            self.environment, "check", "disagreement",
+            self.environment,
+            "check",
+            "disagreement",
             failure=None if ours == theirs else f"{v.position_id} {list(v.dice)}",
-        )  # fmt: skip
+        )
 
     def check_play(self, v: Any, name: str, answer: Any) -> None:
         if name == "submit_play" and hasattr(answer, "error"):

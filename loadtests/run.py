@@ -70,10 +70,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="stress", choices=("stress", "human", "mix"))
     p.add_argument("--human-share", type=float, default=0.5, help="--profile mix: humans' share")
     p.add_argument(
-        "--tournaments", type=int, default=-1,
+        "--tournaments",
+        type=int,
+        default=-1,
         help="casual sit-and-gos opened for the people to join (default: 2 with people on a "
         "local cluster, 0 on a --target; the operator needs the tournament_create right)",
-    )  # fmt: skip
+    )
     target = p.add_argument_group("the cluster tested (default: a local one started here)")
     target.add_argument("--target", default="", help="a gateway's gRPC address, HOST:PORT")
     target.add_argument("--tls", action="store_true", help="the target speaks TLS")
@@ -101,21 +103,25 @@ def parser() -> argparse.ArgumentParser:
         "--chaos", action="store_true", help="kill -9 a table replica mid-run (it restarts)"
     )
     p.add_argument(
-        "--late-bound-ms", type=float, default=None,
+        "--late-bound-ms",
+        type=float,
+        default=None,
         help="how late a timeout may fire (default 1000 ms; with --chaos 1000 ms more than a "
         "killed table replica's shard lease, which its shards' deadlines wait out)",
-    )  # fmt: skip
+    )
     p.add_argument("--max-p99-ms", type=float, default=5000)
     p.add_argument(
-        "--prometheus", default="",
+        "--prometheus",
+        default="",
         help="the cluster's Prometheus (URL): a capacity report from the overview dashboard's "
         "queries; a local cluster runs its own with --capacity",
-    )  # fmt: skip
+    )
     p.add_argument("--capacity", action="store_true", help="a local cluster with Prometheus")
     p.add_argument(
-        "--hold", action="store_true",
+        "--hold",
+        action="store_true",
         help="after the summary, wait to be stopped (a Kubernetes pod keeps the run's files)",
-    )  # fmt: skip
+    )
     p.add_argument("--out", default="", help="the run's files (default .load-runs/<run id>)")
     return p
 
@@ -169,15 +175,31 @@ def _late_bound_ms(args: argparse.Namespace) -> float:
 def _locust_options(args: argparse.Namespace, gateway: Endpoint, admin: Endpoint) -> list[str]:
     """The run's settings, as options Locust forwards from its master to every worker."""
     return [
-        "--host", gateway.address, "--load-run-id", args.run_id, "--load-prefix", args.prefix,
-        "--load-accounts", args.accounts, "--load-admin", admin.address,
-        "--load-operator", args.operator, "--load-funds", str(args.funds),
-        "--load-profile", args.profile, "--load-human-share", str(args.human_share),
-        "--load-late-bound-ms", str(_late_bound_ms(args)),
-        *(["--load-tls"] if gateway.tls else []), *(["--load-admin-tls"] if admin.tls else []),
+        "--host",
+        gateway.address,
+        "--load-run-id",
+        args.run_id,
+        "--load-prefix",
+        args.prefix,
+        "--load-accounts",
+        args.accounts,
+        "--load-admin",
+        admin.address,
+        "--load-operator",
+        args.operator,
+        "--load-funds",
+        str(args.funds),
+        "--load-profile",
+        args.profile,
+        "--load-human-share",
+        str(args.human_share),
+        "--load-late-bound-ms",
+        str(_late_bound_ms(args)),
+        *(["--load-tls"] if gateway.tls else []),
+        *(["--load-admin-tls"] if admin.tls else []),
         *(["--load-ca", gateway.ca] if gateway.ca else []),
         *(["--load-server-name", gateway.server_name] if gateway.server_name else []),
-    ]  # fmt: skip
+    ]
 
 
 def _classes(args: argparse.Namespace) -> list[str]:
@@ -205,14 +227,34 @@ def _measure(
     locust = str(Path(sys.executable).parent / "locust")
     env = {**os.environ, OPERATOR_KEY_ENV: key}
     master = [
-        locust, "-f", str(LOCUSTFILE), "--master", "--master-bind-host", args.master_bind,
-        "--expect-workers", str(args.expect_workers if args.master else args.workers),
-        "--users", str(args.users), "--spawn-rate", str(args.spawn_rate),
-        "--run-time", f"{args.duration}s", "--stop-timeout", "20",
-        "--html", str(out / "report.html"), "--csv", str(out / "locust"),
-        "--json-file", str(out / "stats"), "--skip-log", "--load-run-dir", str(out),
-        *_locust_options(args, gateway, admin), *_classes(args),
-    ]  # fmt: skip
+        locust,
+        "-f",
+        str(LOCUSTFILE),
+        "--master",
+        "--master-bind-host",
+        args.master_bind,
+        "--expect-workers",
+        str(args.expect_workers if args.master else args.workers),
+        "--users",
+        str(args.users),
+        "--spawn-rate",
+        str(args.spawn_rate),
+        "--run-time",
+        f"{args.duration}s",
+        "--stop-timeout",
+        "20",
+        "--html",
+        str(out / "report.html"),
+        "--csv",
+        str(out / "locust"),
+        "--json-file",
+        str(out / "stats"),
+        "--skip-log",
+        "--load-run-dir",
+        str(out),
+        *_locust_options(args, gateway, admin),
+        *_classes(args),
+    ]
     port = args.master_port if args.master else free_port()  # local runs side by side
     master += ["--master-bind-port", str(port)]
     if args.web_ui:
@@ -226,9 +268,15 @@ def _measure(
         if not args.master:
             for _ in range(args.workers):
                 worker = [
-                    locust, "-f", str(LOCUSTFILE), "--worker", "--master-host", "127.0.0.1",
-                    "--master-port", str(port),
-                ]  # fmt: skip
+                    locust,
+                    "-f",
+                    str(LOCUSTFILE),
+                    "--worker",
+                    "--master-host",
+                    "127.0.0.1",
+                    "--master-port",
+                    str(port),
+                ]
                 procs.append(subprocess.Popen(worker, env=env, cwd=ROOT))
         generators = [TreeCpu(p.pid) for p in procs]
         before = cpu_of(cluster.pids) if cluster else {}
@@ -248,21 +296,30 @@ def _measure(
         json.loads((out / "players.json").read_text()) if (out / "players.json").exists() else {}
     )
     summary["diamonds"] = asyncio.run(where_they_ended(admin, token, players)) if players else {}
-    summary.update({
-        "run_id": args.run_id, "target": gateway.described(), "profile": args.profile,
-        "users": args.users, "duration_s": args.duration, "workers": args.workers,
-        "chaos": args.chaos, "report": str(out / "report.html"), "tournaments": tournaments,
-        "commands_per_s": round(summary["commands_total"] / max(1, args.duration), 1),
-    })  # fmt: skip
+    summary.update(
+        {
+            "run_id": args.run_id,
+            "target": gateway.described(),
+            "profile": args.profile,
+            "users": args.users,
+            "duration_s": args.duration,
+            "workers": args.workers,
+            "chaos": args.chaos,
+            "report": str(out / "report.html"),
+            "tournaments": tournaments,
+            "commands_per_s": round(summary["commands_total"] / max(1, args.duration), 1),
+        }
+    )
     generator_s = sum(g.sample() for g in generators)
     summary["cpu"] = _cpu(before, after, generator_s, elapsed, summary["commands_total"])
     if args.prometheus:
         time.sleep(2 * STEP_S)  # the run's last scrapes
         report = capacity.collect(args.prometheus, began, time.time())
         summary["capacity"] = {
-            **report["derived"], "queries_without_data": report["queries_without_data"],
+            **report["derived"],
+            "queries_without_data": report["queries_without_data"],
             "page": str(capacity.write(report, out)),
-        }  # fmt: skip
+        }
     summary["failed"] = _verdict(summary, args)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2), flush=True)
@@ -288,9 +345,12 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 
 def _cpu(
-    before: dict[str, float], after: dict[str, float], generator_s: float, elapsed: float,
+    before: dict[str, float],
+    after: dict[str, float],
+    generator_s: float,
+    elapsed: float,
     commands: int,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     cores = os.cpu_count() or 1
     cluster_s = sum(max(0.0, after.get(k, 0.0) - before[k]) for k in before)
     return {
@@ -327,9 +387,15 @@ def _worker(args: argparse.Namespace) -> int:
         return _refused(f"set {OPERATOR_KEY_ENV}: this worker's players are funded with it")
     locust = str(Path(sys.executable).parent / "locust")
     argv = [
-        locust, "-f", str(LOCUSTFILE), "--worker", "--master-host", args.master_host,
-        "--master-port", str(args.master_port),
-    ]  # fmt: skip
+        locust,
+        "-f",
+        str(LOCUSTFILE),
+        "--worker",
+        "--master-host",
+        args.master_host,
+        "--master-port",
+        str(args.master_port),
+    ]
     return subprocess.call(argv, cwd=ROOT)
 
 

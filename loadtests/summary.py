@@ -9,9 +9,15 @@ from typing import Any
 from loadtests.failures import by_code
 
 CHECKS = (
-    "disagreement", "legal_refused", "illegal_accepted", "missed_timeout", "doubled_timeout",
-    "early_timeout", "late_beyond_bound", "stream_gap",
-)  # fmt: skip
+    "disagreement",
+    "legal_refused",
+    "illegal_accepted",
+    "missed_timeout",
+    "doubled_timeout",
+    "early_timeout",
+    "late_beyond_bound",
+    "stream_gap",
+)
 
 
 def percentile(histogram: dict[str, int], q: float) -> float:

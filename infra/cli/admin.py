@@ -82,39 +82,51 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("seconds", type=int, help="how long (0 lifts a silence)")
     p.add_argument("--reason", required=True, help="why")
     p = acts.add_parser(
-        "tournament-create", help="open a knockout tournament for registration",
+        "tournament-create",
+        help="open a knockout tournament for registration",
         description="Open a knockout tournament for registration; players register from the "
         "lobby or `bgcluster play --tournament`. Prints the tournament as JSON.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )  # fmt: skip
+    )
     p.add_argument("name", help="shown to players (1..40 characters)")
     p.add_argument(
-        "--kind", choices=["sit_and_go", "scheduled"], default="sit_and_go",
+        "--kind",
+        choices=["sit_and_go", "scheduled"],
+        default="sit_and_go",
         help="sit_and_go starts as soon as it is full; scheduled starts at --starts-in with "
         "whoever registered (at least 2)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--profile", choices=["casual", "scored", "wagered"], default="scored",
+        "--profile",
+        choices=["casual", "scored", "wagered"],
+        default="scored",
         help="the rules of every match (wagered needs --buy-in)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--buy-in", type=int, default=0,
+        "--buy-in",
+        type=int,
+        default=0,
         help="wagered: each player's buy-in in diamonds (100..2,000 by 100), held at "
         "registration; the pool less 8%% is paid to the final ranks",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--size", type=int, default=8,
+        "--size",
+        type=int,
+        default=8,
         help="sit_and_go: exactly 4, 8, 16 or 32 players; scheduled: the most it takes (2..64)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--starts-in", type=int, default=600,
+        "--starts-in",
+        type=int,
+        default=600,
         help="scheduled: seconds from now to the start (ignored for a sit-and-go)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--lengths", default="1",
+        "--lengths",
+        default="1",
         help="each round's match length (1, 3, 5 or 7), comma separated from the first round; "
         "the last one repeats for later rounds, e.g. 1,3,5",
-    )  # fmt: skip
+    )
     p = acts.add_parser("tournament-cancel", help="cancel a tournament that has not finished")
     p.add_argument("tournament", help="the tournament's id (buy-ins are refunded)")
     p.add_argument("--reason", required=True, help="why")
@@ -176,9 +188,11 @@ def _call(stub: admin_pb2_grpc.AdminServiceStub, args: argparse.Namespace, auth:
     if action in ("credit", "debit"):
         amount = args.amount if action == "credit" else -args.amount
         adjust = admin_pb2.AdjustRequest(
-            player_id=args.player, amount=amount, reason=args.reason,
+            player_id=args.player,
+            amount=amount,
+            reason=args.reason,
             idempotency_key=args.key or uuid.uuid4().hex,
-        )  # fmt: skip
+        )
         return stub.Adjust(adjust, metadata=auth, timeout=30)
     if action in ("ban", "unban"):
         ban = admin_pb2.BanRequest(player_id=args.player, reason=args.reason)
@@ -254,10 +268,14 @@ def _tournament_call(
     lengths = [int(n) for n in args.lengths.split(",") if n.strip()]
     starts = int(time.time() * 1000) + args.starts_in * 1000 if args.kind == "scheduled" else 0
     create = matchmaking_pb2.CreateTournamentRequest(
-        name=args.name, kind=args.kind, size=args.size, starts_ms=starts, lengths=lengths,
+        name=args.name,
+        kind=args.kind,
+        size=args.size,
+        starts_ms=starts,
+        lengths=lengths,
         options=table_pb2.TableOptions(
             profile=args.profile, match_length=lengths[0], bet=args.buy_in
         ),
         request_id=uuid.uuid4().hex,
-    )  # fmt: skip
+    )
     return stub.CreateTournament(create, metadata=auth, timeout=30)

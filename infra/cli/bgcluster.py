@@ -120,19 +120,26 @@ def _parser() -> argparse.ArgumentParser:
         "the network between them",
     )
     up.add_argument(
-        "--hosts-prefix", default="bgh", metavar="PREFIX",
+        "--hosts-prefix",
+        default="bgh",
+        metavar="PREFIX",
         help="with --hosts: the hosts' names (PREFIX-<process>) and bridge (PREFIXbr); 2-8 "
         "lower-case letters and digits, a letter first and last. A prefix or net a running "
         "cluster holds is refused: give each drill its own",
-    )  # fmt: skip
+    )
     up.add_argument(
-        "--hosts-net", type=int, default=213, metavar="N",
+        "--hosts-net",
+        type=int,
+        default=213,
+        metavar="N",
         help="with --hosts: the hosts' addresses, 10.N.0.x (1..254)",
-    )  # fmt: skip
+    )
     up.add_argument(
-        "--startup-timeout", type=float, default=60.0,
+        "--startup-timeout",
+        type=float,
+        default=60.0,
         help="seconds to wait for every service to report SERVING before giving up",
-    )  # fmt: skip
+    )
     up.add_argument(
         "--prometheus",
         action="store_true",
@@ -219,16 +226,28 @@ async def _up(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"bgcluster: {exc}", file=sys.stderr)
         return 2
-    cluster = Cluster(ClusterConfig(
-        data_dir=args.data_dir, base_port=args.base_port,
-        valkey_cluster=args.valkey_cluster, valkey_node_timeout_ms=args.valkey_node_timeout_ms,
-        replicas=replicas, redis_url=args.redis_url, kafka_bootstrap=args.kafka_bootstrap,
-        kafka_namespace=args.kafka_namespace, kafka_log=args.kafka_log,
-        kafka_storage=args.kafka_storage,
-        database_url=args.database_url, startup_timeout_s=args.startup_timeout,
-        prometheus=args.prometheus, postgres=args.postgres, starter_grant=args.starter_grant,
-        hosts=args.hosts, hosts_prefix=args.hosts_prefix, hosts_net=args.hosts_net,
-    ))  # fmt: skip
+    cluster = Cluster(
+        ClusterConfig(
+            data_dir=args.data_dir,
+            base_port=args.base_port,
+            valkey_cluster=args.valkey_cluster,
+            valkey_node_timeout_ms=args.valkey_node_timeout_ms,
+            replicas=replicas,
+            redis_url=args.redis_url,
+            kafka_bootstrap=args.kafka_bootstrap,
+            kafka_namespace=args.kafka_namespace,
+            kafka_log=args.kafka_log,
+            kafka_storage=args.kafka_storage,
+            database_url=args.database_url,
+            startup_timeout_s=args.startup_timeout,
+            prometheus=args.prometheus,
+            postgres=args.postgres,
+            starter_grant=args.starter_grant,
+            hosts=args.hosts,
+            hosts_prefix=args.hosts_prefix,
+            hosts_net=args.hosts_net,
+        )
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -317,9 +336,14 @@ async def _play(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     handler = {
-        "up": _up, "status": _status, "restart": _restart, "demo": _demo, "play": _play,
-        "admin": admin_cli.run, "fault": fault_cli.run,
-    }[args.command]  # fmt: skip
+        "up": _up,
+        "status": _status,
+        "restart": _restart,
+        "demo": _demo,
+        "play": _play,
+        "admin": admin_cli.run,
+        "fault": fault_cli.run,
+    }[args.command]
     raise SystemExit(asyncio.run(handler(args)))
 
 

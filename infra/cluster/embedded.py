@@ -96,19 +96,29 @@ def valkey_argv(
     workdir.mkdir(parents=True, exist_ok=True)
     return [
         valkey_binary(),
-        "--port", str(port),
-        "--bind", host,
-        "--save", "",
-        "--appendonly", "yes",
-        "--appendfsync", "everysec",
-        "--maxmemory", maxmemory,
-        "--maxmemory-policy", "noeviction",
-        "--dir", str(workdir),
+        "--port",
+        str(port),
+        "--bind",
+        host,
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--maxmemory",
+        maxmemory,
+        "--maxmemory-policy",
+        "noeviction",
+        "--dir",
+        str(workdir),
         # Off the loopback only on a test host's private bridge (--hosts), which nothing but the
         # cluster's hosts and this machine reach; a real deployment sets a password instead.
-        "--protected-mode", "yes" if host == "127.0.0.1" else "no",
-        "--loglevel", "warning",
-    ]  # fmt: skip
+        "--protected-mode",
+        "yes" if host == "127.0.0.1" else "no",
+        "--loglevel",
+        "warning",
+    ]
 
 
 TANSU_BUCKET = "tansu"
@@ -128,10 +138,13 @@ def tansu_argv(port: int, storage: str = "memory://tansu/", host: str = "127.0.0
     return [
         tansu_binary(),
         "broker",
-        "--listener-url", url,
-        "--advertised-listener-url", url,
-        "--storage-engine", storage,
-    ]  # fmt: skip
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        storage,
+    ]
 
 
 def tansu_env(s3_url: str) -> dict[str, str]:
@@ -190,16 +203,31 @@ def seaweed_argv(ports: SeaweedPorts, workdir: Path) -> list[str]:
     logs.mkdir(exist_ok=True)
     return [
         # Its info chatter goes to files in `logs`; errors still reach the cluster's output.
-        weed_binary(), f"-logdir={logs}", "-alsologtostderr=false", "-stderrthreshold=ERROR",
-        "-log_max_files=3", "server",
-        f"-dir={workdir}", f"-ip={p.host}", f"-ip.bind={p.host}",
-        f"-master.port={p.master}", f"-master.port.grpc={p.master_grpc}",
-        f"-volume.port={p.volume}", f"-volume.port.grpc={p.volume_grpc}",
-        "-filer", f"-filer.port={p.filer}", f"-filer.port.grpc={p.filer_grpc}",
-        "-s3", f"-s3.port={p.s3}", f"-s3.port.grpc={p.s3_grpc}",
-        "-s3.port.iceberg=0", "-s3.port.lance=0", "-metricsPort=0",
-        "-master.volumeSizeLimitMB=64", "-volume.max=50",
-    ]  # fmt: skip
+        weed_binary(),
+        f"-logdir={logs}",
+        "-alsologtostderr=false",
+        "-stderrthreshold=ERROR",
+        "-log_max_files=3",
+        "server",
+        f"-dir={workdir}",
+        f"-ip={p.host}",
+        f"-ip.bind={p.host}",
+        f"-master.port={p.master}",
+        f"-master.port.grpc={p.master_grpc}",
+        f"-volume.port={p.volume}",
+        f"-volume.port.grpc={p.volume_grpc}",
+        "-filer",
+        f"-filer.port={p.filer}",
+        f"-filer.port.grpc={p.filer_grpc}",
+        "-s3",
+        f"-s3.port={p.s3}",
+        f"-s3.port.grpc={p.s3_grpc}",
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        "-metricsPort=0",
+        "-master.volumeSizeLimitMB=64",
+        "-volume.max=50",
+    ]
 
 
 async def wait_s3_bucket(s3_url: str, bucket: str = TANSU_BUCKET, timeout: float = 60.0) -> None:
@@ -563,17 +591,29 @@ def postgres_argv(
             os_chown(pgdata, entry.pw_uid, entry.pw_gid)
         subprocess.run(
             [_pg_bin("initdb"), "-D", str(pgdata), "--auth=trust", "-U", "postgres", "-E", "UTF8"],
-            check=True, capture_output=True, timeout=120, **as_user(user),
-        )  # fmt: skip
+            check=True,
+            capture_output=True,
+            timeout=120,
+            **as_user(user),
+        )
     if host != "127.0.0.1":
         _trust_own_network(pgdata)
     return [
-        _pg_bin("postgres"), "-D", str(pgdata), "-p", str(port), "-h", host,
+        _pg_bin("postgres"),
+        "-D",
+        str(pgdata),
+        "-p",
+        str(port),
+        "-h",
+        host,
         # TCP only: every client connects by address, and a socket path under a deep data
         # directory (a test worker's) can pass the 107 bytes a Unix socket's name may have.
-        "-k", "", "-c", "max_connections=200",
+        "-k",
+        "",
+        "-c",
+        "max_connections=200",
         *([] if durable else ["-c", "fsync=off"]),
-    ]  # fmt: skip
+    ]
 
 
 SAMENET_RULE = "host all all samenet trust  # bgcluster --hosts: the cluster's own hosts\n"
@@ -601,9 +641,13 @@ def start_postgres(workdir: Path) -> RunningServer:
     log = workdir / "postgres.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, **as_user(pg_user()),
-        )  # fmt: skip
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            **as_user(pg_user()),
+        )
     url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
     server = RunningServer(
         "postgres", proc, f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"

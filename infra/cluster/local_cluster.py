@@ -116,8 +116,10 @@ def local_cluster(
     bgcluster = str(Path(sys.executable).parent / "bgcluster")
     proc = spawn(
         [bgcluster, "up", "--base-port", "0", "--data-dir", str(data), *args],
-        data / "cluster.log", {**os.environ, **env}, append=False,
-    )  # fmt: skip
+        data / "cluster.log",
+        {**os.environ, **env},
+        append=False,
+    )
     try:
         deadline = time.monotonic() + timeout_s
         while not (

@@ -29,9 +29,13 @@ def spawn(
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab" if append else "wb") as out:
         return subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env=env,
-        )  # fmt: skip
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
 
 
 @dataclass
@@ -72,9 +76,12 @@ class ManagedProcess:
 
     async def start(self) -> None:
         env = {
-            **os.environ, **self.spec.env, **self._overrides(), "PYTHONUNBUFFERED": "1",
+            **os.environ,
+            **self.spec.env,
+            **self._overrides(),
+            "PYTHONUNBUFFERED": "1",
             "BG_ORPHAN_GUARD_PARENT": str(os.getpid()),
-        }  # fmt: skip
+        }
         if self.spec.user:
             env["BG_ORPHAN_GUARD_USER"] = self.spec.user  # the launcher drops to it
         if self.spec.netns:

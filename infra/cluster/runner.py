@@ -34,8 +34,15 @@ from services.common.topics import Namespace
 from services.contracts.topics import cluster_topics
 
 SERVICES = (
-    "gateway", "matchmaking", "table", "wallet", "leaderboard", "bots", "analysis", "identity",
-)  # fmt: skip
+    "gateway",
+    "matchmaking",
+    "table",
+    "wallet",
+    "leaderboard",
+    "bots",
+    "analysis",
+    "identity",
+)
 # Port offsets from --base-port: gateway N+1 ... table replicas N+10+i; metrics at +1000.
 PORT_OFFSETS = {
     "gateway": 1,
@@ -210,9 +217,13 @@ class Cluster:
         self, name: str, argv: list[str], env: dict[str, str], user: str | None = None
     ) -> ProcSpec:
         return ProcSpec(
-            name, argv, env, user=user, netns=self._netns(name),
+            name,
+            argv,
+            env,
+            user=user,
+            netns=self._netns(name),
             overrides=self.data_dir / DRILLS / f"{name}.json",
-        )  # fmt: skip
+        )
 
     def _port(self, offset: int) -> int:
         return (
@@ -361,10 +372,11 @@ class Cluster:
         (folder / "targets.json").write_text(json.dumps(targets))
         self.prometheus_port = self._port(PROMETHEUS_OFFSET)
         argv = [
-            binary, f"--config.file={folder / 'prometheus.yml'}",
+            binary,
+            f"--config.file={folder / 'prometheus.yml'}",
             f"--storage.tsdb.path={folder / 'tsdb'}",
             f"--web.listen-address=127.0.0.1:{self.prometheus_port}",
-        ]  # fmt: skip
+        ]
         await self._spawn_infra("prometheus", argv)
         self.infra_addresses["prometheus"] = f"http://127.0.0.1:{self.prometheus_port}/"
 

@@ -47,12 +47,17 @@ def cluster_node_argv(
     that long is failed over too."""
     return [
         *valkey_argv(port, workdir, host=host),
-        "--cluster-enabled", "yes",
-        "--cluster-port", str(bus_port),
-        "--cluster-config-file", "nodes.conf",
-        "--cluster-node-timeout", str(node_timeout_ms),
-        "--cluster-require-full-coverage", "no",
-    ]  # fmt: skip
+        "--cluster-enabled",
+        "yes",
+        "--cluster-port",
+        str(bus_port),
+        "--cluster-config-file",
+        "nodes.conf",
+        "--cluster-node-timeout",
+        str(node_timeout_ms),
+        "--cluster-require-full-coverage",
+        "no",
+    ]
 
 
 def slot_ranges(primaries: int) -> list[tuple[int, int]]:
@@ -101,8 +106,10 @@ async def form_cluster(
             await client.execute_command("CLUSTER", "MEET", hosts[0], ports[0], bus_ports[0])
         deadline = time.monotonic() + timeout
         while True:  # every node must know every other before a replica can name its primary
-            known = [len(_text(await c.execute_command("CLUSTER", "NODES")).splitlines())
-                     for c in clients]  # fmt: skip
+            known = [
+                len(_text(await c.execute_command("CLUSTER", "NODES")).splitlines())
+                for c in clients
+            ]
             if min(known) == len(ports):
                 break
             _check(deadline, "the nodes to meet")

@@ -61,11 +61,13 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
             raise NotFound("UNKNOWN_MATCH", "no analysis of this match (none was queued)")
         if stored.state == QUEUED or stored.result is None:
             return analysis_pb2.MatchAnalysis(
-                match_id=stored.match_id, table_id=stored.table_id,
+                match_id=stored.match_id,
+                table_id=stored.table_id,
                 player_ids=facts_of(stored.event or b"").player_ids,
-                state=analysis_pb2.ANALYSIS_STATE_QUEUED, ended_ms=stored.ended_ms,
+                state=analysis_pb2.ANALYSIS_STATE_QUEUED,
+                ended_ms=stored.ended_ms,
                 ahead=await self.store.ahead_of(stored.queued_ms, stored.match_id),
-            )  # fmt: skip
+            )
         found = analysis_pb2.MatchAnalysis()
         found.ParseFromString(stored.result)
         if found.luck_pending:  # first read: the rolls' luck now, kept for the next reader
@@ -88,10 +90,13 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
         # Higher by more than rounding: the same record summed in another order is not worse.
         worse = len(rates) - bisect.bisect_right(rates, rate + 1e-9)
         return analysis_pb2.PlayerTrendResponse(
-            matches=rows, error_rate=rate, decisions=decisions,
+            matches=rows,
+            error_rate=rate,
+            decisions=decisions,
             band=band(rate) if decisions else "",
-            better_than=worse / len(rates) if rates else 0.0, compared=len(rates),
-        )  # fmt: skip
+            better_than=worse / len(rates) if rates else 0.0,
+            compared=len(rates),
+        )
 
     @grpc_errors
     async def ListFlags(
@@ -129,9 +134,12 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
         if not request.operator or not request.reason:
             raise InvalidArgument("MISSING", "a decision needs its operator and reason")
         return await self.fair_play.decide(
-            request.flag_id, request.decision, request.operator[:64], request.reason[:200],
+            request.flag_id,
+            request.decision,
+            request.operator[:64],
+            request.reason[:200],
             int(time.time() * 1000),
-        )  # fmt: skip
+        )
 
 
 def _player_limit(request: analysis_pb2.PlayerTrendRequest) -> int:

@@ -39,9 +39,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     fair_play = SqlFairPlay(engine, settings.fair_play_threshold)
     store = SqlAnalyses(engine, fair_play)
     worker = Worker(
-        store, settings.analysis_lease_s, settings.analysis_attempts, metrics,
-        settings.replica or "analysis", partial(judge, luck=settings.luck == "judge"),
-    )  # fmt: skip
+        store,
+        settings.analysis_lease_s,
+        settings.analysis_attempts,
+        metrics,
+        settings.replica or "analysis",
+        partial(judge, luck=settings.luck == "judge"),
+    )
     enqueuer = Enqueuer(store, metrics, worker.woken)
     servicer = AnalysisServicer(
         store, fair_play, settings.population_kept_s, settings.fair_play_threshold

@@ -43,9 +43,13 @@ class Enqueuer:
         if not any(m.WhichOneof("body") == "turn_ended" for m in body.moves):
             return self._count("ignored")  # nothing was played: nothing to judge
         queued = await self.store.enqueue(
-            event.match_id, event.table_id, body.info.profile, event.at_ms,
-            event.SerializeToString(), int(time.time() * 1000),
-        )  # fmt: skip
+            event.match_id,
+            event.table_id,
+            body.info.profile,
+            event.at_ms,
+            event.SerializeToString(),
+            int(time.time() * 1000),
+        )
         if queued and self.woken is not None:
             self.woken.set()
         return self._count("queued" if queued else "duplicate")

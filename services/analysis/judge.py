@@ -55,9 +55,15 @@ def facts_of(raw: bytes) -> Facts:
     body: Any = getattr(event, event.WhichOneof("body") or "", None)
     info = body.info if body is not None else events_pb2.MatchInfo()
     return Facts(
-        event.match_id, event.table_id, event.at_ms, tuple(info.player_ids), info.profile,
-        info.test_game, info.rated, info.tournament,
-    )  # fmt: skip
+        event.match_id,
+        event.table_id,
+        event.at_ms,
+        tuple(info.player_ids),
+        info.profile,
+        info.test_game,
+        info.rated,
+        info.tournament,
+    )
 
 
 def judge(
@@ -98,9 +104,12 @@ def to_proto(
     body: Any = getattr(event, event.WhichOneof("body") or "")
     players = list(body.info.player_ids)
     out = analysis_pb2.MatchAnalysis(
-        match_id=event.match_id, table_id=event.table_id, player_ids=players,
-        state=analysis_pb2.ANALYSIS_STATE_DONE, ended_ms=event.at_ms,
-    )  # fmt: skip
+        match_id=event.match_id,
+        table_id=event.table_id,
+        player_ids=players,
+        state=analysis_pb2.ANALYSIS_STATE_DONE,
+        ended_ms=event.at_ms,
+    )
     for d in found.decisions:
         out.decisions.append(
             analysis_pb2.Decision(

@@ -73,8 +73,10 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         freed = await self.store.release(self.replica)
         if freed:
-            log.info("matches this replica held before it stopped are free again",
-                     extra={"matches": freed})  # fmt: skip
+            log.info(
+                "matches this replica held before it stopped are free again",
+                extra={"matches": freed},
+            )
         while not stop.is_set():
             try:
                 worked = await self.step()
@@ -121,9 +123,13 @@ class Worker:
     async def _fail(self, facts: Facts, why: str) -> None:
         """Stored as failed, with who played it (its players may still read why)."""
         failed = analysis_pb2.MatchAnalysis(
-            match_id=facts.match_id, table_id=facts.table_id, player_ids=facts.player_ids,
-            state=analysis_pb2.ANALYSIS_STATE_FAILED, ended_ms=facts.ended_ms, failure=why[:500],
-        )  # fmt: skip
+            match_id=facts.match_id,
+            table_id=facts.table_id,
+            player_ids=facts.player_ids,
+            state=analysis_pb2.ANALYSIS_STATE_FAILED,
+            ended_ms=facts.ended_ms,
+            failure=why[:500],
+        )
         await self.store.fail(failed, _now_ms())
         self._count("failed")
 

@@ -156,21 +156,30 @@ def redis_client(
     if cluster:
         node = make_url_parts(url)
         counted = CountingRedisCluster(
-            host=node[0], port=node[1], max_connections=max_connections,
+            host=node[0],
+            port=node[1],
+            max_connections=max_connections,
             require_full_coverage=False,  # a primary failing over: the other slots still serve
-            socket_connect_timeout=timeout or 2.0, socket_timeout=timeout, health_check_interval=10,
-            retry=retry, retry_on_error=[RedisConnectionError, RedisTimeoutError],
-        )  # fmt: skip
+            socket_connect_timeout=timeout or 2.0,
+            socket_timeout=timeout,
+            health_check_interval=10,
+            retry=retry,
+            retry_on_error=[RedisConnectionError, RedisTimeoutError],
+        )
         counted.counter = round_trips
         # Each call holds at most one connection per node; pub/sub connections come on top.
         counted.slots = asyncio.Semaphore(max(1, max_connections - PUBSUB_HEADROOM))
         return counted
     pool = redis_asyncio.BlockingConnectionPool.from_url(
-        url, max_connections=max_connections, timeout=5, socket_connect_timeout=timeout or 2.0,
-        socket_timeout=timeout, health_check_interval=10,
+        url,
+        max_connections=max_connections,
+        timeout=5,
+        socket_connect_timeout=timeout or 2.0,
+        socket_timeout=timeout,
+        health_check_interval=10,
         retry=retry,
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
-    )  # fmt: skip
+    )
     client = CountingRedis(connection_pool=pool)
     client.counter = round_trips
     return client

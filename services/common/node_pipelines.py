@@ -28,8 +28,12 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 log = logging.getLogger("bg.redis")
 Command = Sequence[Any]  # ("ZRANGE", key, 0, 0, ...): the key is always the second item
 NODE_FAILURES = (
-    RedisConnectionError, RedisTimeoutError, SlotNotCoveredError, OSError, asyncio.TimeoutError
-)  # fmt: skip
+    RedisConnectionError,
+    RedisTimeoutError,
+    SlotNotCoveredError,
+    OSError,
+    asyncio.TimeoutError,
+)
 _REDIRECTS = (MovedError, AskError, TryAgainError)
 
 

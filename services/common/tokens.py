@@ -64,9 +64,13 @@ class TokenSigner:
         issued = int(now if now is not None else time.time())
         expires = issued + (ttl_s or self.ttl_s)
         claims = {
-            "sub": identity.player_id, "name": identity.name, "iat": issued, "exp": expires,
-            "iss": ISSUER, "aud": OPERATORS if identity.operator else AUDIENCE,
-        }  # fmt: skip
+            "sub": identity.player_id,
+            "name": identity.name,
+            "iat": issued,
+            "exp": expires,
+            "iss": ISSUER,
+            "aud": OPERATORS if identity.operator else AUDIENCE,
+        }
         token = jwt.encode(
             claims, self.keys[self.current], algorithm=ALGORITHM, headers={"kid": self.current}
         )
@@ -83,9 +87,13 @@ class TokenSigner:
             raise Unauthenticated("BAD_TOKEN", "the token's key is not (or no longer) in use")
         try:
             claims = jwt.decode(
-                token, key, algorithms=[ALGORITHM], audience=audience, issuer=ISSUER,
+                token,
+                key,
+                algorithms=[ALGORITHM],
+                audience=audience,
+                issuer=ISSUER,
                 options={"require": ["sub", "exp", "iat", "iss", "aud"]},
-            )  # fmt: skip
+            )
         except jwt.ExpiredSignatureError:
             raise Unauthenticated("TOKEN_EXPIRED", "the token has expired; log in again") from None
         except jwt.PyJWTError:

@@ -141,9 +141,14 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         names = Names(redis, signer.ttl_s)
         privacy = Privacy(redis)
         sign_in = SignIn(
-            callers, GuestIdentities(), names, lobby, accounts, settings.access_ttl_s,
+            callers,
+            GuestIdentities(),
+            names,
+            lobby,
+            accounts,
+            settings.access_ttl_s,
             settings.bots_secret,
-        )  # fmt: skip
+        )
         streams = PlayStreams(
             callers, table_calls, lines, lobby, feed, presence, privacy, live, chat, metrics
         )
@@ -151,10 +156,20 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         friends = FriendsStreams(social, presence, settings.friends_refresh_s)
         # One application layer; gRPC here, the WebSocket at start, both on it.
         handlers = GatewayHandlers(
-            callers, sign_in, streams, lobby, wallet_stub, table_calls,
+            callers,
+            sign_in,
+            streams,
+            lobby,
+            wallet_stub,
+            table_calls,
             leaderboard_pb2_grpc.LeaderboardServiceStub(boards),
-            display_names, privacy, analyses, social, friends, metrics,
-        )  # fmt: skip
+            display_names,
+            privacy,
+            analyses,
+            social,
+            friends,
+            metrics,
+        )
         # The unary methods are made from the handlers' names (api.py), which mypy cannot see:
         # tests/gateway/test_handlers.py checks every method of the service is served.
         servicer = GatewayServicer(handlers)  # type: ignore[abstract]

@@ -20,13 +20,16 @@ from services.contracts.bounds import DEFAULT_MAX
 # A code may come as a whole invite link; the account fields have their own bounds (checked
 # again, in full, where they are used). services/contracts/bounds.py is the one list.
 MAX_BY_FIELD = {
-    "guest_name": bounds.GUEST_MAX, "code": bounds.CODE_MAX, "device_id": bounds.DEVICE_MAX,
-    "email": bounds.EMAIL_MAX, "password": bounds.PASSWORD_MAX,
+    "guest_name": bounds.GUEST_MAX,
+    "code": bounds.CODE_MAX,
+    "device_id": bounds.DEVICE_MAX,
+    "email": bounds.EMAIL_MAX,
+    "password": bounds.PASSWORD_MAX,
     "display_name": 40,  # longer is INVALID_NAME (the name's own rule), not TOO_LONG
     "refresh_token": 128,
     "text": bounds.CHAT_LIMIT,  # a chat message: its own bound is BG_CHAT_MAX_CHARS (at most this)
     "reason": bounds.REASON_MAX,  # why a player reports or an operator acts (`reason` below)
-}  # fmt: skip
+}
 # What a request names, by request message: empty is MISSING naming the field, as one rule for
 # every call (the services behind would each answer in their own words, or not at all).
 REQUIRED = {

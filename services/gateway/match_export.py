@@ -150,12 +150,14 @@ def export(
     stem = f"match-{archived.summary.match_id}"
     if fmt == "json":
         return gateway_pb2.ExportMatchResponse(
-            filename=stem + ".json", content_type="application/json",
+            filename=stem + ".json",
+            content_type="application/json",
             content=to_json(archived, names),
-        )  # fmt: skip
+        )
     moves = list(archived.moves)
     seats = [mat_name(names.get(p) or p) for p in archived.summary.player_ids]
     return gateway_pb2.ExportMatchResponse(
-        filename=stem + ".mat", content_type="text/plain",
+        filename=stem + ".mat",
+        content_type="text/plain",
         content=to_mat(moves, seats, match_length(moves)),
-    )  # fmt: skip
+    )

@@ -205,20 +205,25 @@ class PlayStreams:
             command_id = limits.bounded(cmd.command_id, "command.command_id", 64)
             self.callers.acting(player)
             request = table_pb2.SubmitCommandRequest(
-                table_id=table_id, player_id=player, seat=seat,
+                table_id=table_id,
+                player_id=player,
+                seat=seat,
                 # an id makes the command safe to hand to another replica on failover
                 command_id=command_id or f"gw-{uuid.uuid4().hex}",
-                expected_seq=cmd.expected_seq, command=cmd.command,
-            )  # fmt: skip
+                expected_seq=cmd.expected_seq,
+                command=cmd.command,
+            )
             reply = await self.lines.submit(request, timeout=10)
             if reply.HasField("update"):
                 update = reply.update
             if cmd.command.WhichOneof("kind") == "accept_rematch" and not reply.duplicate:
                 await self._deal_rematch(table_id, player)
             result = gateway_pb2.CommandResult(
-                command_id=command_id, seq=reply.seq, duplicate=reply.duplicate,
+                command_id=command_id,
+                seq=reply.seq,
+                duplicate=reply.duplicate,
                 request_no=request_no,
-            )  # fmt: skip
+            )
             answer = gateway_pb2.PlayUpdate(result=result, table_id=table_id)
             return answer, update
         except ServiceError as err:
@@ -226,9 +231,11 @@ class PlayStreams:
             # The client matches such an answer on request_no.
             sent = cmd.command_id if len(cmd.command_id) <= 64 else ""
             failed = gateway_pb2.CommandError(
-                command_id=sent, error=err.to_proto(), request_no=request_no,
+                command_id=sent,
+                error=err.to_proto(),
+                request_no=request_no,
                 status=err.status.name,
-            )  # fmt: skip
+            )
             return gateway_pb2.PlayUpdate(error=failed, table_id=table_id), update
 
     async def _deal_rematch(self, table_id: str, player: str) -> None:

@@ -60,9 +60,11 @@ class SignIn:
         token, expires = self.signer.issue(identity)
         await self.names.remember(identity.player_id, identity.name)
         return gateway_pb2.LoginResponse(
-            token=token, player_id=identity.player_id, expires_ms=expires,
+            token=token,
+            player_id=identity.player_id,
+            expires_ms=expires,
             display_name=identity.name,
-        )  # fmt: skip
+        )
 
     async def service_login(
         self, request: gateway_pb2.ServiceLoginRequest, credential: str

@@ -189,9 +189,11 @@ class StreamAnswers:
                 await self.end(error_json(failed.status or "ABORTED", failed.error))
                 return
             error = error_json(
-                failed.status or "FAILED_PRECONDITION", failed.error,
-                commandId=failed.command_id, requestNo=str(failed.request_no),
-            )  # fmt: skip
+                failed.status or "FAILED_PRECONDITION",
+                failed.error,
+                commandId=failed.command_id,
+                requestNo=str(failed.request_no),
+            )
             await self.send({"id": self._waiting.pop(failed.request_no, None), "error": error})
 
     async def _answered(self, result: gateway_pb2.CommandResult) -> None:
@@ -215,10 +217,11 @@ class StreamAnswers:
             return
         for request_no, request_id in sorted(self._waiting.items()):
             gone = _error(
-                grpc.StatusCode.UNAVAILABLE, "STREAM_ENDED",
+                grpc.StatusCode.UNAVAILABLE,
+                "STREAM_ENDED",
                 "the stream ended before this command was answered; join again and send it "
                 "again with the same command id",
-            )  # fmt: skip
+            )
             await self.send({"id": request_id, "error": gone | {"requestNo": str(request_no)}})
         self._waiting.clear()
         push: dict[str, Any] = {"push": "ended", "tableId": self.table_id}
@@ -349,14 +352,17 @@ class WsGateway:
             table_id = request.join.table_id
             if table_id in streams:
                 error = _error(
-                    grpc.StatusCode.ALREADY_EXISTS, "ALREADY_JOINED",
-                    f"table {table_id[:64]!r} is joined on this connection", "join",
-                )  # fmt: skip
+                    grpc.StatusCode.ALREADY_EXISTS,
+                    "ALREADY_JOINED",
+                    f"table {table_id[:64]!r} is joined on this connection",
+                    "join",
+                )
             elif len(streams) >= MAX_STREAMS:
                 error = _error(
-                    grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS",
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    "TOO_MANY_STREAMS",
                     f"at most {MAX_STREAMS} Play streams on one connection",
-                )  # fmt: skip
+                )
             else:
                 # Bounded: a client sending faster than its commands are answered waits here,
                 # and so does the reading of its socket (backpressure, not memory).
@@ -373,26 +379,36 @@ class WsGateway:
             table_id = next(iter(streams))
         if table_id and table_id in watching:
             error = _error(
-                grpc.StatusCode.PERMISSION_DENIED, "WATCHING_ONLY",
-                "this connection watches the table: a spectator sends no commands", "tableId",
-            )  # fmt: skip
+                grpc.StatusCode.PERMISSION_DENIED,
+                "WATCHING_ONLY",
+                "this connection watches the table: a spectator sends no commands",
+                "tableId",
+            )
             await send({"id": request_id, "error": error})
             return
         if table_id not in streams:
             code = "NOT_JOINED" if table_id else "NAME_THE_TABLE"
             text = "join the table first" if table_id else "name the table: tableId"
             await send(
-                {"id": request_id,
-                 "error": _error(grpc.StatusCode.FAILED_PRECONDITION, code, text, "tableId")}
-            )  # fmt: skip
+                {
+                    "id": request_id,
+                    "error": _error(grpc.StatusCode.FAILED_PRECONDITION, code, text, "tableId"),
+                }
+            )
             return
         queue, answers, _ = streams[table_id]
         if not answers.command(request_id):
             await send(
-                {"id": request_id,
-                 "error": _error(grpc.StatusCode.UNAVAILABLE, "STREAM_ENDED",
-                                 "the stream has ended; join again", "tableId")}
-            )  # fmt: skip
+                {
+                    "id": request_id,
+                    "error": _error(
+                        grpc.StatusCode.UNAVAILABLE,
+                        "STREAM_ENDED",
+                        "the stream has ended; join again",
+                        "tableId",
+                    ),
+                }
+            )
             return
         await queue.put(request)
 
@@ -414,14 +430,17 @@ class WsGateway:
             del watching[done]
         if request.table_id in watching:
             error = _error(
-                grpc.StatusCode.ALREADY_EXISTS, "ALREADY_WATCHING",
-                "this connection already watches the table", "tableId",
-            )  # fmt: skip
+                grpc.StatusCode.ALREADY_EXISTS,
+                "ALREADY_WATCHING",
+                "this connection already watches the table",
+                "tableId",
+            )
         elif len(watching) >= MAX_STREAMS:
             error = _error(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS",
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "TOO_MANY_STREAMS",
                 f"at most {MAX_STREAMS} Watch streams on one connection",
-            )  # fmt: skip
+            )
         else:
             answers = StreamAnswers(send, request.table_id, request_id, spectator=True)
             run = self.handlers.Watch(request, caller, writer(answers))
@@ -442,9 +461,10 @@ class WsGateway:
         friends[:] = [task for task in friends if not task.done()]
         if friends:
             error = _error(
-                grpc.StatusCode.ALREADY_EXISTS, "ALREADY_OPEN",
+                grpc.StatusCode.ALREADY_EXISTS,
+                "ALREADY_OPEN",
                 "this connection has its Friends stream open",
-            )  # fmt: skip
+            )
             await send({"id": request_id, "error": error})
             return
         pushes = FriendsPushes(send, request_id)
@@ -520,9 +540,11 @@ class WsGateway:
         request_type = UNARY.get(method)
         if request_type is None:
             reply["error"] = _error(
-                grpc.StatusCode.UNIMPLEMENTED, "UNKNOWN_METHOD", f"no method {method[:64]!r}",
+                grpc.StatusCode.UNIMPLEMENTED,
+                "UNKNOWN_METHOD",
+                f"no method {method[:64]!r}",
                 "method",
-            )  # fmt: skip
+            )
             return reply
         try:
             request = json_format.ParseDict(message.get("request", {}), request_type())

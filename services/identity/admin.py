@@ -78,12 +78,31 @@ def parse_operator_keys(spec: str) -> dict[str, str]:
 
 
 # Every audited action: what BG_OPERATOR_RIGHTS grants, one by one.
-ACTIONS = frozenset({
-    "lookup", "adjust", "ban", "unban", "close_table", "stale_escrows", "replay", "audit",
-    "chat_reports", "chat_resolve", "chat_remove", "chat_silence", "tournament_create",
-    "tournament_cancel", "stale_pools", "pool_refund", "restrict", "unrestrict", "review",
-    "review_decide", "tournaments",
-})  # fmt: skip
+ACTIONS = frozenset(
+    {
+        "lookup",
+        "adjust",
+        "ban",
+        "unban",
+        "close_table",
+        "stale_escrows",
+        "replay",
+        "audit",
+        "chat_reports",
+        "chat_resolve",
+        "chat_remove",
+        "chat_silence",
+        "tournament_create",
+        "tournament_cancel",
+        "stale_pools",
+        "pool_refund",
+        "restrict",
+        "unrestrict",
+        "review",
+        "review_decide",
+        "tournaments",
+    }
+)
 
 
 def parse_operator_rights(spec: str, operators: Mapping[str, str]) -> dict[str, frozenset[str]]:
@@ -307,11 +326,16 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
                 )
             )
             record = admin_pb2.PlayerRecord(
-                player_id=player, balance=balance.balance, ledger=ledger.entries,
-                tables=tables.tables, profile=profile, matches=matches.matches,
-                error_trend=await self._trend(player), fair_play=await self._evidence(player),
+                player_id=player,
+                balance=balance.balance,
+                ledger=ledger.entries,
+                tables=tables.tables,
+                profile=profile,
+                matches=matches.matches,
+                error_trend=await self._trend(player),
+                fair_play=await self._evidence(player),
                 **account,
-            )  # fmt: skip
+            )
             return record, {}
 
         return await self._audited(context, request, "lookup", "player_id", act)
@@ -338,18 +362,23 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             reason = bounds.reason(request.reason)
             if not request.idempotency_key:
                 raise InvalidArgument(
-                    "INVALID_IDEMPOTENCY_KEY", "an adjustment needs an idempotency key",
+                    "INVALID_IDEMPOTENCY_KEY",
+                    "an adjustment needs an idempotency key",
                     field="idempotency_key",
-                )  # fmt: skip
+                )
             reply = await remote_call(
                 self.wallet.Adjust(
                     wallet_pb2.AdjustRequest(
-                        idempotency_key=f"admin:{request.idempotency_key}", player_id=player,
-                        amount=request.amount, operator=operator, reason=reason,
+                        idempotency_key=f"admin:{request.idempotency_key}",
+                        player_id=player,
+                        amount=request.amount,
+                        operator=operator,
+                        reason=reason,
                     ),
-                    metadata=self.wallet_auth, timeout=10,
+                    metadata=self.wallet_auth,
+                    timeout=10,
                 )
-            )  # fmt: skip
+            )
             return reply, {"amount": request.amount, "operation_id": reply.operation_id}
 
         return await self._audited(context, request, "adjust", "player_id", act)
@@ -631,11 +660,17 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             rows = await self.audit.entries(limit, request.target)
             entries = [
                 admin_pb2.AuditEntry(
-                    id=r.id, at_ms=r.at_ms, operator=r.operator, action=r.action,
-                    target=r.target, reason=r.reason, outcome=r.outcome, detail=r.detail,
+                    id=r.id,
+                    at_ms=r.at_ms,
+                    operator=r.operator,
+                    action=r.action,
+                    target=r.target,
+                    reason=r.reason,
+                    outcome=r.outcome,
+                    detail=r.detail,
                 )
                 for r in rows
-            ]  # fmt: skip
+            ]
             return admin_pb2.ListAuditResponse(entries=entries), {
                 "limit": limit,
                 "target": request.target,

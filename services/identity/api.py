@@ -23,10 +23,13 @@ def _account(account: Account) -> identity_pb2.Account:
 
 def _session(session: Session) -> identity_pb2.Session:
     return identity_pb2.Session(
-        account=_account(session.account), refresh_token=session.refresh_token,
-        refresh_expires_ms=session.refresh_expires_ms, issued_ms=session.issued_ms,
-        email=session.email, restricted=session.restricted,
-    )  # fmt: skip
+        account=_account(session.account),
+        refresh_token=session.refresh_token,
+        refresh_expires_ms=session.refresh_expires_ms,
+        issued_ms=session.issued_ms,
+        email=session.email,
+        restricted=session.restricted,
+    )
 
 
 class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):

@@ -95,9 +95,13 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     operators = Operators(operator_keys, signer, limits, rights)
     store_clock = StoreClock(redis_times(redis))
     chat_limits = SharedLimiter(
-        redis, "chat", settings.chat_per_s, settings.chat_sync_s,
-        burst=settings.chat_burst, key_of=rate_limit_key,
-    )  # fmt: skip
+        redis,
+        "chat",
+        settings.chat_per_s,
+        settings.chat_sync_s,
+        burst=settings.chat_burst,
+        key_of=rate_limit_key,
+    )
 
     def register(server: grpc.aio.Server) -> list[str]:
         # The clients of the services the operators' tools and a first login call (grpc.aio
@@ -130,11 +134,14 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
             redis, seatings.of, chat_limits, settings.chat_max_chars, settings.chat_guests
         )
         friends = Friends(
-            redis, RedisPlayerPresence(redis),
-            MatchmakingFriendsLobby(services.lobby, seatings), PlayerNames(redis, accounts).lookup,
-            settings.friends_max, settings.challenge_ttl_s,
+            redis,
+            RedisPlayerPresence(redis),
+            MatchmakingFriendsLobby(services.lobby, seatings),
+            PlayerNames(redis, accounts).lookup,
+            settings.friends_max,
+            settings.challenge_ttl_s,
             now=store_clock,  # presence leases and challenges' expiry: the store's time (I-40)
-        )  # fmt: skip
+        )
         social_pb2_grpc.add_SocialServiceServicer_to_server(
             SocialServicer(Social(chat, friends)), server
         )
@@ -168,9 +175,12 @@ async def _serve_console(app: ServiceApp, host: str, port: int) -> None:
     own = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host  # a test host's own address
     loopback = grpc.aio.insecure_channel(f"{own}:{app.ports['grpc']}")
     server = await serve(
-        Console(loopback).handle, host, port, max_size=MAX_MESSAGE,
+        Console(loopback).handle,
+        host,
+        port,
+        max_size=MAX_MESSAGE,
         process_request=StaticFiles(CONSOLE_DIR),
-    )  # fmt: skip
+    )
     app.ports["console"] = server.sockets[0].getsockname()[1]
 
     async def close() -> None:

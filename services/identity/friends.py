@@ -254,11 +254,15 @@ class Friends:
         pipe.hset(
             key,
             mapping={
-                "from": player, "to": other, "table": table.table_id, "code": table.code,
-                "options": request.options.SerializeToString(), "status": PENDING,
+                "from": player,
+                "to": other,
+                "table": table.table_id,
+                "code": table.code,
+                "options": request.options.SerializeToString(),
+                "status": PENDING,
                 "expires": expires,
             },
-        )  # fmt: skip
+        )
         pipe.expire(key, keep_s)
         for index in (_sent_key(player), _received_key(other)):
             pipe.zadd(index, {challenge_id: sent})

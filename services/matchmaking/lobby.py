@@ -203,10 +203,12 @@ class Lobby:
                 await result
             listed = table.public and table.status == LobbyStatus.OPEN and "" in table.player_ids
             written = await self.store.save_if_unchanged(
-                table_id, raw, json.dumps(asdict(table)),
+                table_id,
+                raw,
+                json.dumps(asdict(table)),
                 table.created_ms if listed else None,
                 table.dealing_since_ms if table.status == LobbyStatus.DEALING else None,
-            )  # fmt: skip
+            )
             if written:
                 return table
         raise ServiceError("BUSY", "the table is busy; try again")
@@ -242,10 +244,15 @@ class Lobby:
         if vs_cpu:
             seats[1] = computer_seat(opts.level, table_id)
         table = Table(
-            table_id=table_id, code=code, host_id=player_id, options=_options_json(opts),
-            public=public, player_ids=seats,
-            code_expires_ms=now_ms() + self.code_ttl_s * 1000, quick=quick,
-        )  # fmt: skip
+            table_id=table_id,
+            code=code,
+            host_id=player_id,
+            options=_options_json(opts),
+            public=public,
+            player_ids=seats,
+            code_expires_ms=now_ms() + self.code_ttl_s * 1000,
+            quick=quick,
+        )
         # A game against the computer has no seat to offer: never listed to join, but public it
         # is watchable and listed live like any other (I-35).
         open_since = table.created_ms if table.public and not vs_cpu else None
@@ -272,9 +279,14 @@ class Lobby:
         director, finds the first's table and deals nothing twice."""
         rules_from_proto(opts)
         table = Table(
-            table_id=table_id, code="", host_id=players[0], options=_options_json(opts),
-            public=False, player_ids=list(players), tournament_id=tournament_id,
-        )  # fmt: skip
+            table_id=table_id,
+            code="",
+            host_id=players[0],
+            options=_options_json(opts),
+            public=False,
+            player_ids=list(players),
+            tournament_id=tournament_id,
+        )
         if await self.store.create_if_absent(table_id, json.dumps(asdict(table))):
             for p in players:
                 await self.store.add_player_table("seated", p, table_id)
@@ -740,9 +752,10 @@ class Lobby:
             table_id, _, fingerprint = held.partition("|")
             if fingerprint != retry.fingerprint:
                 raise InvalidArgument(
-                    "REQUEST_ID_REUSED", "this request id was used for another request",
+                    "REQUEST_ID_REUSED",
+                    "this request id was used for another request",
                     field="request_id",
-                )  # fmt: skip
+                )
             if not table_id.startswith(PENDING):
                 table = await self.get(table_id)
                 if table.status == LobbyStatus.DEALING:
@@ -751,9 +764,10 @@ class Lobby:
             await asyncio.sleep(0.05)  # the first call is still under way
         else:
             raise ServiceError(
-                "REQUEST_IN_PROGRESS", "this request is still being answered; retry",
+                "REQUEST_IN_PROGRESS",
+                "this request is still being answered; retry",
                 status=grpc.StatusCode.ABORTED,
-            )  # fmt: skip
+            )
         retry.held = mine
         try:
             table = await act()

@@ -180,16 +180,18 @@ class Tournaments:
         opts = request.options
         if opts.profile not in PROFILES:
             raise InvalidArgument(
-                "INVALID_OPTION", f"a tournament's profile is {' or '.join(PROFILES)}",
+                "INVALID_OPTION",
+                f"a tournament's profile is {' or '.join(PROFILES)}",
                 field="options.profile",
-            )  # fmt: skip
+            )
         if opts.level:
             raise InvalidArgument("INVALID_OPTION", "tournaments pair people", field="level")
         if opts.test_game or opts.tournament:
             raise InvalidArgument(
-                "INVALID_OPTION", "a tournament's matches are real ones, dealt by it",
+                "INVALID_OPTION",
+                "a tournament's matches are real ones, dealt by it",
                 field="options",
-            )  # fmt: skip
+            )
         rules_from_proto(opts)  # every other option, as CreateTable checks it (a buy-in: the bet)
         if request.kind == SIT_AND_GO:
             if request.size not in SIT_AND_GO_SIZES:
@@ -219,13 +221,17 @@ class Tournaments:
         seed = request.request_id or f"{self.now()}:{random.random()}"
         tournament_id = "u" + hashlib.sha256(f"tournament:{seed}".encode()).hexdigest()[:12]
         doc = TournamentDoc(
-            tournament_id=tournament_id, name=name, kind=request.kind,
+            tournament_id=tournament_id,
+            name=name,
+            kind=request.kind,
             options=json_format.MessageToDict(opts, preserving_proto_field_name=True),
-            size=request.size, starts_ms=request.starts_ms if request.kind == SCHEDULED else 0,
-            lengths=lengths, created_ms=self.now(),
+            size=request.size,
+            starts_ms=request.starts_ms if request.kind == SCHEDULED else 0,
+            lengths=lengths,
+            created_ms=self.now(),
             buy_in=opts.bet if opts.profile == "wagered" else 0,
             money=OPEN if opts.profile == "wagered" else "",
-        )  # fmt: skip
+        )
         if not await self.store.create(tournament_id, json.dumps(asdict(doc)), doc.created_ms):
             return await self.get(tournament_id)  # a retry of the same request
         return doc
@@ -262,9 +268,10 @@ class Tournaments:
             if held is not None and held != tournament_id:
                 if await self._still_holds(held, player_id):
                     raise ServiceError(
-                        "TOURNAMENT_ELSEWHERE", "you are in another tournament",
+                        "TOURNAMENT_ELSEWHERE",
+                        "you are in another tournament",
                         tournament_id=held,
-                    )  # fmt: skip
+                    )
                 await self.store.claim_player(player_id, tournament_id, held)  # a stale claim
         except ServiceError:
             await self._update(tournament_id, _unjoin(player_id))
@@ -501,9 +508,11 @@ class Tournaments:
             )
             assert match.top is not None and match.bottom is not None
             table = await self.lobby.seat_pairing(
-                table_id, [match.top, match.bottom], doc.table_options(match.round),
+                table_id,
+                [match.top, match.bottom],
+                doc.table_options(match.round),
                 doc.tournament_id,
-            )  # fmt: skip
+            )
             if doc.tables.get(key) != table_id:
                 doc = await self._update(doc.tournament_id, _set_table(key, table_id))
             if table.status == LobbyStatus.CLOSED:
@@ -656,28 +665,43 @@ def result_event(doc: TournamentDoc) -> events_pb2.TournamentEvent:
     """A finished tournament's record for the leaderboard: every player's rank and prize."""
     ranks = doc.bracket().ranks()
     return events_pb2.TournamentEvent(
-        event_id=f"tournament:{doc.tournament_id}", tournament_id=doc.tournament_id,
-        name=doc.name, profile=str(doc.options.get("profile", "")), kind=doc.kind,
-        at_ms=doc.finished_ms, buy_in=doc.buy_in,
+        event_id=f"tournament:{doc.tournament_id}",
+        tournament_id=doc.tournament_id,
+        name=doc.name,
+        profile=str(doc.options.get("profile", "")),
+        kind=doc.kind,
+        at_ms=doc.finished_ms,
+        buy_in=doc.buy_in,
         placings=[
             events_pb2.TournamentPlacing(player_id=p, rank=r, prize=doc.prizes.get(p, 0))
             for p, r in sorted(ranks.items(), key=lambda pr: (pr[1], pr[0]))
         ],
-    )  # fmt: skip
+    )
 
 
 def to_proto(doc: TournamentDoc) -> matchmaking_pb2.Tournament:
     out = matchmaking_pb2.Tournament(
-        tournament_id=doc.tournament_id, name=doc.name, kind=doc.kind, size=doc.size,
-        starts_ms=doc.starts_ms, lengths=doc.lengths, status=doc.status, player_ids=doc.players,
-        field=doc.seeded, created_ms=doc.created_ms, finished_ms=doc.finished_ms,
-        cancel_reason=doc.cancel_reason, buy_in=doc.buy_in, prize_money=doc.prize_money,
-        fee=doc.fee, money=doc.money,
+        tournament_id=doc.tournament_id,
+        name=doc.name,
+        kind=doc.kind,
+        size=doc.size,
+        starts_ms=doc.starts_ms,
+        lengths=doc.lengths,
+        status=doc.status,
+        player_ids=doc.players,
+        field=doc.seeded,
+        created_ms=doc.created_ms,
+        finished_ms=doc.finished_ms,
+        cancel_reason=doc.cancel_reason,
+        buy_in=doc.buy_in,
+        prize_money=doc.prize_money,
+        fee=doc.fee,
+        money=doc.money,
         prizes=[
             matchmaking_pb2.TournamentPrize(player_id=p, amount=a)
             for p, a in sorted(doc.prizes.items(), key=lambda pa: (-pa[1], pa[0]))
         ],
-    )  # fmt: skip
+    )
     json_format.ParseDict(doc.options, out.options)
     if doc.seeded:
         bracket = doc.bracket()
@@ -685,9 +709,13 @@ def to_proto(doc: TournamentDoc) -> matchmaking_pb2.Tournament:
         for r in range(1, bracket.rounds + 1):
             for m in bracket.matches(r):
                 out.matches.add(
-                    round=r, slot=m.slot, top_id=m.top or "", bottom_id=m.bottom or "",
-                    winner_id=m.winner or "", table_id=doc.tables.get(f"{r}:{m.slot}", ""),
-                )  # fmt: skip
+                    round=r,
+                    slot=m.slot,
+                    top_id=m.top or "",
+                    bottom_id=m.bottom or "",
+                    winner_id=m.winner or "",
+                    table_id=doc.tables.get(f"{r}:{m.slot}", ""),
+                )
         for player, rank in sorted(bracket.ranks().items(), key=lambda pr: (pr[1], pr[0])):
             out.ranks.add(player_id=player, rank=rank)
     return out

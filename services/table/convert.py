@@ -42,10 +42,19 @@ def options_to_proto(o: RulesOptions) -> table_pb2.TableOptions:
 def engine_command(cmd: table_pb2.Command, seat: int) -> c.Command:
     kind = cmd.WhichOneof("kind")
     simple: dict[str, type[c.Command]] = {
-        "roll": c.Roll, "undo": c.Undo, "confirm": c.Confirm, "offer_double": c.OfferDouble,
-        "take": c.Take, "drop": c.Drop, "resign": c.Resign, "leave": c.Leave, "boost": c.Boost,
-        "take_back": c.TakeBack, "offer_rematch": c.OfferRematch, "accept_rematch": c.AcceptRematch,
-    }  # fmt: skip
+        "roll": c.Roll,
+        "undo": c.Undo,
+        "confirm": c.Confirm,
+        "offer_double": c.OfferDouble,
+        "take": c.Take,
+        "drop": c.Drop,
+        "resign": c.Resign,
+        "leave": c.Leave,
+        "boost": c.Boost,
+        "take_back": c.TakeBack,
+        "offer_rematch": c.OfferRematch,
+        "accept_rematch": c.AcceptRematch,
+    }
     if kind in simple:
         return simple[kind](seat)
     if kind == "move":
@@ -219,15 +228,22 @@ _OUTCOME_STATES = {
 
 def outcome_proto(o: Outcome) -> table_pb2.MatchOutcome:
     return table_pb2.MatchOutcome(
-        state=_OUTCOME_STATES[o.state], winner_id=o.winner_id, cube=o.cube,
+        state=_OUTCOME_STATES[o.state],
+        winner_id=o.winner_id,
+        cube=o.cube,
         applied_boosts=o.applied_boosts,
-    )  # fmt: skip
+    )
 
 
 def record_proto(r: MatchRecord) -> table_pb2.MatchRecord:
     return table_pb2.MatchRecord(
-        table_id=r.table_id, match_id=r.match_id, player_ids=r.player_ids, seed_hex=r.seed_hex,
-        fingerprint=r.fingerprint, rolls=[table_pb2.Roll(a=a, b=b) for a, b in r.rolls],
-        winner=r.winner, score=r.score,
+        table_id=r.table_id,
+        match_id=r.match_id,
+        player_ids=r.player_ids,
+        seed_hex=r.seed_hex,
+        fingerprint=r.fingerprint,
+        rolls=[table_pb2.Roll(a=a, b=b) for a, b in r.rolls],
+        winner=r.winner,
+        score=r.score,
         end_reason=to_proto(EndReason(r.end_reason) if r.end_reason else None, EndReason),
-    )  # fmt: skip
+    )

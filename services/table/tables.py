@@ -208,9 +208,12 @@ class TableCore:
             auto = (prefs[0].get("auto_roll") == "1", prefs[1].get("auto_roll") == "1")
             now = self.now()
             applied = new_match(
-                rules, secrets.token_bytes(16), now, auto_roll=auto,
+                rules,
+                secrets.token_bytes(16),
+                now,
+                auto_roll=auto,
                 absent=_absent_at_deal(loaded, players),
-            )  # fmt: skip
+            )
             meta = TableMeta(table_id=table_id, match_id=match_id, player_ids=list(players))
             base = Loaded(0, applied.state, meta, 0) if loaded is None else loaded
             return Change(base, applied, now, meta=meta, create=loaded is None)
@@ -414,8 +417,11 @@ class TableCore:
         player = loaded.meta["player_ids"][cmd.seat]
         await self.wallet.hold_spend(
             money_keys.boost_hold(match_id, m.game_no, cmd.seat, n),
-            player, m.options.boost_cost, BOOST_REASON, match_id,
-        )  # fmt: skip
+            player,
+            m.options.boost_cost,
+            BOOST_REASON,
+            match_id,
+        )
         return cmd
 
     def _capture_in_background(self, loaded: Loaded, out: Applied) -> None:
@@ -556,8 +562,11 @@ class TableCore:
         record = await self.store.get_record(table_id, match_id)
         if record is not None:
             winner, players, cube, boosts = (
-                record.winner, record.player_ids, record.cube, record.boosts
-            )  # fmt: skip
+                record.winner,
+                record.player_ids,
+                record.cube,
+                record.boosts,
+            )
         else:
             loaded = await self.store.load(table_id)
             if loaded is None or loaded.meta["match_id"] != match_id:
@@ -677,11 +686,24 @@ class TableCore:
 
 
 # The events a match record keeps as its move list (clock chatter, presence and views are not).
-RECORD_KINDS = frozenset({
-    "game_started", "opening_roll", "dice_rolled", "turn_ended", "turn_passed", "timed_out",
-    "boost_applied", "double_offered", "double_taken", "double_dropped", "double_withdrawn",
-    "turn_taken_back", "away_expired", "game_ended",
-})  # fmt: skip
+RECORD_KINDS = frozenset(
+    {
+        "game_started",
+        "opening_roll",
+        "dice_rolled",
+        "turn_ended",
+        "turn_passed",
+        "timed_out",
+        "boost_applied",
+        "double_offered",
+        "double_taken",
+        "double_dropped",
+        "double_withdrawn",
+        "turn_taken_back",
+        "away_expired",
+        "game_ended",
+    }
+)
 
 
 def _record(meta: TableMeta, state: TableState, moves: list[events_pb2.TableEvent]) -> MatchRecord:

@@ -134,12 +134,16 @@ class WalletServicer(wallet_pb2_grpc.WalletServiceServicer):
         return wallet_pb2.ListOpenPoolsResponse(
             pools=[
                 wallet_pb2.OpenPool(
-                    tournament_id=r.tournament_id, buy_in=r.buy_in, status=r.status,
-                    entrants=r.entrants, diamonds=r.diamonds, created_ms=r.created_ms,
+                    tournament_id=r.tournament_id,
+                    buy_in=r.buy_in,
+                    status=r.status,
+                    entrants=r.entrants,
+                    diamonds=r.diamonds,
+                    created_ms=r.created_ms,
                 )
                 for r in rows
             ]
-        )  # fmt: skip
+        )
 
     @grpc_errors
     async def Deposit(

@@ -427,9 +427,10 @@ class Ledger:
         check_amount("amount", abs(amount))
         if not operator or not 1 <= len(reason.strip()) <= 200:
             raise InvalidArgument(
-                "REASON_REQUIRED", "an adjustment names its operator and a reason (1..200)",
+                "REASON_REQUIRED",
+                "an adjustment names its operator and a reason (1..200)",
                 field="reason",
-            )  # fmt: skip
+            )
         acct = player_account(player_id)
 
         def rules(b: Books, op: Draft) -> Outcome:
@@ -544,8 +545,10 @@ class Ledger:
             row = b.open_escrow(match_id)
             b.ensure(hold, "hold")
             amount = (row.bet or row.stake_a) * (cube // 2)
-            sides = ((row.player_a, player_account(row.player_a)),
-                     (row.player_b, player_account(row.player_b)))  # fmt: skip
+            sides = (
+                (row.player_a, player_account(row.player_a)),
+                (row.player_b, player_account(row.player_b)),
+            )
             short = [p for p, acct in sides if (b.balance(acct) or 0) < amount]
             if short:
                 raise InsufficientFunds(short)
@@ -629,9 +632,10 @@ class Ledger:
                 raise Conflict("HOLD_CLOSED", f"hold {hold_key} is already {closed.pop()}")
             if how == "capture" and any(r.purpose == HoldPurpose.BUYIN for r in rows):
                 raise InvalidArgument(
-                    "BUYIN_HOLD", "a buy-in is captured by its tournament's start (StartPool)",
+                    "BUYIN_HOLD",
+                    "a buy-in is captured by its tournament's start (StartPool)",
                     field="hold_key",
-                )  # fmt: skip
+                )
             match_id = rows[0].match_id
             (_capture if how == "capture" else release_holds)(b, op, match_id, rows)
             event = events_pb2.WalletEvent(match_id=match_id)
@@ -791,7 +795,9 @@ async def check_invariants(engine: AsyncEngine) -> list[str]:
             f"pool {r.tournament_id} ({r.status}) holds {r.held}, expected {r.want}"
             for r in await conn.execute(
                 select(
-                    pools.c.tournament_id, pools.c.status, in_pool.label("held"),
+                    pools.c.tournament_id,
+                    pools.c.status,
+                    in_pool.label("held"),
                     want_pool.label("want"),
                 )
                 .select_from(
@@ -801,7 +807,7 @@ async def check_invariants(engine: AsyncEngine) -> list[str]:
                 )
                 .where(in_pool != want_pool)
             )
-        ]  # fmt: skip
+        ]
         closings = (
             await conn.execute(
                 select(operations.c.match_id, func.count())

@@ -63,9 +63,11 @@ class _Statements:
             return bindparam(name, expanding=True)
 
         self.operations = select(
-            operations.c.idem_key, operations.c.id, operations.c.request_hash,
+            operations.c.idem_key,
+            operations.c.id,
+            operations.c.request_hash,
             operations.c.response,
-        ).where(operations.c.idem_key.in_(many("keys")))  # fmt: skip
+        ).where(operations.c.idem_key.in_(many("keys")))
         self.hold_matches = (
             select(holds.c.match_id).where(holds.c.hold_key.in_(many("keys"))).distinct()
         )
@@ -135,10 +137,12 @@ class _Statements:
             update(pools)
             .where(pools.c.tournament_id == bindparam("t"))
             .values(
-                buy_in=bindparam("b"), status=bindparam("st"), entrants=bindparam("n"),
+                buy_in=bindparam("b"),
+                status=bindparam("st"),
+                entrants=bindparam("n"),
                 closed_operation_id=bindparam("closed"),
             )
-        )  # fmt: skip
+        )
         self.accounts = (
             select(accounts.c.id, accounts.c.kind, accounts.c.balance)
             .where(accounts.c.id.in_(many("ids")))
@@ -157,10 +161,12 @@ class _Statements:
             update(escrows)
             .where(escrows.c.match_id == bindparam("m"))
             .values(
-                stake_a=bindparam("sa"), stake_b=bindparam("sb"), status=bindparam("st"),
+                stake_a=bindparam("sa"),
+                stake_b=bindparam("sb"),
+                status=bindparam("st"),
                 closed_operation_id=bindparam("closed"),
             )
-        )  # fmt: skip
+        )
         self.add_holds = holds.insert()
         self.change_holds = (
             update(holds)
@@ -258,9 +264,17 @@ async def load_books(conn: AsyncConnection, reads: Iterable[Reads]) -> Books:
 
 def _hold(r: Any) -> Hold:
     return Hold(
-        r.id, r.hold_key, r.match_id, r.player_id, int(r.amount), HoldPurpose(r.purpose),
-        int(r.cube), HoldStatus(r.status), int(r.created_ms), r.closed_operation_id,
-    )  # fmt: skip
+        r.id,
+        r.hold_key,
+        r.match_id,
+        r.player_id,
+        int(r.amount),
+        HoldPurpose(r.purpose),
+        int(r.cube),
+        HoldStatus(r.status),
+        int(r.created_ms),
+        r.closed_operation_id,
+    )
 
 
 async def save(conn: AsyncConnection, books: Books, drafts: Sequence[Draft]) -> None:
@@ -349,10 +363,16 @@ async def _save_escrows(conn: AsyncConnection, books: Books) -> None:
 
 def _escrow_row(e: Escrow) -> dict[str, Any]:
     return {
-        "match_id": e.match_id, "player_a": e.player_a, "player_b": e.player_b,
-        "stake_a": e.stake_a, "stake_b": e.stake_b, "bet": e.bet, "status": e.status,
-        "created_ms": e.created_ms, "closed_operation_id": op_id(e.closed_by),
-    }  # fmt: skip
+        "match_id": e.match_id,
+        "player_a": e.player_a,
+        "player_b": e.player_b,
+        "stake_a": e.stake_a,
+        "stake_b": e.stake_b,
+        "bet": e.bet,
+        "status": e.status,
+        "created_ms": e.created_ms,
+        "closed_operation_id": op_id(e.closed_by),
+    }
 
 
 async def _save_pools(conn: AsyncConnection, books: Books) -> None:

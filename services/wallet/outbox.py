@@ -110,10 +110,13 @@ class OutboxRelay:
                         update(outbox)
                         .where(outbox.c.id == row.id)
                         .values(
-                            published_ms=published, sent_gen=p.gen, sent_partition=p.partition,
-                            sent_offset=p.offset, sent_incarnation=p.incarnation,
+                            published_ms=published,
+                            sent_gen=p.gen,
+                            sent_partition=p.partition,
+                            sent_offset=p.offset,
+                            sent_incarnation=p.incarnation,
                         )
-                    )  # fmt: skip
+                    )
         if self.metrics:
             self.metrics.published.inc(len(rows))
         await self._gauge()
@@ -128,14 +131,18 @@ class OutboxRelay:
             rows = (
                 await conn.execute(
                     select(
-                        outbox.c.id, outbox.c.topic, outbox.c.sent_gen, outbox.c.sent_partition,
-                        outbox.c.sent_offset, outbox.c.sent_incarnation,
+                        outbox.c.id,
+                        outbox.c.topic,
+                        outbox.c.sent_gen,
+                        outbox.c.sent_partition,
+                        outbox.c.sent_offset,
+                        outbox.c.sent_incarnation,
                     )
                     .where(outbox.c.confirmed_ms.is_(None), outbox.c.published_ms.is_not(None))
                     .order_by(outbox.c.id)
                     .limit(BATCH)
                 )
-            ).all()  # fmt: skip
+            ).all()
         if not rows:
             return 0
         verdicts: dict[int, Verdict] = {}
@@ -149,8 +156,10 @@ class OutboxRelay:
         async with self.engine.begin() as conn:
             await _lock(conn, sorted([*forgotten, *done]))
             if forgotten:
-                log.warning("the broker forgot outbox rows: publishing them again",
-                            extra={"rows": len(forgotten)})  # fmt: skip
+                log.warning(
+                    "the broker forgot outbox rows: publishing them again",
+                    extra={"rows": len(forgotten)},
+                )
                 await conn.execute(
                     update(outbox).where(outbox.c.id.in_(forgotten)).values(published_ms=None)
                 )

@@ -132,10 +132,16 @@ class Pools:
         async with self.ledger.engine.connect() as conn:
             rows = (await conn.execute(query)).all()
         return [
-            OpenPool(r.tournament_id, int(r.buy_in), Status(r.status), int(r.entrants),
-                     int(r[-1]), int(r.created_ms))
+            OpenPool(
+                r.tournament_id,
+                int(r.buy_in),
+                Status(r.status),
+                int(r.entrants),
+                int(r[-1]),
+                int(r.created_ms),
+            )
             for r in rows
-        ]  # fmt: skip
+        ]
 
     @property
     def fee_bps(self) -> int:
@@ -170,9 +176,18 @@ class Pools:
             b.ensure(hold, "hold")
             take_from(b, op, player_id, hold, amount)
             b.add_hold(
-                Hold(None, key, tournament_id, player_id, amount, HoldPurpose.BUYIN, 0,
-                     HoldStatus.HELD, op.now)
-            )  # fmt: skip
+                Hold(
+                    None,
+                    key,
+                    tournament_id,
+                    player_id,
+                    amount,
+                    HoldPurpose.BUYIN,
+                    0,
+                    HoldStatus.HELD,
+                    op.now,
+                )
+            )
             return b.finish(op, Outcome(0, op.kind, stake=amount), _event(tournament_id), hold)
 
         params = {"t": tournament_id, "p": player_id, "a": amount}
@@ -189,9 +204,10 @@ class Pools:
             check_id("player_ids", p)
         if not 2 <= len(field) <= MAX_FIELD or len(set(field)) != len(field):
             raise InvalidArgument(
-                "INVALID_PLAYERS", f"a field of 2..{MAX_FIELD} different players",
+                "INVALID_PLAYERS",
+                f"a field of 2..{MAX_FIELD} different players",
                 field="player_ids",
-            )  # fmt: skip
+            )
         hold, pool = hold_account(tournament_id), pool_account(tournament_id)
 
         def rules(b: Books, op: Draft) -> Outcome:
@@ -208,9 +224,10 @@ class Pools:
             missing = [p for p in field if p not in taken]
             if missing:
                 raise ServiceError(
-                    "NO_BUYIN", "no buy-in is held for: " + ", ".join(missing),
+                    "NO_BUYIN",
+                    "no buy-in is held for: " + ", ".join(missing),
                     players=",".join(missing),
-                )  # fmt: skip
+                )
             b.ensure(pool, "pool")
             for h in taken.values():
                 b.move(op, hold, pool, h.amount)

@@ -312,3 +312,28 @@ def test_the_gateway_keeps_no_chat_or_friends_state() -> None:
     assert found == []
     assert not (SERVICES / "gateway" / "chat.py").exists()
     assert not (SERVICES / "gateway" / "friends.py").exists()
+
+
+SOURCE_FOLDERS = ("services", "engine", "evaluator", "client", "infra", "loadtests", "benchmarks")
+
+
+def test_the_formatter_is_switched_off_only_for_tables_of_data() -> None:
+    """Issue 62, item 6: `# fmt: skip` keeps a table of data (a module's constant tuple, list,
+    set or dict laid out by hand) readable; everything else is the formatter's."""
+    root = SERVICES.parent
+    found = []
+    for folder in SOURCE_FOLDERS:
+        for path in (root / folder).rglob("*.py"):
+            text = path.read_text()
+            if "# fmt: skip" not in text:
+                continue
+            tables = {
+                node.end_lineno
+                for node in ast.parse(text).body
+                if isinstance(node, ast.Assign | ast.AnnAssign)
+                and isinstance(node.value, ast.Tuple | ast.List | ast.Set | ast.Dict)
+            }
+            for number, line in enumerate(text.splitlines(), start=1):
+                if line.rstrip().endswith("# fmt: skip") and number not in tables:
+                    found.append(f"{path.relative_to(root)}:{number}")
+    assert found == []

@@ -205,9 +205,15 @@ class SqlAnalyses:
         result = None if row.result is None else bytes(row.result)
         event = None if row.event is None else bytes(row.event)
         return Stored(
-            row.match_id, row.table_id, row.state, row.ended_ms, row.queued_ms, result, event,
+            row.match_id,
+            row.table_id,
+            row.state,
+            row.ended_ms,
+            row.queued_ms,
+            result,
+            event,
             row.analysed_ms,
-        )  # fmt: skip
+        )
 
     async def ahead_of(self, queued_ms: int, match_id: str) -> int:
         """Queued matches before this one."""

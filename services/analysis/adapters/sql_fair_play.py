@@ -57,17 +57,30 @@ class SqlFairPlay:
         fields = asdict(evidence)
         fields.pop("score")
         row_of_match = dict(
-            player_id=player, match_id=found.match_id, ended_ms=found.ended_ms, profile=profile,
-            score=evidence.score, statistic=statistic, seq=seq, **fields,
-        )  # fmt: skip
+            player_id=player,
+            match_id=found.match_id,
+            ended_ms=found.ended_ms,
+            profile=profile,
+            score=evidence.score,
+            statistic=statistic,
+            seq=seq,
+            **fields,
+        )
         await conn.execute(insert(fair_play_matches).values(row_of_match))
         open_flag = row.open_flag
         if not open_flag and flagged(statistic, self.threshold):
             flag = dict(
-                player_id=player, flagged_ms=now_ms, statistic=statistic, threshold=self.threshold,
-                first_seq=run_seq or seq, last_seq=seq, state=OPEN, decided_by="", reason="",
+                player_id=player,
+                flagged_ms=now_ms,
+                statistic=statistic,
+                threshold=self.threshold,
+                first_seq=run_seq or seq,
+                last_seq=seq,
+                state=OPEN,
+                decided_by="",
+                reason="",
                 decided_ms=0,
-            )  # fmt: skip
+            )
             raised = await conn.execute(insert(fair_play_flags).values(flag))
             open_flag = int(raised.inserted_primary_key[0])  # type: ignore[index]
         await conn.execute(
@@ -123,11 +136,17 @@ class SqlFairPlay:
             matches = matches.where(fair_play_matches.c.seq <= row.last_seq)
         found = (await conn.execute(matches.order_by(fair_play_matches.c.seq))).all()
         return analysis_pb2.FairPlayFlag(
-            flag_id=row.flag_id, player_id=row.player_id, flagged_ms=row.flagged_ms,
-            statistic=row.statistic, threshold=row.threshold, state=row.state,
-            decided_by=row.decided_by, reason=row.reason, decided_ms=row.decided_ms,
+            flag_id=row.flag_id,
+            player_id=row.player_id,
+            flagged_ms=row.flagged_ms,
+            statistic=row.statistic,
+            threshold=row.threshold,
+            state=row.state,
+            decided_by=row.decided_by,
+            reason=row.reason,
+            decided_ms=row.decided_ms,
             matches=[_match(m) for m in found],
-        )  # fmt: skip
+        )
 
     async def decide(
         self, flag_id: int, decision: str, operator: str, reason: str, now_ms: int
@@ -178,10 +197,21 @@ class SqlFairPlay:
 def _match(m: Any) -> analysis_pb2.FairPlayMatch:
     cube_rate = 1000 * m.cube_lost / m.cube_decisions if m.cube_decisions else 0.0
     return analysis_pb2.FairPlayMatch(
-        match_id=m.match_id, ended_ms=m.ended_ms, profile=m.profile, decisions=m.decisions,
-        close=m.close, close_best=m.close_best, clear=m.clear, clear_best=m.clear_best,
+        match_id=m.match_id,
+        ended_ms=m.ended_ms,
+        profile=m.profile,
+        decisions=m.decisions,
+        close=m.close,
+        close_best=m.close_best,
+        clear=m.clear,
+        clear_best=m.clear_best,
         checker_error_rate=1000 * m.checker_lost / m.decisions if m.decisions else 0.0,
-        cube_decisions=m.cube_decisions, cube_error_rate=cube_rate,
-        close_think_ms=m.close_think_ms, clear_think_ms=m.clear_think_ms, choice=m.choice,
-        timing=m.timing, score=m.score, statistic=m.statistic,
-    )  # fmt: skip
+        cube_decisions=m.cube_decisions,
+        cube_error_rate=cube_rate,
+        close_think_ms=m.close_think_ms,
+        clear_think_ms=m.clear_think_ms,
+        choice=m.choice,
+        timing=m.timing,
+        score=m.score,
+        statistic=m.statistic,
+    )

@@ -19,9 +19,13 @@ def _identity(account: pb.Account) -> Identity:
 
 def _session(session: pb.Session) -> Session:
     return Session(
-        _identity(session.account), session.refresh_token, session.refresh_expires_ms,
-        session.issued_ms, session.email, session.restricted,
-    )  # fmt: skip
+        _identity(session.account),
+        session.refresh_token,
+        session.refresh_expires_ms,
+        session.issued_ms,
+        session.email,
+        session.restricted,
+    )
 
 
 class GrpcAccounts:

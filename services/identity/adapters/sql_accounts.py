@@ -150,10 +150,11 @@ class Accounts:
                     identity = await self._create(conn, valid_name(name), exact)
                     await conn.execute(
                         devices.insert().values(
-                            device_hash=device, player_id=identity.player_id,
+                            device_hash=device,
+                            player_id=identity.player_id,
                             created_ms=self._now_ms(),
                         )
-                    )  # fmt: skip
+                    )
                     return await self._session(conn, identity, granted=False)
             except IntegrityError:
                 continue
@@ -175,9 +176,10 @@ class Accounts:
                 raise Unauthenticated("BAD_CREDENTIALS", "wrong email or password")
             if row.locked_until_ms > now:
                 raise Unauthenticated(
-                    "LOCKED", "too many failed logins; try again later",
+                    "LOCKED",
+                    "too many failed logins; try again later",
                     retry_after_s=str((row.locked_until_ms - now + 999) // 1000),
-                )  # fmt: skip
+                )
             try:
                 self.hasher.verify(row.password_hash, password)
             except (VerificationError, InvalidHashError):
@@ -246,10 +248,13 @@ class Accounts:
                 update(players)
                 .where(players.c.player_id == player_id)
                 .values(
-                    display_name="deleted player", name_key=None, email=None, password_hash=None,
+                    display_name="deleted player",
+                    name_key=None,
+                    email=None,
+                    password_hash=None,
                     deleted_ms=func.coalesce(players.c.deleted_ms, now),
                 )
-            )  # fmt: skip
+            )
             if found.rowcount != 1:
                 raise NotFound("NO_ACCOUNT", "guests have no account to delete")
             await conn.execute(devices.delete().where(devices.c.player_id == player_id))
@@ -279,9 +284,10 @@ class Accounts:
                     raise NotFound("NO_ACCOUNT", "guests have no account to rename")
                 if now < row.name_changed_ms + self.name_change_s * 1000:
                     raise PermissionDenied(
-                        "NAME_CHANGE_TOO_SOON", "a name changes at most once a day",
+                        "NAME_CHANGE_TOO_SOON",
+                        "a name changes at most once a day",
                         field="display_name",
-                    )  # fmt: skip
+                    )
                 await conn.execute(
                     update(players)
                     .where(players.c.player_id == player_id)
@@ -319,16 +325,19 @@ class Accounts:
             player_id = ACCOUNT_PREFIX + secrets.token_hex(8)
             await conn.execute(
                 players.insert().values(
-                    player_id=player_id, display_name=candidate, name_key=candidate.casefold(),
+                    player_id=player_id,
+                    display_name=candidate,
+                    name_key=candidate.casefold(),
                     created_ms=now,
                 )
-            )  # fmt: skip
+            )
             return Account(player_id, candidate)
         if exact:
             raise Conflict(
-                "NAME_TAKEN", f"another player has the name {name}: choose another",
+                "NAME_TAKEN",
+                f"another player has the name {name}: choose another",
                 field="display_name",
-            )  # fmt: skip
+            )
         raise Conflict("NAME_TAKEN", "choose another name", field="display_name")
 
     # -- sessions ----------------------------------------------------------------------------
@@ -347,10 +356,12 @@ class Accounts:
         expires = now + self.refresh_ttl_s * 1000
         await conn.execute(
             refresh_tokens.insert().values(
-                token_hash=_digest(token), family=family or secrets.token_hex(16),
-                player_id=identity.player_id, expires_ms=expires,
+                token_hash=_digest(token),
+                family=family or secrets.token_hex(16),
+                player_id=identity.player_id,
+                expires_ms=expires,
             )
-        )  # fmt: skip
+        )
         email, restricted = await self._standing(conn, identity.player_id)
         return Session(
             identity, token, expires, granted, issued_ms=now, email=email, restricted=restricted
@@ -438,9 +449,13 @@ class Accounts:
                 raise Unauthenticated("REFRESH_REVOKED", "this session has ended; log in again")
             email, restricted = await self._standing(conn, identity.player_id)
             return Session(
-                identity, candidate, made.expires_ms, issued_ms=row.used_ms, email=email,
+                identity,
+                candidate,
+                made.expires_ms,
+                issued_ms=row.used_ms,
+                email=email,
                 restricted=restricted,
-            )  # fmt: skip
+            )
         return None
 
     async def logout(self, token: str) -> None:
@@ -510,10 +525,12 @@ class Accounts:
                 return False
             await conn.execute(
                 restrictions.insert().values(
-                    player_id=player_id, restricted_ms=self._now_ms(), operator=operator,
+                    player_id=player_id,
+                    restricted_ms=self._now_ms(),
+                    operator=operator,
                     reason=reason,
                 )
-            )  # fmt: skip
+            )
         return True
 
     async def unrestrict(self, player_id: str) -> bool:
@@ -546,10 +563,15 @@ class Accounts:
                 )
             ).first()
         out: AccountRecord = {
-            "display_name": "", "kind": "guest", "created_ms": 0, "deleted": False,
-            "banned": ban is not None, "ban_reason": ban.reason if ban is not None else "",
-            "restricted": held is not None, "restriction_reason": held.reason if held else "",
-        }  # fmt: skip
+            "display_name": "",
+            "kind": "guest",
+            "created_ms": 0,
+            "deleted": False,
+            "banned": ban is not None,
+            "ban_reason": ban.reason if ban is not None else "",
+            "restricted": held is not None,
+            "restriction_reason": held.reason if held else "",
+        }
         if row is not None:
             out["display_name"] = row.display_name
             out["kind"] = "email" if row.email else ("device" if device else "account")

@@ -34,14 +34,18 @@ class AuditLog:
                     await conn.execute(
                         admin_audit.insert()
                         .values(
-                            at_ms=now_ms(), operator=operator[:64],
-                            action=action, target=target[:64], reason=reason,
-                            outcome=outcome[:64], detail=json.dumps(detail or {}, sort_keys=True),
+                            at_ms=now_ms(),
+                            operator=operator[:64],
+                            action=action,
+                            target=target[:64],
+                            reason=reason,
+                            outcome=outcome[:64],
+                            detail=json.dumps(detail or {}, sort_keys=True),
                         )
                         .returning(admin_audit.c.id)
                     )
                 ).scalar_one()
-            )  # fmt: skip
+            )
 
     async def finish(self, entry: int, outcome: str, detail: Detail) -> None:
         """How the action an entry announced ended."""

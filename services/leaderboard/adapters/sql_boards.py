@@ -66,11 +66,14 @@ class SqlBoardStore:
                 await conn.execute(
                     self._insert(match_players)
                     .values(
-                        player_id=player, match_id=event.match_id, ended_ms=event.at_ms,
-                        profile=profile, won=None if won is None else int(won),
+                        player_id=player,
+                        match_id=event.match_id,
+                        ended_ms=event.at_ms,
+                        profile=profile,
+                        won=None if won is None else int(won),
                     )
                     .on_conflict_do_nothing()
-                )  # fmt: skip
+                )
         return True
 
     async def history(self, player: str, limit: int, before_ms: int) -> list[bytes]:
@@ -103,7 +106,8 @@ class SqlBoardStore:
         return await self._archive_once(
             tournament_results,
             {
-                "tournament_id": event.tournament_id, "at_ms": event.at_ms,
+                "tournament_id": event.tournament_id,
+                "at_ms": event.at_ms,
                 "event": event.SerializeToString(),
             },
             tournament_result_players,
@@ -111,7 +115,7 @@ class SqlBoardStore:
                 {"player_id": p.player_id, "tournament_id": event.tournament_id, "rank": p.rank}
                 for p in event.placings
             ],
-        )  # fmt: skip
+        )
 
     async def _archive_once(
         self, record: Any, row: dict[str, Any], players: Any, rows: list[dict[str, Any]]
@@ -190,9 +194,15 @@ class SqlBoardStore:
         """An event's changes, by the match it belongs to (in the event's own transaction)."""
         for player, board, key, before, after in changed:
             stmt = self._insert(standing_changes).values(
-                event_id=event_id, player_id=player, board=board, key=key, source=source,
-                at_ms=at_ms, value_before=before, value_after=after,
-            )  # fmt: skip
+                event_id=event_id,
+                player_id=player,
+                board=board,
+                key=key,
+                source=source,
+                at_ms=at_ms,
+                value_before=before,
+                value_after=after,
+            )
             await conn.execute(
                 stmt.on_conflict_do_update(
                     index_elements=["event_id", "player_id", "board", "key"],
@@ -338,8 +348,10 @@ class SqlBoardStore:
             getattr(out, r.board)[r.key] = r.value
         if rating:
             out.rating, out.experience, out.rated_matches = (
-                rating.rating, rating.experience, rating.matches
-            )  # fmt: skip
+                rating.rating,
+                rating.experience,
+                rating.matches,
+            )
         out.rating_course = [(r.source, r.at_ms, r.value_after) for r in reversed(course)]
         for profile, won, count in record:
             wins, losses = out.record.get(profile or "", (0, 0))

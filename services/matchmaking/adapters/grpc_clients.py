@@ -87,9 +87,11 @@ class GrpcTables:
 
     async def leave(self, table_id: str, player_id: str, seat: int) -> None:
         request = table_pb2.SubmitCommandRequest(
-            table_id=table_id, player_id=player_id, seat=seat,
+            table_id=table_id,
+            player_id=player_id,
+            seat=seat,
             command=table_pb2.Command(leave=table_pb2.Empty()),
-        )  # fmt: skip
+        )
         await call(self.stub.SubmitCommand(request, timeout=5))
 
     async def rematch_agreed(self, table_id: str, player_id: str) -> bool:

@@ -94,10 +94,13 @@ class RedisLobbyStore:
         dealing_since_ms: int | None,
     ) -> bool:
         args = [
-            read, doc, LOBBY_TTL_S, table_id,
+            read,
+            doc,
+            LOBBY_TTL_S,
+            table_id,
             "" if open_since_ms is None else open_since_ms,
             "" if dealing_since_ms is None else dealing_since_ms,
-        ]  # fmt: skip
+        ]
         keys = [lobby_key(table_id), OPEN_SET, DEALING_SET]
         return bool(await evalsha(self.redis, self._save, keys, args))
 

@@ -382,10 +382,14 @@ class TableStore:
             *kinds,
         ]
         keys = [
-            table_key(c.table_id), stream_key(c.table_id), clocks_key(shard),
-            commands_key(c.table_id), relay_key(shard), update_channel(c.table_id),
+            table_key(c.table_id),
+            stream_key(c.table_id),
+            clocks_key(shard),
+            commands_key(c.table_id),
+            relay_key(shard),
+            update_channel(c.table_id),
             record_key(c.table_id, c.record.match_id if c.record else ""),
-        ]  # fmt: skip
+        ]
         status, value, *sooner = await self._run(self._commit, keys, args)
         status = CommitStatus(reply_text(status))
         value = reply_text(value)
@@ -457,8 +461,12 @@ class TableStore:
         at most `limit` per shard, oldest first. One round trip."""
         replies = await self._each(
             range(VIRTUAL_SHARDS) if shards is None else shards,
-            relay_key, "ZRANGE", 0, limit - 1, "WITHSCORES",
-        )  # fmt: skip
+            relay_key,
+            "ZRANGE",
+            0,
+            limit - 1,
+            "WITHSCORES",
+        )
         found = [(i.decode(), score) for items in replies.values() for i, score in _scored(items)]
         return sorted(found, key=lambda pair: pair[1])
 
@@ -531,9 +539,10 @@ class TableStore:
         return {
             table_id: _relay_state(replies[2 * i + 1])
             for i, table_id in enumerate(table_ids)
-            if replies[2 * i] and not isinstance(replies[2 * i], Exception)
+            if replies[2 * i]
+            and not isinstance(replies[2 * i], Exception)
             and not isinstance(replies[2 * i + 1], Exception)
-        }  # fmt: skip
+        }
 
     async def events_after(self, pointers: dict[str, int]) -> dict[str, list[Entry]]:
         """Each table's events after its pointer (at most 500 each). One round trip."""
@@ -561,9 +570,13 @@ class TableStore:
             shard = shard_of(t)
             placed = where.get(t) if where is not None else None
             keys = [
-                table_key(t), relay_key(shard), stream_key(t), commands_key(t), relay_lock_key(t),
+                table_key(t),
+                relay_key(shard),
+                stream_key(t),
+                commands_key(t),
+                relay_lock_key(t),
                 unconfirmed_key(shard),
-            ]  # fmt: skip
+            ]
             calls.append((keys, [seq, t, token, *(placed or ("", "", "", "")), now_ms]))
         if not calls:
             return
