@@ -312,12 +312,25 @@ def database_url_setting(default: str) -> Any:
 
 
 @dataclass(frozen=True)
-class EventReaderSettings(ServiceSettings):
-    """What a consumer of the event log (wallet, leaderboard, analysis) reads to find it."""
+class EventLogSettings(ServiceSettings):
+    """Where the event log is and how its events lie: every service that writes or reads it."""
 
     kafka_bootstrap: str = kafka_bootstrap_setting()
     kafka_namespace: str = kafka_namespace_setting()
     kafka_log: KafkaLog = kafka_log_setting()
     kafka_rotate_s: float = kafka_rotate_setting()
     kafka_partitions: int = kafka_partitions_setting()
+
+
+@dataclass(frozen=True)
+class EventReaderSettings(EventLogSettings):
+    """What a consumer of the event log (wallet, leaderboard, analysis) reads to find it."""
+
     consumer_share: str = consumer_share_setting()
+
+
+@dataclass(frozen=True)
+class EventWriterSettings(EventLogSettings):
+    """What a producer of the event log (table, matchmaking) reads to find it and write to it."""
+
+    kafka_idempotence: bool = kafka_idempotence_setting()

@@ -6,14 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.common.settings import (
-    KafkaLog,
-    ServiceSettings,
-    kafka_bootstrap_setting,
-    kafka_idempotence_setting,
-    kafka_log_setting,
-    kafka_namespace_setting,
-    kafka_partitions_setting,
-    kafka_rotate_setting,
+    EventWriterSettings,
     load,
     peer_setting,
     redis_url_setting,
@@ -23,17 +16,12 @@ from services.contracts import peers
 
 
 @dataclass(frozen=True)
-class MatchmakingSettings(ServiceSettings):
+class MatchmakingSettings(EventWriterSettings):
+    """Finished tournaments' results leave on the event log (tournament-events)."""
+
     grpc_port: int = setting("BG_GRPC_PORT", 50052, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9102, "Metrics HTTP port.", min=0, max=65535)
     redis_url: str = redis_url_setting()
-    # Finished tournaments' results leave on the event log (tournament-events).
-    kafka_bootstrap: str = kafka_bootstrap_setting()
-    kafka_namespace: str = kafka_namespace_setting()
-    kafka_log: KafkaLog = kafka_log_setting()
-    kafka_rotate_s: float = kafka_rotate_setting()
-    kafka_partitions: int = kafka_partitions_setting()
-    kafka_idempotence: bool = kafka_idempotence_setting()
     wallet_addr: str = peer_setting(peers.WALLET)
     table_addrs: tuple[str, ...] = peer_setting(peers.TABLE)
     code_ttl_s: int = setting("BG_CODE_TTL_S", 3600, "Seconds a party code stays valid.", min=60)

@@ -7,14 +7,7 @@ from dataclasses import dataclass
 
 from services.common.settings import (
     EventLoop,
-    KafkaLog,
-    ServiceSettings,
-    kafka_bootstrap_setting,
-    kafka_idempotence_setting,
-    kafka_log_setting,
-    kafka_namespace_setting,
-    kafka_partitions_setting,
-    kafka_rotate_setting,
+    EventWriterSettings,
     load,
     peer_setting,
     redis_url_setting,
@@ -24,7 +17,7 @@ from services.contracts import peers
 
 
 @dataclass(frozen=True)
-class TableSettings(ServiceSettings):
+class TableSettings(EventWriterSettings):
     grpc_port: int = setting("BG_GRPC_PORT", 50061, "gRPC port.", min=0, max=65535)
     metrics_port: int = setting("BG_METRICS_PORT", 9111, "Metrics HTTP port.", min=0, max=65535)
     event_loop: EventLoop = setting(
@@ -40,12 +33,6 @@ class TableSettings(ServiceSettings):
         max=19,
     )
     redis_url: str = redis_url_setting()
-    kafka_bootstrap: str = kafka_bootstrap_setting()
-    kafka_namespace: str = kafka_namespace_setting()
-    kafka_log: KafkaLog = kafka_log_setting()
-    kafka_rotate_s: float = kafka_rotate_setting()
-    kafka_partitions: int = kafka_partitions_setting()
-    kafka_idempotence: bool = kafka_idempotence_setting()
     wallet_addr: str = peer_setting(peers.WALLET)
     clock_scale: float = setting(
         "BG_CLOCK_SCALE", 1.0, "Multiplies every rules duration (tests and load tests).", min=0.0001
