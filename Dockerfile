@@ -9,6 +9,7 @@ COPY pyproject.toml README.md ./
 COPY protos protos
 COPY engine engine
 COPY evaluator evaluator
+COPY wire wire
 COPY services services
 COPY client client
 COPY infra infra
@@ -24,6 +25,7 @@ FROM python:3.11-slim AS app
 COPY --from=build /src/bg /app/bg
 COPY --from=build /src/engine /app/engine
 COPY --from=build /src/evaluator /app/evaluator
+COPY --from=build /src/wire /app/wire
 COPY --from=build /src/services /app/services
 COPY --from=build /src/client /app/client
 COPY --from=build /src/infra /app/infra

@@ -18,7 +18,7 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from client.play_wire import PlaySession, next_command
 from engine import bots
-from services.contracts.error_wire import error_from
+from wire.errors import error_from
 
 __all__ = ["PlaySession", "Player", "next_command"]
 # A call's answer may have been lost: a request with a request id is sent again.

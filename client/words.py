@@ -10,7 +10,7 @@ from pathlib import Path
 
 import grpc
 
-from services.contracts.error_wire import error_from
+from wire.errors import error_from
 
 WORDS = Path(__file__).resolve().parents[1] / "services" / "gateway" / "web" / "words.js"
 UNKNOWN = "Something went wrong: try again."

@@ -13,7 +13,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from services.contracts.error_wire import error_from
+from wire.errors import error_from
 
 # The refusals a client gets for acting as the rules say it may not, whatever the cluster's
 # health: counted, never errors.

@@ -23,7 +23,7 @@ from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from loadtests.endpoints import Endpoint
-from services.contracts.error_wire import error_from
+from wire.errors import error_from
 
 OPERATOR_KEY_ENV = "BG_LOAD_OPERATOR_KEY"
 

@@ -1,8 +1,8 @@
 """Typed service errors: a stable code, the gRPC status, and what the error is about.
 
 A servicer raises `ServiceError`; `grpc_errors` turns it into the gRPC status and the typed
-error's trailers, whose wire format (gRPC's rich status, api-v1's trailer) is the contracts'
-(services/contracts/error_wire.py: the clients read it with nothing of the services). Peers
+error's trailers, whose wire format (gRPC's rich status, api-v1's trailer) is wire/errors.py
+(below the platform: the clients read it with nothing of the services). Peers
 read it back with `error_from`/`remote_call`. A refused call has changed nothing.
 """
 
@@ -14,20 +14,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
-from google.rpc import status_pb2  # type: ignore[import-untyped]  # see error_wire
+from google.rpc import status_pb2  # type: ignore[import-untyped]  # see wire/errors.py
 from redis import exceptions as redis_errors
 from sqlalchemy import exc as sql_errors
 
 from bg.common.v1 import errors_pb2
 
-# The wire format is the contracts' (the one module of them the platform imports: a client
-# must read an error with no service code, and the platform writes it).
 # ERROR_KEY, STATUS_KEY and error_from are re-exported for the services and their tests.
-from services.contracts.error_wire import ERROR_KEY as ERROR_KEY
-from services.contracts.error_wire import STATUS_KEY as STATUS_KEY
-from services.contracts.error_wire import error_from as error_from
-from services.contracts.error_wire import rich_status as _rich_status
-from services.contracts.error_wire import trailers
+from wire.errors import ERROR_KEY as ERROR_KEY
+from wire.errors import STATUS_KEY as STATUS_KEY
+from wire.errors import error_from as error_from
+from wire.errors import rich_status as _rich_status
+from wire.errors import trailers
 
 # Error texts are cut to this length: no error may echo unbounded input into trailers.
 MAX_MESSAGE = 300

@@ -24,7 +24,7 @@ from websockets.exceptions import ConnectionClosed
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.common.v1 import errors_pb2
-from services.contracts.error_wire import error_from
+from wire.errors import error_from
 
 ADMIN = admin_pb2.DESCRIPTOR.services_by_name["AdminService"]
 MAX_MESSAGE = 64 * 1024

@@ -17,7 +17,7 @@ from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
 from client.play_wire import CommandRefused, PlaySession
 from client.player import Player
-from services.contracts.error_wire import error_from
+from wire.errors import error_from
 
 # Refusals that are the table's answer to a client acting on a view a clock or the other
 # player had already moved on (the client's race, not the cluster's failure), and W-1's: a

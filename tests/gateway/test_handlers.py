@@ -15,11 +15,11 @@ from redis import exceptions as redis_errors
 
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.errors import PermissionDenied
-from services.contracts.error_wire import error_in
 from services.gateway import api, ws
 from services.gateway.callers import Caller
 from services.gateway.handlers import GatewayHandlers
 from services.gateway.metrics import GatewayMetrics
+from wire.errors import error_in
 
 SERVICE = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
 

@@ -24,13 +24,13 @@ from prometheus_client import CollectorRegistry
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from bg.table.v1 import table_pb2
 from services.common.tokens import Identity, TokenSigner
-from services.contracts.error_wire import error_from
 from services.gateway.api import GatewayServicer
 from services.gateway.callers import Callers
 from services.gateway.handlers import GatewayHandlers
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.play_streams import PlayStreams
 from services.gateway.rate_limits import RateLimits
+from wire.errors import error_from
 
 STREAMS = 600
 

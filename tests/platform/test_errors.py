@@ -10,7 +10,7 @@ from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-unty
 
 from bg.common.v1 import errors_pb2
 from services.common.errors import InvalidArgument, ServiceError, rich_status
-from services.contracts.error_wire import DOMAIN, ERROR_KEY, STATUS_KEY, error_from
+from wire.errors import DOMAIN, ERROR_KEY, STATUS_KEY, error_from
 
 
 def failed(*trailers: tuple[str, bytes]) -> grpc.aio.AioRpcError:

@@ -47,29 +47,31 @@ def test_no_service_imports_another() -> None:
     assert crossings == []
 
 
-# The one contract the platform imports: the wire format of a typed error, which the platform
-# writes on every refusal and a client must read with nothing of the services (issue 44, item 4).
-PLATFORM_READS = ("services.contracts.error_wire",)
-
-
 def test_the_platform_imports_no_service_and_the_language_only_the_platform() -> None:
     for layer, allowed in (("common", ("common",)), ("contracts", ("common", "contracts"))):
         for path in (SERVICES / layer).rglob("*.py"):
             for module in _imports(path):
                 parts = module.split(".")
-                if layer == "common" and module in PLATFORM_READS:
-                    continue
                 assert not (parts[0] == "services" and parts[1] not in allowed), (path, module)
                 assert parts[0] not in ("client", "infra"), (path, module)
 
 
-def test_the_error_wire_format_needs_no_transport_and_no_platform() -> None:
-    """What a client reads off a failed call is protobuf alone: no grpc, no services/common
-    (which imports it: a cycle otherwise)."""
-    for module in PLATFORM_READS:
-        path = SERVICES.parent / (module.replace(".", "/") + ".py")
-        found = [m for m in _imports(path) if m.split(".")[0] in ("grpc", "services")]
-        assert found == [], (module, found)
+WIRE = SERVICES.parent / "wire"
+
+
+def test_the_wire_lies_below_the_platform_and_needs_no_transport() -> None:
+    """Issue 62, item 5: how a typed error rides a failed call (wire/errors.py) is what the
+    platform writes on every refusal and a client reads with nothing of the services: protobuf
+    and the generated protos alone, so the platform and the contracts both stand on it (it stood
+    in the contracts, which import the platform: an arrow back up)."""
+    found = [
+        f"{path.name} imports {module}"
+        for path in WIRE.rglob("*.py")
+        for module in _imports(path)
+        if module.split(".")[0] not in ("__future__", "collections", "typing", "google", "bg")
+    ]
+    assert found == []
+    assert not (SERVICES / "contracts" / "error_wire.py").exists()
 
 
 def test_the_platform_knows_no_service_by_name() -> None:
@@ -117,7 +119,7 @@ def test_no_folder_imports_in_a_circle() -> None:
 
 def test_the_client_speaks_the_wire_not_the_services() -> None:
     """client/ is a client of the gateway (issue 44, item 4): it depends on the bg/ protos, the
-    contracts (the vocabulary's proto enums, the wire format of a typed error) and the pure
+    wire format of a typed error (wire/), the contracts (the vocabulary's proto enums) and the pure
     rules engine every party runs (no I/O, the standard library alone: checked below), never on
     the platform or a service's modules."""
     client = SERVICES.parent / "client"
@@ -129,7 +131,7 @@ def test_the_client_speaks_the_wire_not_the_services() -> None:
     ]
     assert found == []
     used = {m.split(".")[0] for path in client.rglob("*.py") for m in _imports(path)}
-    assert {"bg", "engine", "services"} <= used  # the check above looked at real imports
+    assert {"bg", "engine", "services", "wire"} <= used  # the check above looked at real imports
 
 
 def test_the_engine_imports_only_the_standard_library_and_itself() -> None:
