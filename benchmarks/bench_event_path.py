@@ -36,8 +36,8 @@ from engine.machine import new_match
 from infra.cluster.local_cluster import RunningCluster, cpu_seconds, local_cluster
 from services.common import kafka_log
 from services.common.clock import now_ms
-from services.common.deps import redis_client
-from services.common.event_log import EventLog, GenerationConsumer, Incarnation
+from services.common.connections import redis_client
+from services.common.embedded_generations import EventLog, GenerationConsumer, Incarnation
 from services.common.topics import Namespace
 from services.contracts.event_records import table_events
 from services.contracts.topics import TABLE_EVENTS

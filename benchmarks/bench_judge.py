@@ -20,7 +20,9 @@ Judges: `mixed` is 2026-12-05's (the best 3 within 0.1 looked at one roll deeper
 whatever depth it was left: 0-ply when outside them); `3 rivals in 0.1` the same 3 and the made
 play all looked at one roll deeper (evaluator.judge_plays, keep=3); `one rival` the analysis's
 now: 0-ply's best and the made play, one roll deeper (keep=1: the best of several noisy looks is
-biased up)."""
+biased up); `2-ply re-check` the same, and where it charges 0.04 or more, the made play and its
+rival looked at again two rolls deeper (each of the opponent's rolls answered by their best at
+0-ply, then ours at 1-ply): what item 1's accuracy would cost with this network."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from collections.abc import Callable
 from benchmarks.bench_strength import decisions
 from engine.movegen import legal_plays
 from engine.position import Position
-from evaluator.evaluate import RankedPlay, default
+from evaluator.evaluate import ROLLS, RankedPlay, default, equities, flipped
 
 DECISIONS = int(os.environ.get("BG_BENCH_DECISIONS", "600"))
 BACK_GAMES = DECISIONS // 5
@@ -91,6 +93,63 @@ def one_depth(keep: int, window: float) -> Judge:
     return judge
 
 
+def rechecked(threshold: float = 0.04) -> Judge:
+    """`one rival`, with a charge of `threshold` or more looked at again at 2-ply."""
+
+    def judge(pos: Position, dice: tuple[int, int], played: Position) -> tuple[str, float]:
+        ranked, made = default().judge_plays(pos, dice, played)
+        assert made is not None
+        best = ranked[0]
+        if best.equity - made.equity < threshold:
+            return _said(best, made)
+        rival, mine = two_ply([best.play.result, played])
+        if rival >= mine:
+            return best.play.result.gnubg_id(), rival - mine
+        return played.gnubg_id(), 0.0
+
+    return judge
+
+
+def two_ply(results: list[Position]) -> list[float]:
+    """Each play's equity (results: the mover's side, the opponent to roll) two rolls deeper: each
+    of the opponent's 21 rolls answered by their best play at 0-ply, the position after it
+    valued at 1-ply (each of our 21 rolls answered by our best at 0-ply), the rolls averaged."""
+    ev = default()
+    batch: list[Position] = []
+    spans: list[tuple[int, int, int, int]] = []
+    for k, result in enumerate(results):
+        for roll, weight in ROLLS:
+            answers = legal_plays(result.flip(), roll)
+            first = len(batch)
+            batch += [a.result.flip() for a in answers] or [result]
+            spans.append((k, first, len(batch), weight))
+    ours = equities(ev.probabilities(batch))  # we are on roll after their answer
+    after = [batch[first + int(ours[first:end].argmin())] for _, first, end, _ in spans]
+    values = _one_ply_on_roll(after)
+    out = [0.0] * len(results)
+    for (k, _, _, weight), value in zip(spans, values, strict=True):
+        out[k] += weight * value / 36
+    return out
+
+
+def _one_ply_on_roll(positions: list[Position]) -> list[float]:
+    """Each position's equity for its player on roll, one roll deep."""
+    batch: list[Position] = []
+    spans: list[tuple[int, int, int, int]] = []
+    for k, pos in enumerate(positions):
+        for roll, weight in ROLLS:
+            first = len(batch)
+            batch += [p.result.flip() for p in legal_plays(pos, roll)] or [pos.flip()]
+            spans.append((k, first, len(batch), weight))
+    chances = default().probabilities(batch)  # the opponent on roll
+    theirs = equities(chances)
+    out = [0.0] * len(positions)
+    for k, first, end, weight in spans:
+        best = first + int(theirs[first:end].argmin())
+        out[k] += weight * float(equities(flipped(chances[best : best + 1]))[0]) / 36
+    return out
+
+
 def _said(best: RankedPlay, made: RankedPlay) -> tuple[str, float]:
     return best.play.result.gnubg_id(), max(0.0, best.equity - made.equity)
 
@@ -122,6 +181,7 @@ def run(judges: dict[str, Judge] | None = None) -> None:
         "mixed (2026-12-05)": mixed,
         "3 rivals in 0.1": one_depth(3, 0.1),
         "one rival (now)": one_depth(1, 0.0),
+        "2-ply re-check >=0.04": rechecked(0.04),
     }
     rng = random.Random(61)
     charged: dict[str, list[float]] = {name: [] for name in judges}  # gnubg's best, judged

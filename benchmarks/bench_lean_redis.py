@@ -20,7 +20,7 @@ from engine import profiles
 from engine.machine import new_match
 from infra.cluster.embedded import start_valkey
 from services.common.clock import now_ms
-from services.common.deps import redis_client
+from services.common.connections import redis_client
 from services.common.lean_redis import LeanRedis
 from services.table.adapters.redis_store import TableStore
 from services.table.ports import Commit, TableMeta

@@ -29,7 +29,7 @@ from services.contracts.shards import shard_of
 from services.contracts.table_options import rules_from_proto
 from services.table.adapters.redis_store import FINISHED_TTL_S, TableStore
 from services.table.relay import EventRelay
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.table.driver import redis_store
 from tests.table.fakes import FakePublisher
 

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 from infra.cluster.embedded import start_postgres
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.migrate import migrate
 from services.wallet.app import MIGRATIONS
 from services.wallet.ledger import MAX_BATCH, Ledger, check_invariants

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from services.common.deps import redis_client
+from services.common.connections import redis_client
 
 
 async def scrape_metrics(port: int, host: str = "127.0.0.1") -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from infra.cluster import embedded
-from services.common.event_log import EventLog
+from services.common.embedded_generations import EventLog
 from services.contracts.topics import READERS, TABLE_EVENTS
 
 

@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
         default="embedded",
         help="embedded (a Tansu that may forget: topics in generations, history bounded, the "
         "outboxes replayed; the default) or kafka (a durable Kafka: one topic each, created "
-        "here; services/common/event_log.py)",
+        "here; services/common/embedded_generations.py)",
     )
     up.add_argument(
         "--kafka-storage",

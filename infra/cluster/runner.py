@@ -93,8 +93,8 @@ class ClusterConfig:
     redis_url: str | None = None  # external Redis/Valkey instead of the embedded one
     kafka_bootstrap: str | None = None  # external Kafka instead of the embedded Tansu
     kafka_namespace: str = ""  # prefix of the topics and groups (clusters sharing a broker)
-    # How events lie on the broker (services/common/event_log.py): "embedded" for a Tansu, on
-    # memory (the default) or on SeaweedFS's S3 ("s3": durable, and ~2 ms of CPU per event).
+    # How events lie on the broker (services/common/embedded_generations.py): "embedded" for a
+    # Tansu, on memory (the default) or on SeaweedFS's S3 ("s3": durable, ~2 ms of CPU an event).
     kafka_log: str = "embedded"
     kafka_storage: str = "memory"
     database_url: str | None = None  # external SQL for wallet and leaderboard

@@ -18,8 +18,8 @@ from services.analysis.judge import judge
 from services.analysis.metrics import AnalysisMetrics
 from services.analysis.settings import load_settings
 from services.analysis.worker import Worker
-from services.common import kafka
-from services.common.deps import sql_check, sql_engine
+from services.common import event_log
+from services.common.connections import sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.contracts.topics import READERS, TABLE_EVENTS
@@ -55,9 +55,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
 
-    events = kafka.open_event_log(settings, READERS)
+    events = event_log.open_event_log(settings, READERS)
     app.closes(events.close)
-    start_consumer = kafka.consume_in_background(
+    start_consumer = event_log.consume_in_background(
         app,
         settings,
         events,

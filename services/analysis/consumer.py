@@ -11,7 +11,7 @@ from typing import Any
 
 from bg.events.v1 import events_pb2
 from services.analysis.ports import AnalysisRepository
-from services.common import kafka
+from services.common import event_log
 from services.common.log_port import Incoming, Reader
 from services.contracts.event_records import table_events
 from services.contracts.topics import TABLE_EVENTS
@@ -61,9 +61,9 @@ class Enqueuer:
 
 
 async def consume(enqueuer: Enqueuer, reader: Reader, stop: asyncio.Event, lag: Any = None) -> None:
-    """Consume table-events until `stop` (kafka.consume_records), its lag kept."""
+    """Consume table-events until `stop` (event_log.consume_records), its lag kept."""
 
     async def handle(record: Incoming) -> object:
         return await enqueuer.handle_record(record.logical, record.value, record.headers)
 
-    await kafka.consume_records(reader, handle, stop, lag=lag)
+    await event_log.consume_records(reader, handle, stop, lag=lag)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from services.bots.settings import load_settings
 from services.bots.worker import BotWorker
-from services.common.deps import redis_check, redis_client
+from services.common.connections import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 
 

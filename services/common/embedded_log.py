@@ -1,6 +1,6 @@
 """The event log port on the embedded broker that forgets (BG_KAFKA_LOG=embedded): generations,
 the broker's incarnation, the groups' commits as confirmation, the outboxes replayed
-(services/common/event_log.py says why and how).
+(services/common/embedded_generations.py says why and how).
 
 A publisher sends each record to its topic's current generation, except a keyed record whose
 key's last record (`Outgoing.after`) is in the previous generation and not read by every group
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from aiokafka import TopicPartition
 
-from services.common.event_log import (
+from services.common.embedded_generations import (
     EventLog,
     Forgetful,
     GenerationConsumer,

@@ -9,7 +9,7 @@ callers first in, first out) and watches the oldest call in flight with one time
 a timeout per call. Measured against redis-py's client side by side (`benchmarks/
 bench_lean_redis.py`).
 
-It behaves as `services.common.deps.redis_client` does where the table store relies on it:
+It behaves as `services.common.connections.redis_client` does where the table store relies on it:
 redis-py's exceptions (its parser's classes for error replies: NoScriptError, ReadOnlyError...),
 a reply waiting at most `timeout_s` (then the connection is dropped, as a frozen node keeps its
 socket open), a call meeting a dead connection or a timeout sent again on a new one up to 3

@@ -4,7 +4,8 @@ later whether every reading group has read it, read a topic as a group and commi
 Two adapters stand behind it (issue 44, item 2): `kafka_log.KafkaEventLog` for production Kafka
 (one topic per name, group-managed consumers, retention by the broker: a record acknowledged is
 kept, so it counts as read at once) and `embedded_log.EmbeddedEventLog` for the embedded broker
-that forgets (generations, incarnations, the outboxes replayed: services/common/event_log.py).
+that forgets (generations, incarnations, the outboxes replayed:
+services/common/embedded_generations.py).
 Relays, outboxes and consumers speak logical topic names and these types only; no aiokafka.
 """
 

@@ -274,7 +274,7 @@ def kafka_log_setting() -> Any:
         "How events lie on the broker: kafka (production Kafka: one topic each, durable, "
         "retained, group-managed consumers) or embedded (a broker that may forget, Tansu on "
         "memory: topics in generations, history bounded, the outboxes replayed when it "
-        "restarts; services/common/event_log.py).",
+        "restarts; services/common/embedded_generations.py).",
     )
 
 

@@ -3,7 +3,7 @@ docs/protocol.md's "Bounds" table is made from them (tests/contracts/test_bounds
 together), and a contract test sends each one's edge to the real gateway.
 
 A string field with no bound of its own is at most DEFAULT_MAX characters (services/gateway/
-limits.py checks every string of every request at the edge)."""
+edge_bounds.py checks every string of every request at the edge)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import zlib
 
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 
 VIRTUAL_SHARDS = 1024
 

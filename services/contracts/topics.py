@@ -1,7 +1,7 @@
 """The cluster's Kafka topics: their logical names, partition counts (keyed by table id /
 account) and the consumer groups (by service) that read each, which is what "consumed" means to
 a producer whose broker may forget and to the keeper deleting history
-(services/common/event_log.py). The event log's topology in one place."""
+(services/common/embedded_generations.py). The event log's topology in one place."""
 
 from __future__ import annotations
 

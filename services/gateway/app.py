@@ -20,7 +20,7 @@ from bg.table.v1 import table_pb2_grpc
 from bg.wallet.v1 import wallet_pb2_grpc
 from services.common import tracing
 from services.common.balanced import KEEPALIVE_OPTIONS, RECONNECT_OPTIONS, channel_to
-from services.common.deps import redis_check, redis_client
+from services.common.connections import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 from services.common.static_files import StaticFiles
 from services.common.store_clock import StoreClock, redis_times

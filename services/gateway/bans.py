@@ -18,7 +18,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from services.common.backoff import pause
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 from services.common.errors import ServiceError
 from services.contracts.redis_keys import BANNED
 from services.contracts.redis_keys import BANS_VERSION as VERSION

@@ -15,9 +15,9 @@ import grpc
 from google.protobuf.message import Message
 
 from services.common.errors import PermissionDenied, Unauthenticated
-from services.common.shared_limits import peer_address
+from services.common.shared_rate_limits import peer_address
 from services.common.tokens import TokenSigner
-from services.gateway import limits
+from services.gateway import edge_bounds
 from services.gateway.bans import Bans
 from services.gateway.rate_limits import RateLimits
 
@@ -58,7 +58,7 @@ class Callers:
         strings bounded."""
         self.rates.check_peer(peer_address(caller.peer))
         if request is not None:
-            limits.check(request)
+            edge_bounds.check(request)
 
     def player(self, caller: Caller, request: Message | None = None) -> str:
         """The caller's player id from the verified token, within the player's rate limit over

@@ -29,7 +29,7 @@ from redis.exceptions import RedisError
 from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 from services.common.pubsub_pulse import Pulse
 from services.contracts.redis_keys import (
     chat_channel,
@@ -240,7 +240,7 @@ class TableFeed:
 
     def _watch(self) -> None:
         """redis-py's pub/sub, when its connection breaks, connects again and subscribes again
-        by itself (the client's retry policy, services/common/deps.py): what was published
+        by itself (the client's retry policy, services/common/connections.py): what was published
         meanwhile is lost with no error to see, and a seat waited for an update that never came.
         So every reconnect of the connection asks every stream to refill from the table's
         stream, as a broken feed does."""

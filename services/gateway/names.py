@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 from services.common.errors import InvalidArgument
 from services.contracts.redis_keys import name_key
 from services.contracts.seats import ACCOUNT_PREFIX, computer_name, is_computer

@@ -33,7 +33,7 @@ from services.common.errors import (
     infrastructure_failure,
     remote_call,
 )
-from services.gateway import limits
+from services.gateway import edge_bounds
 from services.gateway.callers import Caller, Callers
 from services.gateway.chat_delivery import ChatDelivery, Listener
 from services.gateway.command_lines import CommandLines
@@ -96,7 +96,7 @@ class PlayStreams:
                 raise InvalidArgument(
                     "JOIN_FIRST", "the first message names the table", field="join"
                 )
-            table_id = limits.table_id(first.join.table_id, "join.table_id")
+            table_id = edge_bounds.table_id(first.join.table_id, "join.table_id")
         except ServiceError:
             await _drained(requests)
             raise
@@ -202,7 +202,7 @@ class PlayStreams:
         try:
             if message.WhichOneof("kind") != "command":
                 raise InvalidArgument("MALFORMED", "after join, send commands", field="command")
-            command_id = limits.bounded(cmd.command_id, "command.command_id", 64)
+            command_id = edge_bounds.bounded(cmd.command_id, "command.command_id", 64)
             self.callers.acting(player)
             request = table_pb2.SubmitCommandRequest(
                 table_id=table_id,
@@ -283,7 +283,7 @@ class PlayStreams:
         """A read-only stream of a watchable table: the same events as the players get (the
         seed only in the match's end), with a spectator's view."""
         player = self.callers.player(caller, request)
-        table_id = limits.table_id(request.table_id)
+        table_id = edge_bounds.table_id(request.table_id)
         seated = await self.may_watch(table_id, player)
 
         async def fresh() -> table_pb2.TableView:

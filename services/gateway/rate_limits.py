@@ -1,4 +1,4 @@
-"""The gateway's rate limits, held across its replicas (services/common/shared_limits.py): per
+"""The gateway's rate limits, held across its replicas (services/common/shared_rate_limits.py): per
 player (from the token), per peer address and per login name. A player's calls and Play
 commands draw from one bucket, whichever gateway and stream they come by."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from services.common.shared_limits import SharedLimiter, check
+from services.common.shared_rate_limits import SharedLimiter, check
 from services.contracts.redis_keys import rate_limit_key
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 from services.contracts.redis_keys import TABLE_REPLICA_ADDRESSES as ADDRESSES
 from services.contracts.redis_keys import TABLE_REPLICAS as MEMBERS
 from services.contracts.shards import VIRTUAL_SHARDS, assign, live_members, shard_of

@@ -38,11 +38,11 @@ from services.common.errors import (
     grpc_errors,
     remote_call,
 )
-from services.common.shared_limits import KeyOf, SharedLimiter, check, peer_address
+from services.common.shared_rate_limits import KeyOf, SharedLimiter, check, peer_address
 from services.common.tokens import OPERATORS, Identity, TokenSigner
 from services.contracts import money_keys
 from services.contracts.bounds import DEFAULT_MAX, REASON_MAX, TOURNAMENT_NAME_MAX
-from services.identity import bounds
+from services.identity import forwarded_bounds
 from services.identity.ban_list import BanList
 from services.identity.chat_moderation import ChatModeration
 from services.identity.ports import AccountsRepository, AuditRepository, Detail
@@ -55,7 +55,7 @@ MIN_KEY = 32
 # Every string an operator sends is bounded, as players' are (services/common/request_bounds.py):
 # the rest (ids, keys, the audit filter) take the default of 64 characters.
 # `name` is an operator's at login (1..32, and unknown ones fail as credentials) and a
-# tournament's at its creation (bounds.TOURNAMENT_NAME_MAX): the longer of the two.
+# tournament's at its creation (forwarded_bounds.TOURNAMENT_NAME_MAX): the longer of the two.
 ADMIN_BOUNDS = {"name": TOURNAMENT_NAME_MAX, "key": 256, "reason": REASON_MAX}
 
 
@@ -125,7 +125,7 @@ def parse_operator_rights(spec: str, operators: Mapping[str, str]) -> dict[str, 
 
 class OperatorLimits:
     """Operators' calls per second from one address, and sign-ins per second per operator name,
-    over every identity replica (services/common/shared_limits.py)."""
+    over every identity replica (services/common/shared_rate_limits.py)."""
 
     def __init__(self, redis: Any, per_peer_s: float, per_login_s: float, key_of: KeyOf) -> None:
         self.peers = SharedLimiter(redis, "operator-peer", per_peer_s, key_of=key_of)
@@ -359,7 +359,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(operator: str) -> tuple[wallet_pb2.OperationResponse, Detail]:
-            reason = bounds.reason(request.reason)
+            reason = forwarded_bounds.reason(request.reason)
             if not request.idempotency_key:
                 raise InvalidArgument(
                     "INVALID_IDEMPOTENCY_KEY",
@@ -388,7 +388,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(operator: str) -> tuple[admin_pb2.BanResponse, Detail]:
-            left = await self._ban(player, operator, bounds.reason(request.reason))
+            left = await self._ban(player, operator, forwarded_bounds.reason(request.reason))
             return admin_pb2.BanResponse(player_id=player, banned=True, left_tables=left), {
                 "left_tables": left
             }
@@ -426,7 +426,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(_: str) -> tuple[admin_pb2.BanResponse, Detail]:
-            bounds.reason(request.reason)
+            forwarded_bounds.reason(request.reason)
             was = await self.accounts.unban(player)
             await self.bans.unban(player)
             return admin_pb2.BanResponse(player_id=player, banned=False), {"was_banned": was}
@@ -440,7 +440,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(operator: str) -> tuple[admin_pb2.RestrictResponse, Detail]:
-            new = await self._restrict(player, operator, bounds.reason(request.reason))
+            new = await self._restrict(player, operator, forwarded_bounds.reason(request.reason))
             return admin_pb2.RestrictResponse(player_id=player, restricted=True), {"new": new}
 
         return await self._audited(context, request, "restrict", "player_id", act)
@@ -459,7 +459,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(_: str) -> tuple[admin_pb2.RestrictResponse, Detail]:
-            bounds.reason(request.reason)
+            forwarded_bounds.reason(request.reason)
             was = await self.accounts.unrestrict(player)
             await self.bans.unrestrict(player)
             return admin_pb2.RestrictResponse(player_id=player, restricted=False), {
@@ -483,7 +483,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.DecideFlagRequest, context: Context
     ) -> analysis_pb2.FairPlayFlag:
         async def act(operator: str) -> tuple[analysis_pb2.FairPlayFlag, Detail]:
-            reason = bounds.reason(request.reason)
+            reason = forwarded_bounds.reason(request.reason)
             if request.decision not in ("clear", "restrict", "ban"):
                 raise InvalidArgument(
                     "INVALID_DECISION", "decision is clear, restrict or ban", field="decision"
@@ -517,7 +517,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         table_id = request.table_id
 
         async def act(_: str) -> tuple[admin_pb2.CloseTableResponse, Detail]:
-            bounds.reason(request.reason)
+            forwarded_bounds.reason(request.reason)
             reply = await remote_call(
                 self.tables.CloseMatch(table_pb2.CloseMatchRequest(table_id=table_id), timeout=10)
             )
@@ -552,7 +552,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: matchmaking_pb2.CancelTournamentRequest, context: Context
     ) -> matchmaking_pb2.Tournament:
         async def act(_: str) -> tuple[matchmaking_pb2.Tournament, Detail]:
-            bounds.reason(request.reason)
+            forwarded_bounds.reason(request.reason)
             found = await remote_call(self.lobby.CancelTournament(request, timeout=10))
             return found, {"status": found.status}
 
@@ -602,7 +602,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         two can never both pay."""
 
         async def act(_: str) -> tuple[wallet_pb2.OperationResponse, Detail]:
-            bounds.reason(request.reason)
+            forwarded_bounds.reason(request.reason)
             status = await self._tournament_status(request.tournament_id)
             if status:
                 raise ServiceError(
@@ -642,7 +642,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         player = request.player_id
 
         async def act(_: str) -> tuple[leaderboard_pb2.ReplayPlayerResponse, Detail]:
-            bounds.reason(request.reason)
+            forwarded_bounds.reason(request.reason)
             ask = leaderboard_pb2.ReplayPlayerRequest(player_id=player)
             reply = await remote_call(self.boards.ReplayPlayer(ask, timeout=120))
             detail: Detail = {"events": reply.events, "applied": reply.applied}
@@ -698,7 +698,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.ResolveChatReportRequest, context: Context
     ) -> admin_pb2.ResolveChatReportResponse:
         async def act(_: str) -> tuple[admin_pb2.ResolveChatReportResponse, Detail]:
-            bounds.reason(request.reason)
+            forwarded_bounds.reason(request.reason)
             was = await self.chat.resolve(request.report_id)
             return admin_pb2.ResolveChatReportResponse(was_waiting=was), {"was_waiting": was}
 
@@ -709,7 +709,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.RemoveChatMessageRequest, context: Context
     ) -> admin_pb2.RemoveChatMessageResponse:
         async def act(_: str) -> tuple[admin_pb2.RemoveChatMessageResponse, Detail]:
-            bounds.reason(request.reason)
+            forwarded_bounds.reason(request.reason)
             table_id = _target(request.table_id, "table_id")
             removed = await self.chat.remove(table_id, request.message_id)
             return admin_pb2.RemoveChatMessageResponse(removed=removed), {
@@ -724,7 +724,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.SilenceChatPlayerRequest, context: Context
     ) -> admin_pb2.SilenceChatPlayerResponse:
         async def act(_: str) -> tuple[admin_pb2.SilenceChatPlayerResponse, Detail]:
-            bounds.reason(request.reason)
+            forwarded_bounds.reason(request.reason)
             until = await self.chat.silence(request.player_id, request.seconds)
             return admin_pb2.SilenceChatPlayerResponse(until_ms=until), {"seconds": request.seconds}
 

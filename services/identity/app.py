@@ -27,10 +27,10 @@ from bg.wallet.v1 import wallet_pb2_grpc
 from services.common import tracing
 from services.common.backoff import pause
 from services.common.balanced import channel_to
-from services.common.deps import redis_check, redis_client, sql_check, sql_engine
+from services.common.connections import redis_check, redis_client, sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
-from services.common.shared_limits import SharedLimiter
+from services.common.shared_rate_limits import SharedLimiter
 from services.common.static_files import StaticFiles
 from services.common.store_clock import StoreClock, redis_times
 from services.common.tokens import TokenSigner

@@ -26,9 +26,9 @@ from typing import Any
 from bg.admin.v1 import admin_pb2
 from bg.gateway.v1 import gateway_pb2
 from services.common.clock import now_ms
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
-from services.common.shared_limits import SharedLimiter, rate_limited
+from services.common.shared_rate_limits import SharedLimiter, rate_limited
 from services.contracts.redis_keys import (
     CHAT_KEEP_S,
     blocks_key,
@@ -49,7 +49,7 @@ from services.contracts.redis_keys import (
     chat_silenced_key as _silenced_key,
 )
 from services.contracts.seats import ACCOUNT_PREFIX
-from services.identity import bounds
+from services.identity import forwarded_bounds
 
 log = logging.getLogger("bg.identity.chat")
 TABLE = gateway_pb2.CHAT_CHANNEL_TABLE
@@ -131,7 +131,7 @@ class ChatRoom:
         request: gateway_pb2.SendChatRequest,
     ) -> gateway_pb2.ChatMessage:
         """Store and publish one message, or refuse it (typed, nothing stored)."""
-        table_id = bounds.table_id(request.table_id)
+        table_id = forwarded_bounds.table_id(request.table_id)
         if request.channel not in (TABLE, KIBITZ):
             raise InvalidArgument("CHAT_CHANNEL", "channel is TABLE or KIBITZ", field="channel")
         text = clean_text(request.text, self.max_chars)
@@ -179,7 +179,7 @@ class ChatRoom:
     # -- reading -----------------------------------------------------------------------------
 
     async def history(self, player: str, table_id: str) -> list[gateway_pb2.ChatMessage]:
-        table_id = bounds.table_id(table_id)
+        table_id = forwarded_bounds.table_id(table_id)
         seats = await self.seating(table_id, player, True)
         seated = player in seats.player_ids
         if not seated and not seats.watchable:
@@ -212,8 +212,8 @@ class ChatRoom:
     async def report(self, player: str, request: gateway_pb2.ReportChatRequest) -> str:
         """Queue a report of a message the reporter may read, with the messages of its channel
         before it; one report per reporter and message."""
-        table_id = bounds.table_id(request.table_id)
-        reason = bounds.reason(request.reason)
+        table_id = forwarded_bounds.table_id(request.table_id)
+        reason = forwarded_bounds.reason(request.reason)
         seats = await self.seating(table_id, player, True)
         seated = player in seats.player_ids
         messages = await self._messages(table_id)
@@ -241,7 +241,7 @@ class ChatRoom:
         return report_id
 
     async def mute(self, player: str, other: str, muted: bool) -> list[str]:
-        other = bounds.bounded(other, "player_id", 64)
+        other = forwarded_bounds.bounded(other, "player_id", 64)
         if not other:
             raise InvalidArgument("MISSING", "name the player to mute", field="player_id")
         if other == player:

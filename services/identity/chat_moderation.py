@@ -11,7 +11,7 @@ from typing import Any
 from bg.admin.v1 import admin_pb2
 from bg.gateway.v1 import gateway_pb2
 from services.common.clock import now_ms
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 from services.common.errors import InvalidArgument
 from services.contracts.redis_keys import (
     CHAT_KEEP_S,

@@ -30,13 +30,13 @@ from typing import Any, Generic, TypeVar
 from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from services.common.clock import now_ms
-from services.common.deps import evalsha, reply_text
+from services.common.connections import evalsha, reply_text
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
 from services.contracts.redis_keys import PRESENCE_LOBBY, blocks_key, follows_key
 from services.contracts.redis_keys import challenge_key as _challenge_key
 from services.contracts.redis_keys import challenges_received_key as _received_key
 from services.contracts.redis_keys import challenges_sent_key as _sent_key
-from services.identity import bounds
+from services.identity import forwarded_bounds
 from services.identity.ports import FriendsLobby, PlayerPresence
 
 OFFLINE = gateway_pb2.FRIEND_STATUS_OFFLINE
@@ -155,7 +155,7 @@ class Friends:
         await self.redis.sadd(key, member)
 
     def _other(self, player: str, other: str, verb: str) -> str:
-        other = bounds.bounded(other, "player_id")
+        other = forwarded_bounds.bounded(other, "player_id")
         if not other:
             raise InvalidArgument("MISSING", f"name the player to {verb}", field="player_id")
         if other == player:
@@ -223,7 +223,7 @@ class Friends:
         self, player: str, request: gateway_pb2.ChallengeRequest
     ) -> gateway_pb2.ChallengeAnswer:
         other = self._other(player, request.player_id, "challenge")
-        request_id = bounds.bounded(request.request_id, "request_id")
+        request_id = forwarded_bounds.bounded(request.request_id, "request_id")
         # Under a request id the challenge's id is the request's, so a retry (of a call whose
         # answer was lost, or that died halfway) finds the first's table and challenge.
         challenge_id = (
@@ -276,7 +276,7 @@ class Friends:
     async def answer(
         self, player: str, request: gateway_pb2.AnswerChallengeRequest
     ) -> gateway_pb2.ChallengeAnswer:
-        challenge_id = bounds.bounded(request.challenge_id, "challenge_id")
+        challenge_id = forwarded_bounds.bounded(request.challenge_id, "challenge_id")
         if not challenge_id:
             raise InvalidArgument("MISSING", "name the challenge", field="challenge_id")
         wanted = ACCEPTING if request.accept else DECLINED

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 from services.contracts.redis_keys import name_key
 from services.contracts.seats import ACCOUNT_PREFIX, computer_name, is_computer
 from services.identity.ports import AccountsRepository

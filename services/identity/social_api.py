@@ -10,7 +10,7 @@ import grpc
 from bg.gateway.v1 import gateway_pb2
 from bg.social.v1 import social_pb2, social_pb2_grpc
 from services.common.errors import InvalidArgument, grpc_errors
-from services.identity.bounds import bounded
+from services.identity.forwarded_bounds import bounded
 from services.identity.social import Social
 
 Context = grpc.aio.ServicerContext[Any, Any]

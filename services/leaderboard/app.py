@@ -8,8 +8,8 @@ from pathlib import Path
 import grpc
 
 from bg.leaderboard.v1 import leaderboard_pb2, leaderboard_pb2_grpc
-from services.common import kafka
-from services.common.deps import redis_check, redis_client, sql_check, sql_engine
+from services.common import event_log
+from services.common.connections import redis_check, redis_client, sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.contracts.topics import READERS, TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
@@ -55,9 +55,9 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         leaderboard_pb2_grpc.add_LeaderboardServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
 
-    events = kafka.open_event_log(settings, READERS)
+    events = event_log.open_event_log(settings, READERS)
     app.closes(events.close)
-    start_consumer = kafka.consume_in_background(
+    start_consumer = event_log.consume_in_background(
         app,
         settings,
         events,

@@ -1,7 +1,7 @@
 """Consumes table-events, wallet-events and tournament-events into the boards, archiving what it
 applies (every finished match with its moves, every wallet event, every tournament's result);
 `rebuild` and `replay_player` replay that archive: the topics' history is bounded
-(services/common/event_log.py), the archive is not."""
+(services/common/embedded_generations.py), the archive is not."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from bg.events.v1 import events_pb2
-from services.common import kafka
+from services.common import event_log
 from services.common.log_port import Incoming, Reader
 from services.contracts.event_records import table_events
 from services.contracts.topics import TABLE_EVENTS, TOURNAMENT_EVENTS
@@ -90,12 +90,12 @@ class EventHandler:
 async def consume(
     handler: EventHandler, reader: Reader, stop: asyncio.Event, lag: Any = None
 ) -> None:
-    """Consume the leaderboard's topics until `stop` (kafka.consume_records), its lag kept."""
+    """Consume the leaderboard's topics until `stop` (event_log.consume_records), its lag kept."""
 
     async def handle(record: Incoming) -> object:
         return await handler.handle_record(record.logical, record.value, record.headers)
 
-    await kafka.consume_records(reader, handle, stop, lag=lag)
+    await event_log.consume_records(reader, handle, stop, lag=lag)
 
 
 async def rebuild(handler: EventHandler, source: BoardRepository | None = None) -> int:

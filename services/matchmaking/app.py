@@ -8,9 +8,9 @@ from collections.abc import Mapping
 import grpc
 
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from services.common import kafka, tracing
+from services.common import event_log, tracing
 from services.common.balanced import channel_to
-from services.common.deps import redis_check, redis_client
+from services.common.connections import redis_check, redis_client
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
 from services.contracts import peers
@@ -44,7 +44,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     app.closes(redis.aclose)
     store = RedisLobbyStore(redis)
     store_clock = StoreClock(redis_times(redis))
-    events = kafka.open_event_log(settings, READERS, settings.kafka_idempotence)
+    events = event_log.open_event_log(settings, READERS, settings.kafka_idempotence)
     app.closes(events.close)
     results = TournamentEvents(
         events.publisher(f"{settings.replica or 'matchmaking'}-tournaments"),

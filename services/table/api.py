@@ -13,7 +13,7 @@ from bg.table.v1 import table_pb2, table_pb2_grpc
 from services.common.errors import ServiceError, grpc_errors, infrastructure_failure
 from services.contracts.table_options import rules_from_proto
 from services.table import convert
-from services.table.tables import Submitted, TableCore
+from services.table.table_core import Submitted, TableCore
 
 Context = grpc.aio.ServicerContext[Any, Any]
 log = logging.getLogger("bg.table.api")

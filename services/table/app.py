@@ -9,9 +9,9 @@ from collections.abc import Mapping
 import grpc
 
 from bg.table.v1 import table_pb2, table_pb2_grpc
-from services.common import kafka, tracing
+from services.common import event_log, tracing
 from services.common.balanced import channel_to
-from services.common.deps import redis_check, redis_client
+from services.common.connections import redis_check, redis_client
 from services.common.lean_redis import LeanRedis
 from services.common.service import ServiceApp, base_app
 from services.common.store_clock import StoreClock, redis_times
@@ -25,7 +25,7 @@ from services.table.metrics import TableMetrics
 from services.table.relay import EventRelay
 from services.table.settings import TableSettings, load_settings
 from services.table.shard_leases import ShardLeases
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 
 log = logging.getLogger("bg.table")
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
@@ -78,7 +78,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
 
     # The events' way out: one topic on a durable Kafka; generations, bounded, on a broker that
     # may forget, with this service's relays and keepers looking after them.
-    events = kafka.open_event_log(settings, READERS, settings.kafka_idempotence)
+    events = event_log.open_event_log(settings, READERS, settings.kafka_idempotence)
     app.closes(events.close)
     keeper = events.housekeeper()
     if keeper is not None:

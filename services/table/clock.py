@@ -24,12 +24,12 @@ from collections.abc import Callable
 
 from services.common.backoff import pause
 from services.common.clock import now_ms
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 from services.common.pubsub_pulse import Pulse
 from services.contracts.redis_keys import WAKE_CHANNEL
 from services.table.adapters.redis_store import TableStore
 from services.table.shard_leases import AllShards, ShardLeases
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 
 log = logging.getLogger("bg.table.clock")
 BATCH = 200

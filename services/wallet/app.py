@@ -10,10 +10,10 @@ from pathlib import Path
 import grpc
 
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from services.common import kafka, tracing
+from services.common import event_log, tracing
 from services.common.balanced import channel_to
 from services.common.clock import now_ms
-from services.common.deps import sql_check, sql_engine
+from services.common.connections import sql_check, sql_engine
 from services.common.migrate import migrate
 from services.common.service import ServiceApp, base_app
 from services.contracts import peers
@@ -53,7 +53,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
     # forget, where the rows went is confirmed by the groups' offsets; the topics' generations
     # are kept by the table service's keepers, on the store's clock (this service has none: a
     # keeper on a clock of its own that ran ahead would let go of generations still written).
-    events = kafka.open_event_log(settings, READERS, settings.kafka_idempotence)
+    events = event_log.open_event_log(settings, READERS, settings.kafka_idempotence)
     app.closes(events.close)
     relay = OutboxRelay(
         engine, events.publisher(f"{replica}-relay"), metrics, settings.relay_interval_s
@@ -78,7 +78,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         wallet_pb2_grpc.add_WalletServiceServicer_to_server(servicer, server)
         return [SERVICE_NAME]
 
-    start_consumer = kafka.consume_in_background(
+    start_consumer = event_log.consume_in_background(
         app,
         settings,
         events,

@@ -17,7 +17,7 @@ import logging
 from typing import Any
 
 from bg.events.v1 import events_pb2
-from services.common import kafka
+from services.common import event_log
 from services.common.errors import ServiceError
 from services.common.log_port import Incoming, Reader
 from services.contracts import money_keys
@@ -120,9 +120,9 @@ class TableEventsHandler:
 
 
 async def consume(handler: TableEventsHandler, reader: Reader, stop: asyncio.Event) -> None:
-    """Consume the table events until `stop` (kafka.consume_records)."""
+    """Consume the table events until `stop` (event_log.consume_records)."""
 
     async def handle(record: Incoming) -> None:
         await handler.handle_record(record.value, record.headers)
 
-    await kafka.consume_records(reader, handle, stop, max_records=200)
+    await event_log.consume_records(reader, handle, stop, max_records=200)

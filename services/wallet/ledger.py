@@ -41,7 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from bg.events.v1 import events_pb2
 from services.common.clock import now_ms
 from services.common.errors import Conflict, InvalidArgument, NotFound, ServiceError
-from services.wallet.books import (
+from services.wallet.batch_books import (
     Books,
     Draft,
     Escrow,
@@ -53,7 +53,7 @@ from services.wallet.books import (
     Outcome,
     PoolStatus,
 )
-from services.wallet.ledger_sql import Reads, Stored, load_books, load_operations, save
+from services.wallet.batch_sql import Reads, Stored, load_books, load_operations, save
 from services.wallet.schema import accounts, escrows, holds, operations, pools, transfers
 
 __all__ = ["InsufficientFunds", "Ledger", "Outcome", "check_invariants"]

@@ -28,8 +28,9 @@ from sqlalchemy import func, select
 from bg.events.v1 import events_pb2
 from services.common.clock import now_ms as clock_ms
 from services.common.errors import InvalidArgument, NotFound, ServiceError
-from services.wallet.books import Books, Draft, Hold, HoldPurpose, HoldStatus, Outcome, Pool
-from services.wallet.books import PoolStatus as Status
+from services.wallet.batch_books import Books, Draft, Hold, HoldPurpose, HoldStatus, Outcome, Pool
+from services.wallet.batch_books import PoolStatus as Status
+from services.wallet.batch_sql import Reads
 from services.wallet.ledger import (
     HOLD_PREFIX,
     HOUSE,
@@ -43,7 +44,6 @@ from services.wallet.ledger import (
     release_holds,
     take_from,
 )
-from services.wallet.ledger_sql import Reads
 from services.wallet.schema import accounts, pools
 
 MAX_FIELD = 64  # the largest bracket (services/matchmaking/bracket.py)

@@ -17,7 +17,7 @@ from services.analysis.adapters.sql_analyses import SqlAnalyses
 from services.analysis.api import AnalysisServicer
 from services.analysis.app import MIGRATIONS
 from services.analysis.fair_play import MatchEvidence
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.migrate import migrate
 from tests.helpers import error_of, sql_url
 

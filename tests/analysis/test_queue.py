@@ -23,7 +23,7 @@ from services.analysis.app import MIGRATIONS
 from services.analysis.consumer import Enqueuer
 from services.analysis.metrics import AnalysisMetrics
 from services.analysis.worker import Worker
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.migrate import migrate
 from services.contracts.event_records import commit_record
 from services.contracts.topics import TABLE_EVENTS

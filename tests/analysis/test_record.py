@@ -21,7 +21,7 @@ from services.analysis.judge import judge, with_luck
 from services.analysis.record import record_of
 from services.table.convert import table_event
 from services.table.ports import TableMeta
-from services.table.tables import RECORD_KINDS
+from services.table.table_core import RECORD_KINDS
 from tests.engine.playout import play_match
 
 META = TableMeta(table_id="t1", match_id="t1-1", player_ids=["ann", "bob"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import redis.asyncio as redis_asyncio
 
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.migrate import migrate
 from services.leaderboard.adapters.sql_boards import SqlBoardStore
 from services.leaderboard.app import MIGRATIONS

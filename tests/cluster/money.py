@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from bg.table.v1 import table_pb2
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.wallet.ledger import check_invariants
 from services.wallet.schema import escrows, holds, operations, transfers
 

@@ -46,8 +46,8 @@ from tests.helpers import retried
 
 pytestmark = pytest.mark.e2e
 SECONDS = float(os.environ.get("BG_CHAOS_SECONDS", "1.5"))
-# The event log's two modes (services/common/event_log.py): the embedded one on a broker that
-# forgets, and production's (issue 42).
+# The event log's two modes (services/common/embedded_generations.py): the embedded one on a
+# broker that forgets, and production's (issue 42).
 MODES = os.environ.get("BG_CHAOS_MODES", "embedded,kafka").split(",")
 FAULTS = [
     "table-1", "gateway", "matchmaking", "wallet", "leaderboard", "bots", "analysis", "identity",

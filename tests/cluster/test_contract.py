@@ -817,7 +817,7 @@ async def test_an_empty_id_is_missing_naming_its_field_on_every_call(
     UNKNOWN_TOURNAMENT, UNKNOWN_TABLE or INVALID_ID depending on the call), over gRPC; the
     list of what each request must name is the one the docs are made from."""
     from bg.gateway.v1 import gateway_pb2_grpc
-    from services.gateway.limits import REQUIRED
+    from services.gateway.edge_bounds import REQUIRED
 
     stub = gateway_pb2_grpc.GatewayServiceStub(gw)
     player = await GrpcPlayer(gw).login()

@@ -28,7 +28,7 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.valkey_cluster import primary_of, wait_cluster_ok
-from services.common.deps import redis_client, sql_engine
+from services.common.connections import redis_client, sql_engine
 from services.contracts.redis_keys import table_key
 from services.contracts.vocabulary import FINISHED
 from services.table.shard_leases import MEMBERS

@@ -4,7 +4,7 @@ are intact. Tansu on memory is killed with -9 twice while wagered matches run (i
 message, topic and offset): the outboxes are the durable log, so every match is still settled
 once, to the diamond, and archived by the leaderboard, whose boards equal a rebuild from that
 archive; and the broker's history stays a few generations long however many periods go by
-(services/common/event_log.py)."""
+(services/common/embedded_generations.py)."""
 
 from __future__ import annotations
 

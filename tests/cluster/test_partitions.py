@@ -48,7 +48,7 @@ from client.tournament import settled
 from infra.cluster.faults import Faults
 from infra.cluster.runner import Cluster, ClusterConfig
 from infra.cluster.status import read_state
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.contracts.redis_keys import TABLE_REPLICAS as MEMBERS
 from services.contracts.redis_keys import lobby_key
 from services.contracts.shards import assign, live_members, shard_of

@@ -28,7 +28,7 @@ from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from client.player import Player
 from client.tournament import settled
 from infra.cluster.runner import Cluster, ClusterConfig
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.contracts.redis_keys import lobby_key
 from services.wallet.ledger import Ledger, check_invariants
 from services.wallet.schema import operations

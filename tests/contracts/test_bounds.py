@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from services.contracts import bounds
-from services.gateway import limits
+from services.gateway import edge_bounds
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = (ROOT / "docs" / "protocol.md").read_text()
@@ -70,9 +70,9 @@ def test_every_code_a_service_raises_is_in_the_documented_tables() -> None:
 
 def test_the_bounds_table_is_made_from_the_servers_bounds() -> None:
     assert bounds.table() in PROTOCOL
-    assert limits.required_table() in PROTOCOL
-    assert limits.MAX_BY_FIELD["reason"] == bounds.REASON_MAX
-    assert limits.MAX_BY_FIELD["guest_name"] == bounds.GUEST_MAX
+    assert edge_bounds.required_table() in PROTOCOL
+    assert edge_bounds.MAX_BY_FIELD["reason"] == bounds.REASON_MAX
+    assert edge_bounds.MAX_BY_FIELD["guest_name"] == bounds.GUEST_MAX
 
 
 def test_the_name_rule_the_player_reads_is_the_servers() -> None:

@@ -19,7 +19,7 @@ from engine.profiles import RulesOptions
 from services.gateway.match_export import match_length, to_json, to_mat
 from services.table.convert import table_event
 from services.table.ports import TableMeta
-from services.table.tables import RECORD_KINDS
+from services.table.table_core import RECORD_KINDS
 from tests.engine.gnubg_oracle import gnubg_import_mat
 from tests.engine.playout import play_match
 

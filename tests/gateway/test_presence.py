@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from services.common.deps import redis_client
+from services.common.connections import redis_client
 from services.gateway.adapters.redis_presence import RedisPresenceStore
 from services.gateway.presence import Presence
 from tests.gateway.memory_presence import MemoryPresenceStore

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from services.common.errors import ServiceError
-from services.common.shared_limits import SharedLimiter, peer_address
+from services.common.shared_rate_limits import SharedLimiter, peer_address
 from services.contracts.redis_keys import rate_limit_key
 from services.gateway.rate_limits import RateLimits
 

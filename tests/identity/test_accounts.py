@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.errors import ServiceError
 from services.common.migrate import migrate
 from services.identity.adapters.sql_accounts import Accounts

@@ -18,7 +18,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection
 
 from bg.identity.v1 import identity_pb2_grpc
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.errors import ServiceError
 from services.common.host import ServiceHost
 from services.common.migrate import version_table

@@ -16,7 +16,7 @@ import pytest
 
 from bg.gateway.v1 import gateway_pb2
 from services.common.errors import ServiceError
-from services.common.shared_limits import SharedLimiter
+from services.common.shared_rate_limits import SharedLimiter
 from services.contracts.redis_keys import chat_key, rate_limit_key
 from services.gateway.chat_delivery import ChatDelivery, Listener
 from services.gateway.feed import TableFeed

@@ -20,7 +20,7 @@ from bg.gateway.v1 import gateway_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
-from services.common.shared_limits import SharedLimiter
+from services.common.shared_rate_limits import SharedLimiter
 from services.contracts.redis_keys import rate_limit_key
 from services.gateway.adapters.redis_presence import RedisPresenceStore
 from services.gateway.chat_delivery import ChatDelivery, Listener

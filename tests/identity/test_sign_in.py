@@ -17,7 +17,7 @@ import pytest
 from bg.identity.v1 import identity_pb2_grpc
 from bg.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from infra.cluster.embedded import free_port
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.errors import ServiceError
 from services.common.host import ServiceHost
 from services.gateway.adapters.grpc_identity import GrpcAccounts

@@ -12,7 +12,7 @@ import pytest
 import redis.asyncio as redis_asyncio
 
 from bg.events.v1 import events_pb2
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.migrate import migrate
 from services.contracts.topics import TABLE_EVENTS, TOURNAMENT_EVENTS, WALLET_EVENTS
 from services.leaderboard import boards

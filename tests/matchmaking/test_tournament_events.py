@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from services.common.embedded_generations import EventLog
 from services.common.embedded_log import EmbeddedEventLog
-from services.common.event_log import EventLog
 from services.common.kafka_log import KafkaEventLog
 from services.common.topics import Namespace
 from services.contracts.topics import READERS, TOURNAMENT_EVENTS

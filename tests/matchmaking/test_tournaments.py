@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from bg.events.v1 import events_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.errors import ServiceError
 from services.common.metrics import ServiceMetrics
 from services.common.migrate import migrate

@@ -5,7 +5,7 @@ does not stop the reader (services/common/kafka_log.py)."""
 
 from __future__ import annotations
 
-from services.common.kafka import Committer
+from services.common.event_log import Committer
 from services.common.kafka_log import ConsumerReader
 from services.common.topics import PLAIN
 

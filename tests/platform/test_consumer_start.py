@@ -12,7 +12,7 @@ import socket
 import pytest
 from aiokafka.errors import KafkaConnectionError
 
-from services.common import event_log
+from services.common import embedded_generations
 
 pytestmark = pytest.mark.unit
 
@@ -27,7 +27,7 @@ async def test_a_consumer_that_cannot_start_is_stopped(caplog: pytest.LogCapture
     gc.collect()  # other tests' garbage is reported before, not during, this one
     caplog.set_level(logging.ERROR, logger="asyncio")
     with pytest.raises(KafkaConnectionError):
-        await event_log._started(f"127.0.0.1:{_closed_port()}", enable_auto_commit=False)
+        await embedded_generations._started(f"127.0.0.1:{_closed_port()}", enable_auto_commit=False)
     gc.collect()
     await asyncio.sleep(0)  # the loop's exception handler logs what the collector reports
     assert not [r for r in caplog.records if "Unclosed AIOKafkaConsumer" in r.getMessage()]

@@ -7,8 +7,8 @@ import asyncio
 from typing import Any
 
 from services.analysis.settings import load_settings
-from services.common import kafka
-from services.common.event_log import GenerationConsumer
+from services.common import event_log
+from services.common.embedded_generations import GenerationConsumer
 from services.common.kafka_log import ConsumerReader
 from services.common.service import base_app
 from services.contracts.topics import READERS, TABLE_EVENTS
@@ -31,9 +31,11 @@ async def wired(mode: str) -> tuple[list[Any], Any]:
         made.append(reader.consumer)
         await stop.wait()
 
-    events = kafka.open_event_log(settings, READERS)
+    events = event_log.open_event_log(settings, READERS)
     app.closes(events.close)
-    start = kafka.consume_in_background(app, settings, events, "analysis", (TABLE_EVENTS,), consume)
+    start = event_log.consume_in_background(
+        app, settings, events, "analysis", (TABLE_EVENTS,), consume
+    )
     assert made == []  # nothing runs before the app's start hook calls it
     start()
     for _ in range(10):

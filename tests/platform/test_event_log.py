@@ -1,8 +1,9 @@
-"""Issue 25: the event log on an embedded broker that forgets (services/common/event_log.py), on a
-real Tansu on memory (its own process, killed -9 here) and real Valkey, with the table relay's
-clock in the test's hands: a table keeps its order across generations, waits rather than jump
-two back, is confirmed once every group has read it and sent again when the broker forgets it;
-the keeper bounds the history; a consumer follows the generations and the broker's restarts."""
+"""Issue 25: the event log on an embedded broker that forgets
+(services/common/embedded_generations.py), on a real Tansu on memory (its own process, killed -9
+here) and real Valkey, with the table relay's clock in the test's hands: a table keeps its order
+across generations, waits rather than jump two back, is confirmed once every group has read it
+and sent again when the broker forgets it; the keeper bounds the history; a consumer follows the
+generations and the broker's restarts."""
 
 from __future__ import annotations
 
@@ -20,10 +21,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from bg.events.v1 import events_pb2
 from engine import profiles
 from engine.machine import new_match
-from services.common import kafka, kafka_log
+from services.common import event_log, kafka_log
 from services.common.clock import now_ms
-from services.common.embedded_log import EmbeddedEventLog
-from services.common.event_log import (
+from services.common.embedded_generations import (
     DELIVERY_SLACK_S,
     Committed,
     EventLog,
@@ -35,6 +35,7 @@ from services.common.event_log import (
     Topics,
     create,
 )
+from services.common.embedded_log import EmbeddedEventLog
 from services.common.topics import Namespace
 from services.contracts.event_records import table_events
 from services.contracts.topics import READERS, TABLE_EVENTS, TOPICS
@@ -371,7 +372,9 @@ async def test_a_consumer_whose_handler_fails_mid_batch_gets_the_rest_again(
 
     try:
         await asyncio.wait_for(
-            kafka.keep_consuming(make, lambda c: kafka.consume_records(c, handle, stop), stop, "h"),
+            event_log.keep_consuming(
+                make, lambda c: event_log.consume_records(c, handle, stop), stop, "h"
+            ),
             60,
         )
     finally:
@@ -472,7 +475,7 @@ async def test_a_consumer_follows_the_generations_and_the_brokers_restarts(
                 batch = await consumer.getmany(timeout_ms=200)
                 got.extend(r.value for records in batch.values() for r in records)
                 await consumer.commit()
-            except Exception:  # as kafka.keep_consuming does: a new consumer after a pause
+            except Exception:  # as event_log.keep_consuming does: a new consumer after a pause
                 # (aiokafka's stop may end with a cancellation from inside: keep_consuming's case)
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await consumer.stop()

@@ -10,7 +10,7 @@ import pytest
 from aiokafka import TopicPartition
 
 from services.common.clock import now_ms
-from services.common.event_log import EventLog, GenerationConsumer, IncarnationChanged
+from services.common.embedded_generations import EventLog, GenerationConsumer, IncarnationChanged
 from services.common.topics import Namespace
 from services.contracts.topics import TABLE_EVENTS
 

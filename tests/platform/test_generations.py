@@ -3,7 +3,7 @@ than the newest made less one, which may be read and deleted already)."""
 
 from __future__ import annotations
 
-from services.common.event_log import (
+from services.common.embedded_generations import (
     DELIVERY_SLACK_S,
     FORCE_AFTER_S,
     MAX_GENERATIONS,

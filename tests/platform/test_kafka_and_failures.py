@@ -15,7 +15,7 @@ from sqlalchemy import exc as sql_errors
 from infra.cluster.embedded import create_topics
 from infra.cluster.valkey_cluster import RunningCluster
 from services.common import kafka_log
-from services.common.deps import redis_client
+from services.common.connections import redis_client
 from services.common.errors import InvalidArgument, infrastructure_failure
 
 pytestmark = pytest.mark.integration
@@ -72,7 +72,8 @@ async def test_a_burst_beyond_the_cluster_pool_queues_instead_of_failing(
 ) -> None:
     """Issue 14 soak: thousands of Play streams opening at once made redis-py's cluster client
     fail with MaxConnectionsError (its pools do not wait, the plain client's do). With the
-    bound in services.common.deps, 400 concurrent commands through 16 connections all land."""
+    bound in services.common.connections, 400 concurrent commands through 16 connections all
+    land."""
     client = redis_client(valkey_cluster.url, max_connections=16, cluster=True)
     try:
         await client.initialize()

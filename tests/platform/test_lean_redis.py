@@ -17,7 +17,7 @@ import pytest
 from redis import exceptions as redis_errors
 
 from infra.cluster import embedded
-from services.common.deps import redis_client
+from services.common.connections import redis_client
 from services.common.lean_redis import LeanRedis
 from services.table.adapters.redis_store import TableStore
 

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import inspect, text
 
 from services.analysis.app import MIGRATIONS as ANALYSIS
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.logs import configure
 from services.common.migrate import migrate
 from services.identity.app import MIGRATIONS as ACCOUNTS

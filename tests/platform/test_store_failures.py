@@ -27,7 +27,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from infra.cluster import embedded, valkey_cluster
-from services.common.deps import redis_client
+from services.common.connections import redis_client
 from services.common.errors import Unavailable, infrastructure_failure, sqlstate
 from services.common.pubsub_pulse import Pulse, PulseLost
 

@@ -263,8 +263,8 @@ def test_infra_is_split_by_job() -> None:
 def test_the_services_see_the_event_log_only_through_its_port() -> None:
     """Issue 44, item 2: relays, outboxes and consumers speak the port
     (services/common/log_port.py); aiokafka and the embedded broker's machinery stay in its two
-    adapters (and the platform's wiring of them, services/common/kafka.py)."""
-    adapters = {"event_log.py", "kafka_log.py", "embedded_log.py", "kafka_clients.py"}
+    adapters (and the platform's wiring of them, services/common/event_log.py)."""
+    adapters = {"embedded_generations.py", "kafka_log.py", "embedded_log.py", "kafka_clients.py"}
     inner = {f"services.common.{name[:-3]}" for name in adapters}
     found = []
     for path in SERVICES.rglob("*.py"):

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from services.table.adapters.redis_store import TableStore
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.table.fakes import FakeWallet
 from tests.table.memory_store import MemoryTableStore
 

@@ -13,7 +13,7 @@ from engine.profiles import RulesOptions
 from services.contracts.table_options import rules_from_proto
 from services.table.adapters.redis_store import TableStore
 from services.table.ports import TableRepository
-from services.table.tables import Rejected, TableCore
+from services.table.table_core import Rejected, TableCore
 from tests.table.memory_store import MemoryTableStore
 
 

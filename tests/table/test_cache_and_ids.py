@@ -16,7 +16,7 @@ from engine.view import PlayerView
 from services.common.errors import ServiceError
 from services.contracts.redis_keys import update_channel
 from services.table.adapters.redis_store import TableStore
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.table.driver import options, redis_store
 from tests.table.fakes import FakeWallet
 
@@ -135,7 +135,7 @@ def test_a_lost_lease_drops_the_cached_states_of_the_shards_it_covered() -> None
     longer owns (their states would only go stale there) and keeps the rest."""
     from services.contracts.shards import shard_of
     from services.table.ports import Loaded, TableMeta
-    from services.table.tables import StateCache
+    from services.table.table_core import StateCache
 
     cache = StateCache(16)
     ids = [f"k{i}" for i in range(8)]

@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from services.common.clock import now_ms
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 from services.contracts.redis_keys import WAKE_CHANNEL
 from services.contracts.shards import VIRTUAL_SHARDS, shard_of
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.shard_leases import AllShards
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.table.driver import deal, options
 from tests.table.fakes import FakeWallet
 from tests.table.memory_store import MemoryTableStore

@@ -13,13 +13,13 @@ from engine import commands as c
 from engine import profiles
 from engine.machine import new_match
 from services.common.clock import now_ms
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 from services.contracts.redis_keys import WAKE_CHANNEL
 from services.contracts.shards import shard_of
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.ports import Commit, CommitStatus, TableMeta
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.helpers import kind, load_table
 from tests.table.driver import deal, options, redis_store
 from tests.table.fakes import FakeWallet

@@ -20,7 +20,7 @@ from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.convert import options_to_proto
 from services.table.ports import MatchRecord, OutcomeState
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.helpers import kind, load_table
 from tests.table.driver import deadline_of, deal, options, play
 from tests.table.fakes import FakePublisher, FakeWallet

@@ -19,12 +19,12 @@ import redis.asyncio as redis_asyncio
 from redis.crc import key_slot
 
 from infra.cluster.valkey_cluster import RunningCluster, primary_of, start_valkey_cluster
-from services.common.deps import redis_client
+from services.common.connections import redis_client
 from services.common.node_pipelines import NODE_FAILURES, run_by_node
 from services.contracts.redis_keys import table_key
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.helpers import assert_no_turn_timed_out_twice, stored_events
 from tests.table.driver import options
 from tests.table.fakes import FakeWallet

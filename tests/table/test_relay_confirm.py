@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bg.events.v1 import events_pb2
-from services.common.event_log import confirmed
+from services.common.embedded_generations import confirmed
 from services.common.log_port import Outgoing, Placement, Unsent, Verdict
 from services.contracts.shards import shard_of
 from services.table import relay as relay_module

@@ -18,7 +18,7 @@ from services.table.adapters.redis_store import TableStore
 from services.table.metrics import TableMetrics
 from services.table.ports import Entry
 from services.table.relay import EventRelay
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.table.driver import deal, options
 from tests.table.fakes import FakePublisher, FakeWallet
 

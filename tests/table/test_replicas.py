@@ -25,7 +25,7 @@ from services.contracts.event_records import table_events
 from services.contracts.topics import TABLE_EVENTS
 from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.helpers import Valkey, assert_no_turn_timed_out_twice, kind, load_table, stored_events
 from tests.table.driver import options, redis_store
 from tests.table.fakes import FakeWallet

@@ -15,7 +15,7 @@ from services.table.adapters.redis_store import TableStore
 from services.table.clock import ClockWorker
 from services.table.relay import EventRelay
 from services.table.shard_leases import MEMBERS, ShardLeases, assign
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.helpers import Valkey, assert_no_turn_timed_out_twice, stored_events
 from tests.table.driver import deal, options, redis_store
 from tests.table.fakes import FakePublisher, FakeWallet

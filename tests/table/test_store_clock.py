@@ -25,7 +25,7 @@ from engine.state import TableState
 from services.common.store_clock import StoreClock, redis_times
 from services.table.adapters.redis_store import CLOCK_MAX_BEHIND_MS, TableStore
 from services.table.ports import Commit, CommitStatus
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.helpers import Valkey
 from tests.table.driver import options
 from tests.table.fakes import FakeWallet

@@ -12,7 +12,7 @@ import pytest
 from engine import commands as c
 from services.common.errors import NotFound
 from services.table.ports import Commit, CommitResult
-from services.table.tables import TableCore
+from services.table.table_core import TableCore
 from tests.table.driver import options
 from tests.table.fakes import FakeWallet
 from tests.table.memory_store import MemoryTableStore

@@ -10,7 +10,7 @@ import asyncpg
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.migrate import migrate
 from services.wallet.app import MIGRATIONS
 from services.wallet.ledger import Ledger, check_invariants

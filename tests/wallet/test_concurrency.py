@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.errors import ServiceError
 from services.common.migrate import migrate, version_table
 from services.wallet.app import MIGRATIONS

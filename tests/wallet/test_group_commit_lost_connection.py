@@ -15,8 +15,8 @@ from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from services.common.errors import infrastructure_failure
+from services.wallet import batch_sql
 from services.wallet import ledger as ledger_module
-from services.wallet import ledger_sql
 from services.wallet.ledger import Ledger, check_invariants
 from services.wallet.schema import operations, outbox
 
@@ -45,7 +45,7 @@ async def test_a_batch_whose_connection_dies_applies_nothing_and_its_calls_apply
     await ledger.deposit("fund:alice", "alice", 1000)
     await ledger.deposit("fund:bob", "bob", 1000)
     ops_before, events_before = await _count(engine, operations), await _count(engine, outbox)
-    real_save = ledger_sql.save
+    real_save = batch_sql.save
     cut = {"done": False}
 
     async def save_then_cut(conn: AsyncConnection, *args: Any) -> None:

@@ -16,7 +16,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.migrate import migrate
 from services.wallet.app import MIGRATIONS
 from services.wallet.outbox import _lock

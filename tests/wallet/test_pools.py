@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.common.deps import sql_engine
+from services.common.connections import sql_engine
 from services.common.errors import ServiceError
 from services.common.migrate import migrate
 from services.contracts import money_keys

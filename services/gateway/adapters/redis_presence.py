@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.common.deps import evalsha, reply_text
+from services.common.connections import evalsha, reply_text
 from services.contracts.redis_keys import PRESENCE_GATEWAYS as GATEWAYS_KEY
 from services.contracts.redis_keys import presence_pair_key as _pair_key
 from services.contracts.redis_keys import presence_player_key as _player_key

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.common.deps import reply_text
+from services.common.connections import reply_text
 from services.contracts.redis_keys import PRESENCE_GATEWAYS, presence_player_key
 
 

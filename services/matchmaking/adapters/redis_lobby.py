@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.common.deps import evalsha, reply_text
+from services.common.connections import evalsha, reply_text
 from services.contracts.redis_keys import (
     BOT_TABLES,
     RESTRICTED,

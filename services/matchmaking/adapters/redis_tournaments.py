@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.common.deps import evalsha, reply_text
+from services.common.connections import evalsha, reply_text
 from services.contracts.redis_keys import TOURNAMENTS as INDEX
 from services.contracts.redis_keys import UNFINISHED_TOURNAMENTS as UNFINISHED
 from services.contracts.redis_keys import tournament_key as _doc_key

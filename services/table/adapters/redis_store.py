@@ -32,7 +32,7 @@ import redis.asyncio as redis_asyncio
 from redis.asyncio.cluster import RedisCluster
 
 from engine.state import TableState
-from services.common.deps import evalsha, evalsha_many, reply_text
+from services.common.connections import evalsha, evalsha_many, reply_text
 from services.common.lean_redis import LeanRedis
 from services.common.node_pipelines import node_of, raise_first, read_slots_again, run_by_node
 from services.contracts import money_keys

@@ -16,7 +16,7 @@ from sqlalchemy import BigInteger, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.contracts.topics import WALLET_EVENTS
-from services.wallet.books import (
+from services.wallet.batch_books import (
     Account,
     Books,
     Draft,

@@ -29,10 +29,10 @@ from typing import Any
 import grpc
 
 from services.common.backoff import pause
-from services.common.deps import evalsha_many
+from services.common.connections import evalsha_many
 from services.common.errors import ServiceError
 
-log = logging.getLogger("bg.shared_limits")
+log = logging.getLogger("bg.shared_rate_limits")
 WINDOW_S = 10  # the counters' window: they only carry calls from one sync to the next
 
 

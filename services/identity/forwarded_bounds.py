@@ -1,5 +1,5 @@
 """Bounds on what the gateway forwards of a player's request, checked again here where it is
-used (the gateway checks every string at its edge: services/gateway/limits.py), so this
+used (the gateway checks every string at its edge: services/gateway/edge_bounds.py), so this
 service never stores unbounded input whoever calls it."""
 
 from __future__ import annotations
