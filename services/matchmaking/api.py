@@ -17,7 +17,9 @@ from services.common.errors import (
     grpc_errors,
     infrastructure_failure,
 )
-from services.matchmaking.lobby import Lobby, LobbyStatus, Retry, Table
+from services.matchmaking.lobby import Lobby
+from services.matchmaking.request_ids import Retry
+from services.matchmaking.table_documents import LobbyStatus, Table
 from services.matchmaking.tournaments import Tournaments
 from services.matchmaking.tournaments import to_proto as tournament_proto
 

@@ -54,9 +54,10 @@ from services.contracts import money_keys
 from services.contracts.bounds import TOURNAMENT_NAME_MAX
 from services.contracts.table_options import rules_from_proto
 from services.matchmaking.bracket import MAX_FIELD, Bracket, prizes
-from services.matchmaking.lobby import Lobby, LobbyStatus
+from services.matchmaking.lobby import Lobby
 from services.matchmaking.metrics import TournamentMetrics
 from services.matchmaking.ports import PoolPort, ResultsPort, Sent, TablePort, TournamentRepository
+from services.matchmaking.table_documents import LobbyStatus
 
 log = logging.getLogger("bg.matchmaking.tournaments")
 SIT_AND_GO, SCHEDULED = "sit_and_go", "scheduled"

@@ -17,7 +17,8 @@ import pytest
 from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from services.common.errors import ServiceError, remote_call
 from services.matchmaking.api import MatchmakingServicer
-from services.matchmaking.lobby import Lobby, LobbyStatus
+from services.matchmaking.lobby import Lobby
+from services.matchmaking.table_documents import LobbyStatus
 from tests.matchmaking.memory_lobby import MemoryLobbyStore
 from tests.matchmaking.test_lobby import WAGERED, FakeTables, FakeWallet
 

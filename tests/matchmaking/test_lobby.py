@@ -14,10 +14,11 @@ import pytest
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
 from services.contracts.redis_keys import RESTRICTED
-from services.matchmaking import lobby as lobby_module
+from services.matchmaking import deals as deals_module
 from services.matchmaking.adapters.redis_lobby import RedisLobbyStore
-from services.matchmaking.lobby import CODE_ALPHABET, Lobby, LobbyStatus, normalize_code
+from services.matchmaking.lobby import Lobby
 from services.matchmaking.ports import LobbyRepository
+from services.matchmaking.table_documents import CODE_ALPHABET, LobbyStatus, normalize_code
 from tests.helpers import flushed_client
 from tests.matchmaking.memory_lobby import MemoryLobbyStore
 
@@ -332,7 +333,7 @@ async def test_a_create_whose_answer_was_lost_is_never_refunded_while_its_match_
     tables.down = False
     # Every deal past its window at once (a window of 0 would leave one made in the same
     # millisecond fresh: the in-memory store is that fast).
-    monkeypatch.setattr(lobby_module, "DEAL_RESUME_S", -1.0)
+    monkeypatch.setattr(deals_module, "DEAL_RESUME_S", -1.0)
     assert await lb.sweep_deals() == 1
     done = await lb.get(second.table_id)
     assert done.status == "dealt" and done.match_id in tables.created
@@ -362,7 +363,7 @@ async def test_a_deal_left_half_done_is_undone_after_the_resume_window(
     assert err.value.code == "DEALING"  # fresh: the deal may still complete
     # Every deal past its window at once (a window of 0 would leave one made in the same
     # millisecond fresh: the in-memory store is that fast).
-    monkeypatch.setattr(lobby_module, "DEAL_RESUME_S", -1.0)
+    monkeypatch.setattr(deals_module, "DEAL_RESUME_S", -1.0)
     assert await lb.sweep_deals() == 0  # wallet still down: nothing closed, stakes not lost
     assert (await lb.get(table.table_id)).status == "dealing"
     wallet.down = False

@@ -13,7 +13,8 @@ import pytest
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
 from services.matchmaking.adapters.redis_lobby import RedisLobbyStore
-from services.matchmaking.lobby import LobbyStatus, Retry, Table
+from services.matchmaking.request_ids import Retry
+from services.matchmaking.table_documents import LobbyStatus, Table
 from tests.helpers import flushed_client
 from tests.matchmaking.memory_lobby import MemoryLobbyStore
 from tests.matchmaking.test_lobby import WAGERED, Parts, _parts

@@ -26,9 +26,10 @@ from services.contracts import money_keys
 from services.contracts.redis_keys import LOBBY_TAG
 from services.matchmaking.adapters.redis_tournaments import KEEP_S, RedisTournamentStore
 from services.matchmaking.bracket import prizes
-from services.matchmaking.lobby import Lobby, LobbyStatus
+from services.matchmaking.lobby import Lobby
 from services.matchmaking.metrics import TournamentMetrics
 from services.matchmaking.ports import Sent
+from services.matchmaking.table_documents import LobbyStatus
 from services.matchmaking.tournaments import Tournaments, to_proto
 from services.wallet.app import MIGRATIONS
 from services.wallet.ledger import Ledger, check_invariants
@@ -368,7 +369,7 @@ async def test_a_wagered_sit_and_go_pays_its_pool_to_the_ranks_to_the_diamond_on
         if m.table_id:  # a tournament's match: wagered rules, no bet, no escrow
             table = await lobby.get(m.table_id)
             assert table.options["tournament"] and "bet" not in table.options
-    assert lobby.wallet.escrows == {}  # type: ignore[attr-defined]
+    assert lobby.deals.wallet.escrows == {}  # type: ignore[attr-defined]
 
     done = await _play_out(a, b, lobby, tables, created.tournament_id)
     ranks = {r.player_id: r.rank for r in done.ranks}
