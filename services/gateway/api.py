@@ -80,7 +80,7 @@ def _serving(names: tuple[str, ...]) -> Any:
 def _unary(name: str) -> Any:
     @grpc_errors
     async def method(self: GatewayServicer, request: Any, context: Context) -> Any:
-        return await getattr(self.handlers, name)(request, caller_of(context))
+        return await self.handlers.unary[name](request, caller_of(context))
 
     method.__name__ = method.__qualname__ = name
     return method

@@ -26,8 +26,13 @@ from services.common.static_files import StaticFiles
 from services.common.store_clock import StoreClock, redis_times
 from services.common.tokens import TokenSigner, parse_keys
 from services.contracts import peers
+from services.gateway.account_handlers import AccountHandlers
+from services.gateway.adapters.grpc_analysis import GrpcAnalyses
 from services.gateway.adapters.grpc_identity import GrpcAccounts
+from services.gateway.adapters.grpc_leaderboard import GrpcBoards
+from services.gateway.adapters.grpc_matchmaking import GrpcLobby
 from services.gateway.adapters.grpc_social import GrpcSocial
+from services.gateway.adapters.grpc_wallet import GrpcBalances
 from services.gateway.adapters.redis_presence import RedisPresenceStore
 from services.gateway.api import GatewayServicer
 from services.gateway.auth import GuestIdentities
@@ -39,15 +44,20 @@ from services.gateway.feed import TableFeed
 from services.gateway.friends_streams import FriendsStreams
 from services.gateway.handlers import GatewayHandlers
 from services.gateway.live_streams import LiveStreams
+from services.gateway.lobby_handlers import LobbyHandlers
+from services.gateway.lobby_views import LobbyViews
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.names import DisplayNames, Names
+from services.gateway.play_handlers import PlayHandlers
 from services.gateway.play_streams import PlayStreams
 from services.gateway.presence import Presence
 from services.gateway.privacy import Privacy
 from services.gateway.rate_limits import RateLimits
+from services.gateway.record_handlers import RecordHandlers
 from services.gateway.replica_channels import ReplicaChannels
 from services.gateway.settings import load_settings
 from services.gateway.sign_in import SignIn
+from services.gateway.social_handlers import SocialHandlers
 from services.gateway.table_calls import TableCalls
 from services.gateway.table_owners import TableOwners
 from services.gateway.ws import MAX_MESSAGE, WsGateway
@@ -111,8 +121,10 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         wallet = app.channel(channel_to(peers.WALLET, settings.wallet_addr, interceptors))
         tables = app.channel(channel_to(peers.TABLE, settings.table_addrs, interceptors))
         boards = app.channel(channel_to(peers.LEADERBOARD, settings.leaderboard_addr, interceptors))
-        analyses = analysis_pb2_grpc.AnalysisServiceStub(
-            app.channel(channel_to(peers.ANALYSIS, settings.analysis_addr, interceptors))
+        analyses = GrpcAnalyses(
+            analysis_pb2_grpc.AnalysisServiceStub(
+                app.channel(channel_to(peers.ANALYSIS, settings.analysis_addr, interceptors))
+            )
         )
         identity_channel = app.channel(
             channel_to(peers.IDENTITY, settings.identity_addr, interceptors)
@@ -136,7 +148,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         lines = CommandLines(balanced, settings.command_streams, owners, replicas)
         app.closes(lines.close)
         table_calls = TableCalls(balanced, owners, replicas)
-        lobby = matchmaking_pb2_grpc.MatchmakingServiceStub(mm)
+        lobby = GrpcLobby(matchmaking_pb2_grpc.MatchmakingServiceStub(mm))
         wallet_stub = wallet_pb2_grpc.WalletServiceStub(wallet)
         names = Names(redis, signer.ttl_s)
         privacy = Privacy(redis)
@@ -156,18 +168,19 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         friends = FriendsStreams(social, presence, settings.friends_refresh_s)
         # One application layer; gRPC here, the WebSocket at start, both on it.
         handlers = GatewayHandlers(
-            callers,
-            sign_in,
-            streams,
-            lobby,
-            wallet_stub,
-            table_calls,
-            leaderboard_pb2_grpc.LeaderboardServiceStub(boards),
-            display_names,
-            privacy,
-            analyses,
-            social,
-            friends,
+            AccountHandlers(
+                callers, sign_in, GrpcBalances(wallet_stub), display_names, privacy, metrics
+            ),
+            LobbyHandlers(callers, lobby, LobbyViews(privacy, table_calls)),
+            PlayHandlers(callers, streams, table_calls, metrics),
+            RecordHandlers(
+                callers,
+                GrpcBoards(leaderboard_pb2_grpc.LeaderboardServiceStub(boards)),
+                analyses,
+                display_names,
+                streams,
+            ),
+            SocialHandlers(callers, social, friends, metrics),
             metrics,
         )
         # The unary methods are made from the handlers' names (api.py), which mypy cannot see:
@@ -199,7 +212,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
         background.spawn("bans-record", bans.seed_from(accounts.banned_ids, background.stop))
         background.spawn("bans", bans.run(background.stop))
         background.spawn("store-clock", store_clock.run(background.stop))
-        background.spawn("presence", presence.run(handlers.streams.report, background.stop))
+        background.spawn("presence", presence.run(handlers.play.streams.report, background.stop))
         background.spawn("rate-limits", limits.run(background.stop))
         background.spawn("table-owners", owners.run(background.stop))
 

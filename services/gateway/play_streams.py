@@ -24,14 +24,13 @@ import grpc
 from redis.exceptions import RedisError
 
 from bg.gateway.v1 import gateway_pb2
-from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.errors import (
     InvalidArgument,
     PermissionDenied,
     ServiceError,
     infrastructure_failure,
-    remote_call,
 )
 from services.gateway import edge_bounds
 from services.gateway.callers import Caller, Callers
@@ -40,6 +39,7 @@ from services.gateway.command_lines import CommandLines
 from services.gateway.feed import Answer, Subscription, TableFeed
 from services.gateway.live_streams import LiveStreams, Queue, stream_id
 from services.gateway.metrics import GatewayMetrics
+from services.gateway.ports import LobbyPort
 from services.gateway.presence import Presence
 from services.gateway.privacy import Privacy
 from services.gateway.seat_relay import END, play_update, relay_updates
@@ -60,7 +60,7 @@ class PlayStreams:
         callers: Callers,
         tables: TableCalls,
         lines: CommandLines,
-        lobby: matchmaking_pb2_grpc.MatchmakingServiceAsyncStub,
+        lobby: LobbyPort,
         feed: TableFeed,
         presence: Presence,
         privacy: Privacy,
@@ -241,7 +241,7 @@ class PlayStreams:
     async def _deal_rematch(self, table_id: str, player: str) -> None:
         """I-32: both agreed; matchmaking deals the new match on this table."""
         rematch = matchmaking_pb2.TableRequest(player_id=player, table_id=table_id)
-        await remote_call(self.lobby.Rematch(rematch, timeout=10))
+        await self.lobby.rematch(rematch)
 
     async def _stream_closed(
         self, sub: Subscription, player: str, stream: str, *tasks: asyncio.Task[None]
@@ -325,11 +325,8 @@ class PlayStreams:
     async def may_watch(self, table_id: str, player: str) -> bool:
         """PERMISSION_DENIED NOT_WATCHABLE unless `player` sits at the table or anyone may
         watch it (I-35, with the players' opt-out); whether `player` sits there."""
-        lobby = await remote_call(
-            self.lobby.GetTable(
-                matchmaking_pb2.TableRequest(player_id=player, table_id=table_id), timeout=10
-            )
-        )
+        asked = matchmaking_pb2.TableRequest(player_id=player, table_id=table_id)
+        lobby = await self.lobby.get_table(asked)
         seated = player in lobby.player_ids
         if not seated and not (
             lobby.watchable and not await self.privacy.any_hidden(list(lobby.player_ids))

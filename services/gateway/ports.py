@@ -1,18 +1,26 @@
 """The gateway's ports: where identities come from, the accounts (services/gateway/adapters/
 grpc_identity.py: the identity service's, which keeps them on its own database), chat and
-friends (services/gateway/adapters/grpc_social.py: the identity service's too), presence
-leases and streams
+friends (services/gateway/adapters/grpc_social.py: the identity service's too), the lobby
+(grpc_matchmaking.py), the boards and records (grpc_leaderboard.py), the analyses
+(grpc_analysis.py), balances (grpc_wallet.py), presence leases and streams
 (services/gateway/adapters/redis_presence.py; in memory for the unit tests,
 tests/gateway/memory_presence.py, held to it by a contract test), and a table's events for the
-relay (services/gateway/feed.py)."""
+relay (services/gateway/feed.py).
+
+The services' calls take and answer their own messages: the gateway hands a player's request
+on with the player's id set from the token, and the answer back as it is. A refusal is a
+ServiceError (its code is the client's)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
 
+from bg.analysis.v1 import analysis_pb2
 from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
+from bg.leaderboard.v1 import leaderboard_pb2
+from bg.matchmaking.v1 import matchmaking_pb2
 from services.common.tokens import Identity
 
 
@@ -123,3 +131,80 @@ class SocialPort(Protocol):
     async def answer(
         self, player: str, request: gateway_pb2.AnswerChallengeRequest
     ) -> gateway_pb2.ChallengeAnswer: ...
+
+
+class LobbyPort(Protocol):
+    """Tables, party codes, quick match, rematches and tournaments (bg.matchmaking.v1)."""
+
+    async def create_table(
+        self, request: matchmaking_pb2.CreateTableRequest
+    ) -> matchmaking_pb2.LobbyTable: ...
+    async def list_tables(
+        self, request: matchmaking_pb2.ListTablesRequest
+    ) -> matchmaking_pb2.ListTablesResponse: ...
+    async def join_by_code(
+        self, request: matchmaking_pb2.JoinByCodeRequest
+    ) -> matchmaking_pb2.LobbyTable: ...
+    async def quick_match(
+        self, request: matchmaking_pb2.QuickMatchRequest
+    ) -> matchmaking_pb2.LobbyTable: ...
+    async def start_table(
+        self, request: matchmaking_pb2.TableRequest
+    ) -> matchmaking_pb2.LobbyTable: ...
+    async def leave_table(
+        self, request: matchmaking_pb2.TableRequest
+    ) -> matchmaking_pb2.LobbyTable: ...
+    async def get_table(
+        self, request: matchmaking_pb2.TableRequest
+    ) -> matchmaking_pb2.LobbyTable: ...
+    async def rematch(
+        self, request: matchmaking_pb2.TableRequest
+    ) -> matchmaking_pb2.LobbyTable: ...
+    async def list_tournaments(
+        self, request: matchmaking_pb2.ListTournamentsRequest
+    ) -> matchmaking_pb2.ListTournamentsResponse: ...
+    async def get_tournament(
+        self, request: matchmaking_pb2.TournamentRequest
+    ) -> matchmaking_pb2.Tournament: ...
+    async def register_tournament(
+        self, request: matchmaking_pb2.TournamentRequest
+    ) -> matchmaking_pb2.Tournament: ...
+    async def unregister_tournament(
+        self, request: matchmaking_pb2.TournamentRequest
+    ) -> matchmaking_pb2.Tournament: ...
+
+
+class BoardsPort(Protocol):
+    """The boards, profiles and finished matches' records (bg.leaderboard.v1)."""
+
+    async def top(self, request: leaderboard_pb2.TopRequest) -> leaderboard_pb2.TopResponse: ...
+    async def rank(self, request: leaderboard_pb2.RankRequest) -> leaderboard_pb2.RankResponse: ...
+    async def profile(
+        self, request: leaderboard_pb2.ProfileRequest
+    ) -> leaderboard_pb2.ProfileResponse: ...
+    async def history(
+        self, request: leaderboard_pb2.HistoryRequest
+    ) -> leaderboard_pb2.HistoryResponse: ...
+    async def changes(
+        self, request: leaderboard_pb2.ChangesRequest
+    ) -> leaderboard_pb2.ChangesResponse: ...
+    async def archived_match(
+        self, request: leaderboard_pb2.ArchivedMatchRequest
+    ) -> leaderboard_pb2.ArchivedMatchResponse: ...
+
+
+class AnalysesPort(Protocol):
+    """Finished matches' analyses and a player's error rate over matches (bg.analysis.v1)."""
+
+    async def analysis(
+        self, request: analysis_pb2.GetAnalysisRequest
+    ) -> analysis_pb2.MatchAnalysis: ...
+    async def player_trend(
+        self, request: analysis_pb2.PlayerTrendRequest
+    ) -> analysis_pb2.PlayerTrendResponse: ...
+
+
+class BalancesPort(Protocol):
+    async def balance(self, player_id: str) -> int:
+        """The player's diamonds (bg.wallet.v1)."""
+        ...

@@ -12,13 +12,13 @@ import hmac
 import logging
 
 from bg.gateway.v1 import gateway_pb2
-from bg.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from services.common.errors import PermissionDenied, ServiceError, remote_call
+from bg.matchmaking.v1 import matchmaking_pb2
+from services.common.errors import PermissionDenied, ServiceError
 from services.common.tokens import Identity, TokenSigner
 from services.contracts.seats import computer_name, computer_table
 from services.gateway.callers import Callers
 from services.gateway.names import Names
-from services.gateway.ports import AccountsPort, IdentityProvider, Session
+from services.gateway.ports import AccountsPort, IdentityProvider, LobbyPort, Session
 
 log = logging.getLogger("bg.gateway")
 
@@ -29,7 +29,7 @@ class SignIn:
         callers: Callers,
         identities: IdentityProvider,
         names: Names,
-        lobby: matchmaking_pb2_grpc.MatchmakingServiceAsyncStub,
+        lobby: LobbyPort,
         accounts: AccountsPort | None = None,
         access_ttl_s: int = 900,
         bots_secret: str = "",
@@ -78,7 +78,7 @@ class SignIn:
                 "CPU_SEATS_ONLY", "a service signs in only as a computer seat", field="player_id"
             )
         table = matchmaking_pb2.TableRequest(player_id=seat, table_id=table_id)
-        lobby = await remote_call(self.lobby.GetTable(table, timeout=10))
+        lobby = await self.lobby.get_table(table)
         if seat not in lobby.player_ids:
             raise PermissionDenied(
                 "NOT_A_SEAT", "no table has this computer seat", field="player_id"

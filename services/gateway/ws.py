@@ -552,7 +552,7 @@ class WsGateway:
             reply["error"] = _malformed(str(exc), "request")
             return reply
         try:
-            response = await getattr(self.handlers, method)(request, caller)
+            response = await self.handlers.unary[method](request, caller)
             reply["response"] = to_json(response)
         except Exception as exc:
             error = refusal(exc)

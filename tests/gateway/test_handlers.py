@@ -16,8 +16,9 @@ from redis import exceptions as redis_errors
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.errors import PermissionDenied
 from services.gateway import api, ws
+from services.gateway.account_handlers import AccountHandlers
 from services.gateway.callers import Caller
-from services.gateway.handlers import GatewayHandlers
+from services.gateway.handlers import GROUPS, STREAMS, GatewayHandlers
 from services.gateway.metrics import GatewayMetrics
 from wire.errors import error_in
 
@@ -26,10 +27,14 @@ SERVICE = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
 
 def test_every_method_of_the_service_is_served_by_a_handler_of_its_name() -> None:
     base = gateway_pb2_grpc.GatewayServiceServicer
+    served = {name: group for group in GROUPS for name in group.UNARY}
+    assert sum(len(group.UNARY) for group in GROUPS) == len(served)  # each in one group only
     for method in SERVICE.methods:
         assert getattr(api.GatewayServicer, method.name) is not getattr(base, method.name)
-        assert callable(getattr(GatewayHandlers, method.name, None)), method.name
+        group = GatewayHandlers if method.name in STREAMS else served[method.name]
+        assert callable(getattr(group, method.name, None)), method.name
     streams = {m.name for m in SERVICE.methods if m.server_streaming or m.client_streaming}
+    assert streams == set(STREAMS) and set(served) == set(api.UNARY_METHODS)
     assert set(api.UNARY_METHODS) == {m.name for m in SERVICE.methods} - streams
 
 
@@ -44,6 +49,7 @@ class Handlers:
     def __init__(self) -> None:
         self.callers: list[Caller] = []
         self.metrics = GatewayMetrics(CollectorRegistry())
+        self.unary = {"GetBalance": self.GetBalance}
 
     async def GetBalance(
         self, request: gateway_pb2.BalanceRequest, caller: Caller
@@ -156,7 +162,7 @@ async def test_streams_and_sign_ins_are_counted_by_kind_transport_and_outcome() 
         def peer(self, caller: Caller, request: Any) -> None:
             return None
 
-    handlers: Any = GatewayHandlers.__new__(GatewayHandlers)
+    handlers: Any = AccountHandlers.__new__(AccountHandlers)
     handlers.callers, handlers.sign_in, handlers.metrics = Callers(), SignIn(), metrics
     await handlers.Login(gateway_pb2.LoginRequest(device_id="d" * 32), Caller("ipv4:1.2.3.4:5"))
     with pytest.raises(PermissionDenied):

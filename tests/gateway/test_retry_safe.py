@@ -4,7 +4,7 @@ channel's retry of one on another matchmaking replica answers the first call's t
 from __future__ import annotations
 
 from bg.matchmaking.v1 import matchmaking_pb2
-from services.gateway.handlers import _retry_safe
+from services.gateway.lobby_handlers import _retry_safe
 
 
 def test_a_request_without_an_id_gets_one_and_a_given_id_is_kept() -> None:

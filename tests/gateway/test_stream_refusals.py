@@ -28,6 +28,7 @@ from services.gateway.api import GatewayServicer
 from services.gateway.callers import Callers
 from services.gateway.handlers import GatewayHandlers
 from services.gateway.metrics import GatewayMetrics
+from services.gateway.play_handlers import PlayHandlers
 from services.gateway.play_streams import PlayStreams
 from services.gateway.rate_limits import RateLimits
 from wire.errors import error_from
@@ -51,9 +52,10 @@ async def gateway(valkey_url: str) -> AsyncIterator[tuple[Any, TokenSigner]]:
     redis = redis_asyncio.Redis.from_url(valkey_url)
     callers = Callers(signer, RateLimits(redis, 1e6, 1e6, per_login_s=1e6, player_burst=1e6))
     streams = PlayStreams(callers, *([None] * 8))  # type: ignore[arg-type]
+    metrics = GatewayMetrics(CollectorRegistry())
     handlers: Any = GatewayHandlers.__new__(GatewayHandlers)
-    handlers.callers, handlers.streams = callers, streams
-    handlers.metrics = GatewayMetrics(CollectorRegistry())
+    handlers.play = PlayHandlers(callers, streams, None, metrics)  # type: ignore[arg-type]
+    handlers.metrics, handlers.unary = metrics, {}
     server = grpc.aio.server()
     servicer = GatewayServicer(handlers)  # type: ignore[abstract]  # its methods: api.py's
     gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)

@@ -339,3 +339,21 @@ def test_the_formatter_is_switched_off_only_for_tables_of_data() -> None:
                 if line.rstrip().endswith("# fmt: skip") and number not in tables:
                     found.append(f"{path.relative_to(root)}:{number}")
     assert found == []
+
+
+def test_the_gateways_handlers_reach_the_services_through_ports() -> None:
+    """Issue 62, item 3: the application layer is grouped by what it serves (account, lobby,
+    play, records, social: services/gateway/*_handlers.py), and neither it nor sign-in nor the
+    streams holds a raw gRPC stub: the lobby, boards, analyses and balances are ports
+    (services/gateway/ports.py) with their adapters in adapters/. The table's own calls (owner
+    routing, command streams: table_calls.py, command_lines.py) are the command path's."""
+    gateway = SERVICES / "gateway"
+    users = [*gateway.glob("*handlers.py"), gateway / "sign_in.py", gateway / "play_streams.py"]
+    assert len(users) == 8
+    found = [
+        f"{path.name} imports {module}"
+        for path in users
+        for module in _imports(path)
+        if module.endswith("_pb2_grpc") or module == "grpc.aio"
+    ]
+    assert found == []
