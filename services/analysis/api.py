@@ -13,6 +13,7 @@ import grpc
 from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from evaluator.analysis import band
 from services.analysis import fair_play
+from services.analysis.hints import Hints
 from services.analysis.judge import facts_of, with_luck
 from services.analysis.ports import AnalysisRepository, FairPlayRepository
 from services.analysis.schema import BANNED, CLEARED, OPEN, QUEUED, RESTRICTED
@@ -37,6 +38,7 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
         self.threshold = threshold  # BG_FAIR_PLAY_THRESHOLD
         self.population_kept_s = population_kept_s  # BG_ANALYSIS_POPULATION_S
         self._population: tuple[float, list[float]] | None = None  # (read at, rates)
+        self.hints = Hints()
 
     async def _rates(self) -> list[float]:
         """The population's error rates, lowest first: a profile read must not scan every
@@ -140,6 +142,12 @@ class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
             request.reason[:200],
             int(time.time() * 1000),
         )
+
+    @grpc_errors
+    async def Hint(
+        self, request: analysis_pb2.HintCall, context: Context
+    ) -> analysis_pb2.HintAnswer:
+        return await self.hints.for_view(request.view, request.limit)
 
 
 def _player_limit(request: analysis_pb2.PlayerTrendRequest) -> int:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from services.common.errors import InvalidArgument
+
 DEFAULT_MAX = 64  # characters of any string field not named below: ids, codes of the API
 NAME_MIN, NAME_MAX = 3, 20  # an account's display name
 NAME_RESERVED = ("cpu", "guest", "admin", "deleted")  # a display name may not start with these
@@ -76,3 +78,13 @@ def table() -> str:
             f"| {fields} | {b.where} | {b.low}..{b.high} | `{b.under}` | `{b.over}` | {b.note} |"
         )
     return "\n".join(rows) + "\n"
+
+
+def hint_plays(limit: int) -> int:
+    """HintRequest.limit: 0 = HINT_DEFAULT plays, 1..HINT_MAX; anything else is refused (the
+    gateway before any work, the analysis service again where it evaluates)."""
+    if not 0 <= limit <= HINT_MAX:
+        raise InvalidArgument(
+            "INVALID_LIMIT", f"limit is 0 ({HINT_DEFAULT}) or 1..{HINT_MAX}", field="limit"
+        )
+    return limit or HINT_DEFAULT

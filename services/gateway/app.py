@@ -172,7 +172,7 @@ def build_app(environ: Mapping[str, str] | None = None) -> ServiceApp:
                 callers, sign_in, GrpcBalances(wallet_stub), display_names, privacy, metrics
             ),
             LobbyHandlers(callers, lobby, LobbyViews(privacy, table_calls)),
-            PlayHandlers(callers, streams, table_calls, metrics),
+            PlayHandlers(callers, streams, table_calls, analyses, metrics),
             RecordHandlers(
                 callers,
                 GrpcBoards(leaderboard_pb2_grpc.LeaderboardServiceStub(boards)),

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
 from services.common.errors import PermissionDenied
-from services.gateway import hints
+from services.contracts.bounds import hint_plays
 from services.gateway.callers import Caller, Callers
-from services.gateway.hints import Hints
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.play_streams import PlayStreams
+from services.gateway.ports import AnalysesPort
 from services.gateway.table_calls import TableCalls
 
 
@@ -24,14 +24,14 @@ class PlayHandlers:
         callers: Callers,
         streams: PlayStreams,
         tables: TableCalls,
+        analyses: AnalysesPort,
         metrics: GatewayMetrics,
-        hints: Hints | None = None,
     ) -> None:
         self.callers = callers
         self.streams = streams
         self.tables = tables  # a table's calls go to its owner first
         self.metrics = metrics
-        self.hints = hints or Hints()
+        self.analyses = analyses  # hints: the evaluator is the analysis service's
 
     async def GetView(
         self, request: gateway_pb2.ViewRequest, caller: Caller
@@ -56,9 +56,9 @@ class PlayHandlers:
         self, request: gateway_pb2.HintRequest, caller: Caller
     ) -> gateway_pb2.HintResponse:
         player = self.callers.player(caller, request)
-        hints.plays_asked(request.limit)  # a bad limit is refused before any work
+        hint_plays(request.limit)  # a bad limit is refused before any work
         view = await self._own_view(player, request.table_id)
-        return await self.hints.for_view(view, request.limit)
+        return await self.analyses.hint(view, request.limit)
 
     async def SetPreferences(
         self, request: gateway_pb2.PreferencesRequest, caller: Caller

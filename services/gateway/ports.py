@@ -21,6 +21,7 @@ from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
+from bg.table.v1 import table_pb2
 from services.common.tokens import Identity
 
 
@@ -194,7 +195,7 @@ class BoardsPort(Protocol):
 
 
 class AnalysesPort(Protocol):
-    """Finished matches' analyses and a player's error rate over matches (bg.analysis.v1)."""
+    """Finished matches' analyses, a player's error rates, and hints (bg.analysis.v1)."""
 
     async def analysis(
         self, request: analysis_pb2.GetAnalysisRequest
@@ -202,6 +203,10 @@ class AnalysesPort(Protocol):
     async def player_trend(
         self, request: analysis_pb2.PlayerTrendRequest
     ) -> analysis_pb2.PlayerTrendResponse: ...
+    async def hint(self, view: table_pb2.TableView, limit: int) -> gateway_pb2.HintResponse:
+        """The best plays of the seat's roll from its own `view` (the evaluator is the analysis
+        service's): HINT_NOT_ALLOWED, HINT_NOT_NOW, INVALID_LIMIT."""
+        ...
 
 
 class BalancesPort(Protocol):

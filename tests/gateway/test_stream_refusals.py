@@ -54,7 +54,7 @@ async def gateway(valkey_url: str) -> AsyncIterator[tuple[Any, TokenSigner]]:
     streams = PlayStreams(callers, *([None] * 8))  # type: ignore[arg-type]
     metrics = GatewayMetrics(CollectorRegistry())
     handlers: Any = GatewayHandlers.__new__(GatewayHandlers)
-    handlers.play = PlayHandlers(callers, streams, None, metrics)  # type: ignore[arg-type]
+    handlers.play = PlayHandlers(callers, streams, None, None, metrics)  # type: ignore[arg-type]
     handlers.metrics, handlers.unary = metrics, {}
     server = grpc.aio.server()
     servicer = GatewayServicer(handlers)  # type: ignore[abstract]  # its methods: api.py's

@@ -357,3 +357,15 @@ def test_the_gateways_handlers_reach_the_services_through_ports() -> None:
         if module.endswith("_pb2_grpc") or module == "grpc.aio"
     ]
     assert found == []
+
+
+def test_the_gateway_runs_no_evaluator() -> None:
+    """Issue 62, item 3: hints are the analysis service's (AnalysisService.Hint), where the
+    evaluator lives: a hint's tens of milliseconds never hold the edge's streams."""
+    found = [
+        f"{path.relative_to(SERVICES)} imports {module}"
+        for path in (SERVICES / "gateway").rglob("*.py")
+        for module in _imports(path)
+        if module.split(".")[0] in ("evaluator", "numpy")
+    ]
+    assert found == []

@@ -3,28 +3,29 @@ from the evaluator and the caller's own view only (nothing hidden reaches it), w
 allow help: a table against a computer seat (Play vs CPU, casual or scored) and scored test
 games (I-19). Never in wagered or rated play, never for a spectator.
 
-The evaluation (a few ms to tens of ms) runs in a worker thread, so the gateway's event loop
-keeps serving every other stream meanwhile, and once per view: asking again before the table
-moves on answers from `Hints`' memory, so a player pressing Hint repeatedly costs one
-evaluation per turn, whatever the rate limits let through."""
+Asked by the gateway's GetHint (AnalysisService.Hint): the evaluator lives in this service, so
+a hint's CPU (median ~24 ms, up to ~200 ms in a contact position, measured) never holds the
+gateway's event loop and its streams (issue 62, item 3). The evaluation runs in a worker thread,
+once per view: asking again before the table moves on answers from `Hints`' memory, so a player
+pressing Hint repeatedly costs one evaluation per turn, whatever the rate limits let through."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
 
-from bg.gateway.v1 import gateway_pb2
+from bg.analysis.v1 import analysis_pb2
 from bg.table.v1 import table_pb2
 from engine.movegen import format_steps
 from engine.position import Position
 from engine.profiles import CPU_LEVELS
 from engine.vocabulary import Phase
 from evaluator.evaluate import RankedPlay, default
-from services.common.errors import InvalidArgument, PermissionDenied, ServiceError
-from services.contracts.bounds import HINT_DEFAULT, HINT_MAX
+from services.common.errors import PermissionDenied, ServiceError
+from services.contracts.bounds import HINT_MAX, hint_plays
 from services.contracts.vocabulary import from_proto
 
-MAX_PLAYS, DEFAULT_PLAYS = HINT_MAX, HINT_DEFAULT
+MAX_PLAYS = HINT_MAX
 REMEMBERED = 2048  # hints kept, by (table, seq, seat)
 
 
@@ -36,16 +37,7 @@ def allowed(options: table_pb2.TableOptions) -> bool:
     return options.level in CPU_LEVELS or (options.profile == "scored" and options.test_game)
 
 
-def plays_asked(limit: int) -> int:
-    """HintRequest.limit: 0 = DEFAULT_PLAYS, 1..MAX_PLAYS; anything else is refused."""
-    if not 0 <= limit <= MAX_PLAYS:
-        raise InvalidArgument(
-            "INVALID_LIMIT", f"limit is 0 ({DEFAULT_PLAYS}) or 1..{MAX_PLAYS}", field="limit"
-        )
-    return limit or DEFAULT_PLAYS
-
-
-def hint(view: table_pb2.TableView, limit: int) -> gateway_pb2.HintResponse:
+def hint(view: table_pb2.TableView, limit: int) -> analysis_pb2.HintAnswer:
     """The hint for the caller's `view` (their own seat's), or a typed refusal."""
     if view.spectator or not allowed(view.options):
         raise PermissionDenied(
@@ -61,17 +53,17 @@ def hint(view: table_pb2.TableView, limit: int) -> gateway_pb2.HintResponse:
     ranked = default().rank_plays_1ply(
         start, (view.dice[0], view.dice[1]), keep=MAX_PLAYS, window=float("inf")
     )
-    count = plays_asked(limit)
-    return gateway_pb2.HintResponse(plays=[_play(start, r) for r in ranked[:count]], seq=view.seq)
+    count = hint_plays(limit)
+    return analysis_pb2.HintAnswer(plays=[_play(start, r) for r in ranked[:count]], seq=view.seq)
 
 
 class Hints:
     def __init__(self, remembered: int = REMEMBERED) -> None:
         self.remembered = remembered
-        self._known: OrderedDict[tuple[str, int, int], gateway_pb2.HintResponse] = OrderedDict()
+        self._known: OrderedDict[tuple[str, int, int], analysis_pb2.HintAnswer] = OrderedDict()
 
-    async def for_view(self, view: table_pb2.TableView, limit: int) -> gateway_pb2.HintResponse:
-        count = plays_asked(limit)
+    async def for_view(self, view: table_pb2.TableView, limit: int) -> analysis_pb2.HintAnswer:
+        count = hint_plays(limit)
         key = (view.table_id, view.seq, view.seat)
         found = self._known.get(key)
         if found is None:
@@ -79,11 +71,11 @@ class Hints:
             self._known[key] = found
             while len(self._known) > self.remembered:
                 self._known.popitem(last=False)
-        return gateway_pb2.HintResponse(plays=found.plays[:count], seq=found.seq)
+        return analysis_pb2.HintAnswer(plays=found.plays[:count], seq=found.seq)
 
 
-def _play(start: Position, ranked: RankedPlay) -> gateway_pb2.HintPlay:
-    out = gateway_pb2.HintPlay(
+def _play(start: Position, ranked: RankedPlay) -> analysis_pb2.HintedPlay:
+    out = analysis_pb2.HintedPlay(
         notation=format_steps(start, ranked.play.steps),
         equity=round(ranked.equity, 4),
         probabilities=[round(float(p), 4) for p in ranked.probabilities],

@@ -9,9 +9,9 @@ import pytest
 from bg.events.v1 import events_pb2
 from bg.table.v1 import table_pb2
 from engine.position import Position
+from services.analysis import hints
+from services.analysis.hints import Hints
 from services.common.errors import ServiceError
-from services.gateway import hints
-from services.gateway.hints import Hints
 
 
 def _view(**options: object) -> table_pb2.TableView:
