@@ -82,7 +82,7 @@ def test_the_name_rule_the_player_reads_is_the_servers() -> None:
     page = (ROOT / "services" / "gateway" / "web" / "index.html").read_text()
     field = re.search(r'<input id="guest-name"[^>]*>', page)
     assert field is not None and "maxlength" not in field.group(0)  # never cut without a word
-    app = (ROOT / "services" / "gateway" / "web" / "app.js").read_text()
+    app = (ROOT / "services" / "gateway" / "web" / "account.js").read_text()
     assert f"const NAME_MAX = {bounds.NAME_MAX};" in app  # what the page says before sending
     hint = re.search(r'<p id="name-rule"[^>]*>([^<]+)</p>', page)
     words = (ROOT / "services" / "gateway" / "web" / "words.js").read_text()

@@ -369,3 +369,39 @@ def test_the_gateway_runs_no_evaluator() -> None:
         if module.split(".")[0] in ("evaluator", "numpy")
     ]
     assert found == []
+
+
+def test_the_browser_client_is_screens_that_import_no_other_screen() -> None:
+    """Issue 62, item 4: the browser client is ES modules by screen and concern (no build step);
+    a screen calls another through session.js's `nav`, which app.js fills, so no screen imports
+    another (no circle), and no module is the whole client again."""
+    web = SERVICES / "gateway" / "web"
+    shared = {"api.js", "board.js", "replay.js", "standings.js", "verify.js", "words.js"}
+    modules = {p.name: p.read_text() for p in web.glob("*.js")}
+    assert {"session.js", "table.js", "lobby.js", "history.js"} <= set(modules)
+    found = []
+    for name, text in modules.items():
+        imported = set(re.findall(r'from "\./([\w.]+)"', text))
+        allowed = set(modules) if name == "app.js" else shared | {"session.js"}
+        if name in shared | {"session.js"}:
+            allowed = shared - {name}
+        found += [f"{name} imports {other}" for other in sorted(imported - allowed)]
+        if len(text.splitlines()) > 600:
+            found.append(f"{name}: {len(text.splitlines())} lines")
+    assert found == []
+    # Every name imported is one its module exports (else the page never loads: a module that
+    # fails to link stops them all).
+    exported = {
+        name: set(
+            re.findall(r"^export (?:async )?(?:function|const|let|class) ([\w$]+)", text, re.M)
+        )
+        for name, text in modules.items()
+    }
+    missing = [
+        f"{name} imports {wanted} from {source}"
+        for name, text in modules.items()
+        for names, source in re.findall(r'import \{([^}]*)\} from "\./([\w.]+)"', text)
+        for wanted in (n.strip() for n in names.split(","))
+        if wanted and wanted not in exported[source]
+    ]
+    assert missing == []
