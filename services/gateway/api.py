@@ -15,55 +15,11 @@ from typing import Any, TypeVar
 from bg.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.errors import grpc_errors
 from services.gateway.callers import Context, caller_of
-from services.gateway.handlers import GatewayHandlers
+from services.gateway.handlers import GROUPS, GatewayHandlers
 
 T = TypeVar("T")
-# Every unary method of the service: the handler of the same name answers it.
-UNARY_METHODS = (
-    "Login",
-    "ServiceLogin",
-    "Refresh",
-    "Logout",
-    "DeleteAccount",
-    "LinkEmail",
-    "SetDisplayName",
-    "CreateTable",
-    "ListTables",
-    "JoinByCode",
-    "QuickMatch",
-    "StartTable",
-    "LeaveTable",
-    "GetTable",
-    "ListTournaments",
-    "GetTournament",
-    "RegisterTournament",
-    "UnregisterTournament",
-    "GetView",
-    "GetMatchRecord",
-    "GetLeaderboard",
-    "GetRank",
-    "GetProfile",
-    "GetMatchHistory",
-    "GetMatchChanges",
-    "GetErrorTrend",
-    "GetArchivedMatch",
-    "ExportMatch",
-    "GetBalance",
-    "GetNames",
-    "GetHint",
-    "GetAnalysis",
-    "SendChat",
-    "GetChat",
-    "MuteChat",
-    "ReportChat",
-    "Follow",
-    "Block",
-    "GetFriends",
-    "Challenge",
-    "AnswerChallenge",
-    "SetPrivacy",
-    "SetPreferences",
-)
+# Every unary method of the service: the handler of the same name (in its group) answers it.
+UNARY_METHODS = tuple(name for group in GROUPS for name in group.UNARY)
 
 
 def _serving(names: tuple[str, ...]) -> Any:
