@@ -1,6 +1,5 @@
-"""A client's request ids for the calls that seat its player (CreateTable, JoinByCode,
-QuickMatch): every retry answers the table the first call seated the player at, never a second
-table (Stripe's idempotency keys)."""
+"""A client's request ids: a call that seats its player runs once per id, and its retries
+answer what the first did (`Retry`, `RequestIds.once`)."""
 
 from __future__ import annotations
 
