@@ -46,14 +46,15 @@ from bg.gateway.v1 import gateway_pb2
 from bg.leaderboard.v1 import leaderboard_pb2
 from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
+from services.common import json_envelope
 from services.common.errors import ServiceError, infrastructure_failure
+from services.common.json_envelope import RequestId
 from services.gateway.callers import Caller
 from services.gateway.handlers import GatewayHandlers
 
 log = logging.getLogger("bg.gateway.ws")
 MAX_STREAMS = 8  # Play streams one connection may hold (and as many Watch streams)
 MAX_MESSAGE = 64 * 1024  # bytes in one client message
-RequestId = int | str | None
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 UNARY: dict[str, Any] = {
@@ -258,14 +259,6 @@ class FriendsPushes:
         await self.send(push)
 
 
-def _request_id(message: dict[str, Any]) -> RequestId:
-    """The client's request id as it will be echoed: a number or a short string, else none."""
-    value = message.get("id")
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        return None
-    return value if isinstance(value, int) or len(value) <= 64 else None
-
-
 _Streams = dict[
     str, tuple[asyncio.Queue[gateway_pb2.PlayRequest | None], StreamAnswers, asyncio.Task[None]]
 ]
@@ -292,20 +285,16 @@ class WsGateway:
         self.metrics.ws_connections.inc()
         try:
             async for raw in connection:
-                try:
-                    message = json.loads(raw)
-                    if not isinstance(message, dict):
-                        raise TypeError("not an object")
-                except (ValueError, TypeError, RecursionError):
-                    # RecursionError: a deeply nested document is malformed, not a crash.
+                message = json_envelope.parsed(raw)
+                if message is None:
                     await send({"id": None, "error": _malformed("not a JSON object")})
                     continue
-                request_id = _request_id(message)
+                request_id = json_envelope.request_id(message)
                 method = message.get("method")
                 if not isinstance(method, str):
                     await send({"id": request_id, "error": _malformed("no method", "method")})
                     continue
-                token = str(message.get("token") or token)[:4096]
+                token = json_envelope.token_of(message, token)
                 caller = Caller(conn_id, token or None, transport="ws")
                 if method == "Play":
                     await self._play_message(send, message, caller, streams, watching)
@@ -340,7 +329,7 @@ class WsGateway:
         streams: _Streams,
         watching: dict[str, tuple[StreamAnswers, asyncio.Task[None]]],
     ) -> None:
-        request_id = _request_id(message)
+        request_id = json_envelope.request_id(message)
         try:
             request = json_format.ParseDict(message.get("request", {}), gateway_pb2.PlayRequest())
         except (json_format.ParseError, RecursionError, TypeError) as exc:
@@ -420,7 +409,7 @@ class WsGateway:
         watching: dict[str, tuple[StreamAnswers, asyncio.Task[None]]],
     ) -> None:
         """A read-only stream (I-35): its updates come like Play's; commands are refused."""
-        request_id = _request_id(message)
+        request_id = json_envelope.request_id(message)
         try:
             request = json_format.ParseDict(message.get("request", {}), gateway_pb2.WatchRequest())
         except (json_format.ParseError, RecursionError, TypeError) as exc:
@@ -457,7 +446,7 @@ class WsGateway:
         friends: list[asyncio.Task[None]],
     ) -> None:
         """The Friends stream: the caller's FriendsView, then a push whenever it changes."""
-        request_id = _request_id(message)
+        request_id = json_envelope.request_id(message)
         friends[:] = [task for task in friends if not task.done()]
         if friends:
             error = _error(
@@ -480,7 +469,7 @@ class WsGateway:
         """The client is done with a table (back to the lobby): its Play or Watch stream there
         ends as a cancelled gRPC call does, and the player's presence at the table with it (a
         friend sees them in the lobby, not in a match they left). Answers whether one was open."""
-        request_id = _request_id(message)
+        request_id = json_envelope.request_id(message)
         request = message.get("request")
         table_id = request.get("tableId") if isinstance(request, dict) else None
         if not isinstance(table_id, str) or not table_id:
@@ -536,7 +525,7 @@ class WsGateway:
         return reply
 
     async def _answer(self, method: str, message: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        reply: dict[str, Any] = {"id": _request_id(message)}
+        reply: dict[str, Any] = {"id": json_envelope.request_id(message)}
         request_type = UNARY.get(method)
         if request_type is None:
             reply["error"] = _error(

@@ -24,6 +24,7 @@ from websockets.exceptions import ConnectionClosed
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from bg.common.v1 import errors_pb2
+from services.common import json_envelope
 from wire.errors import error_from
 
 ADMIN = admin_pb2.DESCRIPTOR.services_by_name["AdminService"]
@@ -48,19 +49,13 @@ class Console:
     async def _serve(self, connection: Any) -> None:
         token = ""
         async for raw in connection:
-            try:
-                message = json.loads(raw)
-                if not isinstance(message, dict):
-                    raise TypeError("not an object")
-            except (ValueError, TypeError, RecursionError):
+            message = json_envelope.parsed(raw)
+            if message is None:
                 await connection.send(json.dumps({"id": None, "error": _malformed("not JSON")}))
                 continue
-            request_id = message.get("id")
-            if not isinstance(request_id, (int, str)) or len(str(request_id)) > 64:
-                request_id = None
-            token = str(message.get("token") or token)[:4096]
+            token = json_envelope.token_of(message, token)
             reply = await self.call(message.get("method"), message.get("request") or {}, token)
-            await connection.send(json.dumps({"id": request_id, **reply}))
+            await connection.send(json.dumps({"id": json_envelope.request_id(message), **reply}))
 
     async def call(self, method: Any, body: Any, token: str) -> dict[str, Any]:
         """One admin call: {"response": ...} or {"error": ...}."""
