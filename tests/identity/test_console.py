@@ -16,31 +16,15 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import connect
 
-from services.common.host import ServiceHost
-from services.identity.app import build_app
+from tests.identity.hosts import ADMIN, LOADER, identity_host
 
 pytestmark = pytest.mark.integration
-ADMIN, LOADER = "a" * 40, "l" * 40
 
 
 @pytest.fixture
 async def console(tmp_path: Path, valkey_url: str) -> AsyncIterator[int]:
-    host = ServiceHost(
-        build_app(
-            {
-                "BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", "BG_CONSOLE_PORT": "0",
-                "BG_REDIS_URL": valkey_url,
-                "BG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/identity.db",
-                "BG_OPERATOR_KEYS": f"admin={ADMIN},loadtest={LOADER}",
-                "BG_OPERATOR_RIGHTS": "loadtest=adjust+lookup",
-            }
-        )
-    )  # fmt: skip
-    await host.start()
-    try:
+    async with identity_host(tmp_path, valkey_url) as host:
         yield host.app.ports["console"]
-    finally:
-        await host.stop()
 
 
 async def _ask(ws: Any, request_id: Any, method: Any, request: Any, token: str = "") -> Any:

@@ -16,33 +16,19 @@ import pytest
 
 from bg.admin.v1 import admin_pb2, admin_pb2_grpc
 from services.common.errors import ServiceError, remote_call
-from services.common.host import ServiceHost
 from services.identity.admin import ACTIONS, parse_operator_rights
-from services.identity.app import build_app
+from tests.identity.hosts import ADMIN, LOADER, identity_host
 
 pytestmark = pytest.mark.integration
-ADMIN, LOADER = "a" * 40, "l" * 40
 
 
 @contextlib.asynccontextmanager
 async def _admin(tmp_path: Path, valkey_url: str) -> AsyncIterator[Any]:
-    host = ServiceHost(
-        build_app(
-            {
-                "BG_GRPC_PORT": "0", "BG_METRICS_PORT": "0", "BG_CONSOLE_PORT": "0",
-                "BG_REDIS_URL": valkey_url,
-                "BG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/identity.db",
-                "BG_OPERATOR_KEYS": f"admin={ADMIN},loadtest={LOADER}",
-                "BG_OPERATOR_RIGHTS": "loadtest=adjust+lookup",
-            }
-        )
-    )  # fmt: skip
-    await host.start()
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel:
-            yield admin_pb2_grpc.AdminServiceStub(channel)
-    finally:
-        await host.stop()
+    async with (
+        identity_host(tmp_path, valkey_url) as host,
+        grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel,
+    ):
+        yield admin_pb2_grpc.AdminServiceStub(channel)
 
 
 async def _token(stub: Any, name: str, key: str) -> tuple[str, list[str]]:
