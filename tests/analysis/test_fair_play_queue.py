@@ -14,11 +14,11 @@ import pytest
 from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from services.analysis import fair_play
 from services.analysis.adapters.sql_analyses import SqlAnalyses
-from services.analysis.api import AnalysisServicer
 from services.analysis.app import MIGRATIONS
 from services.analysis.fair_play import MatchEvidence
 from services.common.connections import sql_engine
 from services.common.migrate import migrate
+from tests.analysis.servers import serving
 from tests.helpers import error_of, sql_url
 
 pytestmark = pytest.mark.integration
@@ -31,15 +31,8 @@ async def api(
     engine = sql_engine(await sql_url(request, tmp_path, "analysis"))
     await migrate(engine, MIGRATIONS)
     store = SqlAnalyses(engine)
-    server = grpc.aio.server()
-    analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(
-        AnalysisServicer(store, store.fair_play), server
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        yield store, analysis_pb2_grpc.AnalysisServiceStub(channel)
-    await server.stop(None)
+    async with serving(store) as stub:
+        yield store, stub
     await engine.dispose()
 
 

@@ -18,7 +18,6 @@ from prometheus_client import CollectorRegistry
 from bg.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from bg.events.v1 import events_pb2
 from services.analysis.adapters.sql_analyses import SqlAnalyses
-from services.analysis.api import AnalysisServicer
 from services.analysis.app import MIGRATIONS
 from services.analysis.consumer import Enqueuer
 from services.analysis.metrics import AnalysisMetrics
@@ -27,6 +26,7 @@ from services.common.connections import sql_engine
 from services.common.migrate import migrate
 from services.contracts.event_records import commit_record
 from services.contracts.topics import TABLE_EVENTS
+from tests.analysis.servers import serving
 from tests.helpers import error_of, sql_url
 
 pytestmark = pytest.mark.integration
@@ -43,15 +43,8 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 @pytest.fixture
 async def api(store: SqlAnalyses) -> AsyncIterator[analysis_pb2_grpc.AnalysisServiceAsyncStub]:
-    server = grpc.aio.server()
-    analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(
-        AnalysisServicer(store, store.fair_play), server
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        yield analysis_pb2_grpc.AnalysisServiceStub(channel)
-    await server.stop(None)
+    async with serving(store) as stub:
+        yield stub
 
 
 def _end(match_id: str, at_ms: int = 1000, players: tuple[str, str] = ("ann", "bob")) -> bytes:
