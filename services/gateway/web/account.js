@@ -5,7 +5,7 @@ import { ApiError } from "./api.js";
 import { SAYS } from "./words.js";
 import { $, conn, fail, nav, save, show, state } from "./session.js";
 
-// -- login and lobby ---------------------------------------------------------------------
+// -- signing in and out ------------------------------------------------------------------
 
 // A device login keeps the same player (diamonds, trophies, history) on this browser: its device
 // id is a secret kept in localStorage, as is the session's refresh token; the short-lived

@@ -201,6 +201,5 @@ export function fillList(id, empty, rows) {
   $(id).replaceChildren(...items);
 }
 
-// -- tournaments: the lobby's list, the bracket, your next match opened for you ------------
-
+// A place in words (1st, 2nd, 3rd, 4th): the tournaments' list and the end panel.
 export const ORDINAL = (n) => `${n}${n === 1 ? "st" : n === 2 ? "nd" : n === 3 ? "rd" : "th"}`;
