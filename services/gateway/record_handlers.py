@@ -3,6 +3,8 @@ archive, exports) and their analyses, each as this player may see it."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import grpc
 
 from bg.analysis.v1 import analysis_pb2
@@ -15,6 +17,13 @@ from services.gateway.names import DisplayNames
 from services.gateway.play_streams import PlayStreams
 from services.gateway.ports import AnalysesPort, BoardsPort
 
+# The boards' reads of any player's figures (the caller's own by default).
+Anyones = TypeVar(
+    "Anyones",
+    leaderboard_pb2.RankRequest,
+    leaderboard_pb2.ProfileRequest,
+    leaderboard_pb2.HistoryRequest,
+)
 # What a spectator's check answers for a table they may not see (or one the lobby forgot).
 REFUSED = (
     grpc.StatusCode.NOT_FOUND,
@@ -50,6 +59,13 @@ class RecordHandlers:
         self.names = names
         self.streams = streams  # who may watch a table: who may see its analysis
 
+    def _anyones(self, request: Anyones, caller: Caller) -> Anyones:
+        """A read of any player's figures: the caller's own when the request names nobody (the
+        caller is checked, and counted against their limits, either way)."""
+        player = self.callers.player(caller, request)
+        request.player_id = request.player_id or player
+        return request
+
     async def GetLeaderboard(
         self, request: leaderboard_pb2.TopRequest, caller: Caller
     ) -> leaderboard_pb2.TopResponse:
@@ -59,23 +75,17 @@ class RecordHandlers:
     async def GetRank(
         self, request: leaderboard_pb2.RankRequest, caller: Caller
     ) -> leaderboard_pb2.RankResponse:
-        player = self.callers.player(caller, request)
-        request.player_id = request.player_id or player
-        return await self.boards.rank(request)
+        return await self.boards.rank(self._anyones(request, caller))
 
     async def GetProfile(
         self, request: leaderboard_pb2.ProfileRequest, caller: Caller
     ) -> leaderboard_pb2.ProfileResponse:
-        player = self.callers.player(caller, request)
-        request.player_id = request.player_id or player
-        return await self.boards.profile(request)
+        return await self.boards.profile(self._anyones(request, caller))
 
     async def GetMatchHistory(
         self, request: leaderboard_pb2.HistoryRequest, caller: Caller
     ) -> leaderboard_pb2.HistoryResponse:
-        player = self.callers.player(caller, request)
-        request.player_id = request.player_id or player  # a profile's recent matches
-        return await self.boards.history(request)
+        return await self.boards.history(self._anyones(request, caller))  # a profile's matches
 
     async def GetMatchChanges(
         self, request: leaderboard_pb2.ChangesRequest, caller: Caller
