@@ -3,11 +3,12 @@ the broker's incarnation, the groups' commits as confirmation, the outboxes repl
 (services/common/embedded_generations.py says why and how).
 
 A publisher sends each record to its topic's current generation, except a keyed record whose
-key's last record (`Outgoing.after`) is in the previous generation and not read by every group
+key's last record (`Outgoing.follows`) is in the previous generation and not read by every group
 yet: it stays there, so each group reads a key's records in order across the switch; one whose
-last record is two or more generations back and unread is HELD; one whose last record the broker
-forgot (another incarnation) is FORGOTTEN (its publisher sends those again first). A placement
-is READ once every group has committed past it.
+last record is two or more generations back and unread waits (Unsent.WAIT); one whose last
+record the broker forgot (another incarnation) is Unsent.RESEND (its publisher sends those again
+first). A record's receipt is where it went (`Placed`, written as text); it is READ once every
+group has committed past it, and LOST once the broker restarted without it.
 """
 
 from __future__ import annotations
@@ -26,9 +27,36 @@ from services.common.embedded_generations import (
     forgetful_of,
 )
 from services.common.kafka_log import ConsumerReader, Sender, consumer
-from services.common.log_port import Outgoing, Placement, Reader, Unsent, Verdict
+from services.common.log_port import Outgoing, Reader, Receipt, Unsent, Verdict
 
 MAX_HOLD = 5  # generations a key waits at most for a lagging group
+
+
+@dataclass(frozen=True, order=True)
+class Placed:
+    """Where a record went: its generation, partition and offset on the broker's incarnation
+    (gen -1: nowhere, never read)."""
+
+    gen: int
+    partition: int
+    offset: int
+    incarnation: str
+
+    def receipt(self) -> Receipt:
+        return Receipt(f"{self.incarnation}/{self.gen}/{self.partition}/{self.offset}")
+
+    @staticmethod
+    def of(receipt: Receipt | None) -> Placed | None:
+        """The placement a receipt names; None for none (KEPT, or one another log wrote)."""
+        incarnation, *numbers = (receipt or "").split("/")
+        try:
+            gen, partition, offset = (int(n) for n in numbers)
+        except ValueError:
+            return None
+        return Placed(gen, partition, offset, incarnation)
+
+
+NOWHERE = Placed(-1, 0, -1, "")
 
 
 @dataclass(frozen=True)
@@ -39,76 +67,80 @@ class Target:
     unsent: Unsent | None = None
 
 
-def target_of(after: Placement | None, read: bool, current: int, incarnation: str) -> Target:
+def target_of(after: Placed | None, read: bool, current: int, incarnation: str) -> Target:
     """The generation a key's next record goes to, given where its last one went (`after`),
     whether every group has read that one, and the current generation and incarnation."""
     if after is None or after.gen < 0:
         return Target(current)
     if after.incarnation != incarnation:
-        return Target(current, Unsent.FORGOTTEN)
+        return Target(current, Unsent.RESEND)
     if after.gen < current and not read:
         if after.gen == current - 1:
             return Target(after.gen)  # stay: its records there are not all read yet
         if after.gen > current - MAX_HOLD:
-            return Target(after.gen, Unsent.HELD)
+            return Target(after.gen, Unsent.WAIT)
         # else a group is MAX_HOLD periods behind: its order is given up (its lag alert fired
         # long ago) rather than stopping every key for it.
     return Target(max(current, after.gen))  # never back: generations are read in order
 
 
 class EmbeddedPublisher:
-    confirms = True
-
     def __init__(self, sender: Sender, forgetful: Forgetful) -> None:
         self.sender = sender
         self.forgetful = forgetful
 
-    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Receipt | Unsent]:
         f = self.forgetful
         now: dict[str, tuple[int, str]] = {}
         for logical in dict.fromkeys(r.logical for r in records):
             now[logical] = await f.now(logical, at_ms)
-        read = await self._read_afters(records, now)
+        afters = [Placed.of(r.follows) for r in records]
+        read = await self._read_afters(records, afters, now)
         targets = [
-            target_of(
-                r.after,
-                r.after is not None and read.get((r.logical, r.after), False),
-                *now[r.logical],
-            )
-            for r in records
+            target_of(a, a is not None and read.get((r.logical, a), False), *now[r.logical])
+            for r, a in zip(records, afters, strict=True)
         ]
-        out: list[Placement | Unsent] = []
+        out: list[Receipt | Unsent] = []
         sending: list[tuple[int, str, Outgoing]] = []
         for i, (r, t) in enumerate(zip(records, targets, strict=True)):
-            out.append(t.unsent or Unsent.HELD)  # a placement below for each one sent
+            out.append(t.unsent or Unsent.WAIT)  # a receipt below for each one sent
             if t.unsent is None:
                 sending.append((i, f.log.topic(r.logical, t.gen, now[r.logical][1]), r))
         await f.topics.ensure({topic for _, topic, _ in sending})
         sent = await self.sender.send([(topic, r) for _, topic, r in sending])
         for (i, _, r), (partition, offset) in zip(sending, sent, strict=True):
-            out[i] = Placement(targets[i].gen, partition, offset, now[r.logical][1])
+            placed = Placed(targets[i].gen, partition, offset, now[r.logical][1])
+            out[i] = placed.receipt()
         return out
 
     async def _read_afters(
-        self, records: Sequence[Outgoing], now: Mapping[str, tuple[int, str]]
-    ) -> dict[tuple[str, Placement], bool]:
-        """Whether every group has read each record's `after` that is in an older generation of
-        the current incarnation (the only ones whose reading decides a target)."""
-        behind: dict[str, set[Placement]] = {}
-        for r in records:
+        self,
+        records: Sequence[Outgoing],
+        afters: Sequence[Placed | None],
+        now: Mapping[str, tuple[int, str]],
+    ) -> dict[tuple[str, Placed], bool]:
+        """Whether every group has read each record's previous one (`afters`) where that is in
+        an older generation of the current incarnation (the only ones whose reading decides a
+        target)."""
+        behind: dict[str, set[Placed]] = {}
+        for r, a in zip(records, afters, strict=True):
             current, incarnation = now[r.logical]
-            a = r.after
             if a is not None and a.incarnation == incarnation and 0 <= a.gen < current:
                 behind.setdefault(r.logical, set()).add(a)
-        out: dict[tuple[str, Placement], bool] = {}
-        for logical, afters in behind.items():
-            ordered = sorted(afters, key=_order)
-            verdicts = await self.check(logical, ordered)
+        out: dict[tuple[str, Placed], bool] = {}
+        for logical, placed in behind.items():
+            ordered = sorted(placed)
+            verdicts = await self._check(logical, ordered)
             for a, v in zip(ordered, verdicts, strict=True):
                 out[(logical, a)] = v is Verdict.READ
         return out
 
-    async def check(self, logical: str, placements: Sequence[Placement]) -> list[Verdict]:
+    async def check(self, logical: str, receipts: Sequence[Receipt]) -> list[Verdict]:
+        """A receipt this log did not write (KEPT, another log's) names nowhere: LOST (its
+        publisher sends the record again; consumers dedupe)."""
+        return await self._check(logical, [Placed.of(r) or NOWHERE for r in receipts])
+
+    async def _check(self, logical: str, placements: Sequence[Placed]) -> list[Verdict]:
         f = self.forgetful
         if not placements:
             return []
@@ -122,7 +154,7 @@ class EmbeddedPublisher:
         out = []
         for p in placements:
             if p.incarnation != incarnation:
-                out.append(Verdict.FORGOTTEN)
+                out.append(Verdict.LOST)
             elif p in where and confirmed(read[where[p]], p.offset):
                 out.append(Verdict.READ)
             else:
@@ -131,10 +163,6 @@ class EmbeddedPublisher:
 
     async def close(self) -> None:
         await self.sender.close()
-
-
-def _order(p: Placement) -> tuple[int, int, int, str]:
-    return (p.gen, p.partition, p.offset, p.incarnation)
 
 
 class EmbeddedEventLog:

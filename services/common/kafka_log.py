@@ -1,8 +1,9 @@
 """The event log port on production Kafka (BG_KAFKA_LOG=kafka): one topic per logical name,
 group-managed consumers, retention by the broker. A record Kafka acknowledged (acks=all) is
-kept, so a publisher has nothing to confirm. Also the parts both adapters share: a producer
-made on first use that sends a batch and waits for every acknowledgement, and a reader that
-turns an aiokafka-shaped consumer's records into logical ones."""
+kept: every receipt is KEPT, so a publisher has nothing to ask later. Also the parts both
+adapters share: a producer made on first use that sends a batch and waits for every
+acknowledgement, and a reader that turns an aiokafka-shaped consumer's records into logical
+ones."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from aiokafka.errors import CommitFailedError
 
 from services.common.kafka_clients import never_create_topics
 from services.common.log_port import (
+    KEPT,
     Housekeeper,
     Incoming,
     Outgoing,
-    Placement,
     Reader,
+    Receipt,
     Unsent,
     Verdict,
 )
@@ -97,18 +99,17 @@ class Sender:
 class KafkaPublisher:
     """Every record to its logical topic's one topic; acknowledged is kept."""
 
-    confirms = False
-
     def __init__(self, sender: Sender, namespace: Namespace) -> None:
         self.sender = sender
         self.namespace = namespace
 
-    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
-        sent = await self.sender.send([(self.namespace.topic(r.logical), r) for r in records])
-        return [Placement(0, partition, offset) for partition, offset in sent]
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Receipt | Unsent]:
+        # A key's records share a partition: in order without `follows`.
+        await self.sender.send([(self.namespace.topic(r.logical), r) for r in records])
+        return [KEPT] * len(records)
 
-    async def check(self, logical: str, placements: Sequence[Placement]) -> list[Verdict]:
-        return [Verdict.READ] * len(placements)
+    async def check(self, logical: str, receipts: Sequence[Receipt]) -> list[Verdict]:
+        return [Verdict.READ] * len(receipts)  # retained by the broker: read or readable
 
     async def close(self) -> None:
         await self.sender.close()

@@ -1,12 +1,16 @@
-"""The event log as the services see it: publish a batch and learn where each record went, ask
-later whether every reading group has read it, read a topic as a group and commit.
+"""The event log as the services see it: append keyed records (with headers) to a topic and get
+a receipt for each, ask later whether every reading group has read a receipt's record, read a
+topic as a group from its committed offsets and commit.
+
+A publisher keeps each record (an outbox row, a table's stream) until the log's receipt says it
+may forget it: KEPT at once, or once `check` answers READ; a record the log LOST is published
+again. Relays, outboxes and consumers speak logical topic names and these types only: no
+aiokafka, and the same code in every mode.
 
 Two adapters stand behind it (issue 44, item 2): `kafka_log.KafkaEventLog` for production Kafka
-(one topic per name, group-managed consumers, retention by the broker: a record acknowledged is
-kept, so it counts as read at once) and `embedded_log.EmbeddedEventLog` for the embedded broker
-that forgets (generations, incarnations, the outboxes replayed:
-services/common/embedded_generations.py).
-Relays, outboxes and consumers speak logical topic names and these types only; no aiokafka.
+(one topic per name, group-managed consumers, retention by the broker: every receipt is KEPT)
+and `embedded_log.EmbeddedEventLog` for the embedded broker that forgets, whose generations,
+incarnations and confirmations stay inside it (services/common/embedded_generations.py).
 """
 
 from __future__ import annotations
@@ -14,44 +18,44 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NewType, Protocol
 
+Receipt = NewType("Receipt", str)
+"""Where a log put a record, in the log's own words: its publisher keeps it to ask the log later
+whether every reader has read the record (`Publisher.check`), or to send the key's next record
+after it (`Outgoing.follows`). Only the log that wrote it reads it; a receipt it cannot read is
+LOST."""
 
-@dataclass(frozen=True)
-class Placement:
-    """Where a record went: enough to ask later whether every group has read it. `gen` and
-    `incarnation` are an embedded log's generation and broker incarnation (0 and "" on Kafka)."""
-
-    gen: int
-    partition: int
-    offset: int
-    incarnation: str = ""
+KEPT = Receipt("")
+"""The receipt of a log that keeps what it acknowledged (Kafka, acks=all): nothing to ask later,
+nothing to order after (a key's records share a partition). Its publisher may forget the record
+at once."""
 
 
 class Unsent(enum.Enum):
     """Why a record was not sent (nothing of its key after it was sent either)."""
 
-    HELD = "held"  # its key's last records, generations back, are not read yet: try later
-    FORGOTTEN = "forgotten"  # the broker forgot its key's last records: send those again first
+    WAIT = "wait"  # its key's earlier records are not read yet where the log holds them: later
+    RESEND = "resend"  # the log lost its key's earlier records: send them again first
 
 
 class Verdict(enum.Enum):
-    READ = "read"  # every group reading the topic has committed past it
+    READ = "read"  # every group has read it, or the log keeps it until they do: forget it
     WAITING = "waiting"  # some group has not yet
-    FORGOTTEN = "forgotten"  # the broker restarted and forgot it: publish it again
+    LOST = "lost"  # the log no longer holds it and not every group read it: publish it again
 
 
 @dataclass(frozen=True)
 class Outgoing:
-    """A record to publish, keyed (a key's records stay in order). `after`: where this key's
-    last record went, when its publisher keeps it (the table relay does: a table's records are
-    read in order across an embedded log's generations)."""
+    """A record to publish, keyed (a key's records stay in order). `follows`: the receipt of
+    this key's previous record, when its publisher keeps one (the table relay does: a log whose
+    history moves on in segments keeps a key's records in order across them)."""
 
     logical: str
     key: bytes
     value: bytes
     headers: Sequence[tuple[str, bytes]] = ()
-    after: Placement | None = None
+    follows: Receipt | None = None
 
 
 @dataclass(frozen=True)
@@ -66,20 +70,14 @@ class Incoming:
 
 
 class Publisher(Protocol):
-    @property
-    def confirms(self) -> bool:
-        """Whether a placement must be checked until READ before its source may forget it (an
-        embedded log: yes; Kafka keeps what it acknowledged: no)."""
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Receipt | Unsent]:
+        """Append `records` in order and wait for the log: each one's receipt (KEPT: the log
+        keeps it for good), or why it was not sent. Raises when the log failed any (then none
+        counts as sent: send again, consumers dedupe). `at_ms`: the cluster's clock."""
         ...
 
-    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
-        """Send `records` in order and wait for the broker: each one's placement, or why it was
-        not sent. Raises when the broker failed any (then none counts as sent: send again,
-        consumers dedupe). `at_ms`: the cluster's clock (an embedded log's generations)."""
-        ...
-
-    async def check(self, logical: str, placements: Sequence[Placement]) -> list[Verdict]:
-        """Whether every group reading `logical` has read each placement."""
+    async def check(self, logical: str, receipts: Sequence[Receipt]) -> list[Verdict]:
+        """Whether every group reading `logical` has read each receipt's record (KEPT: READ)."""
         ...
 
     async def close(self) -> None: ...

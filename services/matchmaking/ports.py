@@ -5,10 +5,10 @@ tests/matchmaking/memory_lobby.py, held to it by a contract test) and the servic
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from bg.table.v1 import table_pb2
+from services.common.log_port import Receipt
 
 PlayerSet = Literal["hosting", "seated"]  # the tables a player opened / sits at
 
@@ -139,27 +139,17 @@ class PoolPort(Protocol):
     async def refund_pool(self, key: str, tournament_id: str) -> None: ...
 
 
-@dataclass(frozen=True)
-class Sent:
-    """Where a published record went: its generation (0 on Kafka), partition, offset and the
-    broker's incarnation ("" on Kafka)."""
-
-    gen: int
-    partition: int
-    offset: int
-    incarnation: str
-
-
 class ResultsPort(Protocol):
     """Finished tournaments' results to the event log (services/matchmaking/adapters/
     tournament_events.py)."""
 
-    async def publish(self, tournament_id: str, value: bytes) -> Sent:
-        """Send one record, acknowledged by the broker."""
+    async def publish(self, tournament_id: str, value: bytes) -> Receipt:
+        """Send one record, acknowledged by the log: its receipt."""
         ...
 
-    async def read(self, sent: Sent) -> bool | None:
-        """True once every group read it; False when the broker forgot it; None meanwhile."""
+    async def read(self, receipt: Receipt) -> bool | None:
+        """True once every group read it (or the log keeps it: KEPT); False when the log lost
+        it; None meanwhile."""
         ...
 
 

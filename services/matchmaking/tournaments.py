@@ -50,13 +50,14 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.clock import now_ms
 from services.common.errors import InvalidArgument, NotFound, PermissionDenied, ServiceError
+from services.common.log_port import KEPT, Receipt
 from services.contracts import money_keys
 from services.contracts.bounds import TOURNAMENT_NAME_MAX
 from services.contracts.table_options import rules_from_proto
 from services.matchmaking.bracket import MAX_FIELD, Bracket, prizes
 from services.matchmaking.lobby import Lobby
 from services.matchmaking.metrics import TournamentMetrics
-from services.matchmaking.ports import PoolPort, ResultsPort, Sent, TablePort, TournamentRepository
+from services.matchmaking.ports import PoolPort, ResultsPort, TablePort, TournamentRepository
 from services.matchmaking.table_documents import LobbyStatus
 
 log = logging.getLogger("bg.matchmaking.tournaments")
@@ -95,7 +96,7 @@ class TournamentDoc:
     prize_money: int = 0  # the pool less the house fee, once started
     fee: int = 0
     prizes: dict[str, int] = field(default_factory=dict)  # player -> prize, once paid
-    # The result's record on the event log, once finished: {"sent": Sent's fields, "read": bool}
+    # The result's record on the event log, once finished: {"receipt": the log's, "read": bool}
     announced: dict[str, Any] = field(default_factory=dict)
     freed: bool = False  # ended, and every player's claim let go (free to enter another)
     joining: dict[str, int] = field(default_factory=dict)  # player -> ms a registration began
@@ -560,15 +561,18 @@ class Tournaments:
         """Publish the result (again, if the broker forgot it), or confirm it was read."""
         try:
             if doc.announced:
-                read = await self.results.read(Sent(**doc.announced["sent"]))
+                # (A document announced before receipts, 2026-12, kept {"sent": ...}: read as
+                # none, which a log that may forget answers LOST: announced again, deduped.)
+                receipt = Receipt(doc.announced.get("receipt", KEPT))
+                read = await self.results.read(receipt)
                 if read is None:
                     return doc  # sent, not read by every group yet
                 if read:
-                    record = {"sent": doc.announced["sent"], "read": True}
-            if not doc.announced or read is False:  # never sent, or the broker forgot it
+                    record = {"receipt": receipt, "read": True}
+            if not doc.announced or read is False:  # never sent, or the log lost it
                 value = result_event(doc).SerializeToString()
                 fresh = await self.results.publish(doc.tournament_id, value)
-                record = {"sent": asdict(fresh), "read": False}
+                record = {"receipt": fresh, "read": False}
         except Exception as exc:  # the broker away: the result waits in the document
             log.warning(
                 "tournament result not announced yet",

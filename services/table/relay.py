@@ -11,14 +11,13 @@ pointers; every step is one pipelined round trip for the whole batch. A crash af
 and before the pointer moves re-publishes the same events, in the same order: consumers dedupe on
 (table_id, seq).
 
-The records go through the event log port (services/common/log_port.py), each with where its
-table's last record went: on a broker that may forget (`embedded` mode) that keeps a table's
-records in order across generations, and a table whose last records are two generations back and
-unread waits (HELD). There each table remembers where its last record went and stays
-unconfirmed until every group has committed past it; every CONFIRM_S the unconfirmed tables are
-checked: read ones are confirmed (`consumed`), and those the broker has forgotten (another
-incarnation) are relayed again from `consumed`. On production Kafka an acknowledged record is
-kept: nothing to confirm.
+The records go through the event log port (services/common/log_port.py), each following the
+receipt of its table's last record (a log that moves on in segments keeps a table's records in
+order so; one that cannot take them yet answers WAIT). A table whose last receipt is not KEPT
+remembers it and stays unconfirmed until the log says every group has read it: every CONFIRM_S
+the unconfirmed tables are checked, read ones are confirmed (`consumed`), and those the log lost
+are relayed again from `consumed`. On production Kafka every receipt is KEPT: no table is ever
+unconfirmed, and the same code runs.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from collections.abc import Callable, Iterable
 
 from services.common.backoff import Backoff, pause
 from services.common.clock import now_ms
-from services.common.log_port import Outgoing, Placement, Publisher, Unsent, Verdict
+from services.common.log_port import KEPT, Outgoing, Publisher, Receipt, Unsent, Verdict
 from services.contracts.event_records import commit_record
 from services.contracts.shards import shard_of
 from services.contracts.topics import TABLE_EVENTS
@@ -48,9 +47,10 @@ BACKLOG = 1000  # events in one pass that mean "behind": go again without waitin
 # died before relaying them (or whose pass failed) need it; the rest leave at once.
 SWEEP_S = 5.0
 PER_SHARD = 50  # pending tables read per shard in one sweep
-# How often unconfirmed tables are checked (embedded mode): each check asks every reading group
-# for its offsets, ~1% of a loaded replica's CPU a second; a table the broker forgot is sent
-# again at the next check (or its next commit), its events late by as much, never lost.
+# How often unconfirmed tables are checked (a log that may forget: embedded mode; on Kafka none
+# is ever unconfirmed): each check asks every reading group for its offsets, ~1% of a loaded
+# replica's CPU a second; a table the log lost is sent again at the next check (or its next
+# commit), its events late by as much, never lost.
 CONFIRM_S = 1.0
 # How often every owned shard is checked for unconfirmed tables; in between only the shards this
 # relay marked are (a scan of all 512 shards a replica owns at every check was half an idle
@@ -107,9 +107,9 @@ class EventRelay:
         self._marked: set[int] = set()  # shards that may hold unconfirmed tables (see confirm)
         self._checked_all = 0.0
         self._checked_owned: list[int] = []
-        # Tables held back (their last records, generations back, unread) and where those went:
-        # until a check finds them read, their streams are not read again each pass.
-        self._held: dict[str, Placement] = {}
+        # Tables held back (the log answered WAIT) and their last records' receipts: until a
+        # check finds those read, their streams are not read again each pass.
+        self._held: dict[str, Receipt] = {}
         self._woken = asyncio.Event()  # set by a commit here
         # This replica's commits' events, in seq order, not yet sent: a pass sends them from
         # here when they follow the table's relayed pointer (no read of the stream it wrote).
@@ -189,41 +189,39 @@ class EventRelay:
             out: list[Outgoing] = []
             last_seqs: list[tuple[str, int]] = []
             for table_id, entries in streams.items():
-                after = _placement(owned[table_id])
+                follows = owned[table_id].receipt
                 for last_seq, value, headers in records(entries):
-                    out.append(Outgoing(TABLE_EVENTS, table_id.encode(), value, headers, after))
+                    out.append(Outgoing(TABLE_EVENTS, table_id.encode(), value, headers, follows))
                     last_seqs.append((table_id, last_seq))
             placed = await self.publisher.publish(out, at_ms) if out else []
-            # A table's records share one fate (one `after`): sent, or none of them.
+            # A table's records share one fate (one `follows`): sent, or none of them.
             unsent: dict[str, Unsent] = {}
             acked = dict(sending)
-            where: dict[str, tuple[int, int, int, str]] = {}
+            where: dict[str, Receipt] = {}  # the receipts to confirm later (none KEPT)
             for (table_id, last_seq), p in zip(last_seqs, placed, strict=True):
                 if isinstance(p, Unsent):
                     unsent[table_id] = p
                     continue
                 acked[table_id] = last_seq
-                if self.publisher.confirms:
-                    where[table_id] = (p.gen, p.partition, p.offset, p.incarnation)
+                if p != KEPT:
+                    where[table_id] = p
             for table_id in unsent:
                 del acked[table_id]
-            forgotten = [t for t, why in unsent.items() if why is Unsent.FORGOTTEN]
-            if forgotten:  # relayed again from what every group had read, before anything new
-                await self.store.replay_many(forgotten, at_ms)
-            # Held ones' turn comes when their last records are read; forgotten ones go again.
+            lost = [t for t, why in unsent.items() if why is Unsent.RESEND]
+            if lost:  # relayed again from what every group had read, before anything new
+                await self.store.replay_many(lost, at_ms)
+            # Waiting ones' turn comes when their last records are read; lost ones go again.
             self._committed.update(unsent)
             for table_id in sending:
-                after = _placement(owned[table_id])
-                if unsent.get(table_id) is Unsent.HELD and after is not None:
-                    self._held[table_id] = after
+                follows = owned[table_id].receipt
+                if unsent.get(table_id) is Unsent.WAIT and follows != KEPT:
+                    self._held[table_id] = follows
                 else:
                     self._held.pop(table_id, None)
             # Every leased table's lease ends with the acknowledgements; those not sent move no
-            # pointer (0): a forgotten table's was just put back to what every group read.
+            # pointer (0): a lost table's was just put back to what every group read.
             pointers = dict.fromkeys(owned, 0) | acked
-            await self.store.relay_ack_many(
-                pointers, where, at_ms, self.token
-            )  # where: empty on Kafka
+            await self.store.relay_ack_many(pointers, where, at_ms, self.token)
             released = True
             self._sent(acked)
             self._marked.update(shard_of(t) for t in where)
@@ -243,15 +241,13 @@ class EventRelay:
         held = {t: p for t, p in self._held.items() if t in owned}
         if not held:
             return set()
-        tables = [t for t in held if _placement(owned[t]) == held[t]]
+        tables = [t for t in held if owned[t].receipt == held[t]]
         verdicts = await self.publisher.check(TABLE_EVENTS, [held[t] for t in tables])
         return {t for t, v in zip(tables, verdicts, strict=True) if v is Verdict.WAITING}
 
     async def confirm_once(self) -> int:
-        """Confirm what every group has read, and relay again what the broker forgot (a log
-        whose publisher confirms: embedded mode). Returns how many tables were confirmed."""
-        if not self.publisher.confirms:
-            return 0
+        """Confirm what every group has read, and relay again what the log lost (tables whose
+        last receipt was not KEPT: none on Kafka). Returns how many tables were confirmed."""
         owned = self.leases.owned()
         shards: Iterable[int] = owned
         if owned == self._checked_owned and time.monotonic() - self._checked_all < CONFIRM_ALL_S:
@@ -267,17 +263,17 @@ class EventRelay:
         if not waiting:
             return 0
         tables = list(waiting)
-        verdicts = await self.publisher.check(
-            TABLE_EVENTS, [_placement(waiting[t]) or _NOWHERE for t in tables]
-        )
-        forgotten = [t for t, v in zip(tables, verdicts, strict=True) if v is Verdict.FORGOTTEN]
-        if forgotten:
+        # A table marked before its receipt was kept has none: KEPT, which a log that may
+        # forget cannot place (LOST: relayed again from what every group had read).
+        verdicts = await self.publisher.check(TABLE_EVENTS, [waiting[t].receipt for t in tables])
+        lost = [t for t, v in zip(tables, verdicts, strict=True) if v is Verdict.LOST]
+        if lost:
             log.warning(
-                "the broker forgot unconfirmed events: relaying them again",
-                extra={"tables": len(forgotten)},
+                "the log lost unconfirmed events: relaying them again",
+                extra={"tables": len(lost)},
             )
-            await self.store.replay_many(forgotten, self.now())
-            self._committed.update(forgotten)
+            await self.store.replay_many(lost, self.now())
+            self._committed.update(lost)
         done = {
             t: waiting[t].relayed
             for t, v in zip(tables, verdicts, strict=True)
@@ -345,13 +341,3 @@ class EventRelay:
 
     async def close(self) -> None:
         await self.publisher.close()
-
-
-_NOWHERE = Placement(-1, 0, -1)  # a table marked unconfirmed before its placement was kept
-
-
-def _placement(state: RelayState) -> Placement | None:
-    """Where a table's last record went (None: nowhere yet, or not kept: Kafka mode)."""
-    if not state.incarnation:
-        return None
-    return Placement(state.gen, state.partition, state.offset, state.incarnation)

@@ -5,10 +5,11 @@ A row is marked published only after Kafka acknowledged it, so a crash between c
 A pass sends its rows together (in id order, so per key in the ledger's order) and waits for
 every acknowledgement once: one produce request, not one per row.
 
-Rows go out through the event log port (services/common/log_port.py). On a broker that may
-forget (embedded mode) each row remembers where it went (generation, partition, offset,
-incarnation); it is confirmed once every group reading the topic has committed past it, and a
-row the broker forgot (another incarnation) is published again. Only confirmed rows are pruned.
+Rows go out through the event log port (services/common/log_port.py), and each is kept until
+the log's receipt says it may go: a KEPT receipt (production Kafka's) confirms the row as it is
+marked published; any other is kept in the row and checked every CONFIRM_S until the log says
+every group has read it (confirmed) or that it lost it (published again). Only confirmed rows
+are pruned. The same code in every mode.
 """
 
 from __future__ import annotations
@@ -17,20 +18,19 @@ import asyncio
 import logging
 import time
 from asyncio import FIRST_COMPLETED
-from typing import Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from services.common.backoff import Backoff, pause
 from services.common.clock import now_ms as now
-from services.common.log_port import Outgoing, Placement, Publisher, Verdict
+from services.common.log_port import KEPT, Outgoing, Publisher, Receipt, Verdict
 from services.wallet.metrics import WalletMetrics
 from services.wallet.schema import outbox
 
 log = logging.getLogger("bg.wallet.outbox")
 BATCH = 500
-CONFIRM_S = 1.0  # how often sent rows are checked against the groups' offsets (embedded mode)
+CONFIRM_S = 1.0  # how often rows sent with a receipt to confirm are checked (none on Kafka)
 
 
 class OutboxRelay:
@@ -71,10 +71,11 @@ class OutboxRelay:
         and transfers are the record; the outbox is only the way out). Returns rows deleted."""
         now_ms = now() if now_ms is None else now_ms
         cutoff = now_ms - int(self.keep_published_s * 1000)
-        done = outbox.c.confirmed_ms if self.publisher.confirms else outbox.c.published_ms
         async with self.engine.begin() as conn:
             result = await conn.execute(
-                delete(outbox).where(done.is_not(None), outbox.c.published_ms < cutoff)
+                delete(outbox).where(
+                    outbox.c.confirmed_ms.is_not(None), outbox.c.published_ms < cutoff
+                )
             )
         return int(result.rowcount or 0)
 
@@ -93,29 +94,24 @@ class OutboxRelay:
             await self._gauge()
             return 0
         out = [Outgoing(row.topic, row.key.encode(), row.payload) for row in rows]
-        placed = await self.publisher.publish(out, now())  # in order: per key, the ledger's
+        receipts = await self.publisher.publish(out, now())  # in order: per key, the ledger's
         published = now()
+        kept = [r.id for r, p in zip(rows, receipts, strict=True) if p == KEPT]
         async with self.engine.begin() as conn:
             await _lock(conn, [r.id for r in rows])
-            if not self.publisher.confirms:
+            if kept:  # one statement for a whole batch (every row, on Kafka)
                 await conn.execute(
                     update(outbox)
-                    .where(outbox.c.id.in_([r.id for r in rows]))
-                    .values(published_ms=published)
+                    .where(outbox.c.id.in_(kept))
+                    .values(published_ms=published, confirmed_ms=published)
                 )
-            else:
-                for row, p in zip(rows, placed, strict=True):
-                    assert isinstance(p, Placement)  # a row has no `after`: never held back
+            for row, p in zip(rows, receipts, strict=True):
+                assert isinstance(p, str)  # a row follows nothing: never held back
+                if p != KEPT:
                     await conn.execute(
                         update(outbox)
                         .where(outbox.c.id == row.id)
-                        .values(
-                            published_ms=published,
-                            sent_gen=p.gen,
-                            sent_partition=p.partition,
-                            sent_offset=p.offset,
-                            sent_incarnation=p.incarnation,
-                        )
+                        .values(published_ms=published, sent_receipt=p)
                     )
         if self.metrics:
             self.metrics.published.inc(len(rows))
@@ -123,21 +119,12 @@ class OutboxRelay:
         return len(rows)
 
     async def confirm_once(self) -> int:
-        """Confirm the rows every reading group has committed past; publish again the rows the
-        broker forgot. Returns how many were confirmed (embedded mode; 0 otherwise)."""
-        if not self.publisher.confirms:
-            return 0
+        """Confirm the rows the log says every reading group has read; publish again the rows it
+        lost. Returns how many were confirmed (rows with KEPT receipts never wait here)."""
         async with self.engine.connect() as conn:
             rows = (
                 await conn.execute(
-                    select(
-                        outbox.c.id,
-                        outbox.c.topic,
-                        outbox.c.sent_gen,
-                        outbox.c.sent_partition,
-                        outbox.c.sent_offset,
-                        outbox.c.sent_incarnation,
-                    )
+                    select(outbox.c.id, outbox.c.topic, outbox.c.sent_receipt)
                     .where(outbox.c.confirmed_ms.is_(None), outbox.c.published_ms.is_not(None))
                     .order_by(outbox.c.id)
                     .limit(BATCH)
@@ -148,20 +135,22 @@ class OutboxRelay:
         verdicts: dict[int, Verdict] = {}
         for logical in {r.topic for r in rows}:
             mine = [r for r in rows if r.topic == logical]
-            placements = [_placement(r) for r in mine]
-            checked = await self.publisher.check(logical, placements)
+            receipts = [Receipt(r.sent_receipt or KEPT) for r in mine]
+            checked = await self.publisher.check(logical, receipts)
             verdicts.update((r.id, v) for r, v in zip(mine, checked, strict=True))
-        forgotten = [i for i, v in verdicts.items() if v is Verdict.FORGOTTEN]
+        lost = [i for i, v in verdicts.items() if v is Verdict.LOST]
         done = [i for i, v in verdicts.items() if v is Verdict.READ]
         async with self.engine.begin() as conn:
-            await _lock(conn, sorted([*forgotten, *done]))
-            if forgotten:
+            await _lock(conn, sorted([*lost, *done]))
+            if lost:
                 log.warning(
-                    "the broker forgot outbox rows: publishing them again",
-                    extra={"rows": len(forgotten)},
+                    "the log lost outbox rows: publishing them again",
+                    extra={"rows": len(lost)},
                 )
                 await conn.execute(
-                    update(outbox).where(outbox.c.id.in_(forgotten)).values(published_ms=None)
+                    update(outbox)
+                    .where(outbox.c.id.in_(lost))
+                    .values(published_ms=None, sent_receipt=None)
                 )
             if done:
                 await conn.execute(
@@ -217,11 +206,3 @@ async def _lock(conn: AsyncConnection, ids: list[int]) -> None:
     if ids:
         query = select(outbox.c.id).where(outbox.c.id.in_(ids)).order_by(outbox.c.id)
         await conn.execute(query.with_for_update())
-
-
-def _placement(row: Any) -> Placement:
-    """Where a sent row went (a row sent while its placement was not kept, by a log that
-    confirms nothing, has none: nowhere, so never read by this incarnation)."""
-    if row.sent_incarnation is None or row.sent_gen is None:
-        return Placement(-1, 0, -1)
-    return Placement(row.sent_gen, row.sent_partition, row.sent_offset, row.sent_incarnation)

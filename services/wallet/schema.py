@@ -129,11 +129,9 @@ outbox = Table(
     Column("payload", LargeBinary, nullable=False),
     Column("created_ms", BigInteger, nullable=False),
     Column("published_ms", BigInteger, nullable=True),
-    # Where a row went on a broker that may forget, and when every group had read it (0005).
-    Column("sent_gen", BigInteger, nullable=True),
-    Column("sent_partition", Integer, nullable=True),
-    Column("sent_offset", BigInteger, nullable=True),
-    Column("sent_incarnation", String(32), nullable=True),
+    # The event log's receipt for the row, and when the log said every group had it (KEPT
+    # receipts: at once). Until then the row is kept, and sent again if the log lost it (0007).
+    Column("sent_receipt", String(128), nullable=True),
     Column("confirmed_ms", BigInteger, nullable=True),
     Index("ix_outbox_unpublished", "published_ms", "id"),
     Index("ix_outbox_unconfirmed", "confirmed_ms", "published_ms", "id"),

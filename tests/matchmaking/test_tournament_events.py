@@ -13,8 +13,9 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from services.common.embedded_generations import EventLog
-from services.common.embedded_log import EmbeddedEventLog
+from services.common.embedded_log import EmbeddedEventLog, Placed
 from services.common.kafka_log import KafkaEventLog
+from services.common.log_port import KEPT
 from services.common.topics import Namespace
 from services.contracts.topics import READERS, TOURNAMENT_EVENTS
 from services.matchmaking.adapters.tournament_events import TournamentEvents
@@ -32,9 +33,10 @@ async def test_a_result_is_read_once_every_group_has_it_and_sent_again_if_forgot
     events = TournamentEvents(embedded.publisher("t-results"))
     try:
         sent = await events.publish("u1", b"result")
-        assert sent.incarnation and sent.offset == 0
+        placed = Placed.of(sent)  # the embedded log's receipt: where the record went
+        assert placed is not None and placed.incarnation and placed.offset == 0
         assert await events.read(sent) is None  # nobody has read it yet
-        topic = log.topic(TOURNAMENT_EVENTS, sent.gen, sent.incarnation)
+        topic = log.topic(TOURNAMENT_EVENTS, placed.gen, placed.incarnation)
         await groups_read(boot, log, topic, TOURNAMENT_EVENTS)
         assert await events.read(sent) is True
         restart(broker, tmp_path)  # a broker killed -9 forgets everything: it must go again
@@ -43,8 +45,8 @@ async def test_a_result_is_read_once_every_group_has_it_and_sent_again_if_forgot
         embedded = EmbeddedEventLog(boot, log, READERS)  # a new process's clients
         events = TournamentEvents(embedded.publisher("t-results"))
         assert await events.read(sent) is False
-        again = await events.publish("u1", b"result")
-        assert again.incarnation != sent.incarnation
+        again = Placed.of(await events.publish("u1", b"result"))
+        assert again is not None and again.incarnation != placed.incarnation
     finally:
         await events.close()
         await embedded.close()
@@ -63,6 +65,6 @@ async def test_on_kafka_mode_a_result_is_done_at_the_acknowledgement(broker: lis
     events = TournamentEvents(KafkaEventLog(boot, namespace, False).publisher("k-results"))
     try:
         sent = await events.publish("u2", b"result")
-        assert (sent.gen, sent.incarnation) == (0, "") and await events.read(sent) is True
+        assert sent == KEPT and await events.read(sent) is True
     finally:
         await events.close()

@@ -20,6 +20,7 @@ from bg.matchmaking.v1 import matchmaking_pb2
 from bg.table.v1 import table_pb2
 from services.common.connections import sql_engine
 from services.common.errors import ServiceError
+from services.common.log_port import Receipt
 from services.common.metrics import ServiceMetrics
 from services.common.migrate import migrate
 from services.contracts import money_keys
@@ -28,7 +29,6 @@ from services.matchmaking.adapters.redis_tournaments import KEEP_S, RedisTournam
 from services.matchmaking.bracket import prizes
 from services.matchmaking.lobby import Lobby
 from services.matchmaking.metrics import TournamentMetrics
-from services.matchmaking.ports import Sent
 from services.matchmaking.table_documents import LobbyStatus
 from services.matchmaking.tournaments import Tournaments, to_proto
 from services.wallet.app import MIGRATIONS
@@ -77,13 +77,13 @@ class FakeResults:
         self.state: bool | None = True
         self.down = False
 
-    async def publish(self, tournament_id: str, value: bytes) -> Sent:
+    async def publish(self, tournament_id: str, value: bytes) -> Receipt:
         if self.down:
             raise ConnectionError("the broker is away")
         self.published.append(events_pb2.TournamentEvent.FromString(value))
-        return Sent(0, 0, len(self.published) - 1, "i1")
+        return Receipt(f"r{len(self.published) - 1}")
 
-    async def read(self, sent: Sent) -> bool | None:
+    async def read(self, receipt: Receipt) -> bool | None:
         return self.state
 
 

@@ -78,7 +78,7 @@ async def test_every_service_migrates_one_shared_database(tmp_path: Path) -> Non
             "alembic_version_wallet", "alembic_version_leaderboard",
             "alembic_version_accounts", "alembic_version_analysis",
         }  # fmt: skip
-        assert versions["alembic_version_wallet"] == "0006"
+        assert versions["alembic_version_wallet"] == "0007"
         assert versions["alembic_version_leaderboard"] == "0005"
     finally:
         await engine.dispose()
@@ -92,6 +92,6 @@ async def test_a_database_of_the_earlier_release_is_adopted_then_upgraded(tmp_pa
             await conn.execute(text("ALTER TABLE alembic_version_wallet RENAME TO alembic_version"))
         await migrate(engine, MIGRATIONS)  # no table is made twice: the revision is adopted
         versions = await _versions(engine)
-        assert versions["alembic_version_wallet"] == "0006"
+        assert versions["alembic_version_wallet"] == "0007"
     finally:
         await engine.dispose()

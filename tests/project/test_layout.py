@@ -277,6 +277,37 @@ def test_the_services_see_the_event_log_only_through_its_port() -> None:
     assert found == []
 
 
+# An embedded broker's words: its generations, incarnations and the question whether a log
+# confirms at all (issue 62, item 1).
+_EMBEDDED_WORDS = {"gen", "generation", "incarnation", "confirms", "partition", "offset"}
+
+
+def test_the_log_port_speaks_the_log_and_its_users_ask_no_mode() -> None:
+    """Issue 62, item 1: the port's types and calls carry receipts, keys, headers and
+    verdicts, not an embedded broker's placement; and no relay, outbox or service anywhere
+    reads one of those words off what the port hands it (no `.confirms`, `.incarnation`,
+    `.gen`: the same code in both modes)."""
+    port = SERVICES / "common" / "log_port.py"
+    named = set()
+    for node in ast.walk(ast.parse(port.read_text())):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            named.add(node.target.id)  # a dataclass's field
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            named.add(node.name)
+            named.update(a.arg for a in node.args.args)
+    assert named & _EMBEDDED_WORDS == set()
+    adapters = {"embedded_generations.py", "embedded_log.py", "kafka_log.py", "topics.py"}
+    read = _EMBEDDED_WORDS - {"partition", "offset"}  # str.partition, a reader's offsets
+    found = []
+    for path in SERVICES.rglob("*.py"):
+        if path.parent == SERVICES / "common" and path.name in adapters:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in read:
+                found.append(f"{path.relative_to(SERVICES)}: .{node.attr}")
+    assert found == []
+
+
 def test_the_gateway_is_an_edge_with_no_database() -> None:
     """Issue 44 item 3: accounts, bans and the audit log are the identity service's; the
     gateway imports no SQL, keeps no migrations and reads no database setting."""

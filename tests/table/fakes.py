@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from services.common.errors import ServiceError
-from services.common.log_port import Outgoing, Placement, Unsent, Verdict
+from services.common.log_port import KEPT, Outgoing, Receipt, Unsent, Verdict
 from services.contracts.event_records import table_events
 
 
@@ -69,21 +69,19 @@ class FakeWallet:
 
 class FakePublisher:
     """The event log as the relay sees it (services/common/log_port.py), on production Kafka:
-    every record acknowledged at once, nothing to confirm."""
-
-    confirms = False
+    every record acknowledged at once and KEPT."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, bytes]] = []  # (key, one serialized event), in order
 
-    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Receipt | Unsent]:
         for r in records:  # a commit's record: its events, in order
             for event in table_events(r.value, list(r.headers)):
                 self.sent.append((r.key.decode(), event.SerializeToString()))
-        return [Placement(0, 0, i) for i in range(len(records))]
+        return [KEPT] * len(records)
 
-    async def check(self, logical: str, placements: Sequence[Placement]) -> list[Verdict]:
-        return [Verdict.READ] * len(placements)
+    async def check(self, logical: str, receipts: Sequence[Receipt]) -> list[Verdict]:
+        return [Verdict.READ] * len(receipts)
 
     async def close(self) -> None:
         return None

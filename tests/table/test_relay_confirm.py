@@ -13,7 +13,8 @@ import pytest
 
 from bg.events.v1 import events_pb2
 from services.common.embedded_generations import confirmed
-from services.common.log_port import Outgoing, Placement, Unsent, Verdict
+from services.common.embedded_log import Placed
+from services.common.log_port import KEPT, Outgoing, Receipt, Unsent, Verdict
 from services.contracts.shards import shard_of
 from services.table import relay as relay_module
 from services.table.adapters.redis_store import RelayState
@@ -52,29 +53,32 @@ class Leases:
 
 
 class Broker:
-    """The event log as a relay on a broker that may forget sees it: every placement of the
+    """The event log as a relay on a broker that may forget sees it: every receipt of the
     current incarnation is read once every group's offset (`read_up_to`) is past it."""
-
-    confirms = True
 
     def __init__(self, read_up_to: dict[str, int | None]) -> None:
         self.read_up_to = read_up_to
 
-    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Receipt | Unsent]:
         raise AssertionError("these tests only confirm")
 
-    async def check(self, logical: str, placements: Sequence[Placement]) -> list[Verdict]:
+    async def check(self, logical: str, receipts: Sequence[Receipt]) -> list[Verdict]:
+        placed = [Placed.of(r) for r in receipts]
         return [
-            Verdict.FORGOTTEN
-            if p.incarnation != INCARNATION
+            Verdict.LOST
+            if p is None or p.incarnation != INCARNATION
             else Verdict.READ
             if confirmed(self.read_up_to, p.offset)
             else Verdict.WAITING
-            for p in placements
+            for p in placed
         ]
 
     async def close(self) -> None:
         return None
+
+
+def _at(gen: int, offset: int) -> Receipt:
+    return Placed(gen, 0, offset, INCARNATION).receipt()
 
 
 def _table_in(shard: int) -> str:
@@ -96,7 +100,7 @@ async def test_between_full_checks_only_the_shards_with_unconfirmed_tables_are_r
     groups: dict[str, int | None] = {"leaderboard": 10, "wallet": 10}
     relay = EventRelay(store, Broker(groups), leases=Leases(owned))  # type: ignore[arg-type]
     late = _table_in(7)
-    store.waiting[late] = RelayState(relayed=5, gen=0, offset=20, incarnation=INCARNATION)
+    store.waiting[late] = RelayState(relayed=5, receipt=_at(0, 20))
 
     assert await relay.confirm_once() == 0  # the first check reads every owned shard
     assert store.asked[-1] == set(owned)
@@ -117,7 +121,7 @@ async def test_between_full_checks_only_the_shards_with_unconfirmed_tables_are_r
 
     # A table another replica left unconfirmed is found by the next full check.
     other = _table_in(300)
-    store.waiting[other] = RelayState(relayed=9, gen=0, offset=3, incarnation=INCARNATION)
+    store.waiting[other] = RelayState(relayed=9, receipt=_at(0, 3))
     clock[0] += relay_module.CONFIRM_ALL_S
     assert await relay.confirm_once() == 1
     assert store.asked[-1] == set(owned)
@@ -143,9 +147,10 @@ class HoldingStore:
     the reads of its stream."""
 
     def __init__(self) -> None:
-        self.state = RelayState(relayed=4, gen=7, offset=3, incarnation=INCARNATION)
+        self.state = RelayState(relayed=4, receipt=_at(7, 3))
         self.reads = 0
         self.acked: dict[str, int] = {}
+        self.kept: dict[str, Receipt] = {}  # receipts left to confirm
         self.released = 0
 
     async def lease_for_relay(self, tables: list[str], token: str, ttl: int) -> dict[str, Any]:
@@ -161,6 +166,7 @@ class HoldingStore:
     ) -> None:
         """Pointers that moved are kept; each call ends the pass's leases."""
         self.acked.update({t: n for t, n in upto.items() if n > self.state.relayed})
+        self.kept.update(where)
         self.released += len(upto)
 
     async def release_relay(self, tables: list[str], token: str) -> None:
@@ -170,11 +176,12 @@ class HoldingStore:
 class Holding(Broker):
     """Holds a key whose last record is unread; sends once it is read."""
 
-    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
-        out: list[Placement | Unsent] = []
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Receipt | Unsent]:
+        out: list[Receipt | Unsent] = []
         for r in records:
-            unread = r.after is not None and not confirmed(self.read_up_to, r.after.offset)
-            out.append(Unsent.HELD if unread else Placement(9, 0, 0, INCARNATION))
+            last = Placed.of(r.follows)
+            unread = last is not None and not confirmed(self.read_up_to, last.offset)
+            out.append(Unsent.WAIT if unread else _at(9, 0))
         return out
 
 
@@ -193,7 +200,38 @@ async def test_a_held_table_is_checked_not_read_again_until_its_records_are_read
     relay.committed("t1")
     assert await relay.run_once(sweep=False) == 1
     assert store.reads == 2 and store.acked == {"t1": 5}
+    assert store.kept == {"t1": _at(9, 0)}  # its new last record's, to confirm
     assert store.released == 4  # every pass's lease ended with its acknowledgement
+
+
+class Keeping(Broker):
+    """A log that keeps what it acknowledged (Kafka's): every receipt KEPT, every check READ."""
+
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Receipt | Unsent]:
+        return [KEPT] * len(records)
+
+    async def check(self, logical: str, receipts: Sequence[Receipt]) -> list[Verdict]:
+        return [Verdict.READ] * len(receipts)
+
+
+async def test_the_same_relay_on_a_log_that_keeps_what_it_acknowledged_keeps_nothing_to_confirm(
+    clock: list[float],
+) -> None:
+    """Issue 62, item 1: no mode in the relay. KEPT receipts leave no table unconfirmed; a table
+    an earlier log left unconfirmed (its receipt unreadable now) is confirmed by the next check,
+    not relayed again, since this log answers READ."""
+    store = HoldingStore()
+    store.state = RelayState(relayed=4)
+    relay = EventRelay(store, Keeping({}), leases=Leases([0]))  # type: ignore[arg-type]
+    relay.committed("t1")
+    assert await relay.run_once(sweep=False) == 1
+    assert store.acked == {"t1": 5} and store.kept == {}
+
+    waiting = Store()
+    waiting.waiting[_table_in(3)] = RelayState(relayed=8, receipt=_at(2, 1))
+    checker = EventRelay(waiting, Keeping({}), leases=Leases([3]))  # type: ignore[arg-type]
+    assert await checker.confirm_once() == 1
+    assert waiting.confirmed == {_table_in(3): 8}
 
 
 class CountingLeases(Leases):

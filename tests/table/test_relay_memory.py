@@ -10,7 +10,7 @@ from typing import Any
 
 from bg.events.v1 import events_pb2
 from services.common.clock import now_ms
-from services.common.log_port import Outgoing, Placement, Unsent
+from services.common.log_port import Outgoing, Receipt, Unsent
 from services.common.metrics import ServiceMetrics
 from services.contracts.redis_keys import table_key
 from services.table import relay as relay_module
@@ -90,16 +90,16 @@ async def test_a_commit_by_another_replica_in_between_is_read_from_the_stream(
 
 
 class Forgetting(FakePublisher):
-    """A broker that lost the table's last records: every publish comes back FORGOTTEN."""
+    """A log that lost the table's last records: every publish comes back RESEND."""
 
-    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
-        return [Unsent.FORGOTTEN] * len(records)
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Receipt | Unsent]:
+        return [Unsent.RESEND] * len(records)
 
 
-async def test_a_forgotten_table_goes_again_from_what_every_group_read(
+async def test_a_lost_table_goes_again_from_what_every_group_read(
     redis: Any, wallet: FakeWallet
 ) -> None:
-    """The pass that finds the broker forgot a table puts its pointer back to `consumed`; the
+    """The pass that finds the log lost a table's records puts its pointer back to `consumed`; the
     same pass's acknowledgement, which ends its lease, leaves that pointer where it is."""
     core, relay, store = _replica(redis, wallet)
     await deal(core, "t1", "t1-1", P, options("casual"))
@@ -144,7 +144,7 @@ class StalledPublisher(FakePublisher):
         self.answers = asyncio.Event()
         self.waiting = asyncio.Event()
 
-    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Receipt | Unsent]:
         self.waiting.set()
         await self.answers.wait()
         return await super().publish(records, at_ms)

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bg.events.v1 import events_pb2
 from services.common.kafka_log import KafkaEventLog
-from services.common.log_port import Outgoing, Placement, Unsent, Verdict
+from services.common.log_port import KEPT, Outgoing, Receipt, Unsent, Verdict
 from services.common.topics import PLAIN
 from services.contracts.topics import TABLE_EVENTS, WALLET_EVENTS
 from services.wallet.consumer import TableEventsHandler, consume
@@ -135,13 +135,11 @@ async def test_a_casual_cubes_take_moves_no_money_and_a_wagered_hold_unknown_is_
 class _CrashingPublisher:
     """A publisher whose process dies before the broker acknowledges."""
 
-    confirms = False
-
-    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Receipt | Unsent]:
         raise ConnectionError("killed before the broker answered")
 
-    async def check(self, logical: str, placements: Sequence[Placement]) -> list[Verdict]:
-        return [Verdict.READ] * len(placements)
+    async def check(self, logical: str, receipts: Sequence[Receipt]) -> list[Verdict]:
+        return [Verdict.READ] * len(receipts)
 
     async def close(self) -> None:
         return None
@@ -200,8 +198,8 @@ async def test_crash_between_commit_and_publish_then_restart_publishes(
 class _AckingPublisher(_CrashingPublisher):
     """A broker that acknowledges every record at once."""
 
-    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Placement | Unsent]:
-        return [Placement(0, 0, i) for i in range(len(records))]
+    async def publish(self, records: Sequence[Outgoing], at_ms: int) -> list[Receipt | Unsent]:
+        return [KEPT] * len(records)
 
 
 async def _until_published(engine: AsyncEngine) -> None:
@@ -242,7 +240,9 @@ async def test_published_outbox_rows_are_pruned_after_a_day_unpublished_never(
     async with engine.begin() as conn:
         ids = [r.id for r in (await conn.execute(select(outbox.c.id).order_by(outbox.c.id))).all()]
         await conn.execute(
-            update(outbox).where(outbox.c.id == ids[0]).values(published_ms=1)  # long ago
+            update(outbox)
+            .where(outbox.c.id == ids[0])
+            .values(published_ms=1, confirmed_ms=1)  # long ago, KEPT by the log
         )
     now = int(time.time() * 1000)
     assert await relay.prune(now) == 1

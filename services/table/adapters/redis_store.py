@@ -34,6 +34,7 @@ from redis.asyncio.cluster import RedisCluster
 from engine.state import TableState
 from services.common.connections import evalsha, evalsha_many, reply_text
 from services.common.lean_redis import LeanRedis
+from services.common.log_port import KEPT, Receipt
 from services.common.node_pipelines import node_of, raise_first, read_slots_again, run_by_node
 from services.contracts import money_keys
 from services.contracts.redis_keys import (
@@ -141,10 +142,10 @@ return 1
 
 # After the relay published up to A[1] (table id A[2]): end the relay lease of A[3] (K[5]), move
 # the pointer forward, unmark when caught up. A finished table whose events are all on Kafka
-# starts its grace period: its keys expire. On a broker that may forget (A[4..7]: generation,
-# partition, offset, incarnation of the last record, "" for none), where that record went is
-# kept, and the table stays in its shard's unconfirmed set (K[6], A[8]: now) until every group
-# has read it. K: state hash, relay set, stream, commands, relay lock, unconfirmed set.
+# starts its grace period: its keys expire. With a receipt to confirm (A[4], the last record's,
+# "" for none: KEPT, or nothing sent) the receipt is kept and the table stays in its shard's
+# unconfirmed set (K[6], A[5]: now) until the log says every group has read it. K: state hash,
+# relay set, stream, commands, relay lock, unconfirmed set.
 _ACK_ONE = """
 local function ack(K, A)
   if redis.call('GET', K[5]) == A[3] then redis.call('DEL', K[5]) end
@@ -152,9 +153,9 @@ local function ack(K, A)
   local upto = tonumber(A[1])
   if upto > relayed then redis.call('HSET', K[1], 'relayed', upto); relayed = upto end
   if A[4] ~= '' then
-    redis.call('HSET', K[1], 'rg', A[4], 'rp', A[5], 'ro', A[6], 'ri', A[7], 'rs', upto)
+    redis.call('HSET', K[1], 'rr', A[4], 'rs', upto)
     if upto > tonumber(redis.call('HGET', K[1], 'consumed') or '0') then
-      redis.call('ZADD', K[6], A[8], A[2])
+      redis.call('ZADD', K[6], A[5], A[2])
     end
   end
   local seq = tonumber(redis.call('HGET', K[1], 'seq') or '0')
@@ -171,7 +172,7 @@ local function ack(K, A)
   end
 end
 """.replace("FINISHED_TTL", str(FINISHED_TTL_S))
-ACK_KEYS, ACK_ARGS = 6, 8
+ACK_KEYS, ACK_ARGS = 6, 5
 # One table (a Valkey Cluster: a script's keys share a slot).
 _RELAY_ACK = _ACK_ONE + "ack(KEYS, ARGV)\nreturn 1\n"
 # Every table of a relay pass in one call (a standalone Redis): the per-table calls of a
@@ -223,7 +224,7 @@ if not redis.call('HGET', KEYS[1], 'seq') then
 end
 local consumed = redis.call('HGET', KEYS[1], 'consumed') or '0'
 redis.call('HSET', KEYS[1], 'relayed', consumed)
-redis.call('HDEL', KEYS[1], 'rg', 'rp', 'ro', 'ri', 'rs')
+redis.call('HDEL', KEYS[1], 'rr', 'rs', 'rg', 'rp', 'ro', 'ri')
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[1])
 return 1
@@ -258,7 +259,10 @@ return out
 CLUSTER_CHUNK = 48
 
 
-_RELAY_FIELDS = ("relayed", "consumed", "rg", "rp", "ro", "ri")
+# The pointers and the last record's receipt. (A hash written before receipts, 2026-12, kept an
+# embedded log's placement in rg/rp/ro/ri instead: read as none, which that log answers LOST,
+# so such a table is relayed again from what every group read, and consumers dedupe.)
+_RELAY_FIELDS = ("relayed", "consumed", "rr")
 
 
 # Tables per script call of a relay pass: a call blocks Redis while it runs, so a sweep's
@@ -272,14 +276,11 @@ def _chunked(items: list[C]) -> list[list[C]]:
 
 
 def _relay_state(raw: list[Any]) -> RelayState:
-    relayed, consumed, gen, partition, offset, incarnation = raw
+    relayed, consumed, receipt = raw
     return RelayState(
         relayed=int(relayed or 0),
         consumed=int(consumed or 0),
-        gen=int(gen) if gen is not None else -1,
-        partition=int(partition or 0),
-        offset=int(offset) if offset is not None else -1,
-        incarnation=incarnation.decode() if incarnation else "",
+        receipt=Receipt(receipt.decode()) if receipt else KEPT,
     )
 
 
@@ -303,15 +304,12 @@ def _entry(eid: bytes, fields: dict[bytes, bytes]) -> Entry:
 
 @dataclass(frozen=True)
 class RelayState:
-    """What the relay knows of a table: its pointers and, on a broker that may forget, where its
-    last record went (generation, partition, offset, incarnation; gen -1: nowhere yet)."""
+    """What the relay knows of a table: its pointers and its last record's receipt, while the
+    log has not said every group read it (KEPT: none to ask about)."""
 
     relayed: int
     consumed: int = 0
-    gen: int = -1
-    partition: int = 0
-    offset: int = -1
-    incarnation: str = ""
+    receipt: Receipt = KEPT
 
 
 def encode_state(state: TableState) -> bytes:
@@ -558,13 +556,13 @@ class TableStore:
     async def relay_ack_many(
         self,
         upto: dict[str, int],
-        where: dict[str, tuple[int, int, int, str]] | None = None,
+        where: dict[str, Receipt] | None = None,
         now_ms: int = 0,
         token: str = "",
     ) -> None:
         """Move each table's relayed pointer (unmarking caught-up tables) and end the relay
-        lease `token` holds on it. With `where` (a broker that may forget), keep where each
-        table's last record went and mark the table unconfirmed. One round trip."""
+        lease `token` holds on it. With a receipt in `where` (not KEPT), keep it as the
+        table's last record's and mark the table unconfirmed. One round trip."""
         calls = []
         for t, seq in upto.items():
             shard = shard_of(t)
@@ -577,7 +575,7 @@ class TableStore:
                 relay_lock_key(t),
                 unconfirmed_key(shard),
             ]
-            calls.append((keys, [seq, t, token, *(placed or ("", "", "", "")), now_ms]))
+            calls.append((keys, [seq, t, token, placed or KEPT, now_ms]))
         if not calls:
             return
         if not self._cluster:  # the tables in a few calls
