@@ -1,20 +1,14 @@
 """One subscription per table per gateway process, fanned out to the local Play streams.
 
-An update reaches a seat one way (issue 62, item 2): each commit publishes its `TableUpdate`
-(its events and both seats' fresh views) on the table's channel (services/contracts/
-redis_keys.py), and the command's reply carries its result only (the seq it committed). The
-gateway holds one Redis pub/sub connection; the first local stream on a table subscribes to its
-channel, the last one to leave unsubscribes. Each message is parsed once and handed to every
-local subscriber (both seats, spectators).
+Each commit publishes a `TableUpdate` on the table's channel (services/contracts/redis_keys.py).
+The gateway holds one Redis pub/sub connection; the first local stream on a table subscribes to
+its channel, the last one to leave unsubscribes. Each message is parsed once and handed to every
+local subscriber (both seats and, later, spectators). Pub/sub delivers at most once: after the
+connection breaks, every subscriber is told to fill the gap from the table's stream (`GAP`).
 
-While a stream's command is out, the table's updates skip that stream, and the command's answer
-goes with the first update that shows its commit (`Answer(message, update)`: come already, or
-still to come); the events it skipped are filled from the table's stream by seq. So a result
-always meets its commit, with no timer. A refusal goes alone, after the last update if the
-stream skipped one.
-
-Pub/sub delivers at most once: after the connection breaks, every subscriber is told to fill
-the gap from the table's stream (`GAP`), and an answer waiting for its update goes alone.
+A command this gateway sent comes back from the table with its commit's update: that copy is
+handed to the table's local subscribers at once (`deliver_local`), the commanding stream's
+with the command's answer (`Answer`), and the pub/sub copy that follows is skipped by seq.
 
 Beside each table's update channel the feed listens on its seat channel: a Play stream opening
 anywhere (`take_seat`) is handed to `on_seat`, which ends that player's older streams here; and
@@ -86,8 +80,7 @@ class Subscription:
     def __init__(self, table_id: str) -> None:
         self.table_id = table_id
         self.queue: asyncio.Queue[Item] = asyncio.Queue()
-        self.busy = False  # a command of this stream is out: updates wait for its answer
-        self.missed = False  # an update skipped it while busy
+        self.answers_due = 0  # commands sent whose answer is not yet queued
 
     def deliver(self, item: Item) -> None:
         if item is not None and self.queue.qsize() >= QUEUE_LIMIT:
@@ -101,15 +94,6 @@ class Subscription:
                 return
             item = Answer(item.message)
         self.queue.put_nowait(item)
-
-
-class _Table:
-    """A table's side on this gateway: its last update, and the answers of local streams
-    waiting for the update that shows their commit."""
-
-    def __init__(self) -> None:
-        self.last: table_pb2.TableUpdate | None = None
-        self.answers: dict[Subscription, tuple[int, gateway_pb2.PlayUpdate]] = {}
 
 
 def _drain(queue: asyncio.Queue[Item]) -> list[Item]:
@@ -142,7 +126,6 @@ class TableFeed:
         self.on_seat = on_seat
         self.on_chat = on_chat
         self.subscribers: dict[str, set[Subscription]] = {}
-        self._tables: dict[str, _Table] = {}
         self._pubsub: Any = None
         self._watched: Any = None  # the pub/sub connection whose reconnects ask for refills
         self._reader: asyncio.Task[None] | None = None
@@ -155,7 +138,6 @@ class TableFeed:
         async with self._lock:
             subs = self.subscribers.setdefault(table_id, set())
             subs.add(sub)
-            self._tables.setdefault(table_id, _Table())
             if len(subs) == 1:
                 try:
                     await self.redis.initialize()  # a cluster client learns its nodes first
@@ -168,59 +150,15 @@ class TableFeed:
                 self._reader = asyncio.create_task(self._read(), name="table-feed")
         return sub
 
-    def answer(
-        self, table_id: str, seq: int, origin: Subscription, answer: gateway_pb2.PlayUpdate
+    def deliver_local(
+        self, update: table_pb2.TableUpdate, origin: Subscription, answer: gateway_pb2.PlayUpdate
     ) -> None:
-        """The answer to `origin`'s command, whose commit is `seq`: with the first update that
-        shows it, come already or still to come."""
-        table = self._tables.get(table_id)
-        if table is None:
-            self.alone(table_id, origin, answer)
-        elif table.last is not None and table.last.seq >= seq:
-            origin.busy = origin.missed = False
-            origin.deliver(Answer(answer, table.last))  # what it missed: filled from the stream
-        else:
-            table.answers[origin] = (seq, answer)
-
-    def alone(self, table_id: str, origin: Subscription, answer: gateway_pb2.PlayUpdate) -> None:
-        """An answer with no commit of its own (a refusal, a duplicate): after the last update,
-        if the stream skipped one while its command was out."""
-        table = self._tables.get(table_id)
-        if origin.missed and table is not None and table.last is not None:
-            origin.deliver(table.last)
-        origin.busy = origin.missed = False
-        origin.deliver(Answer(answer))
-
-    def ring(self, update: table_pb2.TableUpdate) -> None:
-        """A commit's update, from the table's channel: to every local stream, except one whose
-        command is out (it goes with that command's answer)."""
-        table = self._tables.get(update.table_id)
-        if table is None:
-            return
-        if table.last is None or update.seq > table.last.seq:
-            table.last = update
+        """A commit this gateway's command made, as the table sent it back: to every local
+        subscriber of the table now (the commanding one with its answer)."""
         for sub in self.subscribers.get(update.table_id, ()):
-            waiting = table.answers.get(sub)
-            if waiting is not None and waiting[0] <= update.seq:
-                del table.answers[sub]
-                sub.busy = sub.missed = False
-                sub.deliver(Answer(waiting[1], update))
-            elif sub.busy:
-                sub.missed = True
-            else:
+            if sub is not origin:
                 sub.deliver(update)
-
-    def _refill(self, table_id: str) -> None:
-        """The table's updates may have been lost: its streams refill from its stream, and an
-        answer waiting for its update goes alone after that."""
-        table = self._tables.get(table_id)
-        for sub in self.subscribers.get(table_id, ()):
-            sub.deliver(GAP)
-        if table is not None:
-            for sub, (_, answer) in table.answers.items():
-                sub.busy = sub.missed = False
-                sub.deliver(Answer(answer))
-            table.answers.clear()
+        origin.deliver(Answer(answer, update))
 
     async def events_between(
         self, table_id: str, after_seq: int, upto_seq: int
@@ -248,12 +186,8 @@ class TableFeed:
             if subs is None:
                 return
             subs.discard(sub)
-            table = self._tables.get(sub.table_id)
-            if table is not None:
-                table.answers.pop(sub, None)
             if not subs:
                 del self.subscribers[sub.table_id]
-                self._tables.pop(sub.table_id, None)
                 with contextlib.suppress(Exception):  # a broken connection forgets it anyway
                     await self._channel().unsubscribe(*_channels(sub.table_id))
 
@@ -296,11 +230,13 @@ class TableFeed:
                     self.on_chat(table_id, message["data"])
                 continue
             self.received += 1
-            if table_id not in self.subscribers:
+            subs = self.subscribers.get(table_id)
+            if not subs:
                 continue
             update = table_pb2.TableUpdate()
             update.ParseFromString(message["data"])
-            self.ring(update)
+            for sub in subs:
+                sub.deliver(update)
 
     def _watch(self) -> None:
         """redis-py's pub/sub, when its connection breaks, connects again and subscribes again
@@ -319,8 +255,9 @@ class TableFeed:
 
     def _refill_all(self) -> None:
         """Anything published while the subscription was away is in the tables' streams."""
-        for table_id in list(self.subscribers):
-            self._refill(table_id)
+        for subs in self.subscribers.values():
+            for sub in subs:
+                sub.deliver(GAP)
 
     async def _reconnect(self) -> None:
         async with self._lock:

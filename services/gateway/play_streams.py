@@ -36,7 +36,7 @@ from services.gateway import edge_bounds
 from services.gateway.callers import Caller, Callers
 from services.gateway.chat_delivery import ChatDelivery, Listener
 from services.gateway.command_lines import CommandLines
-from services.gateway.feed import Subscription, TableFeed
+from services.gateway.feed import Answer, Subscription, TableFeed
 from services.gateway.live_streams import LiveStreams, Queue, stream_id
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.ports import LobbyPort
@@ -177,16 +177,17 @@ class PlayStreams:
         try:
             async for message in requests:
                 request_no += 1
+                sub.answers_due += 1
                 started = time.perf_counter()
-                sub.busy = True  # the table's updates wait for the answer (feed.py)
-                answer, seq = await self._command(message, table_id, player, seat, request_no)
+                answer, update = await self._command(message, table_id, player, seat, request_no)
                 self.command_seconds.observe(time.perf_counter() - started)
-                if seq:
-                    self.feed.answer(table_id, seq, sub, answer)
+                if update is not None:
+                    self.feed.deliver_local(update, sub, answer)
                 else:
-                    self.feed.alone(table_id, sub, answer)
+                    sub.deliver(Answer(answer))
         finally:
-            self.feed.alone(table_id, sub, END)
+            sub.answers_due += 1
+            sub.deliver(Answer(END))
 
     async def _command(
         self,
@@ -195,10 +196,11 @@ class PlayStreams:
         player: str,
         seat: int,
         request_no: int,
-    ) -> tuple[gateway_pb2.PlayUpdate, int]:
-        """One command to the table's owner: its answer, and the seq of the commit it made (0:
-        none, the answer goes alone)."""
+    ) -> tuple[gateway_pb2.PlayUpdate, table_pb2.TableUpdate | None]:
+        """One command to the table's owner: its answer, and the commit's update when the owner
+        sent it (this gateway fans it out at once)."""
         cmd = message.command
+        update: table_pb2.TableUpdate | None = None
         try:
             if message.WhichOneof("kind") != "command":
                 raise InvalidArgument("MALFORMED", "after join, send commands", field="command")
@@ -214,6 +216,8 @@ class PlayStreams:
                 command=cmd.command,
             )
             reply = await self.lines.submit(request, timeout=10)
+            if reply.HasField("update"):
+                update = reply.update
             if cmd.command.WhichOneof("kind") == "accept_rematch" and not reply.duplicate:
                 await self._deal_rematch(table_id, player)
             result = gateway_pb2.CommandResult(
@@ -223,7 +227,7 @@ class PlayStreams:
                 request_no=request_no,
             )
             answer = gateway_pb2.PlayUpdate(result=result, table_id=table_id)
-            return answer, 0 if reply.duplicate else reply.seq
+            return answer, update
         except ServiceError as err:
             # An id over its bound is never cut to fit: the cut could be another command's id.
             # The client matches such an answer on request_no.
@@ -234,7 +238,7 @@ class PlayStreams:
                 request_no=request_no,
                 status=err.status.name,
             )
-            return gateway_pb2.PlayUpdate(error=failed, table_id=table_id), 0
+            return gateway_pb2.PlayUpdate(error=failed, table_id=table_id), update
 
     async def _deal_rematch(self, table_id: str, player: str) -> None:
         """I-32: both agreed; matchmaking deals the new match on this table."""
