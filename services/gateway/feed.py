@@ -1,14 +1,31 @@
-"""One subscription per table per gateway process, fanned out to the local Play streams.
+"""One subscription per table per gateway process, fanned out to the local Play streams, and the
+order in which a stream sees its table's updates and its own commands' answers.
 
-Each commit publishes a `TableUpdate` on the table's channel (services/contracts/redis_keys.py).
-The gateway holds one Redis pub/sub connection; the first local stream on a table subscribes to
-its channel, the last one to leave unsubscribes. Each message is parsed once and handed to every
-local subscriber (both seats and, later, spectators). Pub/sub delivers at most once: after the
-connection breaks, every subscriber is told to fill the gap from the table's stream (`GAP`).
+Each commit publishes a `TableUpdate` (its events and both seats' fresh views) on the table's
+channel (services/contracts/redis_keys.py). The gateway holds one Redis pub/sub connection; the
+first local stream on a table subscribes to its channel, the last one to leave unsubscribes.
+Each message is parsed once and handed to every local subscriber (both seats, spectators).
 
-A command this gateway sent comes back from the table with its commit's update: that copy is
-handed to the table's local subscribers at once (`deliver_local`), the commanding stream's
-with the command's answer (`Answer`), and the pub/sub copy that follows is skipped by seq.
+How an update reaches a seat, and why three ways (issue 62 item 2 measured one way, below):
+1. the command's reply: a command this gateway sent comes back from the table with its commit's
+   update, handed at once to the table's local streams (`TableFeed.answered`), the commanding
+   stream's with the command's answer (`Answer`);
+2. pub/sub: the other gateways' streams get the commit from the table's channel; where the
+   reply's copy came first, the pub/sub copy is a repeat, skipped by seq;
+3. the table's stream (XRANGE): what a stream missed (a gap in seqs, a join's backlog, a broken
+   pub/sub connection: `GAP`, a fresh view and the events between) is read by seq.
+The result of a command must meet the update that shows its commit (a client acts on the view
+the result promised), whichever copy came first. So while a command of the stream is out
+(`Subscription.command_out`), updates that arrive are held until its answer (`next`), at most
+HOLD_S: past it they go out alone (`LATE`) and the answer follows on its own.
+
+Why not one way: pub/sub alone (the reply carrying the result only) was as cheap on the
+command-path bench, but in 4,000-table soaks it left 6 and 45 commands unanswered for 30 s
+(today's three ways: 0), ran 31 commands a second against 38 and cost the table replicas
+40-42% of a core against 23-29%; the table's stream alone cost a Redis read per ring: 1.7x the
+floor against 1.5x, p50 4.9 ms against 3.8 (docs/benchmarks.md, "One way for an update to reach
+a seat"). The reply path makes the commanding stream proof against a lost pub/sub message; the
+hold is its price.
 
 Beside each table's update channel the feed listens on its seat channel: a Play stream opening
 anywhere (`take_seat`) is handed to `on_seat`, which ends that player's older streams here; and
@@ -43,6 +60,9 @@ from services.contracts.redis_keys import (
 log = logging.getLogger("bg.gateway.feed")
 
 GAP: Final = None  # queued to a subscriber when updates may have been lost
+# How long updates wait for the answer to the stream's command in flight (normally a few ms):
+# past it they go out alone and the answer follows on its own.
+HOLD_S = 0.25
 QUEUE_LIMIT = 1000
 
 
@@ -72,15 +92,23 @@ class Answer:
 
 
 Item = table_pb2.TableUpdate | Answer | None
+LATE: Final = Answer(gateway_pb2.PlayUpdate())  # queued by the hold's timer, never by a command
 
 
 class Subscription:
-    """A local stream's view of a table's updates (and of the answers to its own commands)."""
+    """A local stream's view of a table's updates and of the answers to its own commands, in
+    the order the stream writes them (the module's docstring says why they are held)."""
 
     def __init__(self, table_id: str) -> None:
         self.table_id = table_id
         self.queue: asyncio.Queue[Item] = asyncio.Queue()
         self.answers_due = 0  # commands sent whose answer is not yet queued
+        self._held: list[table_pb2.TableUpdate | None] = []  # came while a command was out
+        self._timer: asyncio.TimerHandle | None = None  # queues LATE once held HOLD_S
+
+    def command_out(self) -> None:
+        """A command of this stream is on its way: updates wait for its answer."""
+        self.answers_due += 1
 
     def deliver(self, item: Item) -> None:
         if item is not None and self.queue.qsize() >= QUEUE_LIMIT:
@@ -94,6 +122,30 @@ class Subscription:
                 return
             item = Answer(item.message)
         self.queue.put_nowait(item)
+
+    async def next(
+        self,
+    ) -> tuple[list[table_pb2.TableUpdate | None], gateway_pb2.PlayUpdate | None]:
+        """What the stream writes next: updates in order (GAP: refill), then an answer, if
+        one is due now."""
+        while True:
+            item = await self.queue.get()
+            if item is LATE:  # the answer is late: what came meanwhile goes without it
+                held, self._held, self._timer = self._held, [], None
+                return held, None
+            if isinstance(item, Answer):
+                self.answers_due -= 1
+                held, self._held = self._held, []
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+                return held + ([item.update] if item.update is not None else []), item.message
+            if self.answers_due <= 0:
+                return [item], None
+            self._held.append(item)
+            if self._timer is None:
+                loop = asyncio.get_running_loop()
+                self._timer = loop.call_later(HOLD_S, self.queue.put_nowait, LATE)
 
 
 def _drain(queue: asyncio.Queue[Item]) -> list[Item]:
@@ -150,14 +202,18 @@ class TableFeed:
                 self._reader = asyncio.create_task(self._read(), name="table-feed")
         return sub
 
-    def deliver_local(
-        self, update: table_pb2.TableUpdate, origin: Subscription, answer: gateway_pb2.PlayUpdate
+    def answered(
+        self,
+        origin: Subscription,
+        answer: gateway_pb2.PlayUpdate,
+        update: table_pb2.TableUpdate | None = None,
     ) -> None:
-        """A commit this gateway's command made, as the table sent it back: to every local
-        subscriber of the table now (the commanding one with its answer)."""
-        for sub in self.subscribers.get(update.table_id, ()):
-            if sub is not origin:
-                sub.deliver(update)
+        """The answer to `origin`'s command; with `update`, the commit it made as the table
+        sent it back, handed to every local subscriber of the table now (way 1 above)."""
+        if update is not None:
+            for sub in self.subscribers.get(update.table_id, ()):
+                if sub is not origin:
+                    sub.deliver(update)
         origin.deliver(Answer(answer, update))
 
     async def events_between(

@@ -36,7 +36,7 @@ from services.gateway import edge_bounds
 from services.gateway.callers import Caller, Callers
 from services.gateway.chat_delivery import ChatDelivery, Listener
 from services.gateway.command_lines import CommandLines
-from services.gateway.feed import Answer, Subscription, TableFeed
+from services.gateway.feed import Subscription, TableFeed
 from services.gateway.live_streams import LiveStreams, Queue, stream_id
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.ports import LobbyPort
@@ -171,23 +171,20 @@ class PlayStreams:
         seat: int,
     ) -> None:
         """The stream's commands, one at a time, each answered through `sub` (in order with
-        the table's updates, see services/gateway/seat_relay.py)."""
+        the table's updates, see services/gateway/feed.py)."""
         table_id = sub.table_id
         request_no = 0  # the join was 0
         try:
             async for message in requests:
                 request_no += 1
-                sub.answers_due += 1
+                sub.command_out()
                 started = time.perf_counter()
                 answer, update = await self._command(message, table_id, player, seat, request_no)
                 self.command_seconds.observe(time.perf_counter() - started)
-                if update is not None:
-                    self.feed.deliver_local(update, sub, answer)
-                else:
-                    sub.deliver(Answer(answer))
+                self.feed.answered(sub, answer, update)
         finally:
-            sub.answers_due += 1
-            sub.deliver(Answer(END))
+            sub.command_out()
+            self.feed.answered(sub, END)
 
     async def _command(
         self,

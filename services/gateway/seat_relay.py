@@ -13,15 +13,11 @@ from redis.exceptions import RedisError
 from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
 from services.common.errors import ServiceError
-from services.gateway.feed import GAP, Answer, Subscription
+from services.gateway.feed import GAP, Subscription
 from services.gateway.ports import EventSource
 
 log = logging.getLogger("bg.gateway")
-# How long updates wait for the answer to the stream's command in flight (normally a few ms):
-# past it they go out alone and the answer follows on its own.
-HOLD_S = 0.25
 END = gateway_pb2.PlayUpdate()  # queued after a stream's last answer: the stream is over
-LATE = Answer(gateway_pb2.PlayUpdate())  # queued by the hold's timer, never by a command
 
 
 class SeatGone(Exception):
@@ -40,33 +36,11 @@ async def relay_updates(
     """A subscription's updates into `queue`, each event once and in order, gaps filled
     from the table's stream; `fresh()` reads the caller's view, `pushed(update)` takes it
     from an update (None: the caller no longer sits there, the stream is over). The answers
-    to the stream's commands come in order with them; with `combine` an accepted command's
-    result rides on the update that shows it. While a command is out, the updates that
-    arrive wait for its answer, so the result meets its commit whichever came first."""
+    to the stream's commands come in order with them (`Subscription.next`); with `combine`
+    an accepted command's result rides on the update that shows it."""
     table_id = sub.table_id
-    held: list[table_pb2.TableUpdate | None] = []
-    timer: asyncio.TimerHandle | None = None  # queues LATE once the held updates waited HOLD_S
-    loop = asyncio.get_running_loop()
     while True:
-        answer: gateway_pb2.PlayUpdate | None = None
-        item = await sub.queue.get()
-        if item is LATE:  # the answer is late: push what came meanwhile without it
-            updates, held, timer = held, [], None
-        elif isinstance(item, Answer):
-            sub.answers_due -= 1
-            answer = item.message
-            updates = held + ([item.update] if item.update is not None else [])
-            held = []
-            if timer is not None:
-                timer.cancel()
-                timer = None
-        elif sub.answers_due > 0:
-            held.append(item)
-            if timer is None:
-                timer = loop.call_later(HOLD_S, sub.queue.put_nowait, LATE)
-            continue
-        else:
-            updates = [item]
+        updates, answer = await sub.next()  # in order: services/gateway/feed.py
         result = answer.result if answer is not None and answer.HasField("result") else None
         for update in updates:
             try:

@@ -1,6 +1,7 @@
-"""A stream's relay (services/gateway/seat_relay.py, issue 25): one message per seat per commit,
-the command's result riding on the update that shows it whichever copy of the commit came
-first, answers in the order sent, and nothing lost when a stream falls behind."""
+"""A stream's relay (services/gateway/seat_relay.py, issue 25; the order: feed.py's Subscription):
+one message per seat per commit, the command's result riding on the update that shows it
+whichever copy of the commit came first, answers in the order sent, and nothing lost when a
+stream falls behind."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 from bg.events.v1 import events_pb2
 from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
-from services.gateway import seat_relay
-from services.gateway.feed import GAP, QUEUE_LIMIT, Answer, Subscription
+from services.gateway import feed as feed_module
+from services.gateway.feed import GAP, QUEUE_LIMIT, Answer, Subscription, TableFeed
 from services.gateway.seat_relay import END, relay_updates
 
 T = "t1"
@@ -66,11 +67,12 @@ async def run(items: list[object], combine: bool = True, last: int = 0) -> list[
     relay = asyncio.create_task(relay_updates(feed, sub, last, out, fresh, pushed, combine))
     for item in items:
         if isinstance(item, tuple):
-            sub.answers_due += item[1]
+            for _ in range(item[1]):
+                sub.command_out()
         else:
             sub.deliver(item)  # type: ignore[arg-type]
         await asyncio.sleep(0)
-    sub.answers_due += 1
+    sub.command_out()
     sub.deliver(Answer(END))
     await asyncio.wait_for(relay, 5)
     written: list[object] = []
@@ -132,7 +134,7 @@ async def test_a_late_answer_does_not_hold_the_updates_past_the_bound(
 ) -> None:
     """The answer never came within HOLD_S: the held update goes out alone, the answer (a
     duplicate's, already shown) after it on its own."""
-    monkeypatch.setattr(seat_relay, "HOLD_S", 0.01)
+    monkeypatch.setattr(feed_module, "HOLD_S", 0.01)
     sub = Subscription(T)
     out: asyncio.Queue[gateway_pb2.PlayUpdate | None] = asyncio.Queue()
 
@@ -143,7 +145,7 @@ async def test_a_late_answer_does_not_hold_the_updates_past_the_bound(
         return update.views[0]
 
     relay = asyncio.create_task(relay_updates(Stream(5), sub, 0, out, fresh, pushed, True))
-    sub.answers_due = 1
+    sub.command_out()
     sub.deliver(commit(1))
     first = await asyncio.wait_for(out.get(), 5)  # sent without waiting for the answer
     assert first is not None and shape([first]) == [("update", 1)]
@@ -177,3 +179,19 @@ async def test_a_stream_that_falls_behind_keeps_its_answers() -> None:
     assert [a.message.WhichOneof("kind") for a in answers] == ["error", "result"]
     assert answers[0].update is None  # kept through the resync: the GAP's fresh view shows it
     assert answers[1].update is not None and len(items) < 10  # queued after it, as usual
+
+
+async def test_a_commit_the_reply_brought_reaches_every_local_stream_at_once() -> None:
+    """Way 1 (feed.py): the reply's update goes to the table's other local streams as an
+    update and to the commanding one with its answer; a refusal to the commanding one alone."""
+    feed = TableFeed(redis=None)
+    mine, theirs = Subscription(T), Subscription(T)
+    feed.subscribers[T] = {mine, theirs}
+    feed.answered(mine, result(1, 1), commit(1))
+    assert theirs.queue.get_nowait() == commit(1)
+    answer = mine.queue.get_nowait()
+    assert isinstance(answer, Answer) and answer.update == commit(1)
+    feed.answered(mine, refusal(2))
+    assert theirs.queue.empty()
+    refused = mine.queue.get_nowait()
+    assert isinstance(refused, Answer) and refused.update is None
