@@ -6,8 +6,9 @@ to 1 between funded guests (the two players of a table log in on different gatew
 player's Play stream (two per table), lets a fraction of the tables play (scripted pairs, a new
 table after each match) while the rest sit idle on their turn clocks (each 46.5 s timeout rolls,
 plays the first legal play and starts the opponent's clock: RULES turn clock, I-7), and runs for
-`--minutes`. A third of the way in it kills -9 a table replica; two thirds in it freezes the
-Valkey primary that holds one table's slot until its replica takes over, then kills it -9.
+`--minutes`. A third of the way in it kills -9 a table replica; two thirds in it freezes a
+Valkey primary until its replica takes over, then kills it -9: by default (`--freeze feeds`)
+the one holding the gateways' pub/sub feeds, whose loss makes every stream refill at once.
 Prints (and writes as JSON with --json) memory per open stream and per live table (gateways,
 table replicas, Valkey), clock lateness p50/p99/max from the `timed_out` events the streams
 receive, commands/s, errors, and deadlines doubled (two timeouts of one deadline) or missed (a
@@ -53,6 +54,9 @@ MISSED_AFTER_MS = 10_000  # a deadline this far past at the end was missed (not 
 # as "in a failover": the shard lease (0.75 s) or the cluster's failover must pass first.
 FAILOVER_WINDOW_MS = 10_000
 STILL_FROZEN_S = 5.0
+# A player's command waits this long for its answer (client/play_wire.py): an error raised
+# within it of a failover's window is the failover's (the command went out in the window).
+ANSWER_BOUND_MS = 30_000
 
 
 @dataclass
@@ -86,7 +90,7 @@ class Stats:
                 else "opening_streams"
                 if at < run_ms
                 else "in_failovers"
-                if any(a <= at <= b for a, b in failovers)
+                if any(a <= at <= b + ANSWER_BOUND_MS for a, b in failovers)
                 else "steady"
             )
             out[phase][what] = out[phase].get(what, 0) + 1
@@ -455,10 +459,15 @@ async def _deal(
     return None if table_id is None else (a, b, table_id)
 
 
-async def _fail_a_primary(cluster: Cluster, table_id: str) -> tuple[float, list[tuple[int, int]]]:
-    """Freeze the Valkey primary of `table_id`'s slot until the cluster promotes its replica and
-    STILL_FROZEN_S more, then kill it -9 (the supervisor brings it back as a replica). Returns
-    the seconds until the promotion and the slot ranges the frozen primary served."""
+async def _fail_a_primary(
+    cluster: Cluster, table_id: str, target: str
+) -> tuple[float, list[tuple[int, int]]]:
+    """Freeze a Valkey primary until the cluster promotes its replica and STILL_FROZEN_S more,
+    then kill it -9 (the supervisor brings it back as a replica): `target` "table", the one
+    serving `table_id`'s slot; "feeds", the one holding the most pub/sub connections (the
+    gateways' table feeds: every stream of a gateway whose feed breaks refills at once), so
+    the worst case is the one run each time. Returns the seconds until the promotion and the
+    slot ranges the frozen primary served."""
     from redis.crc import key_slot
 
     from infra.cluster.valkey_cluster import primary_of, slots_served_by
@@ -474,6 +483,12 @@ async def _fail_a_primary(cluster: Cluster, table_id: str) -> tuple[float, list[
         if port:
             break
         await asyncio.sleep(1.0)
+    if target == "feeds":
+        feeds = await _feeds_primary(list(urls.values()))
+        if feeds:
+            port = feeds
+            any_url = next(iter(urls.values()))
+            slot = (await slots_served_by(any_url, port))[0][0]
     victim_name = next(n for n, u in urls.items() if u.endswith(f":{port}/0"))
     victim = next(p for p in cluster.infra if p.name == victim_name)
     other = next(u for n, u in urls.items() if n != victim_name)
@@ -494,6 +509,27 @@ async def _fail_a_primary(cluster: Cluster, table_id: str) -> tuple[float, list[
     await asyncio.sleep(STILL_FROZEN_S)
     os.kill(victim.pid, signal.SIGKILL)
     return frozen, served
+
+
+async def _feeds_primary(urls: list[str]) -> int:
+    """The port of the primary with the most pub/sub clients (0: none has any)."""
+    import redis.asyncio as redis_asyncio
+
+    best, most = 0, 0
+    for url in urls:
+        client: Any = redis_asyncio.Redis.from_url(url, socket_connect_timeout=1)
+        try:
+            role = await client.execute_command("ROLE")
+            listed = await client.execute_command("CLIENT", "LIST", "TYPE", "pubsub")
+        except Exception:
+            continue
+        finally:
+            await client.aclose()
+        text = listed.decode() if isinstance(listed, bytes) else str(listed)
+        count = len([line for line in text.splitlines() if line.strip()])
+        if role[0] in (b"master", "master") and count > most:
+            best, most = int(url.rsplit(":", 1)[1].split("/")[0]), count
+    return best
 
 
 def _by_node(
@@ -642,8 +678,9 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         failovers.append((killed_ms, killed_ms + FAILOVER_WINDOW_MS))
         await asyncio.sleep(run_s / 3)
         frozen_ms = int(time.time() * 1000)
-        promoted_s, served = await _fail_a_primary(cluster, dealt[0][2])
+        promoted_s, served = await _fail_a_primary(cluster, dealt[0][2], args.freeze)
         result["valkey_primary_frozen_s"] = round(promoted_s, 1)
+        result["valkey_primary_frozen"] = args.freeze
         failovers.append((frozen_ms, int(time.time() * 1000) + FAILOVER_WINDOW_MS))
         valkey_window = failovers[-1]
         await asyncio.sleep(max(0.0, run_s - (time.monotonic() - t0)))
@@ -732,6 +769,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=64, help="deals in flight")
     p.add_argument(
         "--valkey-node-timeout-ms", type=int, default=NODE_TIMEOUT_MS, help="silence to a failover"
+    )
+    p.add_argument(
+        "--freeze",
+        choices=("feeds", "table"),
+        default="feeds",
+        help="the Valkey primary frozen: the one holding the gateways' feeds, or a table's",
     )
     p.add_argument("--data-dir")
     p.add_argument("--json", help="also write the summary here")

@@ -230,6 +230,13 @@ class TableFeed:
             out.append(event)
         return out
 
+    async def last_seq(self, table_id: str) -> int | None:
+        """The seq of the table's last event (None: the table has no stream), one read: a
+        refill of a table that did not move since needs no view (after a broken feed, most)."""
+        entries = await self.redis.xrevrange(stream_key(table_id), count=1)
+        found = stream_entries(entries)
+        return found[0][0] if found else None
+
     async def take_seat(self, table_id: str, player_id: str, stream: str) -> None:
         """A Play stream of `player_id` opened: their other streams to the table end, on every
         gateway (at most once, as pub/sub is: a lost notice leaves two streams on one seat,

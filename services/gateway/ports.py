@@ -96,6 +96,7 @@ class EventSource(Protocol):
     async def events_between(
         self, table_id: str, after_seq: int, upto_seq: int
     ) -> list[events_pb2.TableEvent]: ...
+    async def last_seq(self, table_id: str) -> int | None: ...
 
 
 class SocialPort(Protocol):

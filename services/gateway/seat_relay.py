@@ -12,11 +12,13 @@ from redis.exceptions import RedisError
 
 from bg.gateway.v1 import gateway_pb2
 from bg.table.v1 import table_pb2
+from services.common.backoff import Backoff
 from services.common.errors import ServiceError
 from services.gateway.feed import GAP, Subscription
 from services.gateway.ports import EventSource
 
 log = logging.getLogger("bg.gateway")
+RESYNC_RETRY_S, RESYNC_RETRY_CAP_S = 0.5, 8.0  # a failed refill's next try, doubling
 END = gateway_pb2.PlayUpdate()  # queued after a stream's last answer: the stream is over
 
 
@@ -39,6 +41,7 @@ async def relay_updates(
     to the stream's commands come in order with them (`Subscription.next`); with `combine`
     an accepted command's result rides on the update that shows it."""
     table_id = sub.table_id
+    retry = Backoff(RESYNC_RETRY_S, RESYNC_RETRY_CAP_S)
     while True:
         updates, answer = await sub.next()  # in order: services/gateway/feed.py
         result = answer.result if answer is not None and answer.HasField("result") else None
@@ -53,9 +56,13 @@ async def relay_updates(
                     "cannot resync a stream",
                     extra={"table_id": table_id, "error": repr(exc)[:200]},
                 )
-                sub.deliver(GAP)  # try again shortly: the client's stream stays open
-                await asyncio.sleep(0.5)
+                # Try again (the client's stream stays open), later each time: every stream of
+                # a gateway whose feed broke refills at once, and fixed retries kept the table
+                # replicas too busy to answer commands (the 4,000-table soak, 2026-12-06).
+                sub.deliver(GAP)
+                await asyncio.sleep(retry.failed())
                 continue
+            retry.reset()
             if shown is None:
                 continue
             last = shown.seq
@@ -78,11 +85,13 @@ async def _seat_update(
     fresh: Callable[[], Awaitable[table_pb2.TableView]],
     pushed: Callable[[table_pb2.TableUpdate], Awaitable[table_pb2.TableView | None]],
 ) -> gateway_pb2.SeatUpdate | None:
-    """What to push for `update` (GAP: a fresh view) after seq `last`, with the events
-    between; None when it shows nothing new."""
+    """What to push for `update` (GAP: a fresh view, unless the table's stream shows nothing
+    after `last`) after seq `last`, with the events between; None when it shows nothing new."""
     mine: table_pb2.TableView | None
     try:
         if update is GAP:
+            if await feed.last_seq(table_id) == last:
+                return None  # nothing committed while updates were lost: no view to read
             view = await fresh()
             seq, mine = view.seq, view
             events = await feed.events_between(table_id, last, seq)

@@ -10,7 +10,12 @@ import pytest
 import redis.asyncio as redis_asyncio
 
 from bg.table.v1 import table_pb2
-from services.contracts.redis_keys import seat_channel, table_of_channel, update_channel
+from services.contracts.redis_keys import (
+    seat_channel,
+    stream_key,
+    table_of_channel,
+    update_channel,
+)
 from services.gateway.feed import GAP, Answer, Subscription, TableFeed
 from services.gateway.live_streams import LiveStreams, Queue, stream_id
 
@@ -116,3 +121,17 @@ async def test_a_new_stream_takes_the_seat_from_older_ones_on_every_gateway(
     finally:
         for feed in feeds:
             await feed.close()
+
+
+async def test_the_last_seq_is_the_tables_last_event_or_none_without_a_stream(
+    redis: redis_asyncio.Redis,
+) -> None:
+    """What a refill asks first (seat_relay.py): one read, no view."""
+    feed = TableFeed(redis)
+    try:
+        assert await feed.last_seq("f3") is None
+        for seq in (1, 2, 3):
+            await redis.xadd(stream_key("f3"), {"e": b"", "k": "x"}, id=f"{seq}-0")
+        assert await feed.last_seq("f3") == 3
+    finally:
+        await feed.close()

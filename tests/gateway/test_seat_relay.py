@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+import grpc
 import pytest
 
 from bg.events.v1 import events_pb2
@@ -31,6 +32,9 @@ class Stream:
     ) -> list[events_pb2.TableEvent]:
         self.reads += 1
         return [events_pb2.TableEvent(seq=s) for s in range(after_seq + 1, upto_seq + 1)]
+
+    async def last_seq(self, table_id: str) -> int | None:
+        return self.upto
 
 
 def commit(seq: int) -> table_pb2.TableUpdate:
@@ -195,3 +199,67 @@ async def test_a_commit_the_reply_brought_reaches_every_local_stream_at_once() -
     assert theirs.queue.empty()
     refused = mine.queue.get_nowait()
     assert isinstance(refused, Answer) and refused.update is None
+
+
+async def _refill(stream: Stream, last: int, views: list[object]) -> tuple[list[object], int]:
+    """A GAP through a relay for seat 0 that has pushed up to `last`; `views` are what each
+    fresh() read gives (an exception is raised): what the stream wrote, and the reads."""
+    sub = Subscription(T)
+    out: asyncio.Queue[gateway_pb2.PlayUpdate | None] = asyncio.Queue()
+    reads = 0
+    settled = asyncio.Event()  # the last view read, or none needed
+
+    async def fresh() -> table_pb2.TableView:
+        nonlocal reads
+        reads += 1
+        view = views.pop(0)
+        if not views:
+            settled.set()
+        if isinstance(view, Exception):
+            raise view
+        assert isinstance(view, table_pb2.TableView)
+        return view
+
+    async def pushed(update: table_pb2.TableUpdate) -> table_pb2.TableView | None:
+        return update.views[0]
+
+    if not views:
+        settled.set()
+    relay = asyncio.create_task(relay_updates(stream, sub, last, out, fresh, pushed))
+    sub.deliver(GAP)
+    await asyncio.wait_for(settled.wait(), 5)
+    sub.command_out()  # the client closes its side: END goes after what the GAP brought
+    sub.deliver(Answer(END))
+    await asyncio.wait_for(relay, 5)
+    written: list[object] = []
+    while (message := out.get_nowait()) is not None:
+        written.append(message)
+    return written, reads
+
+
+async def test_a_refill_of_a_table_that_did_not_move_reads_no_view() -> None:
+    """After a broken feed every stream of the gateway refills at once: one that the table's
+    stream shows nothing new for costs its table replica nothing (the soak's storm)."""
+    written, reads = await _refill(Stream(upto=7), 7, [])
+    assert (written, reads) == ([], 0)
+
+
+async def test_a_refill_of_a_table_that_moved_pushes_a_fresh_view_and_the_events() -> None:
+    view = table_pb2.TableView(table_id=T, seq=9, seat=0, player_ids=["a", "b"])
+    written, reads = await _refill(Stream(upto=9), 7, [view])
+    assert reads == 1 and shape(written) == [("update", 9)]
+    update = written[0].update  # type: ignore[attr-defined]
+    assert [e.seq for e in update.events] == [8, 9]
+
+
+async def test_a_refill_that_fails_is_tried_again_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table replica too busy (DEADLINE_EXCEEDED) twice: tried again after a backoff, the
+    stream stays open and gets its update."""
+    from services.common.errors import ServiceError
+    from services.gateway import seat_relay
+
+    monkeypatch.setattr(seat_relay, "RESYNC_RETRY_S", 0.001)
+    busy = ServiceError("DEADLINE_EXCEEDED", "busy", status=grpc.StatusCode.DEADLINE_EXCEEDED)
+    view = table_pb2.TableView(table_id=T, seq=9, seat=0, player_ids=["a", "b"])
+    written, reads = await _refill(Stream(upto=9), 7, [busy, busy, view])
+    assert reads == 3 and shape(written) == [("update", 9)]

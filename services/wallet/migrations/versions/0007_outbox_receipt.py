@@ -22,15 +22,20 @@ depends_on = None
 PLACEMENT = ("sent_gen", "sent_partition", "sent_offset", "sent_incarnation")
 
 
-def upgrade() -> None:
-    with op.batch_alter_table("outbox") as batch:
-        batch.add_column(sa.Column("sent_receipt", sa.String(128), nullable=True))
-    outbox = sa.table(
+def _outbox(sent: str) -> sa.TableClause:
+    """The columns this migration reads and writes, `sent` the one that says a row was sent."""
+    return sa.table(
         "outbox",
         sa.column("published_ms", sa.BigInteger),
         sa.column("confirmed_ms", sa.BigInteger),
-        sa.column("sent_incarnation", sa.String),
+        sa.column(sent, sa.String),
     )
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("outbox") as batch:
+        batch.add_column(sa.Column("sent_receipt", sa.String(128), nullable=True))
+    outbox = _outbox("sent_incarnation")
     unconfirmed = outbox.c.published_ms.is_not(None) & outbox.c.confirmed_ms.is_(None)
     op.execute(
         outbox.update()
@@ -53,12 +58,7 @@ def downgrade() -> None:
         batch.add_column(sa.Column("sent_partition", sa.Integer, nullable=True))
         batch.add_column(sa.Column("sent_offset", sa.BigInteger, nullable=True))
         batch.add_column(sa.Column("sent_incarnation", sa.String(32), nullable=True))
-    outbox = sa.table(
-        "outbox",
-        sa.column("published_ms", sa.BigInteger),
-        sa.column("confirmed_ms", sa.BigInteger),
-        sa.column("sent_receipt", sa.String),
-    )
+    outbox = _outbox("sent_receipt")
     # Unconfirmed rows go again (their receipts are no placements): consumers dedupe.
     op.execute(
         outbox.update()
