@@ -464,8 +464,8 @@ async def _fail_a_primary(
 ) -> tuple[float, list[tuple[int, int]]]:
     """Freeze a Valkey primary until the cluster promotes its replica and STILL_FROZEN_S more,
     then kill it -9 (the supervisor brings it back as a replica): `target` "table", the one
-    serving `table_id`'s slot; "feeds", the one holding the most pub/sub connections (the
-    gateways' table feeds: every stream of a gateway whose feed breaks refills at once), so
+    serving `table_id`'s slot; "feeds", the one holding the gateways' table feeds (every
+    stream of a gateway whose feed breaks refills at once), so
     the worst case is the one run each time. Returns the seconds until the promotion and the
     slot ranges the frozen primary served."""
     from redis.crc import key_slot
@@ -512,24 +512,40 @@ async def _fail_a_primary(
 
 
 async def _feeds_primary(urls: list[str]) -> int:
-    """The port of the primary with the most pub/sub clients (0: none has any)."""
+    """The port of the node whose pub/sub clients hold the most channels (0: none holds any):
+    the gateways' feeds, three channels per table with a stream there (a table replica's clock
+    wake-ups hold a few). A replica is made primary first (CLUSTER FAILOVER), to be frozen as
+    one."""
+    import re
+
     import redis.asyncio as redis_asyncio
 
-    best, most = 0, 0
+    best, most = "", 0
     for url in urls:
         client: Any = redis_asyncio.Redis.from_url(url, socket_connect_timeout=1)
         try:
-            role = await client.execute_command("ROLE")
             listed = await client.execute_command("CLIENT", "LIST", "TYPE", "pubsub")
         except Exception:
             continue
         finally:
             await client.aclose()
         text = listed.decode() if isinstance(listed, bytes) else str(listed)
-        count = len([line for line in text.splitlines() if line.strip()])
-        if role[0] in (b"master", "master") and count > most:
-            best, most = int(url.rsplit(":", 1)[1].split("/")[0]), count
-    return best
+        channels = sum(int(n) for n in re.findall(r"\bsub=(\d+)", text))
+        if channels > most:
+            best, most = url, channels
+    if not best:
+        return 0
+    client = redis_asyncio.Redis.from_url(best, socket_connect_timeout=1)
+    try:
+        if (await client.execute_command("ROLE"))[0] not in (b"master", "master"):
+            await client.execute_command("CLUSTER", "FAILOVER")
+            for _ in range(50):
+                await asyncio.sleep(0.2)
+                if (await client.execute_command("ROLE"))[0] in (b"master", "master"):
+                    break
+    finally:
+        await client.aclose()
+    return int(best.rsplit(":", 1)[1].split("/")[0])
 
 
 def _by_node(
