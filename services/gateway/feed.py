@@ -1,31 +1,29 @@
 """One subscription per table per gateway process, fanned out to the local Play streams, and the
 order in which a stream sees its table's updates and its own commands' answers.
 
-Each commit publishes a `TableUpdate` (its events and both seats' fresh views) on the table's
-channel (services/contracts/redis_keys.py). The gateway holds one Redis pub/sub connection; the
-first local stream on a table subscribes to its channel, the last one to leave unsubscribes.
-Each message is parsed once and handed to every local subscriber (both seats, spectators).
+An update reaches a seat one way (issue 62, item 2): each commit publishes its `TableUpdate`
+(its events and both seats' fresh views) on the table's channel (services/contracts/
+redis_keys.py), and the command's reply carries its result only (the seq it committed). The
+gateway holds one Redis pub/sub connection; the first local stream on a table subscribes to its
+channel, the last one to leave unsubscribes. Each message is parsed once and handed to every
+local subscriber (both seats, spectators). What a stream missed (a gap in seqs, a join's
+backlog, a broken connection: `GAP`) is read from the table's stream by seq
+(services/gateway/seat_relay.py).
 
-How an update reaches a seat, and why three ways (issue 62 item 2 measured one way, below):
-1. the command's reply: a command this gateway sent comes back from the table with its commit's
-   update, handed at once to the table's local streams (`TableFeed.answered`), the commanding
-   stream's with the command's answer (`Answer`);
-2. pub/sub: the other gateways' streams get the commit from the table's channel; where the
-   reply's copy came first, the pub/sub copy is a repeat, skipped by seq;
-3. the table's stream (XRANGE): what a stream missed (a gap in seqs, a join's backlog, a broken
-   pub/sub connection: `GAP`, a fresh view and the events between) is read by seq.
-The result of a command must meet the update that shows its commit (a client acts on the view
-the result promised), whichever copy came first. So while a command of the stream is out
-(`Subscription.command_out`), updates that arrive are held until its answer (`next`), at most
-HOLD_S: past it they go out alone (`LATE`) and the answer follows on its own.
+While a stream's command is out (`busy`), the table's updates skip that stream (`missed`), and
+the command's answer goes with the first update that shows its commit (`Answer(message,
+update)`: come already, or still to come); the events it skipped are filled from the table's
+stream by seq. So a result always meets its commit. A refusal goes alone, after the last update
+if the stream skipped one.
 
-Why not one way: pub/sub alone (the reply carrying the result only) was as cheap on the
-command-path bench, but in 4,000-table soaks it left 6 and 45 commands unanswered for 30 s
-(today's three ways: 0), ran 31 commands a second against 38 and cost the table replicas
-40-42% of a core against 23-29%; the table's stream alone cost a Redis read per ring: 1.7x the
-floor against 1.5x, p50 4.9 ms against 3.8 (docs/benchmarks.md, "One way for an update to reach
-a seat"). The reply path makes the commanding stream proof against a lost pub/sub message; the
-hold is its price.
+Pub/sub delivers at most once: after the connection breaks, every subscriber is told to fill
+the gap from the table's stream (`GAP`), and an answer waiting for its update goes alone; an
+answer whose update has not come within ANSWER_WAIT_S does the same for its stream.
+
+It replaced three ways (the reply's copy of the update to the commanding gateway, pub/sub's to
+the others, the table's stream for gaps) and their bookkeeping (a 250 ms hold of pub/sub's copy
+for the answer: `answers_due`, `LATE`): the same cost on the command-path bench and in the
+4,000-table soak (docs/benchmarks.md, "One way for an update to reach a seat").
 
 Beside each table's update channel the feed listens on its seat channel: a Play stream opening
 anywhere (`take_seat`) is handed to `on_seat`, which ends that player's older streams here; and
@@ -60,9 +58,11 @@ from services.contracts.redis_keys import (
 log = logging.getLogger("bg.gateway.feed")
 
 GAP: Final = None  # queued to a subscriber when updates may have been lost
-# How long updates wait for the answer to the stream's command in flight (normally a few ms):
-# past it they go out alone and the answer follows on its own.
-HOLD_S = 0.25
+# How long an answer waits for the update that shows its commit (normally a few ms): past it
+# the stream refills from a fresh view and the answer follows on its own. Without a bound, an
+# update pub/sub lost (a subscription not yet in force on its node) would hold the answer until
+# the table's next commit: up to a turn clock's 46.5 s.
+ANSWER_WAIT_S = 1.0
 QUEUE_LIMIT = 1000
 
 
@@ -92,23 +92,16 @@ class Answer:
 
 
 Item = table_pb2.TableUpdate | Answer | None
-LATE: Final = Answer(gateway_pb2.PlayUpdate())  # queued by the hold's timer, never by a command
 
 
 class Subscription:
-    """A local stream's view of a table's updates and of the answers to its own commands, in
-    the order the stream writes them (the module's docstring says why they are held)."""
+    """A local stream's view of a table's updates (and of the answers to its own commands)."""
 
     def __init__(self, table_id: str) -> None:
         self.table_id = table_id
         self.queue: asyncio.Queue[Item] = asyncio.Queue()
-        self.answers_due = 0  # commands sent whose answer is not yet queued
-        self._held: list[table_pb2.TableUpdate | None] = []  # came while a command was out
-        self._timer: asyncio.TimerHandle | None = None  # queues LATE once held HOLD_S
-
-    def command_out(self) -> None:
-        """A command of this stream is on its way: updates wait for its answer."""
-        self.answers_due += 1
+        self.busy = False  # a command of this stream is out: updates wait for its answer
+        self.missed = False  # an update skipped it while busy
 
     def deliver(self, item: Item) -> None:
         if item is not None and self.queue.qsize() >= QUEUE_LIMIT:
@@ -126,26 +119,21 @@ class Subscription:
     async def next(
         self,
     ) -> tuple[list[table_pb2.TableUpdate | None], gateway_pb2.PlayUpdate | None]:
-        """What the stream writes next: updates in order (GAP: refill), then an answer, if
-        one is due now."""
-        while True:
-            item = await self.queue.get()
-            if item is LATE:  # the answer is late: what came meanwhile goes without it
-                held, self._held, self._timer = self._held, [], None
-                return held, None
-            if isinstance(item, Answer):
-                self.answers_due -= 1
-                held, self._held = self._held, []
-                if self._timer is not None:
-                    self._timer.cancel()
-                    self._timer = None
-                return held + ([item.update] if item.update is not None else []), item.message
-            if self.answers_due <= 0:
-                return [item], None
-            self._held.append(item)
-            if self._timer is None:
-                loop = asyncio.get_running_loop()
-                self._timer = loop.call_later(HOLD_S, self.queue.put_nowait, LATE)
+        """What the stream writes next: an update (GAP: refill), or an answer with the update
+        that shows its commit when that came with it."""
+        item = await self.queue.get()
+        if isinstance(item, Answer):
+            return ([item.update] if item.update is not None else []), item.message
+        return [item], None
+
+
+class _Table:
+    """A table's side on this gateway: its last update, and the answers of local streams
+    waiting for the update that shows their commit."""
+
+    def __init__(self) -> None:
+        self.last: table_pb2.TableUpdate | None = None
+        self.answers: dict[Subscription, tuple[int, gateway_pb2.PlayUpdate]] = {}
 
 
 def _drain(queue: asyncio.Queue[Item]) -> list[Item]:
@@ -178,6 +166,7 @@ class TableFeed:
         self.on_seat = on_seat
         self.on_chat = on_chat
         self.subscribers: dict[str, set[Subscription]] = {}
+        self._tables: dict[str, _Table] = {}
         self._pubsub: Any = None
         self._watched: Any = None  # the pub/sub connection whose reconnects ask for refills
         self._reader: asyncio.Task[None] | None = None
@@ -190,6 +179,7 @@ class TableFeed:
         async with self._lock:
             subs = self.subscribers.setdefault(table_id, set())
             subs.add(sub)
+            self._tables.setdefault(table_id, _Table())
             if len(subs) == 1:
                 try:
                     await self.redis.initialize()  # a cluster client learns its nodes first
@@ -202,19 +192,74 @@ class TableFeed:
                 self._reader = asyncio.create_task(self._read(), name="table-feed")
         return sub
 
-    def answered(
-        self,
-        origin: Subscription,
-        answer: gateway_pb2.PlayUpdate,
-        update: table_pb2.TableUpdate | None = None,
+    def answer(
+        self, table_id: str, seq: int, origin: Subscription, answer: gateway_pb2.PlayUpdate
     ) -> None:
-        """The answer to `origin`'s command; with `update`, the commit it made as the table
-        sent it back, handed to every local subscriber of the table now (way 1 above)."""
-        if update is not None:
-            for sub in self.subscribers.get(update.table_id, ()):
-                if sub is not origin:
-                    sub.deliver(update)
-        origin.deliver(Answer(answer, update))
+        """The answer to `origin`'s command, whose commit is `seq`: with the first update that
+        shows it, come already or still to come."""
+        table = self._tables.get(table_id)
+        if table is None:
+            self.alone(table_id, origin, answer)
+        elif table.last is not None and table.last.seq >= seq:
+            origin.busy = origin.missed = False
+            origin.deliver(Answer(answer, table.last))  # what it missed: filled from the stream
+        else:
+            table.answers[origin] = (seq, answer)
+            loop = asyncio.get_running_loop()
+            loop.call_later(ANSWER_WAIT_S, self._overdue, table_id, origin, seq)
+
+    def _overdue(self, table_id: str, origin: Subscription, seq: int) -> None:
+        """The update of `origin`'s commit `seq` did not come (pub/sub is at most once: a
+        subscription not yet in force when the commit rang, a cluster node's loss): the stream
+        refills from a fresh view, which shows the commit, and the answer goes after it."""
+        table = self._tables.get(table_id)
+        waiting = None if table is None else table.answers.get(origin)
+        if table is None or waiting is None or waiting[0] != seq:
+            return
+        del table.answers[origin]
+        origin.busy = origin.missed = False
+        origin.deliver(GAP)
+        origin.deliver(Answer(waiting[1]))
+
+    def alone(self, table_id: str, origin: Subscription, answer: gateway_pb2.PlayUpdate) -> None:
+        """An answer with no commit of its own (a refusal, a duplicate): after the last update,
+        if the stream skipped one while its command was out."""
+        table = self._tables.get(table_id)
+        if origin.missed and table is not None and table.last is not None:
+            origin.deliver(table.last)
+        origin.busy = origin.missed = False
+        origin.deliver(Answer(answer))
+
+    def ring(self, update: table_pb2.TableUpdate) -> None:
+        """A commit's update, from the table's channel: to every local stream, except one whose
+        command is out (it goes with that command's answer)."""
+        table = self._tables.get(update.table_id)
+        if table is None:
+            return
+        if table.last is None or update.seq > table.last.seq:
+            table.last = update
+        for sub in self.subscribers.get(update.table_id, ()):
+            waiting = table.answers.get(sub)
+            if waiting is not None and waiting[0] <= update.seq:
+                del table.answers[sub]
+                sub.busy = sub.missed = False
+                sub.deliver(Answer(waiting[1], update))
+            elif sub.busy:
+                sub.missed = True
+            else:
+                sub.deliver(update)
+
+    def _refill(self, table_id: str) -> None:
+        """The table's updates may have been lost: its streams refill from its stream, and an
+        answer waiting for its update goes alone after that."""
+        table = self._tables.get(table_id)
+        for sub in self.subscribers.get(table_id, ()):
+            sub.deliver(GAP)
+        if table is not None:
+            for sub, (_, answer) in table.answers.items():
+                sub.busy = sub.missed = False
+                sub.deliver(Answer(answer))
+            table.answers.clear()
 
     async def events_between(
         self, table_id: str, after_seq: int, upto_seq: int
@@ -249,8 +294,12 @@ class TableFeed:
             if subs is None:
                 return
             subs.discard(sub)
+            table = self._tables.get(sub.table_id)
+            if table is not None:
+                table.answers.pop(sub, None)
             if not subs:
                 del self.subscribers[sub.table_id]
+                self._tables.pop(sub.table_id, None)
                 with contextlib.suppress(Exception):  # a broken connection forgets it anyway
                     await self._channel().unsubscribe(*_channels(sub.table_id))
 
@@ -293,13 +342,11 @@ class TableFeed:
                     self.on_chat(table_id, message["data"])
                 continue
             self.received += 1
-            subs = self.subscribers.get(table_id)
-            if not subs:
+            if table_id not in self.subscribers:
                 continue
             update = table_pb2.TableUpdate()
             update.ParseFromString(message["data"])
-            for sub in subs:
-                sub.deliver(update)
+            self.ring(update)
 
     def _watch(self) -> None:
         """redis-py's pub/sub, when its connection breaks, connects again and subscribes again
@@ -318,9 +365,8 @@ class TableFeed:
 
     def _refill_all(self) -> None:
         """Anything published while the subscription was away is in the tables' streams."""
-        for subs in self.subscribers.values():
-            for sub in subs:
-                sub.deliver(GAP)
+        for table_id in list(self.subscribers):
+            self._refill(table_id)
 
     async def _reconnect(self) -> None:
         async with self._lock:

@@ -177,14 +177,16 @@ class PlayStreams:
         try:
             async for message in requests:
                 request_no += 1
-                sub.command_out()
                 started = time.perf_counter()
-                answer, update = await self._command(message, table_id, player, seat, request_no)
+                sub.busy = True  # the table's updates wait for the answer (feed.py)
+                answer, seq = await self._command(message, table_id, player, seat, request_no)
                 self.command_seconds.observe(time.perf_counter() - started)
-                self.feed.answered(sub, answer, update)
+                if seq:
+                    self.feed.answer(table_id, seq, sub, answer)
+                else:
+                    self.feed.alone(table_id, sub, answer)
         finally:
-            sub.command_out()
-            self.feed.answered(sub, END)
+            self.feed.alone(table_id, sub, END)
 
     async def _command(
         self,
@@ -193,11 +195,10 @@ class PlayStreams:
         player: str,
         seat: int,
         request_no: int,
-    ) -> tuple[gateway_pb2.PlayUpdate, table_pb2.TableUpdate | None]:
-        """One command to the table's owner: its answer, and the commit's update when the owner
-        sent it (this gateway fans it out at once)."""
+    ) -> tuple[gateway_pb2.PlayUpdate, int]:
+        """One command to the table's owner: its answer, and the seq of the commit it made (0:
+        none, the answer goes alone)."""
         cmd = message.command
-        update: table_pb2.TableUpdate | None = None
         try:
             if message.WhichOneof("kind") != "command":
                 raise InvalidArgument("MALFORMED", "after join, send commands", field="command")
@@ -213,8 +214,6 @@ class PlayStreams:
                 command=cmd.command,
             )
             reply = await self.lines.submit(request, timeout=10)
-            if reply.HasField("update"):
-                update = reply.update
             if cmd.command.WhichOneof("kind") == "accept_rematch" and not reply.duplicate:
                 await self._deal_rematch(table_id, player)
             result = gateway_pb2.CommandResult(
@@ -224,7 +223,7 @@ class PlayStreams:
                 request_no=request_no,
             )
             answer = gateway_pb2.PlayUpdate(result=result, table_id=table_id)
-            return answer, update
+            return answer, 0 if reply.duplicate else reply.seq
         except ServiceError as err:
             # An id over its bound is never cut to fit: the cut could be another command's id.
             # The client matches such an answer on request_no.
@@ -235,7 +234,7 @@ class PlayStreams:
                 request_no=request_no,
                 status=err.status.name,
             )
-            return gateway_pb2.PlayUpdate(error=failed, table_id=table_id), update
+            return gateway_pb2.PlayUpdate(error=failed, table_id=table_id), 0
 
     async def _deal_rematch(self, table_id: str, player: str) -> None:
         """I-32: both agreed; matchmaking deals the new match on this table."""

@@ -63,7 +63,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             async for call in requests:
                 yield [call]
 
-        async for ready in self._outcomes(batches(), with_update=False):
+        async for ready in self._outcomes(batches(), with_events=True):
             for outcome in ready:
                 yield outcome
 
@@ -74,11 +74,11 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             async for message in requests:
                 yield list(message.calls)
 
-        async for ready in self._outcomes(batches(), with_update=True):
+        async for ready in self._outcomes(batches(), with_events=False):
             yield table_pb2.SubmitCommandOutcomes(outcomes=ready)
 
     async def _outcomes(
-        self, batches: AsyncIterator[list[table_pb2.SubmitCommandCall]], with_update: bool
+        self, batches: AsyncIterator[list[table_pb2.SubmitCommandCall]], with_events: bool
     ) -> AsyncIterator[list[table_pb2.SubmitCommandOutcome]]:
         """Each call handled as SubmitCommand is, concurrently (tables are independent; a
         refused call changes nothing and holds up no other); the outcomes ready are handed on
@@ -94,9 +94,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                 submitted = await self._submitted(call.request)
                 reply = outcome.response
                 reply.seq, reply.duplicate = submitted.seq, submitted.duplicate
-                if with_update and submitted.update is not None:
-                    reply.update.CopyFrom(submitted.update)
-                else:
+                if with_events:  # an older gateway's; a batch's answer is the seq alone
                     reply.events.extend(submitted.events)
             except ServiceError as err:
                 outcome.error.CopyFrom(err.to_proto())

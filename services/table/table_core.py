@@ -118,7 +118,6 @@ class Submitted:
     seq: int
     events: list[events_pb2.TableEvent]
     duplicate: bool = False
-    update: table_pb2.TableUpdate | None = None  # the commit's, as published (not a duplicate)
 
 
 T = TypeVar("T")
@@ -301,7 +300,7 @@ class TableCore:
             if result.status is CommitStatus.DUP:
                 return await self._duplicate(table_id, result.seq, result.count)
             self._capture_in_background(change.base, change.out)
-            return Submitted(result.seq, list(update.events), update=update)
+            return Submitted(result.seq, list(update.events))
 
         return await self._transition(table_id, step, done, "the table is too busy", cached)
 
